@@ -1,0 +1,81 @@
+"""Source locations and the error hierarchy every user-facing failure goes through.
+
+Errors a user can cause are reported as ``FILE:LINE:COL: error: message`` followed by the
+source line and a caret (as mlir-opt does).  The CLI catches :class:`PolyoptError` once and
+prints :meth:`PolyoptError.render`; the Python API lets the exception propagate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """The text a location points into (kept so that errors can quote the line)."""
+
+    name: str
+    text: str
+
+    def line_text(self, line: int) -> str:
+        lines = self.text.split("\n")
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+@dataclass(frozen=True)
+class Location:
+    """A 1-based line/column position in a source file (MLIR's FileLineColLoc)."""
+
+    file: SourceFile
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file.name}:{self.line}:{self.col}"
+
+    @staticmethod
+    def at_offset(file: SourceFile, offset: int) -> "Location":
+        line = file.text.count("\n", 0, offset) + 1
+        line_start = file.text.rfind("\n", 0, offset) + 1
+        return Location(file, line, offset - line_start + 1)
+
+
+class PolyoptError(Exception):
+    """An error the user caused; carries the location it points at (if known)."""
+
+    kind = "error"
+
+    def __init__(self, message: str, loc: Location | None = None):
+        super().__init__(message)
+        self.message = message
+        self.loc = loc
+
+    def render(self, default_file: str = "<input>") -> str:
+        """``FILE:LINE:COL: error: message``, the source line and a caret under the column."""
+        if self.loc is None:
+            return f"{default_file}:1:1: error: {self.message}"
+        head = f"{self.loc}: error: {self.message}"
+        src = self.loc.file.line_text(self.loc.line)
+        if not src:
+            return head
+        caret = " " * (self.loc.col - 1) + "^"
+        return f"{head}\n{src}\n{caret}"
+
+    def __str__(self) -> str:
+        return f"{self.loc}: error: {self.message}" if self.loc else self.message
+
+
+class ParseError(PolyoptError):
+    """Malformed MLIR text."""
+
+
+class VerifyError(PolyoptError):
+    """Well-formed text that breaks an op's or the IR's rules (types, dominance, affine rules)."""
+
+
+class ScheduleError(PolyoptError):
+    """An illegal or malformed schedule or transformation request."""
+
+
+class CodegenError(PolyoptError):
+    """A construct that cannot be lowered to LLVM (unsupported or invalid for code generation)."""

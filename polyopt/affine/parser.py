@@ -1,0 +1,1084 @@
+"""MLIR text -> Module: upstream MLIR 22 syntax and the 2020 syntax of the paper's listings.
+
+A recursive-descent parser over the raw text (MLIR's grammar is context sensitive in places:
+``2048x2048xf64`` dimension lists, affine expressions over SSA names).  Ops in custom form are
+parsed by their op class (``parse_custom``); every op can also be written in generic form
+(``"affine.for"() ({...}) {...} : () -> ()``).  The 2020 names (``addf``, ``constant``,
+``alloc``, ``func @f``, ...) are mapped to their modern ops on the way in.
+
+Op classes use the small API below (``parse_operand``, ``parse_type``, ``parse_region``, ...),
+the counterpart of MLIR's ``OpAsmParser``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Optional, Sequence
+
+from .affine_expr import AffineExpr, AffineMap, IntegerSet, constant, dim, symbol
+from .attributes import (AffineMapAttr, ArrayAttr, Attribute, DenseArrayAttr, DictAttr, FloatAttr,
+                         IntegerAttr, IntegerSetAttr, OpaqueAttr, StringAttr, SymbolRefAttr,
+                         TypeAttr, UnitAttr)
+from .diagnostics import Location, ParseError, SourceFile
+from .ir import OP_REGISTRY, Block, Operation, Region, Value
+from .types import (FloatType, FunctionType, IndexType, IntegerType, MemRefType, NoneType,
+                    StridedLayout, Type, UnrankedMemRefType, VectorType, i1, i64)
+
+_BARE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
+_SUFFIX_ID = re.compile(r"[A-Za-z0-9_$.\-]+")
+_INT = re.compile(r"0x[0-9a-fA-F]+|[0-9]+")
+_FLOAT = re.compile(r"[0-9]+\.[0-9]*([eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+")
+_WS = re.compile(r"(\s|//[^\n]*)*")
+
+# Ops of the paper's 2020 "standard" dialect and their MLIR 22 names.
+LEGACY_OP_NAMES = {
+    "addf": "arith.addf", "subf": "arith.subf", "mulf": "arith.mulf", "divf": "arith.divf",
+    "negf": "arith.negf", "addi": "arith.addi", "subi": "arith.subi", "muli": "arith.muli",
+    "divi_signed": "arith.divsi", "remi_signed": "arith.remsi", "floordivi_signed": "arith.floordivsi",
+    "ceildivi_signed": "arith.ceildivsi", "cmpi": "arith.cmpi", "cmpf": "arith.cmpf",
+    "select": "arith.select", "index_cast": "arith.index_cast", "sitofp": "arith.sitofp",
+    "fptosi": "arith.fptosi", "fpext": "arith.extf", "fptrunc": "arith.truncf",
+    "constant": "arith.constant", "std.constant": "arith.constant",
+    "alloc": "memref.alloc", "alloca": "memref.alloca", "dealloc": "memref.dealloc",
+    "load": "memref.load", "store": "memref.store", "memref_cast": "memref.cast",
+    "splat": "vector.broadcast", "vector.splat": "vector.broadcast",
+    "call": "func.call", "return": "func.return", "func": "func.func",
+    "std.call": "func.call", "std.return": "func.return", "module": "builtin.module",
+    "fma": "math.fma",
+}
+
+# Ops whose custom form MLIR prints without the dialect prefix inside a func.
+IMPLICIT_DIALECT_OPS = {"return": "func.return", "call": "func.call"}
+
+
+class Parser:
+    """Parses one MLIR source into a ``builtin.module`` op."""
+
+    def __init__(self, text: str, filename: str = "<input>"):
+        self.file = SourceFile(filename, text)
+        self.text = text
+        self.pos = 0
+        self.scopes: list[dict[str, Value]] = [{}]
+        self.map_aliases: dict[str, AffineMap | IntegerSet] = {}
+        self.type_aliases: dict[str, Type] = {}
+        self.attr_aliases: dict[str, Attribute] = {}
+        # the ops currently being parsed, innermost last (custom parsers may look at parents)
+        self.op_stack: list[str] = []
+        # how each value was last spelled in the source (for messages)
+        self.spelled: dict[Value, str] = {}
+
+    # ---------------------------------------------------------------------------------------
+    # low level
+    def loc(self, offset: Optional[int] = None) -> Location:
+        return Location.at_offset(self.file, self.pos if offset is None else offset)
+
+    def error(self, message: str, offset: Optional[int] = None) -> ParseError:
+        return ParseError(message, self.loc(offset))
+
+    def skip_ws(self) -> None:
+        self.pos = _WS.match(self.text, self.pos).end()
+
+    def at_end(self) -> bool:
+        self.skip_ws()
+        return self.pos >= len(self.text)
+
+    def peek(self, s: str) -> bool:
+        self.skip_ws()
+        return self.text.startswith(s, self.pos)
+
+    def peek_char(self) -> str:
+        self.skip_ws()
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def optional(self, s: str) -> bool:
+        """Consume punctuation ``s`` if it is next."""
+        if self.peek(s):
+            self.pos += len(s)
+            return True
+        return False
+
+    def expect(self, s: str, what: str = "") -> None:
+        if not self.optional(s):
+            found = self._describe_next()
+            raise self.error(f"expected '{s}'" + (f" {what}" if what else "") + f", found {found}")
+
+    def _describe_next(self) -> str:
+        self.skip_ws()
+        if self.pos >= len(self.text):
+            return "end of input"
+        m = re.compile(r"[A-Za-z_%@#^!][A-Za-z0-9_$.]*|\S").match(self.text, self.pos)
+        return f"'{m.group(0)}'"
+
+    def peek_keyword(self, kw: str) -> bool:
+        self.skip_ws()
+        m = _BARE_ID.match(self.text, self.pos)
+        return m is not None and m.group(0) == kw
+
+    def optional_keyword(self, kw: str) -> bool:
+        if self.peek_keyword(kw):
+            self.pos += len(kw)
+            return True
+        return False
+
+    def expect_keyword(self, kw: str) -> None:
+        if not self.optional_keyword(kw):
+            raise self.error(f"expected '{kw}', found {self._describe_next()}")
+
+    def parse_bare_id(self, what: str = "identifier") -> str:
+        self.skip_ws()
+        m = _BARE_ID.match(self.text, self.pos)
+        if not m:
+            raise self.error(f"expected {what}, found {self._describe_next()}")
+        self.pos = m.end()
+        return m.group(0)
+
+    def optional_bare_id(self) -> Optional[str]:
+        self.skip_ws()
+        m = _BARE_ID.match(self.text, self.pos)
+        if not m:
+            return None
+        self.pos = m.end()
+        return m.group(0)
+
+    def parse_integer(self, what: str = "integer") -> int:
+        self.skip_ws()
+        start = self.pos
+        neg = self.optional("-")
+        self.skip_ws()
+        m = _INT.match(self.text, self.pos)
+        if not m or _FLOAT.match(self.text, self.pos) and _FLOAT.match(self.text, self.pos).end() > m.end():
+            self.pos = start
+            raise self.error(f"expected {what}, found {self._describe_next()}")
+        self.pos = m.end()
+        v = int(m.group(0), 0)
+        return -v if neg else v
+
+    def optional_integer(self) -> Optional[int]:
+        self.skip_ws()
+        if re.match(r"-?\s*[0-9]", self.text[self.pos:self.pos + 40]):
+            save = self.pos
+            try:
+                return self.parse_integer()
+            except ParseError:
+                self.pos = save
+        return None
+
+    def parse_string(self) -> str:
+        self.skip_ws()
+        if not self.text.startswith('"', self.pos):
+            raise self.error(f"expected string literal, found {self._describe_next()}")
+        i = self.pos + 1
+        out = []
+        while i < len(self.text) and self.text[i] != '"':
+            c = self.text[i]
+            if c == "\n":
+                raise self.error("expected '\"' in string literal", i)
+            if c == "\\":
+                nxt = self.text[i + 1:i + 2]
+                if nxt == "n":
+                    out.append("\n")
+                elif nxt in ('"', "\\"):
+                    out.append(nxt)
+                elif re.match(r"[0-9a-fA-F]{2}", self.text[i + 1:i + 3]):
+                    out.append(chr(int(self.text[i + 1:i + 3], 16)))
+                    i += 1
+                else:
+                    out.append(nxt)
+                i += 2
+                continue
+            out.append(c)
+            i += 1
+        if i >= len(self.text):
+            raise self.error("expected '\"' in string literal")
+        self.pos = i + 1
+        return "".join(out)
+
+    def parse_comma_separated(self, open_: str, close: str, element: Callable[[], object],
+                              allow_empty: bool = True) -> list:
+        self.expect(open_)
+        items = []
+        if self.optional(close):
+            if not allow_empty:
+                raise self.error("expected at least one element")
+            return items
+        while True:
+            items.append(element())
+            if self.optional(close):
+                return items
+            self.expect(",", f"or '{close}' in list")
+
+    # ---------------------------------------------------------------------------------------
+    # SSA values
+    def _lookup(self, name: str, offset: int) -> Value:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        raise self.error(f"use of undeclared SSA value name '%{name}'", offset)
+
+    def parse_ssa_name(self) -> tuple[str, int]:
+        """``%name`` (or ``%name#3``) -> (name, result number); no lookup."""
+        self.skip_ws()
+        start = self.pos
+        if not self.text.startswith("%", self.pos):
+            raise self.error(f"expected SSA operand, found {self._describe_next()}")
+        m = _SUFFIX_ID.match(self.text, self.pos + 1)
+        if not m:
+            raise self.error("expected SSA value name after '%'")
+        name = m.group(0)
+        self.pos = m.end()
+        index = 0
+        if self.text.startswith("#", self.pos) and re.match(r"#[0-9]", self.text[self.pos:self.pos + 2]):
+            m2 = re.compile(r"#([0-9]+)").match(self.text, self.pos)
+            index = int(m2.group(1))
+            self.pos = m2.end()
+            name = f"{name}#{index}"
+        return name, index
+
+    def parse_operand(self, expected_type: Optional[Type] = None) -> Value:
+        """A use of an SSA value (``%x``, ``%r#1``), resolved to its definition."""
+        self.skip_ws()
+        start = self.pos
+        name, _ = self.parse_ssa_name()
+        value = self._lookup(name, start)
+        self.spelled[value] = name
+        if expected_type is not None:
+            self.check_type(value, expected_type, start)
+        return value
+
+    def peek_operand(self) -> bool:
+        return self.peek("%")
+
+    def check_type(self, value: Value, expected: Type, offset: Optional[int] = None) -> None:
+        """MLIR's check that the type written at a use agrees with the value's type."""
+        if value.type != expected:
+            name = self.spelled.get(value)
+            what = f"'%{name}' " if name else ""
+            raise self.error(f"use of value {what}expects different type than prior uses: "
+                             f"'{expected}' vs '{value.type}'", offset)
+
+    def parse_operand_list(self, delimiter: str = "none") -> list[Value]:
+        """Operands separated by commas, optionally in ``()`` or ``[]``."""
+        if delimiter == "paren":
+            return self.parse_comma_separated("(", ")", self.parse_operand)
+        if delimiter == "square":
+            return self.parse_comma_separated("[", "]", self.parse_operand)
+        if delimiter == "optional_paren":
+            return self.parse_comma_separated("(", ")", self.parse_operand) if self.peek("(") else []
+        ops = []
+        if not self.peek("%"):
+            return ops
+        ops.append(self.parse_operand())
+        while self.peek(",") and re.match(r",\s*%", self.text[self.pos:self.pos + 40]):
+            self.expect(",")
+            ops.append(self.parse_operand())
+        return ops
+
+    def define(self, name: str, value: Value, offset: Optional[int] = None) -> None:
+        scope = self.scopes[-1]
+        if name in scope:
+            raise self.error(f"redefinition of SSA value '%{name}'", offset)
+        scope[name] = value
+
+    # ---------------------------------------------------------------------------------------
+    # types
+    def parse_type(self) -> Type:
+        self.skip_ws()
+        start = self.pos
+        if self.optional("("):
+            self.pos = start
+            return self.parse_function_type()
+        if self.text.startswith("!", self.pos):
+            m = _SUFFIX_ID.match(self.text, self.pos + 1)
+            name = m.group(0) if m else ""
+            if name in self.type_aliases:
+                self.pos = m.end()
+                return self.type_aliases[name]
+            raise self.error(f"undefined symbol alias id '!{name}'" if m else "expected type")
+        word = self.optional_bare_id()
+        if word is None:
+            raise self.error(f"expected type, found {self._describe_next()}", start)
+        t = self._scalar_type(word)
+        if t is not None:
+            return t
+        if word == "vector":
+            return self._parse_vector_type(start)
+        if word == "memref":
+            return self._parse_memref_type(start)
+        if word == "none":
+            return NoneType()
+        if word in ("tensor", "tuple", "complex"):
+            raise self.error(f"type '{word}' is not supported by polyopt (memref-based IR only)", start)
+        raise self.error(f"unknown type '{word}'", start)
+
+    @staticmethod
+    def _scalar_type(word: str) -> Optional[Type]:
+        if word == "index":
+            return IndexType()
+        m = re.fullmatch(r"i([0-9]+)", word)
+        if m:
+            return IntegerType(int(m.group(1)))
+        if word in ("f16", "f32", "f64"):
+            return FloatType(int(word[1:]))
+        return None
+
+    def _parse_dims_and_element(self, start: int, allow_dynamic: bool) -> tuple[list, Type]:
+        """``2048x?x4xf64`` -> ([2048, None, 4], f64); the element type may be a vector."""
+        dims: list = []
+        while True:
+            self.skip_ws()
+            if self.text.startswith("?", self.pos):
+                if not allow_dynamic:
+                    raise self.error("vector types must have static shape (scalable vectors are not supported)")
+                self.pos += 1
+                dims.append(None)
+            else:
+                m = re.compile(r"[0-9]+").match(self.text, self.pos)
+                if not m:
+                    break
+                dims.append(int(m.group(0)))
+                self.pos = m.end()
+            if not self.text.startswith("x", self.pos):
+                raise self.error("expected 'x' in dimension list")
+            self.pos += 1
+        elem = self.parse_type()
+        return dims, elem
+
+    def _parse_vector_type(self, start: int) -> VectorType:
+        self.expect("<")
+        dims, elem = self._parse_dims_and_element(start, allow_dynamic=False)
+        if not dims:
+            raise self.error("vector types must have at least one dimension", start)
+        if any(d <= 0 for d in dims):
+            raise self.error("vector types must have positive constant sizes", start)
+        if not (elem.is_int_or_index or elem.is_float):
+            raise self.error(f"vector elements must be int/index/float type but got '{elem}'", start)
+        self.expect(">", "in vector type")
+        return VectorType(tuple(dims), elem)
+
+    def _parse_memref_type(self, start: int) -> Type:
+        self.expect("<")
+        if self.optional("*"):
+            if not self.text.startswith("x", self.pos):
+                raise self.error("expected 'x' in unranked memref type")
+            self.pos += 1
+            elem = self.parse_type()
+            ms = None
+            if self.optional(","):
+                ms = self.parse_integer("memory space")
+            self.expect(">", "in memref type")
+            return UnrankedMemRefType(elem, ms)
+        dims, elem = self._parse_dims_and_element(start, allow_dynamic=True)
+        if not (elem.is_int_or_index or elem.is_float or isinstance(elem, VectorType)):
+            raise self.error(f"invalid memref element type '{elem}'", start)
+        layout = None
+        ms = None
+        while self.optional(","):
+            self.skip_ws()
+            lstart = self.pos
+            if self.peek_keyword("strided"):
+                layout = self._parse_strided_layout()
+            elif self.peek_keyword("affine_map") or self.peek("#") or self.peek("("):
+                m = self.parse_affine_map_or_set_ref(want="map")
+                layout = m
+                if m.num_dims != len(dims):
+                    raise self.error(f"memref layout mismatch between rank and affine map: "
+                                     f"{len(dims)} != {m.num_dims}", lstart)
+                if m.num_symbols:
+                    raise self.error("memref layout maps with symbols are not supported", lstart)
+            else:
+                ms = self.parse_integer("memory space or layout")
+        self.expect(">", "in memref type")
+        return MemRefType(tuple(dims), elem, layout, ms)
+
+    def _parse_strided_layout(self) -> StridedLayout:
+        self.expect_keyword("strided")
+        self.expect("<")
+
+        def one():
+            if self.optional("?"):
+                return None
+            return self.parse_integer("stride")
+        strides = self.parse_comma_separated("[", "]", one)
+        offset = 0
+        if self.optional(","):
+            self.expect_keyword("offset")
+            self.expect(":")
+            offset = one()
+        self.expect(">")
+        return StridedLayout(tuple(strides), offset)
+
+    def parse_function_type(self) -> FunctionType:
+        ins = self.parse_comma_separated("(", ")", self.parse_type)
+        self.expect("->", "in function type")
+        outs = self.parse_result_types()
+        return FunctionType(tuple(ins), tuple(outs))
+
+    def parse_result_types(self) -> list[Type]:
+        """A single type or a parenthesized list (the right side of ``->``)."""
+        self.skip_ws()
+        if self.peek("("):
+            save = self.pos
+            items = self.parse_comma_separated("(", ")", self.parse_type)
+            if self.peek("->"):  # it was a function type as the single result
+                self.pos = save
+                return [self.parse_function_type()]
+            return items
+        return [self.parse_type()]
+
+    def parse_colon_type(self) -> Type:
+        self.expect(":")
+        return self.parse_type()
+
+    def parse_type_list(self) -> list[Type]:
+        types = [self.parse_type()]
+        while self.optional(","):
+            types.append(self.parse_type())
+        return types
+
+    # ---------------------------------------------------------------------------------------
+    # affine maps and sets
+    def parse_affine_map_or_set_ref(self, want: str = "map") -> AffineMap | IntegerSet:
+        """``#map``, ``affine_map<...>``/``affine_set<...>``, or a bare 2020 map ``(d0) -> (d0)``."""
+        self.skip_ws()
+        start = self.pos
+        if self.text.startswith("#", self.pos):
+            m = _SUFFIX_ID.match(self.text, self.pos + 1)
+            name = m.group(0) if m else ""
+            if name not in self.map_aliases:
+                raise self.error(f"undefined symbol alias id '{name}'", start)
+            self.pos = m.end()
+            value = self.map_aliases[name]
+        elif self.optional_keyword("affine_map"):
+            self.expect("<")
+            value = self.parse_affine_map_body()
+            self.expect(">")
+        elif self.optional_keyword("affine_set"):
+            self.expect("<")
+            value = self.parse_integer_set_body()
+            self.expect(">")
+        elif self.peek("("):
+            value = self.parse_map_or_set_body()
+        else:
+            raise self.error(f"expected affine {want}, found {self._describe_next()}")
+        if want == "map" and not isinstance(value, AffineMap):
+            raise self.error("expected an affine map, found an integer set", start)
+        if want == "set" and not isinstance(value, IntegerSet):
+            raise self.error("expected an integer set, found an affine map", start)
+        return value
+
+    def _parse_dim_symbol_decls(self) -> tuple[dict[str, AffineExpr], int, int]:
+        names: dict[str, AffineExpr] = {}
+
+        def dim_decl():
+            start = self.pos
+            n = self.parse_bare_id("dimension identifier")
+            if n in names:
+                raise self.error(f"redefinition of identifier '{n}'", start)
+            names[n] = dim(len(names))
+        self.parse_comma_separated("(", ")", dim_decl)
+        ndims = len(names)
+        if self.peek("["):
+            def sym_decl():
+                start = self.pos
+                n = self.parse_bare_id("symbol identifier")
+                if n in names:
+                    raise self.error(f"redefinition of identifier '{n}'", start)
+                names[n] = symbol(len(names) - ndims)
+            self.parse_comma_separated("[", "]", sym_decl)
+        return names, ndims, len(names) - ndims
+
+    def parse_map_or_set_body(self) -> AffineMap | IntegerSet:
+        names, nd, ns = self._parse_dim_symbol_decls()
+        lookup = lambda n, off: names.get(n)  # noqa: E731
+        if self.optional("->"):
+            results = self.parse_comma_separated("(", ")", lambda: self.parse_affine_expr(lookup))
+            return AffineMap.get(nd, ns, tuple(results))
+        if self.optional(":"):
+            cons, eqs = self._parse_constraints(lookup)
+            return IntegerSet(nd, ns, tuple(cons), tuple(eqs))
+        raise self.error(f"expected '->' or ':' in affine map or set, found {self._describe_next()}")
+
+    def parse_affine_map_body(self) -> AffineMap:
+        start = self.pos
+        v = self.parse_map_or_set_body()
+        if not isinstance(v, AffineMap):
+            raise self.error("expected affine map, found an integer set", start)
+        return v
+
+    def parse_integer_set_body(self) -> IntegerSet:
+        start = self.pos
+        v = self.parse_map_or_set_body()
+        if not isinstance(v, IntegerSet):
+            raise self.error("expected integer set, found an affine map", start)
+        return v
+
+    def _parse_constraints(self, lookup):
+        cons, eqs = [], []
+
+        def one():
+            self.skip_ws()
+            start = self.pos
+            lhs = self.parse_affine_expr(lookup)
+            if self.optional(">="):
+                rhs = self.parse_affine_expr(lookup)
+                cons.append(lhs - rhs)
+                eqs.append(False)
+            elif self.optional("<="):
+                rhs = self.parse_affine_expr(lookup)
+                cons.append(rhs - lhs)
+                eqs.append(False)
+            elif self.optional("=="):
+                rhs = self.parse_affine_expr(lookup)
+                cons.append(lhs - rhs)
+                eqs.append(True)
+            else:
+                raise self.error("expected '>=', '<=' or '==' in integer set constraint", start)
+        self.parse_comma_separated("(", ")", one)
+        return cons, eqs
+
+    def parse_affine_expr(self, lookup: Callable[[str, int], Optional[AffineExpr]]) -> AffineExpr:
+        """Affine expression with MLIR's precedence; ``lookup`` resolves identifiers/SSA names."""
+        expr = self._affine_term(lookup)
+        while True:
+            if self.optional("+"):
+                expr = expr + self._affine_term(lookup)
+            elif self.peek("-") and not self.peek("->"):
+                self.pos += 1
+                expr = expr - self._affine_term(lookup)
+            else:
+                return expr
+
+    def _affine_term(self, lookup) -> AffineExpr:
+        expr = self._affine_unary(lookup)
+        while True:
+            self.skip_ws()
+            start = self.pos
+            if self.optional("*"):
+                rhs = self._affine_unary(lookup)
+                if not (expr.is_symbolic_or_constant() or rhs.is_symbolic_or_constant()):
+                    raise self.error("non-affine expression: at least one of the multiply "
+                                     "operands has to be either a constant or symbolic", start)
+                expr = expr * rhs
+            elif self.optional_keyword("floordiv") or self.optional_keyword("ceildiv") \
+                    or self.optional_keyword("mod"):
+                op = self.text[start:self.pos].strip()
+                rhs = self._affine_unary(lookup)
+                if not rhs.is_symbolic_or_constant():
+                    raise self.error(f"non-affine expression: right operand of {op} has to be "
+                                     "either a constant or symbolic", start)
+                if rhs == constant(0):
+                    raise self.error("division by zero in affine expression", start)
+                if op == "floordiv":
+                    expr = expr.floordiv(rhs)
+                elif op == "ceildiv":
+                    expr = expr.ceildiv(rhs)
+                else:
+                    expr = expr.mod(rhs)
+            else:
+                return expr
+
+    def _affine_unary(self, lookup) -> AffineExpr:
+        self.skip_ws()
+        start = self.pos
+        if self.peek("-") and not self.peek("->"):
+            self.pos += 1
+            return -self._affine_unary(lookup)
+        if self.optional("("):
+            e = self.parse_affine_expr(lookup)
+            self.expect(")", "in affine expression")
+            return e
+        if self.peek_char().isdigit():
+            return constant(self.parse_integer())
+        if self.peek_keyword("symbol") and re.match(r"symbol\s*\(", self.text[self.pos:self.pos + 20]):
+            self.expect_keyword("symbol")
+            self.expect("(")
+            name, _ = self.parse_ssa_name()
+            self.expect(")")
+            e = lookup("symbol:" + name, start)
+            if e is None:
+                raise self.error(f"use of undeclared SSA value name '%{name}'", start)
+            return e
+        if self.peek("%"):
+            name, _ = self.parse_ssa_name()
+            e = lookup("%" + name, start)
+            if e is None:
+                raise self.error(f"use of undeclared SSA value name '%{name}'", start)
+            return e
+        word = self.optional_bare_id()
+        if word is None:
+            raise self.error(f"expected affine expression, found {self._describe_next()}", start)
+        e = lookup(word, start)
+        if e is None:
+            raise self.error(f"use of undeclared identifier '{word}' in affine expression", start)
+        return e
+
+    def parse_affine_map_of_ssa_ids(self, delimiter: str = "square") -> tuple[AffineMap, list[Value]]:
+        """``[%i + 1, %j * 2, symbol(%n)]`` -> (map over dims/symbols, operands dims-then-symbols).
+
+        MLIR's ``parseAffineMapOfSSAIds``: every SSA name used becomes a dimension in order of
+        first appearance, except those wrapped in ``symbol(...)`` which become symbols.
+        """
+        dims_vals: list[Value] = []
+        syms_vals: list[Value] = []
+        dim_names: dict[str, int] = {}
+        sym_names: dict[str, int] = {}
+
+        def lookup(name: str, offset: int) -> Optional[AffineExpr]:
+            if name.startswith("symbol:"):
+                key = name[len("symbol:"):]
+                if key not in sym_names:
+                    sym_names[key] = len(syms_vals)
+                    syms_vals.append(self._lookup(key, offset))
+                return symbol(sym_names[key])
+            if name.startswith("%"):
+                key = name[1:]
+                if key not in dim_names:
+                    dim_names[key] = len(dims_vals)
+                    dims_vals.append(self._lookup(key, offset))
+                return dim(dim_names[key])
+            return None
+        open_, close = ("[", "]") if delimiter == "square" else ("(", ")")
+        results = self.parse_comma_separated(open_, close, lambda: self.parse_affine_expr(lookup))
+        for v in dims_vals + syms_vals:
+            if not isinstance(v.type, IndexType):
+                raise self.error(f"affine subscripts must be of 'index' type, got '{v.type}'")
+        amap = AffineMap.get(len(dims_vals), len(syms_vals), tuple(results))
+        return amap, dims_vals + syms_vals
+
+    def parse_dim_and_symbol_list(self, amap: AffineMap) -> list[Value]:
+        """``(%d0, %d1)[%s0]`` after a map; counts checked against the map."""
+        start = self.pos
+        dims = self.parse_operand_list("paren") if self.peek("(") else []
+        syms = self.parse_operand_list("square") if self.peek("[") else []
+        if len(dims) != amap.num_dims:
+            raise self.error(f"dim operand count and affine map dim count must match "
+                             f"(expected {amap.num_dims}, got {len(dims)})", start)
+        if len(syms) != amap.num_symbols:
+            raise self.error(f"symbol operand count and affine map symbol count must match "
+                             f"(expected {amap.num_symbols}, got {len(syms)})", start)
+        for v in dims + syms:
+            if not isinstance(v.type, IndexType):
+                raise self.error(f"operands of affine maps must be of 'index' type, got '{v.type}'", start)
+        return dims + syms
+
+    # ---------------------------------------------------------------------------------------
+    # attributes
+    def parse_attribute(self, type_hint: Optional[Type] = None) -> Attribute:
+        self.skip_ws()
+        start = self.pos
+        c = self.peek_char()
+        if c == '"':
+            return StringAttr(self.parse_string())
+        if c == "[":
+            return ArrayAttr(tuple(self.parse_comma_separated("[", "]", self.parse_attribute)))
+        if c == "{":
+            return DictAttr(tuple(self.parse_attr_dict_body().items()))
+        if c == "@":
+            return SymbolRefAttr(self.parse_symbol_name())
+        if c == "#":
+            m = _SUFFIX_ID.match(self.text, self.pos + 1)
+            name = m.group(0) if m else ""
+            if name in self.map_aliases:
+                v = self.parse_affine_map_or_set_ref(want="any")
+                return AffineMapAttr(v) if isinstance(v, AffineMap) else IntegerSetAttr(v)
+            if name in self.attr_aliases:
+                self.pos = m.end()
+                return self.attr_aliases[name]
+            return OpaqueAttr(self._skip_balanced_attr())
+        if c == "(":
+            try:  # a function type (``function_type = (index) -> ()`` in generic func.func)
+                return TypeAttr(self.parse_function_type())
+            except ParseError:
+                self.pos = start
+            v = self.parse_map_or_set_body()  # 2020 bare map
+            return AffineMapAttr(v) if isinstance(v, AffineMap) else IntegerSetAttr(v)
+        if c == "-" or c.isdigit():
+            return self._parse_number_attr(type_hint, start)
+        word_m = _BARE_ID.match(self.text, self.pos)
+        word = word_m.group(0) if word_m else ""
+        if word in ("true", "false"):
+            self.pos = word_m.end()
+            return IntegerAttr(1 if word == "true" else 0, i1)
+        if word == "unit":
+            self.pos = word_m.end()
+            return UnitAttr()
+        if word in ("affine_map", "affine_set"):
+            v = self.parse_affine_map_or_set_ref(want="any")
+            return AffineMapAttr(v) if isinstance(v, AffineMap) else IntegerSetAttr(v)
+        if word == "array":
+            self.pos = word_m.end()
+            self.expect("<")
+            et = self.parse_type()
+            vals = []
+            if self.optional(":"):
+                vals.append(self.parse_integer())
+                while self.optional(","):
+                    vals.append(self.parse_integer())
+            self.expect(">")
+            return DenseArrayAttr(et, tuple(vals))
+        if word == "dense":
+            return OpaqueAttr(self._skip_balanced_attr(with_type=True))
+        try:
+            return TypeAttr(self.parse_type())
+        except ParseError:
+            self.pos = start
+            raise self.error(f"expected attribute value, found {self._describe_next()}")
+
+    def _parse_number_attr(self, type_hint: Optional[Type], start: int) -> Attribute:
+        self.skip_ws()
+        neg = self.optional("-")
+        self.skip_ws()
+        fm = _FLOAT.match(self.text, self.pos)
+        im = _INT.match(self.text, self.pos)
+        if fm and (not im or fm.end() > im.end()):
+            self.pos = fm.end()
+            value = float(fm.group(0)) * (-1 if neg else 1)
+            t = self._optional_colon_type() or type_hint
+            if t is None:
+                t = FloatType(64)
+            if not isinstance(t, FloatType):
+                raise self.error(f"floating point value not valid for type '{t}'", start)
+            return FloatAttr(value, t)
+        if not im:
+            raise self.error(f"expected attribute value, found {self._describe_next()}")
+        self.pos = im.end()
+        text = im.group(0)
+        value = int(text, 0) * (-1 if neg else 1)
+        t = self._optional_colon_type() or type_hint
+        if t is None:
+            t = i64
+        if isinstance(t, FloatType):
+            if text.startswith("0x"):
+                import struct
+                fmt = ("<I", "<f") if t.width == 32 else ("<Q", "<d")
+                return FloatAttr(struct.unpack(fmt[1], struct.pack(fmt[0], int(text, 16)))[0], t)
+            return FloatAttr(float(value), t)
+        if not isinstance(t, (IntegerType, IndexType)):
+            raise self.error(f"integer literal not valid for type '{t}'", start)
+        if isinstance(t, IntegerType):
+            lo, hi = -(1 << (t.width - 1)), (1 << t.width) - 1
+            if t.width == 1:
+                lo, hi = -1, 1
+            if not lo <= value <= hi:
+                raise self.error(f"integer constant out of range for attribute of type '{t}'", start)
+        return IntegerAttr(value, t)
+
+    def _optional_colon_type(self) -> Optional[Type]:
+        save = self.pos
+        if self.optional(":") and not self.peek(":"):
+            self.skip_ws()
+            if self.peek("(") or self.peek("%") or self.peek("{"):
+                self.pos = save
+                return None
+            try:
+                return self.parse_type()
+            except ParseError:
+                self.pos = save
+                return None
+        self.pos = save
+        return None
+
+    def _skip_balanced_attr(self, with_type: bool = False) -> str:
+        """Keep an attribute we do not model (``#arith.fastmath<fast>``) as text."""
+        self.skip_ws()
+        start = self.pos
+        m = re.compile(r"#?[A-Za-z0-9_$.]+").match(self.text, self.pos)
+        if not m:
+            raise self.error(f"expected attribute value, found {self._describe_next()}")
+        self.pos = m.end()
+        if self.text.startswith("<", self.pos):
+            depth = 0
+            while self.pos < len(self.text):
+                ch = self.text[self.pos]
+                if ch == "<":
+                    depth += 1
+                elif ch == ">" and self.text[self.pos - 1] != "-":
+                    depth -= 1
+                    if depth == 0:
+                        self.pos += 1
+                        break
+                self.pos += 1
+            else:
+                raise self.error("unbalanced '<' in attribute", start)
+        if with_type:
+            t = self._optional_colon_type()
+            if t is not None:
+                return self.text[start:self.pos]
+        return self.text[start:self.pos]
+
+    def parse_attr_dict_body(self) -> dict[str, Attribute]:
+        attrs: dict[str, Attribute] = {}
+
+        def entry():
+            self.skip_ws()
+            start = self.pos
+            if self.peek('"'):
+                name = self.parse_string()
+            else:
+                name = self.parse_bare_id("attribute name")
+            if name in attrs:
+                raise self.error(f"duplicate key '{name}' in dictionary attribute", start)
+            if self.optional("="):
+                attrs[name] = self.parse_attribute()
+            else:
+                attrs[name] = UnitAttr()
+        self.parse_comma_separated("{", "}", entry)
+        return attrs
+
+    def parse_optional_attr_dict(self) -> dict[str, Attribute]:
+        if self.peek("{"):
+            return self.parse_attr_dict_body()
+        return {}
+
+    def parse_optional_attr_dict_with_keyword(self) -> dict[str, Attribute]:
+        if self.optional_keyword("attributes"):
+            return self.parse_attr_dict_body()
+        return {}
+
+    def parse_symbol_name(self) -> str:
+        self.skip_ws()
+        if not self.optional("@"):
+            raise self.error(f"expected symbol name, found {self._describe_next()}")
+        if self.peek('"'):
+            return self.parse_string()
+        m = _BARE_ID.match(self.text, self.pos)
+        if not m:
+            raise self.error("expected symbol name after '@'")
+        self.pos = m.end()
+        return m.group(0)
+
+    # ---------------------------------------------------------------------------------------
+    # regions
+    def parse_region(self, entry_args: Sequence[tuple[str, Value]] = (),
+                     isolated: bool = False, entry_arg_types: Sequence[Type] = (),
+                     allow_block_args: bool = True, allow_empty: bool = False) -> Region:
+        """``{ ops }``; ``entry_args`` are (name, BlockArgument) pairs the op declared already.
+
+        When ``entry_args`` is empty and the region starts with ``^bb0(%a: t, ...):`` those are
+        parsed as the entry block's arguments.  With ``allow_empty``, ``{}`` is a region with no
+        block (MLIR's generic form of a function declaration).
+        """
+        self.expect("{", "to begin a region")
+        if allow_empty and not entry_args and self.optional("}"):
+            return Region()
+        saved_scopes = self.scopes
+        # ops isolated from above (func.func) cannot see values defined outside them
+        self.scopes = [{}] if isolated else self.scopes + [{}]
+        region = Region()
+        block = None
+        try:
+            if entry_args:
+                block = entry_args[0][1].block
+                for name, arg in entry_args:
+                    self.define(name, arg)
+            self.skip_ws()
+            if self.peek("^"):
+                if entry_args or not allow_block_args:
+                    if entry_args:
+                        raise self.error("invalid block name in region with named arguments")
+                block = self._parse_block_header()
+            if block is None:
+                block = Block(entry_arg_types)
+            region.add_block(block)
+            while not self.peek("}"):
+                if self.at_end():
+                    raise self.error("expected '}' to end a region")
+                if self.peek("^"):
+                    b = self._parse_block_header()
+                    region.add_block(b)
+                    block = b
+                    continue
+                block.append(self.parse_operation())
+            self.expect("}")
+        finally:
+            self.scopes = saved_scopes
+        return region
+
+    def _parse_block_header(self) -> Block:
+        self.expect("^")
+        self.parse_bare_id("block name")
+        block = Block()
+        if self.peek("("):
+            def arg():
+                self.skip_ws()
+                start = self.pos
+                name, _ = self.parse_ssa_name()
+                self.expect(":")
+                t = self.parse_type()
+                a = block.add_arg(t)
+                self.define(name, a, start)
+            self.parse_comma_separated("(", ")", arg)
+        self.expect(":", "after block header")
+        return block
+
+    # ---------------------------------------------------------------------------------------
+    # operations
+    def parse_operation(self) -> Operation:
+        self.skip_ws()
+        start = self.pos
+        result_names: list[tuple[str, int, int]] = []  # (name, count, offset)
+        if self.peek("%"):
+            while True:
+                self.skip_ws()
+                rstart = self.pos
+                name, _ = self.parse_ssa_name()
+                count = 1
+                if self.optional(":"):
+                    count = self.parse_integer("result count")
+                    if count < 1:
+                        raise self.error("expected result count to be at least 1", rstart)
+                result_names.append((name, count, rstart))
+                if not self.optional(","):
+                    break
+            self.expect("=", "after SSA result names")
+        self.skip_ws()
+        op_start = self.pos
+        loc = self.loc(op_start)
+        if self.peek('"'):
+            op = self.parse_generic_op(loc)
+        else:
+            op = self.parse_custom_op(loc)
+        self._skip_trailing_loc()
+        expected = sum(c for _, c, _ in result_names)
+        if expected != len(op.results):
+            raise self.error(f"operation defines {len(op.results)} results but was provided "
+                             f"{expected} to bind", start)
+        k = 0
+        for name, count, off in result_names:
+            if count == 1:
+                self.define(name, op.results[k], off)
+            else:
+                for j in range(count):
+                    self.define(f"{name}#{j}", op.results[k + j], off)
+            k += count
+        return op
+
+    def _skip_trailing_loc(self) -> None:
+        self.skip_ws()
+        if self.peek_keyword("loc") and re.match(r"loc\s*\(", self.text[self.pos:self.pos + 10]):
+            self.expect_keyword("loc")
+            depth = 0
+            while self.pos < len(self.text):
+                ch = self.text[self.pos]
+                if ch == '"':
+                    self.parse_string()
+                    continue
+                self.pos += 1
+                if ch == "(":
+                    depth += 1
+                elif ch == ")":
+                    depth -= 1
+                    if depth == 0:
+                        return
+            raise self.error("unbalanced 'loc(' ")
+
+    def parse_generic_op(self, loc: Location) -> Operation:
+        name = self.parse_string()
+        operands = self.parse_operand_list("paren")
+        attrs: dict[str, Attribute] = {}
+        if self.peek("<{"):
+            self.expect("<")
+            attrs.update(self.parse_attr_dict_body())
+            self.expect(">")
+        regions: list[Region] = []
+        if self.peek("("):
+            save = self.pos
+            self.expect("(")
+            if self.peek("{"):
+                regions.append(self.parse_region(isolated=name in ("func.func", "builtin.module"),
+                                                 allow_empty=True))
+                while self.optional(","):
+                    regions.append(self.parse_region(allow_empty=True))
+                self.expect(")")
+            else:
+                self.pos = save
+        attrs.update(self.parse_optional_attr_dict())
+        self.expect(":", "in generic op")
+        self.skip_ws()
+        tstart = self.pos
+        ftype = self.parse_type()
+        if not isinstance(ftype, FunctionType):
+            raise self.error("expected function type in generic op", tstart)
+        if len(ftype.inputs) != len(operands):
+            raise self.error(f"expected {len(operands)} operand types but had {len(ftype.inputs)}", tstart)
+        for v, t in zip(operands, ftype.inputs):
+            self.check_type(v, t, tstart)
+        klass = OP_REGISTRY.get(name)
+        if klass is not None and hasattr(klass, "from_generic"):
+            return klass.from_generic(self, loc, operands, list(ftype.results), attrs, regions)
+        return Operation.create(name, operands, ftype.results, attrs, regions, loc)
+
+    def parse_custom_op(self, loc: Location) -> Operation:
+        self.skip_ws()
+        start = self.pos
+        m = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*").match(self.text, self.pos)
+        if not m:
+            raise self.error(f"expected operation name, found {self._describe_next()}")
+        name = m.group(0)
+        self.pos = m.end()
+        canonical = LEGACY_OP_NAMES.get(name, name)
+        klass = OP_REGISTRY.get(canonical)
+        if klass is None or not hasattr(klass, "parse_custom"):
+            if "." not in name:
+                raise self.error(f"custom op '{name}' is unknown (did you mean a dialect-prefixed name?)", start)
+            raise self.error(f"custom op '{name}' is unknown", start)
+        self.op_stack.append(canonical)
+        try:
+            op = klass.parse_custom(self, loc, name)
+        finally:
+            self.op_stack.pop()
+        op.loc = loc
+        return op
+
+    # ---------------------------------------------------------------------------------------
+    # top level
+    def parse_module(self) -> Operation:
+        from .dialects.builtin import ModuleOp
+        self.skip_ws()
+        top_ops: list[Operation] = []
+        while not self.at_end():
+            if self.peek("#") or self.peek("!"):
+                self._parse_alias_definition()
+                continue
+            top_ops.append(self.parse_operation())
+        if len(top_ops) == 1 and isinstance(top_ops[0], ModuleOp):
+            return top_ops[0]
+        module = ModuleOp.build(loc=Location(self.file, 1, 1))
+        for op in top_ops:
+            if isinstance(op, ModuleOp):
+                raise self.error("nested modules are not supported in a file with other top-level ops")
+            module.body.append(op)
+        return module
+
+    def _parse_alias_definition(self) -> None:
+        self.skip_ws()
+        start = self.pos
+        sigil = self.text[self.pos]
+        m = _SUFFIX_ID.match(self.text, self.pos + 1)
+        if not m:
+            raise self.error("expected alias name")
+        name = m.group(0)
+        self.pos = m.end()
+        self.expect("=", "in alias definition")
+        if sigil == "!":
+            if name in self.type_aliases:
+                raise self.error(f"redefinition of type alias id '{name}'", start)
+            self.type_aliases[name] = self.parse_type()
+            return
+        if name in self.map_aliases or name in self.attr_aliases:
+            raise self.error(f"redefinition of attribute alias id '{name}'", start)
+        self.skip_ws()
+        if self.peek("(") or self.peek_keyword("affine_map") or self.peek_keyword("affine_set"):
+            self.map_aliases[name] = self.parse_affine_map_or_set_ref(want="any")
+        else:
+            self.attr_aliases[name] = self.parse_attribute()
+
+
+def parse(text: str, filename: str = "<input>", verify: bool = True) -> Operation:
+    """Parse MLIR text into a ``builtin.module`` and (by default) verify it."""
+    from . import dialects  # noqa: F401  (registers the ops)
+    module = Parser(text, filename).parse_module()
+    if verify:
+        from .verifier import verify as verify_module
+        verify_module(module)
+    return module

@@ -1,0 +1,268 @@
+"""Module -> MLIR text, in the canonical form ``mlir-opt-22`` prints.
+
+SSA names follow mlir-opt: function arguments and region arguments are ``%argN`` (numbered
+per function), results are ``%N`` unless the op suggests a name (``%c0``, ``%cst``, ``%alloc``),
+with ``_K`` suffixes to keep names unique.  Affine maps and integer sets used as attributes or
+memref layouts are printed as ``#map``/``#mapN``/``#set`` aliases at the top, numbered in order
+of first use.  Ops without a custom form (``hop.*``, unknown dialects) print in generic form, so
+``mlir-opt-22 --allow-unregistered-dialect`` accepts everything printed here.
+
+Op classes use the API below (``print``, ``print_operand``, ``print_type``, ``print_region``...),
+the counterpart of MLIR's ``OpAsmPrinter``.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Iterable, Optional, Sequence
+
+from .affine_expr import AffineMap, IntegerSet
+from .attributes import Attribute, format_named_attr
+from .ir import Block, Operation, Region, Value
+from .types import FunctionType, Type
+
+
+class Printer:
+    def __init__(self, generic: bool = False):
+        self.out = io.StringIO()
+        self.indent = 0
+        self.generic = generic
+        self.names: dict[Value, str] = {}
+        self.used_names: set[str] = set()
+        self.next_value = 0
+        self.next_arg = 0
+        self.next_conflict = 0
+        self.aliases: dict[object, str] = {}   # AffineMap/IntegerSet -> alias name
+        self.alias_order: list[object] = []
+        self._scoped: set[Operation] = set()
+
+    # -- raw output -----------------------------------------------------------------------
+    def print(self, *parts: str) -> None:
+        for p in parts:
+            self.out.write(p)
+
+    def newline(self) -> None:
+        self.out.write("\n" + "  " * self.indent)
+
+    # -- names ----------------------------------------------------------------------------
+    def _unique(self, base: str) -> str:
+        name = base
+        while name in self.used_names:
+            name = f"{base}_{self.next_conflict}"
+            self.next_conflict += 1
+        self.used_names.add(name)
+        return name
+
+    def _reset_names(self) -> None:
+        self.used_names = set()
+        self.next_value = 0
+        self.next_arg = 0
+        self.next_conflict = 0
+
+    def name_region_args(self, block: Block) -> None:
+        for a in block.args:
+            if a not in self.names:
+                self.names[a] = self._unique(f"arg{self.next_arg}")
+                self.next_arg += 1
+
+    def name_results(self, op: Operation) -> None:
+        if not op.results:
+            return
+        hint = op.result_name_hint() if not self.generic else None
+        if hint is not None:
+            name = self._unique(hint)
+        else:
+            while str(self.next_value) in self.used_names:
+                self.next_value += 1
+            name = str(self.next_value)
+            self.used_names.add(name)
+            self.next_value += 1
+        if len(op.results) == 1:
+            self.names[op.results[0]] = name
+        else:
+            for i, r in enumerate(op.results):
+                self.names[r] = f"{name}#{i}"
+            self.group_names = getattr(self, "group_names", {})
+            self.group_names[op] = name
+
+    def _assign_names(self, op: Operation) -> None:
+        """Name the values in ``op``'s regions as MLIR's SSANameState does: the block arguments
+        and results of a whole region first, then the regions nested in its ops; sibling
+        regions restart from the same counters and do not see each other's names."""
+        start = (self.next_value, self.next_arg, self.next_conflict, self.used_names)
+        for region in op.regions:
+            self.next_value, self.next_arg, self.next_conflict = start[:3]
+            self.used_names = set(start[3])
+            for block in region.blocks:
+                self.name_region_args(block)
+                for inner in block.ops:
+                    self.name_results(inner)
+            level = (self.next_value, self.next_arg, self.next_conflict, self.used_names)
+            for block in region.blocks:
+                for inner in block.ops:
+                    if not inner.regions or inner.name == "func.func" and not self.generic:
+                        continue
+                    self.next_value, self.next_arg, self.next_conflict, self.used_names = level
+                    self.used_names = set(level[3])
+                    self._assign_names(inner)
+            self.next_value, self.next_arg, self.next_conflict, self.used_names = level
+
+    def value_name(self, v: Value) -> str:
+        name = self.names.get(v)
+        if name is None:
+            return "%<<UNKNOWN SSA VALUE>>"
+        return "%" + name
+
+    # -- aliases --------------------------------------------------------------------------
+    def alias(self, value: AffineMap | IntegerSet) -> str:
+        name = self.aliases.get(value)
+        if name is None:
+            base = "map" if isinstance(value, AffineMap) else "set"
+            k = sum(1 for v in self.alias_order if isinstance(v, type(value)))
+            name = "#" + base + (str(k) if k else "")
+            self.aliases[value] = name
+            self.alias_order.append(value)
+        return name
+
+    # -- pieces ops print -----------------------------------------------------------------
+    def print_operand(self, v: Value) -> None:
+        self.print(self.value_name(v))
+
+    def print_operands(self, values: Iterable[Value]) -> None:
+        self.print(", ".join(self.value_name(v) for v in values))
+
+    def type_str(self, t: Type) -> str:
+        return t.to_str(self.alias)
+
+    def print_type(self, t: Type) -> None:
+        self.print(self.type_str(t))
+
+    def print_types(self, types: Iterable[Type]) -> None:
+        self.print(", ".join(self.type_str(t) for t in types))
+
+    def attr_str(self, a: Attribute) -> str:
+        return a.to_str(self.alias)
+
+    def print_attr(self, a: Attribute) -> None:
+        self.print(self.attr_str(a))
+
+    def print_attr_dict(self, attrs: dict[str, Attribute], elide: Sequence[str] = (),
+                        with_keyword: bool = False) -> None:
+        # MLIR keeps attribute dictionaries sorted by name
+        items = sorted((k, v) for k, v in attrs.items() if k not in elide)
+        if not items:
+            return
+        if with_keyword:
+            self.print(" attributes")
+        self.print(" {" + ", ".join(format_named_attr(k, v, self.alias) for k, v in items) + "}")
+
+    def print_affine_map_of_ssa_ids(self, amap: AffineMap, operands: Sequence[Value]) -> None:
+        """Subscripts as affine.load prints them: ``[%arg3 * 256 + %arg7, symbol(%n)]``."""
+        dim_names = [self.value_name(v) for v in operands[:amap.num_dims]]
+        sym_names = [f"symbol({self.value_name(v)})" for v in operands[amap.num_dims:]]
+        self.print("[" + ", ".join(e.to_str(dim_names, sym_names) for e in amap.results) + "]")
+
+    def print_dim_and_symbol_list(self, operands: Sequence[Value], num_dims: int) -> None:
+        self.print("(" + ", ".join(self.value_name(v) for v in operands[:num_dims]) + ")")
+        if len(operands) > num_dims:
+            self.print("[" + ", ".join(self.value_name(v) for v in operands[num_dims:]) + "]")
+
+    def print_region(self, region: Region, print_entry_args: bool = False,
+                     print_empty_block: bool = False) -> None:
+        if not region.blocks:
+            self.print("{")
+            self.newline()
+            self.print("}")
+            return
+        self.print("{")
+        self.indent += 1
+        for bi, block in enumerate(region.blocks):
+            if bi > 0 or print_entry_args and block.args:
+                self.indent -= 1
+                self.newline()
+                self.print(f"^bb{bi}")
+                if block.args:
+                    self.print("(" + ", ".join(f"{self.value_name(a)}: {self.type_str(a.type)}"
+                                               for a in block.args) + ")")
+                self.print(":")
+                self.indent += 1
+            for op in block.ops:
+                if not self.generic and self._elide_terminator(op, block):
+                    continue
+                self.newline()
+                self.print_op(op)
+        self.indent -= 1
+        self.newline()
+        self.print("}")
+
+    @staticmethod
+    def _elide_terminator(op: Operation, block: Block) -> bool:
+        """Implicit terminators (``affine.yield`` with no operands) are not printed."""
+        return op is block.ops[-1] and op.name == "affine.yield" and not op.operands \
+            and getattr(op, "elide_when_empty", True)
+
+    # -- ops ------------------------------------------------------------------------------
+    def print_op(self, op: Operation) -> None:
+        if op.name == "func.func" and op not in self._scoped:
+            self.print_function_scope(op)
+            return
+        if op.results:
+            group = getattr(self, "group_names", {}).get(op)
+            if group is not None:
+                self.print(f"%{group}:{len(op.results)} = ")
+            else:
+                self.print(", ".join(self.value_name(r) for r in op.results) + " = ")
+        custom = getattr(op, "print_custom", None)
+        # linalg ops keep their custom form: their generic form needs the payload region
+        if custom is not None and (not self.generic or op.dialect == "linalg"):
+            custom(self)
+        else:
+            self.print_generic(op)
+
+    def print_generic(self, op: Operation) -> None:
+        self.print(f'"{op.name}"(')
+        self.print_operands(op.operands)
+        self.print(")")
+        if op.regions:
+            self.print(" (")
+            for i, r in enumerate(op.regions):
+                if i:
+                    self.print(", ")
+                self.print_region(r, print_entry_args=True)
+            self.print(")")
+        generic_attrs = getattr(op, "generic_attributes", None)  # e.g. operandSegmentSizes
+        self.print_attr_dict(generic_attrs() if generic_attrs else op.attributes)
+        ftype = FunctionType(tuple(v.type for v in op.operands), tuple(r.type for r in op.results))
+        self.print(" : " + self.type_str(ftype))
+
+    def print_function_scope(self, op: Operation) -> None:
+        """Print an op isolated from above (func.func): SSA names restart inside it."""
+        saved = (self.used_names, self.next_value, self.next_arg, self.next_conflict)
+        self._reset_names()
+        self._assign_names(op)
+        self._scoped.add(op)
+        try:
+            self.print_op(op)
+        finally:
+            self._scoped.discard(op)
+            self.used_names, self.next_value, self.next_arg, self.next_conflict = saved
+
+
+def print_module(module: Operation, generic: bool = False) -> str:
+    """The module as MLIR text with its ``#map``/``#set`` aliases, ending in a newline."""
+    p = Printer(generic=generic)
+    p._assign_names(module)
+    p.print_op(module)
+    body = p.out.getvalue()
+    header = "".join(
+        f"{p.aliases[v]} = {'affine_map' if isinstance(v, AffineMap) else 'affine_set'}<{v}>\n"
+        for v in sorted(p.alias_order, key=lambda v: isinstance(v, IntegerSet)))  # maps first
+    return header + body + "\n"
+
+
+def print_op_standalone(op: Operation) -> str:
+    """One op (for messages and debugging); values outside it print as ``%<<UNKNOWN>>``."""
+    p = Printer()
+    p._assign_names(op)
+    p.print_op(op)
+    return p.out.getvalue()

@@ -1,0 +1,210 @@
+"""MLIR builtin types: index, iN, fN, vector, memref, unranked memref, function.
+
+Types are frozen, hashable values; ``str(t)`` is the MLIR spelling (``memref<64x256xf64, #map>``
+is printed by the module printer, which substitutes map aliases; ``str`` inlines the map).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Union
+
+from .affine_expr import AffineMap
+
+
+class Type:
+    """Base of all types (MLIR's ``Type``)."""
+
+    def to_str(self, map_name=None) -> str:  # map_name: AffineMap -> str, for aliases
+        return str(self)
+
+    @property
+    def is_index(self) -> bool:
+        return isinstance(self, IndexType)
+
+    @property
+    def is_integer(self) -> bool:
+        return isinstance(self, IntegerType)
+
+    @property
+    def is_int_or_index(self) -> bool:
+        return isinstance(self, (IntegerType, IndexType))
+
+    @property
+    def is_float(self) -> bool:
+        return isinstance(self, FloatType)
+
+
+@dataclass(frozen=True)
+class IndexType(Type):
+    def __str__(self) -> str:
+        return "index"
+
+
+@dataclass(frozen=True)
+class IntegerType(Type):
+    width: int
+
+    def __str__(self) -> str:
+        return f"i{self.width}"
+
+
+@dataclass(frozen=True)
+class FloatType(Type):
+    width: int  # 16, 32 or 64
+
+    def __str__(self) -> str:
+        return f"f{self.width}"
+
+
+@dataclass(frozen=True)
+class NoneType(Type):
+    def __str__(self) -> str:
+        return "none"
+
+
+@dataclass(frozen=True)
+class VectorType(Type):
+    """``vector<4xf64>``, ``vector<2x8xf32>`` (fixed-size only)."""
+
+    shape: tuple[int, ...]
+    element_type: Type
+
+    def __str__(self) -> str:
+        return "vector<" + "".join(f"{d}x" for d in self.shape) + f"{self.element_type}>"
+
+    @property
+    def num_elements(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+@dataclass(frozen=True)
+class StridedLayout:
+    """``strided<[s0, s1], offset: o>``; ``None`` stands for a dynamic (``?``) value."""
+
+    strides: tuple[Optional[int], ...]
+    offset: Optional[int] = 0
+
+    def __str__(self) -> str:
+        strides = ", ".join("?" if s is None else str(s) for s in self.strides)
+        if self.offset == 0:
+            return f"strided<[{strides}]>"
+        off = "?" if self.offset is None else str(self.offset)
+        return f"strided<[{strides}], offset: {off}>"
+
+
+Layout = Union[AffineMap, StridedLayout, None]
+
+
+@dataclass(frozen=True)
+class MemRefType(Type):
+    """``memref<2048x?xf64, layout, memspace>``; ``None`` in ``shape`` is a dynamic ``?`` dim.
+
+    ``layout`` is ``None`` for the identity (row-major) layout; an identity affine map given in
+    the source is dropped, as MLIR does.
+    """
+
+    shape: tuple[Optional[int], ...]
+    element_type: Type
+    layout: Layout = None
+    memory_space: Optional[int] = None
+
+    def __post_init__(self):
+        if isinstance(self.layout, AffineMap) and self.layout.is_identity() and \
+                self.layout.num_dims == len(self.shape):
+            object.__setattr__(self, "layout", None)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def has_static_shape(self) -> bool:
+        return all(d is not None for d in self.shape)
+
+    @property
+    def num_elements(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def with_(self, **changes) -> "MemRefType":
+        fields = dict(shape=self.shape, element_type=self.element_type, layout=self.layout,
+                      memory_space=self.memory_space)
+        fields.update(changes)
+        return MemRefType(**fields)
+
+    def to_str(self, map_name=None) -> str:
+        dims = "".join(("?" if d is None else str(d)) + "x" for d in self.shape)
+        s = f"memref<{dims}{self.element_type.to_str(map_name)}"
+        if self.layout is not None:
+            if isinstance(self.layout, AffineMap) and map_name is not None:
+                s += ", " + map_name(self.layout)
+            elif isinstance(self.layout, AffineMap):
+                s += f", affine_map<{self.layout}>"
+            else:
+                s += f", {self.layout}"
+        if self.memory_space is not None:
+            s += f", {self.memory_space}"
+        return s + ">"
+
+    def __str__(self) -> str:
+        return self.to_str()
+
+
+@dataclass(frozen=True)
+class UnrankedMemRefType(Type):
+    """``memref<*xf64>``: what MLIR's runtime printers (``printMemrefF64``) take."""
+
+    element_type: Type
+    memory_space: Optional[int] = None
+
+    def __str__(self) -> str:
+        ms = f", {self.memory_space}" if self.memory_space is not None else ""
+        return f"memref<*x{self.element_type}{ms}>"
+
+
+@dataclass(frozen=True)
+class FunctionType(Type):
+    inputs: tuple[Type, ...]
+    results: tuple[Type, ...]
+
+    def to_str(self, map_name=None) -> str:
+        ins = ", ".join(t.to_str(map_name) for t in self.inputs)
+        if len(self.results) == 1 and not isinstance(self.results[0], FunctionType):
+            return f"({ins}) -> {self.results[0].to_str(map_name)}"
+        outs = ", ".join(t.to_str(map_name) for t in self.results)
+        return f"({ins}) -> ({outs})"
+
+    def __str__(self) -> str:
+        return self.to_str()
+
+
+index = IndexType()
+i1 = IntegerType(1)
+i8 = IntegerType(8)
+i16 = IntegerType(16)
+i32 = IntegerType(32)
+i64 = IntegerType(64)
+f16 = FloatType(16)
+f32 = FloatType(32)
+f64 = FloatType(64)
+
+
+def element_type_of(t: Type) -> Type:
+    """The scalar element type of a vector, the type itself for scalars."""
+    return t.element_type if isinstance(t, VectorType) else t
+
+
+def bitwidth(t: Type) -> int:
+    if isinstance(t, IndexType):
+        return 64
+    if isinstance(t, (IntegerType, FloatType)):
+        return t.width
+    if isinstance(t, VectorType):
+        return t.num_elements * bitwidth(t.element_type)
+    raise TypeError(f"type {t} has no bit width")

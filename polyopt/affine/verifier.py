@@ -1,0 +1,85 @@
+"""IR verification (MLIR's ``mlir::verify``): structure, dominance, then each op's own rules.
+
+Op-specific rules (types, map arity, affine dim/symbol validity, shapes of ``hop.matmul``) live
+in each op's ``verify_op``; this module checks what holds for every op: operands are defined
+before use in an enclosing block (dominance), functions are isolated from above, and blocks end
+in the terminator their parent expects.
+"""
+
+from __future__ import annotations
+
+from .diagnostics import VerifyError
+from .ir import BlockArgument, Operation, OpResult, Value
+
+# The terminator each region-holding op expects at the end of its blocks.
+_TERMINATORS = {
+    "func.func": "func.return",
+    "affine.for": "affine.yield",
+    "affine.if": "affine.yield",
+}
+
+
+def verify(root: Operation) -> None:
+    """Raise :class:`VerifyError` at the first invalid op under ``root`` (pre-order)."""
+    positions: dict[int, dict[int, int]] = {}
+    for op in root.walk():
+        _verify_structure(op)
+        for i, v in enumerate(op.operands):
+            _verify_dominance(op, i, v, positions)
+        op.verify_op()
+
+
+def _verify_structure(op: Operation) -> None:
+    expected = _TERMINATORS.get(op.name)
+    if expected is None:
+        return
+    for region in op.regions:
+        for block in region.blocks:
+            term = block.terminator
+            if term is None or term.name != expected:
+                found = f"'{term.name}'" if term is not None else "nothing"
+                raise op.error(f"expects regions to end with '{expected}', found {found}")
+            for inner in block.ops[:-1]:
+                if inner.name == expected:
+                    raise inner.error("must be the last operation in the parent block")
+
+
+def _index_in_block(op: Operation, positions: dict[int, dict[int, int]]) -> int:
+    block = op.parent
+    table = positions.get(id(block))
+    if table is None or id(op) not in table or len(table) != len(block.ops):
+        table = {id(o): i for i, o in enumerate(block.ops)}
+        positions[id(block)] = table
+    return table[id(op)]
+
+
+def _ancestor_in_block(op: Operation, block) -> Operation | None:
+    """The op enclosing ``op`` (or ``op`` itself) that lives directly in ``block``, if any.
+
+    The search stops at the enclosing function: functions are isolated from above.
+    """
+    cur = op
+    while cur is not None:
+        if cur.parent is block:
+            return cur
+        parent = cur.parent_op
+        if parent is not None and parent.name == "func.func":
+            return None
+        cur = parent
+    return None
+
+
+def _verify_dominance(op: Operation, index: int, v: Value, positions) -> None:
+    if isinstance(v, OpResult):
+        def_op = v.op
+        if def_op.parent is None:
+            raise op.error(f"operand #{index} is defined by an op that is not in the IR")
+        anc = _ancestor_in_block(op, def_op.parent)
+        if anc is None or anc is def_op or \
+                _index_in_block(def_op, positions) >= _index_in_block(anc, positions):
+            raise op.error(f"operand #{index} does not dominate this use")
+    elif isinstance(v, BlockArgument):
+        if _ancestor_in_block(op, v.block) is None:
+            raise op.error(f"operand #{index} (a block argument) is not visible at this use")
+    else:
+        raise VerifyError(f"operand #{index} of '{op.name}' is not an SSA value", op.loc)

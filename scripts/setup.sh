@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what polyopt and its tests need on a fresh Debian machine:
+# Debian's mlir-22-tools (the upstream MLIR oracle the interop tests run against) and the
+# Python package with its test extra.  Safe to run again: it skips what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v mlir-opt-22 >/dev/null 2>&1 || ! command -v mlir-runner-22 >/dev/null 2>&1; then
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq mlir-22-tools >/dev/null
+fi
+
+python3 -m pip install -q --disable-pip-version-check -e ".[test]"
