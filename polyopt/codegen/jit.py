@@ -1,0 +1,662 @@
+"""JIT compilation of polyopt's LLVM IR and calling it on numpy arrays.
+
+Pipeline
+--------
+1. :func:`optimize_module` parses textual LLVM IR (opaque pointers), verifies
+   it, stamps the target triple and data layout of a
+   :class:`~polyopt.codegen.target.Target` (the host by default) on it and
+   runs LLVM's standard ``O<n>`` pipeline with the *new* pass manager, with
+   loop vectorisation, SLP vectorisation, interleaving and unrolling enabled
+   and the host CPU/features (AVX2, FMA, AVX-512...) known to the passes.
+2. :class:`JITEngine` wraps an MCJIT execution engine over that optimised
+   module.  It registers the runtime helpers of
+   :mod:`polyopt.codegen.runtime` first, refuses (with
+   :class:`JITCompileError`) modules that reference external symbols that
+   cannot be resolved (LLVM would abort the whole process), and exposes
+   ``function_address``, ``asm()`` and ``llvm_ir_optimized()``.
+3. :func:`make_callable` turns a JIT-compiled function into a Python callable
+   that takes numpy arrays and Python scalars, checks every argument and
+   converts the results back.  The callable keeps its engine alive.
+
+Note on FMA: the target machine uses LLVM's default ("standard") FP
+contraction, so ``fmul`` + ``fadd`` are fused into ``vfmadd`` only when both
+carry the ``contract`` fast-math flag (or when ``llvm.fmuladd.*`` is used).
+
+ABI
+---
+The lowering emits, for ``func.func @f(<args>) -> (<results>)``, an LLVM
+function ``@f`` with C calling convention and these parameters, in order:
+
+* each ``memref<...xT>`` argument: ONE ``ptr`` to the first element of a
+  C-contiguous (row-major, offset 0) buffer.  The shape is static and known
+  to the generated code (a ``None`` in :class:`MemRefArg.shape` only relaxes
+  the Python-side check; the generated code must then learn the size from
+  another argument).  Element layout in memory is numpy's: ``i1`` elements
+  are one byte (0/1), ``index`` elements are ``i64``.
+* each scalar argument by value: ``i1`` as ``i1``, ``i8``/``i16``/``i32``/
+  ``i64`` as themselves, ``index`` as ``i64``, ``f32`` as ``float``, ``f64``
+  as ``double``.
+* results:
+    - no result: the function returns ``void``;
+    - one result: the function returns it directly (same scalar types);
+    - N >= 2 results: the function returns ``void`` and takes N trailing
+      ``ptr`` out-parameters (after all the arguments), one per result in
+      order; the callee stores result ``i`` (same scalar type; ``i1`` as one
+      byte) through out-pointer ``i``.
+
+Example: ``(memref<3x5xf64>, memref<3x5xf64>, i32, index) -> (f64, i1)`` is
+``define void @f(ptr %A, ptr %B, i32 %n, i64 %m, ptr %out0, ptr %out1)``.
+
+Python side: memref arguments must be ``numpy.ndarray`` objects of exactly
+the declared dtype and shape that are C-contiguous, aligned and writeable
+(they are passed by reference: the callee may write into them).  Scalars may
+be Python ``int``/``float``/``bool`` or numpy scalars; integers are checked
+against the signed range of their width.  The callable returns ``None``,
+the single result, or a tuple of results (``bool`` for ``i1``, ``int`` for
+integers/``index``, ``float`` for floats).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from polyopt.codegen.runtime import register_runtime_symbols, runtime_symbols
+from polyopt.codegen.target import (
+    Target,
+    create_target_machine,
+    ensure_llvm_initialized,
+    host_target,
+    new_target_machine,
+)
+
+__all__ = [
+    "JITCompileError",
+    "optimize_module",
+    "JITEngine",
+    "MemRefArg",
+    "ScalarArg",
+    "JITFunction",
+    "make_callable",
+]
+
+
+class JITCompileError(RuntimeError):
+    """LLVM IR could not be parsed, verified, optimised or linked."""
+
+
+# ---------------------------------------------------------------------------
+# Optimisation and JIT engine
+# ---------------------------------------------------------------------------
+
+
+def _parse_and_verify(llvm_ir: str) -> "llvm.ModuleRef":
+    ensure_llvm_initialized()
+    try:
+        mod = llvm.parse_assembly(llvm_ir)
+    except RuntimeError as exc:
+        raise JITCompileError(f"invalid LLVM IR: {exc}") from None
+    try:
+        mod.verify()
+    except RuntimeError as exc:
+        raise JITCompileError(f"LLVM IR failed verification: {exc}") from None
+    return mod
+
+
+def optimize_module(
+    llvm_ir: str, target: Target | None = None, opt_level: int = 3
+) -> "llvm.ModuleRef":
+    """Parse, verify and optimise ``llvm_ir`` for ``target`` (host by default).
+
+    Sets the module's triple and data layout to the target's and runs the
+    new-pass-manager ``O<opt_level>`` pipeline (``opt_level`` in 0..3) with
+    loop/SLP vectorisation, interleaving and unrolling enabled (for
+    ``opt_level >= 2``).  Returns the optimised (verified) module.
+    """
+    if target is None:
+        target = host_target()
+    if not 0 <= opt_level <= 3:
+        raise ValueError(f"opt_level must be in 0..3, got {opt_level}")
+    mod = _parse_and_verify(llvm_ir)
+    tm = create_target_machine(target, opt_level)
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+    vectorize = opt_level >= 2
+    pto.loop_vectorization = vectorize
+    pto.slp_vectorization = vectorize
+    pto.loop_interleaving = vectorize
+    pto.loop_unrolling = opt_level >= 1
+    pb = llvm.create_pass_builder(tm, pto)
+    try:
+        mpm = pb.getModulePassManager()
+        try:
+            mpm.run(mod, pb)
+        finally:
+            mpm.close()
+    finally:
+        pb.close()
+        pto.close()
+    try:
+        mod.verify()
+    except RuntimeError as exc:  # pragma: no cover - would be an LLVM bug
+        raise JITCompileError(f"optimised module failed verification: {exc}") from None
+    return mod
+
+
+_process_handle: ctypes.CDLL | None = None
+
+
+def _symbol_resolvable(name: str) -> bool:
+    """Can MCJIT resolve ``name``?  It searches symbols added with
+    ``llvm.add_symbol`` and (MCJIT loads the process permanently when an
+    engine is created) everything exported by the running process; before
+    the first engine exists ``llvm.address_of_symbol`` only knows the former,
+    so the process is also searched with ``dlsym`` through ctypes."""
+    global _process_handle
+    if llvm.address_of_symbol(name) is not None:
+        return True
+    if _process_handle is None:
+        _process_handle = ctypes.CDLL(None)
+    try:
+        getattr(_process_handle, name)
+    except AttributeError:
+        return False
+    return True
+
+
+def _unresolved_symbols(mod: "llvm.ModuleRef") -> list[str]:
+    """External declarations of ``mod`` that the JIT linker cannot resolve
+    (MCJIT would abort the whole process on them)."""
+    runtime = runtime_symbols()
+    missing = []
+    for fn in mod.functions:
+        if not fn.is_declaration:
+            continue
+        name = fn.name
+        if name.startswith("llvm.") or name in runtime:
+            continue
+        if not _symbol_resolvable(name):
+            missing.append(name)
+    for gv in mod.global_variables:
+        if gv.is_declaration and not _symbol_resolvable(gv.name):
+            missing.append(gv.name)
+    return missing
+
+
+class JITEngine:
+    """An MCJIT execution engine over one optimised LLVM module.
+
+    ``JITEngine(llvm_ir, target=None, opt_level=3)`` optimises ``llvm_ir``
+    with :func:`optimize_module`, registers the runtime symbols and compiles
+    the result to host machine code.  Callables made with
+    :func:`make_callable` hold a reference to their engine, so the machine
+    code lives as long as any of them does.
+    """
+
+    def __init__(self, llvm_ir: str, target: Target | None = None, opt_level: int = 3):
+        self.target = target if target is not None else host_target()
+        self.opt_level = opt_level
+        register_runtime_symbols()
+        mod = optimize_module(llvm_ir, self.target, opt_level)
+        self._ir_optimized = str(mod)
+        self._asm: str | None = None
+        self._asm_lock = threading.Lock()
+        # Record function signatures ("ret (params...)") of the definitions.
+        self._signatures: dict[str, str] = {
+            fn.name: str(fn.global_value_type)
+            for fn in mod.functions
+            if not fn.is_declaration
+        }
+        missing = _unresolved_symbols(mod)
+        if missing:
+            raise JITCompileError(
+                "module references undefined external symbol(s): "
+                + ", ".join(sorted(missing))
+            )
+        tm = new_target_machine(self.target, opt_level)  # owned by the engine
+        try:
+            self._engine = llvm.create_mcjit_compiler(mod, tm)
+        except RuntimeError as exc:
+            raise JITCompileError(f"cannot create JIT engine: {exc}") from None
+        self._engine.finalize_object()
+        self._engine.run_static_constructors()
+        self._addresses: dict[str, int] = {}
+
+    # -- introspection -----------------------------------------------------
+
+    @property
+    def function_names(self) -> list[str]:
+        """Names of the functions defined in the module."""
+        return list(self._signatures)
+
+    def function_signature(self, name: str) -> str:
+        """LLVM type of function ``name``, e.g. ``"i32 (ptr, double)"``."""
+        try:
+            return self._signatures[name]
+        except KeyError:
+            raise KeyError(f"no function named {name!r} in the JIT module") from None
+
+    def function_address(self, name: str) -> int:
+        """Address of the machine code of function ``name`` (KeyError if the
+        module does not define it)."""
+        addr = self._addresses.get(name)
+        if addr is None:
+            self.function_signature(name)  # raises KeyError if undefined
+            addr = self._engine.get_function_address(name)
+            if not addr:
+                raise KeyError(f"function {name!r} has no address in the JIT engine")
+            self._addresses[name] = addr
+        return addr
+
+    def llvm_ir_optimized(self) -> str:
+        """Textual LLVM IR of the optimised module (what was JIT-compiled)."""
+        return self._ir_optimized
+
+    def asm(self) -> str:
+        """Host assembly of the optimised module (computed once, cached)."""
+        with self._asm_lock:
+            if self._asm is None:
+                mod = llvm.parse_assembly(self._ir_optimized)
+                tm = create_target_machine(self.target, self.opt_level)
+                self._asm = tm.emit_assembly(mod)
+            return self._asm
+
+    def get_callable(
+        self,
+        func_name: str,
+        args: Sequence["MemRefArg | ScalarArg"],
+        results: Sequence["ScalarArg"] = (),
+    ) -> "JITFunction":
+        """Shorthand for ``make_callable(self, func_name, args, results)``."""
+        return make_callable(self, func_name, args, results)
+
+
+# ---------------------------------------------------------------------------
+# Calling convention
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _ElemType:
+    mlir: str  # MLIR spelling: f64, i32, index, i1...
+    dtype: np.dtype  # numpy dtype of a value / memref element
+    llvm: str  # LLVM scalar type when passed by value
+    ctype: Any  # ctypes type used to pass it by value
+    ret_ctype: Any  # ctypes type used to read it back (return / out-ptr)
+    kind: str  # "float", "int", "bool"
+    bits: int
+
+
+_ELEM_TYPES: dict[str, _ElemType] = {
+    t.mlir: t
+    for t in [
+        _ElemType("f64", np.dtype(np.float64), "double", ctypes.c_double, ctypes.c_double, "float", 64),
+        _ElemType("f32", np.dtype(np.float32), "float", ctypes.c_float, ctypes.c_float, "float", 32),
+        _ElemType("i64", np.dtype(np.int64), "i64", ctypes.c_int64, ctypes.c_int64, "int", 64),
+        _ElemType("index", np.dtype(np.int64), "i64", ctypes.c_int64, ctypes.c_int64, "int", 64),
+        _ElemType("i32", np.dtype(np.int32), "i32", ctypes.c_int32, ctypes.c_int32, "int", 32),
+        _ElemType("i16", np.dtype(np.int16), "i16", ctypes.c_int16, ctypes.c_int16, "int", 16),
+        _ElemType("i8", np.dtype(np.int8), "i8", ctypes.c_int8, ctypes.c_int8, "int", 8),
+        # i1 results are read back as a byte and masked: LLVM does not
+        # guarantee the upper bits of a returned i1.
+        _ElemType("i1", np.dtype(np.bool_), "i1", ctypes.c_bool, ctypes.c_uint8, "bool", 1),
+    ]
+}
+
+_DTYPE_TO_MLIR = {
+    np.dtype(np.float64): "f64",
+    np.dtype(np.float32): "f32",
+    np.dtype(np.int64): "i64",
+    np.dtype(np.int32): "i32",
+    np.dtype(np.int16): "i16",
+    np.dtype(np.int8): "i8",
+    np.dtype(np.bool_): "i1",
+}
+
+
+def _elem_type(spec: Any) -> _ElemType:
+    """Resolve a dtype spec: numpy dtype-like, ``bool``, or an MLIR element
+    type name (``f64``, ``i32``, ``index``, ``i1``...)."""
+    if isinstance(spec, str) and spec in _ELEM_TYPES:
+        return _ELEM_TYPES[spec]
+    if spec is bool:
+        return _ELEM_TYPES["i1"]
+    try:
+        dt = np.dtype(spec)
+    except TypeError:
+        raise TypeError(f"unsupported dtype {spec!r}") from None
+    mlir = _DTYPE_TO_MLIR.get(dt)
+    if mlir is None:
+        raise TypeError(
+            f"unsupported dtype {dt}; expected one of int8, int16, int32, "
+            "int64, bool, float32, float64 or 'index'"
+        )
+    return _ELEM_TYPES[mlir]
+
+
+@dataclass(frozen=True)
+class MemRefArg:
+    """A ``memref<shape x dtype>`` argument, passed as a numpy array.
+
+    ``dtype`` may be a numpy dtype-like (``np.float64``, ``"float32"``,
+    ``bool``...) or an MLIR element type name (``"f64"``, ``"i1"``,
+    ``"index"``); it is normalised to a numpy dtype (``index`` -> int64,
+    remembered in ``is_index``).  A ``None`` entry in ``shape`` accepts any
+    extent in that dimension (shown as ``?``).
+    """
+
+    name: str
+    shape: tuple
+    dtype: Any
+    is_index: bool = field(default=False, compare=False)
+
+    def __post_init__(self):
+        et = _elem_type(self.dtype)
+        object.__setattr__(self, "dtype", et.dtype)
+        object.__setattr__(self, "is_index", et.mlir == "index" or self.is_index)
+        shape = tuple(None if s is None else int(s) for s in self.shape)
+        if any(s is not None and s < 0 for s in shape):
+            raise ValueError(f"memref {self.name!r}: negative extent in shape {shape}")
+        object.__setattr__(self, "shape", shape)
+
+    @property
+    def element_mlir_type(self) -> str:
+        return "index" if self.is_index else _DTYPE_TO_MLIR[self.dtype]
+
+    @property
+    def mlir_type(self) -> str:
+        dims = "".join(("?" if s is None else str(s)) + "x" for s in self.shape)
+        return f"memref<{dims}{self.element_mlir_type}>"
+
+
+@dataclass(frozen=True)
+class ScalarArg:
+    """A scalar argument or result: ``dtype`` in int8/16/32/64, bool (i1),
+    float32, float64 or ``"index"`` (int64), or an MLIR name (``"f64"``...)."""
+
+    name: str
+    dtype: Any
+    is_index: bool = field(default=False, compare=False)
+
+    def __post_init__(self):
+        et = _elem_type(self.dtype)
+        object.__setattr__(self, "dtype", et.dtype)
+        object.__setattr__(self, "is_index", et.mlir == "index" or self.is_index)
+
+    @property
+    def mlir_type(self) -> str:
+        return "index" if self.is_index else _DTYPE_TO_MLIR[self.dtype]
+
+    @property
+    def _elem(self) -> _ElemType:
+        return _ELEM_TYPES[self.mlir_type]
+
+
+def _type_name(value: Any) -> str:
+    t = type(value)
+    if t.__module__ in ("builtins", None):
+        return t.__qualname__
+    if t.__module__ == "numpy":
+        return f"numpy.{t.__qualname__}"
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+def _memref_converter(arg: MemRefArg) -> Callable[[Any], int]:
+    label = f"argument {arg.name!r} ({arg.mlir_type})"
+    want_dtype = arg.dtype
+    want_shape = arg.shape
+    ndim = len(want_shape)
+    wildcard = any(s is None for s in want_shape)
+    shape_str = "(" + ", ".join("?" if s is None else str(s) for s in want_shape) + ("," if ndim == 1 else "") + ")"
+    from_buffer = ctypes.c_char.from_buffer
+    addressof = ctypes.addressof
+    ndarray = np.ndarray
+
+    def shape_ok(shape: tuple) -> bool:
+        if shape == want_shape:
+            return True
+        if not wildcard or len(shape) != ndim:
+            return False
+        return all(w is None or w == s for w, s in zip(want_shape, shape))
+
+    def convert(value: Any) -> int:
+        if not isinstance(value, ndarray):
+            raise TypeError(f"{label}: expected a numpy.ndarray, got {_type_name(value)}")
+        if value.dtype != want_dtype:
+            raise TypeError(f"{label}: expected dtype {want_dtype}, got {value.dtype}")
+        if value.shape != want_shape and not shape_ok(value.shape):
+            raise ValueError(f"{label}: expected shape {shape_str}, got {value.shape}")
+        flags = value.flags
+        if not flags.carray:  # C-contiguous, aligned and writeable
+            if not flags.c_contiguous:
+                raise ValueError(
+                    f"{label}: array is not C-contiguous; pass "
+                    f"numpy.ascontiguousarray({arg.name}) instead"
+                )
+            if not flags.writeable:
+                raise ValueError(
+                    f"{label}: array is not writeable (read-only); pass a "
+                    f"writeable array, e.g. {arg.name}.copy()"
+                )
+            raise ValueError(
+                f"{label}: array data is not aligned for dtype {want_dtype}; "
+                f"pass {arg.name}.copy()"
+            )
+        if value.nbytes:
+            return addressof(from_buffer(value))
+        return value.ctypes.data
+
+    return convert
+
+
+_INT_TYPES = (int, np.integer)
+_BOOL_TYPES = (bool, np.bool_)
+
+
+def _scalar_converter(arg: ScalarArg) -> Callable[[Any], Any]:
+    et = arg._elem
+    label = f"argument {arg.name!r} ({arg.mlir_type})"
+    if et.kind == "bool":
+
+        def convert(value: Any) -> bool:
+            if value is True or value is False:
+                return value
+            if isinstance(value, np.bool_):
+                return bool(value)
+            if isinstance(value, _INT_TYPES):
+                if value in (0, 1):
+                    return bool(value)
+                raise ValueError(f"{label}: {value} is out of range for i1 (expected 0/1 or a bool)")
+            raise TypeError(f"{label}: expected a bool, got {_type_name(value)}")
+
+        return convert
+
+    if et.kind == "int":
+        lo = -(1 << (et.bits - 1))
+        hi = (1 << (et.bits - 1)) - 1
+
+        def convert(value: Any) -> int:
+            if type(value) is int:
+                if lo <= value <= hi:
+                    return value
+            elif isinstance(value, _INT_TYPES) or isinstance(value, np.bool_):
+                value = int(value)
+                if lo <= value <= hi:
+                    return value
+            else:
+                raise TypeError(f"{label}: expected an int, got {_type_name(value)}")
+            raise ValueError(f"{label}: {value} is out of range for {arg.mlir_type} [{lo}, {hi}]")
+
+        return convert
+
+    # float
+    def convert(value: Any) -> float:
+        if type(value) is float:
+            return value
+        if isinstance(value, (float, int, np.floating, np.integer, np.bool_)):
+            return float(value)
+        raise TypeError(f"{label}: expected a real number (int or float), got {_type_name(value)}")
+
+    return convert
+
+
+def _result_reader(res: ScalarArg) -> Callable[[Any], Any]:
+    et = res._elem
+    if et.kind == "bool":
+        return lambda v: bool(v & 1)
+    if et.kind == "int":
+        return int
+    return float
+
+
+def _expected_signature(args: Sequence, results: Sequence[ScalarArg]) -> str:
+    params = ["ptr" if isinstance(a, MemRefArg) else a._elem.llvm for a in args]
+    if len(results) == 0:
+        ret = "void"
+    elif len(results) == 1:
+        ret = results[0]._elem.llvm
+    else:
+        ret = "void"
+        params += ["ptr"] * len(results)
+    return f"{ret} ({', '.join(params)})"
+
+
+class JITFunction:
+    """A Python callable around one JIT-compiled function (see module ABI).
+
+    Attributes: ``name``, ``args``, ``results``, ``engine``, ``address``.
+    Positional and keyword (by argument name) calls are supported.
+    """
+
+    def __init__(
+        self,
+        engine: JITEngine,
+        func_name: str,
+        args: Sequence[MemRefArg | ScalarArg],
+        results: Sequence[ScalarArg] = (),
+    ):
+        args = list(args)
+        results = list(results)
+        self.name = func_name
+        self.args = tuple(args)
+        self.results = tuple(results)
+        for a in args:
+            if not isinstance(a, (MemRefArg, ScalarArg)):
+                raise TypeError(f"arguments must be MemRefArg or ScalarArg, got {a!r}")
+        for r in results:
+            if not isinstance(r, ScalarArg):
+                raise TypeError(f"results must be ScalarArg, got {r!r}")
+        names = [a.name for a in args]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate argument names in {names}")
+        actual = engine.function_signature(func_name)
+        expected = _expected_signature(args, results)
+        if actual != expected:
+            raise TypeError(
+                f"function {func_name!r} has LLVM type '{actual}' but the "
+                f"declared arguments/results require '{expected}'"
+            )
+        self.engine = engine  # keeps the machine code alive
+        self.address = engine.function_address(func_name)
+        self._arg_names = tuple(names)
+        self._nargs = len(args)
+        self._converters = tuple(
+            _memref_converter(a) if isinstance(a, MemRefArg) else _scalar_converter(a) for a in args
+        )
+        argtypes = [ctypes.c_void_p if isinstance(a, MemRefArg) else a._elem.ctype for a in args]
+        self._out_types: tuple = ()
+        if len(results) == 0:
+            restype = None
+        elif len(results) == 1:
+            restype = results[0]._elem.ret_ctype
+        else:
+            restype = None
+            self._out_types = tuple(r._elem.ret_ctype for r in results)
+            argtypes += [ctypes.POINTER(t) for t in self._out_types]
+        self._readers = tuple(_result_reader(r) for r in results)
+        self._cfunc = ctypes.CFUNCTYPE(restype, *argtypes)(self.address)
+        self._nresults = len(results)
+
+    def __repr__(self) -> str:
+        sig = ", ".join(
+            f"{a.name}: {a.mlir_type}" for a in self.args
+        )
+        res = ", ".join(r.mlir_type for r in self.results)
+        return f"<JITFunction {self.name}({sig}) -> ({res})>"
+
+    def _bind_keywords(self, args: tuple, kwargs: dict) -> tuple:
+        values: list[Any] = list(args) + [_MISSING] * (self._nargs - len(args))
+        for key, val in kwargs.items():
+            try:
+                i = self._arg_names.index(key)
+            except ValueError:
+                raise TypeError(f"{self.name}() got an unexpected keyword argument {key!r}") from None
+            if values[i] is not _MISSING:
+                raise TypeError(f"{self.name}() got multiple values for argument {key!r}")
+            values[i] = val
+        missing = [n for n, v in zip(self._arg_names, values) if v is _MISSING]
+        if missing:
+            raise TypeError(_missing_message(self.name, missing))
+        return tuple(values)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs or len(args) != self._nargs:
+            if len(args) > self._nargs:
+                n = self._nargs
+                raise TypeError(
+                    f"{self.name}() takes {n} positional argument{'' if n == 1 else 's'} "
+                    f"but {len(args)} {'was' if len(args) == 1 else 'were'} given"
+                )
+            args = self._bind_keywords(args, kwargs)
+        cargs = [conv(v) for conv, v in zip(self._converters, args)]
+        nres = self._nresults
+        if nres <= 1:
+            ret = self._cfunc(*cargs)
+            if nres == 0:
+                return None
+            return self._readers[0](ret)
+        outs = [t() for t in self._out_types]
+        cargs.extend(ctypes.byref(o) for o in outs)
+        self._cfunc(*cargs)
+        return tuple(read(o.value) for read, o in zip(self._readers, outs))
+
+
+class _Missing:
+    def __repr__(self) -> str:  # pragma: no cover
+        return "<missing>"
+
+
+_MISSING = _Missing()
+
+
+def _missing_message(fname: str, missing: list[str]) -> str:
+    quoted = [repr(m) for m in missing]
+    if len(quoted) == 1:
+        names = quoted[0]
+    else:
+        names = ", ".join(quoted[:-1]) + " and " + quoted[-1]
+    plural = "" if len(missing) == 1 else "s"
+    return f"{fname}() missing {len(missing)} required positional argument{plural}: {names}"
+
+
+def make_callable(
+    engine: JITEngine,
+    func_name: str,
+    args: Sequence[MemRefArg | ScalarArg],
+    results: Sequence[ScalarArg] = (),
+) -> JITFunction:
+    """Wrap JIT function ``func_name`` of ``engine`` as a Python callable.
+
+    ``args`` describe the parameters in order, ``results`` the scalar results;
+    the LLVM function must follow the module-level ABI (checked against its
+    LLVM type: TypeError on mismatch).  The returned :class:`JITFunction`
+    validates each call's arguments and returns ``None``, the single result,
+    or a tuple of results.
+    """
+    return JITFunction(engine, func_name, args, results)
