@@ -1,0 +1,274 @@
+"""The func dialect: ``func.func``, ``func.return``, ``func.call``.
+
+The paper's 2020 spellings (``func @f``, ``return``, ``call``) parse to the same ops; a 2020
+body-less ``func @f(...)`` declaration becomes ``func.func private`` (MLIR 22 requires
+declarations to be private).
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from ..attributes import DictAttr, StringAttr, SymbolRefAttr, TypeAttr
+from ..ir import Block, Operation, Region, Value, register_op
+from ..types import FunctionType, Type
+
+
+@register_op
+class FuncOp(Operation):
+    OP_NAME = "func.func"
+
+    @classmethod
+    def build(cls, name: str, function_type: FunctionType, private: bool = False,
+              declaration: bool = False, loc=None) -> "FuncOp":
+        attrs = {"sym_name": StringAttr(name), "function_type": TypeAttr(function_type)}
+        if private:
+            attrs["sym_visibility"] = StringAttr("private")
+        regions = [Region()] if declaration else [Region([Block(function_type.inputs)])]
+        return cls(attributes=attrs, regions=regions, loc=loc)
+
+    @property
+    def sym_name(self) -> str:
+        return self.attributes["sym_name"].value
+
+    @property
+    def function_type(self) -> FunctionType:
+        return self.attributes["function_type"].value
+
+    @property
+    def is_declaration(self) -> bool:
+        return self.regions[0].empty
+
+    @property
+    def is_private(self) -> bool:
+        vis = self.attributes.get("sym_visibility")
+        return vis is not None and vis.value == "private"
+
+    @property
+    def body(self) -> Block:
+        return self.regions[0].block
+
+    @property
+    def args(self) -> list[Value]:
+        return self.body.args
+
+    def arg_attrs(self, i: int) -> dict:
+        arr = self.attributes.get("arg_attrs")
+        if arr is None:
+            return {}
+        return dict(arr.elements[i].entries)
+
+    @classmethod
+    def parse_custom(cls, p, loc, name) -> "FuncOp":
+        legacy = name == "func"
+        private = False
+        if p.peek_keyword("private"):
+            p.expect_keyword("private")
+            private = True
+        elif p.peek_keyword("public") or p.peek_keyword("nested"):
+            p.parse_bare_id()
+        sym = p.parse_symbol_name()
+        # arguments: either all named (%a: t {attrs}) or all types (declaration)
+        p.skip_ws()
+        args: list[tuple[str, Type, int]] = []
+        types: list[Type] = []
+        arg_attrs: list[dict] = []
+        named = None
+
+        def arg():
+            nonlocal named
+            p.skip_ws()
+            start = p.pos
+            if p.peek("%"):
+                if named is False:
+                    raise p.error("expected a type (function arguments are either all named or all types)")
+                named = True
+                an, _ = p.parse_ssa_name()
+                p.expect(":", "after argument name")
+                t = p.parse_type()
+                args.append((an, t, start))
+                types.append(t)
+            else:
+                if named is True:
+                    raise p.error("expected SSA identifier")
+                named = False
+                types.append(p.parse_type())
+            arg_attrs.append(p.parse_optional_attr_dict())
+        p.parse_comma_separated("(", ")", arg)
+        results: list[Type] = []
+        if p.optional("->"):
+            p.skip_ws()
+            if p.peek("("):
+                def res():
+                    t = p.parse_type()
+                    p.parse_optional_attr_dict()
+                    return t
+                results = p.parse_comma_separated("(", ")", res)
+            else:
+                results = [p.parse_type()]
+        attrs = p.parse_optional_attr_dict_with_keyword()
+        ftype = FunctionType(tuple(types), tuple(results))
+        attrs["sym_name"] = StringAttr(sym)
+        attrs["function_type"] = TypeAttr(ftype)
+        if any(arg_attrs):
+            attrs["arg_attrs"] = _arg_attrs_attr(arg_attrs)
+        if p.peek("{"):
+            if named is False:
+                raise p.error("expected named arguments (%name: type) for a function with a body")
+            block = Block(types)
+            region = p.parse_region(entry_args=[(n, a) for (n, _, _), a in zip(args, block.args)],
+                                    isolated=True)
+            if not region.blocks:
+                region.add_block(block)
+        else:
+            region = Region()
+            if legacy:
+                private = True
+        if private:
+            attrs["sym_visibility"] = StringAttr("private")
+        return cls(attributes=attrs, regions=[region], loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("func.func ")
+        if self.is_private:
+            p.print("private ")
+        p.print(f"@{self.sym_name}(")
+        ft = self.function_type
+        parts = []
+        for i, t in enumerate(ft.inputs):
+            extra = ""
+            aa = self.arg_attrs(i)
+            if aa:
+                extra = " " + DictAttr(tuple(aa.items())).to_str(p.alias)
+            if self.is_declaration:
+                parts.append(p.type_str(t) + extra)
+            else:
+                parts.append(f"{p.value_name(self.body.args[i])}: {p.type_str(t)}{extra}")
+        p.print(", ".join(parts) + ")")
+        if ft.results:
+            if len(ft.results) == 1 and not isinstance(ft.results[0], FunctionType):
+                p.print(" -> " + p.type_str(ft.results[0]))
+            else:
+                p.print(" -> (" + ", ".join(p.type_str(t) for t in ft.results) + ")")
+        p.print_attr_dict(self.attributes, elide=("sym_name", "function_type", "sym_visibility",
+                                                  "arg_attrs"), with_keyword=True)
+        if not self.is_declaration:
+            p.print(" ")
+            p.print_region(self.regions[0])
+
+    def verify_op(self) -> None:
+        ft = self.function_type
+        if self.is_declaration:
+            if not self.is_private:
+                raise self.error("symbol declaration cannot have public visibility")
+            return
+        if len(self.regions[0].blocks) != 1:
+            raise self.error("polyopt supports functions with a single block only")
+        block = self.body
+        if [a.type for a in block.args] != list(ft.inputs):
+            raise self.error("type of entry block arguments must match the function signature")
+        term = block.terminator
+        if term is None or term.name != "func.return":
+            raise self.error("expects the body to end with 'func.return'")
+
+
+def _arg_attrs_attr(arg_attrs: Sequence[dict]):
+    from ..attributes import ArrayAttr
+    return ArrayAttr(tuple(DictAttr(tuple(d.items())) for d in arg_attrs))
+
+
+@register_op
+class ReturnOp(Operation):
+    OP_NAME = "func.return"
+
+    @classmethod
+    def parse_custom(cls, p, loc, name) -> "ReturnOp":
+        operands = p.parse_operand_list()
+        if operands:
+            p.expect(":")
+            types = p.parse_type_list()
+            if len(types) != len(operands):
+                raise p.error(f"{len(operands)} operands present, but expected {len(types)}")
+            for v, t in zip(operands, types):
+                p.check_type(v, t)
+        return cls(operands=operands, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("return")
+        if self.operands:
+            p.print(" ")
+            p.print_operands(self.operands)
+            p.print(" : ")
+            p.print_types(v.type for v in self.operands)
+
+    def verify_op(self) -> None:
+        func = self.parent_op
+        if not isinstance(func, FuncOp):
+            raise self.error("expects parent op 'func.func'")
+        results = func.function_type.results
+        if len(results) != len(self.operands):
+            raise self.error(f"has {len(self.operands)} operands, but enclosing function "
+                             f"(@{func.sym_name}) returns {len(results)}")
+        for i, (v, t) in enumerate(zip(self.operands, results)):
+            if v.type != t:
+                raise self.error(f"type of return operand {i} ('{v.type}') doesn't match function "
+                                 f"result type ('{t}') in function @{func.sym_name}")
+
+
+@register_op
+class CallOp(Operation):
+    OP_NAME = "func.call"
+
+    @classmethod
+    def build(cls, callee: str, operands: Sequence[Value], result_types: Sequence[Type], loc=None):
+        return cls(operands=operands, result_types=result_types,
+                   attributes={"callee": SymbolRefAttr(callee)}, loc=loc)
+
+    @property
+    def callee(self) -> str:
+        return self.attributes["callee"].name
+
+    @classmethod
+    def parse_custom(cls, p, loc, name) -> "CallOp":
+        callee = p.parse_symbol_name()
+        operands = p.parse_operand_list("paren")
+        attrs = p.parse_optional_attr_dict()
+        p.expect(":")
+        p.skip_ws()
+        start = p.pos
+        ft = p.parse_type()
+        if not isinstance(ft, FunctionType):
+            raise p.error("expected function type", start)
+        if len(ft.inputs) != len(operands):
+            raise p.error(f"expected {len(ft.inputs)} operands for call, got {len(operands)}", start)
+        for v, t in zip(operands, ft.inputs):
+            p.check_type(v, t, start)
+        attrs["callee"] = SymbolRefAttr(callee)
+        return cls(operands=operands, result_types=ft.results, attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print(f"call {self.attributes['callee']}(")
+        p.print_operands(self.operands)
+        p.print(")")
+        p.print_attr_dict(self.attributes, elide=("callee",))
+        ft = FunctionType(tuple(v.type for v in self.operands), self.result_types)
+        p.print(" : " + p.type_str(ft))
+
+    def verify_op(self) -> None:
+        module = self.parent_op
+        while module is not None and module.name != "builtin.module":
+            module = module.parent_op
+        if module is None:
+            return
+        callee = module.lookup_function(self.callee)
+        if callee is None:
+            raise self.error(f"'{self.callee}' does not reference a valid function")
+        ft = callee.function_type
+        if len(ft.inputs) != len(self.operands):
+            raise self.error("incorrect number of operands for callee")
+        for i, (v, t) in enumerate(zip(self.operands, ft.inputs)):
+            if v.type != t:
+                raise self.error(f"operand type mismatch: expected operand type '{t}', but "
+                                 f"provided '{v.type}' for operand number {i}")
+        if tuple(self.result_types) != tuple(ft.results):
+            raise self.error("result type mismatch with the callee's signature")

@@ -1,0 +1,314 @@
+"""The ``hop`` dialect (paper section 2.3): high-level ops that the ``hopt`` pass expands.
+
+``hop.matmul %A, %B, %C {M_C = 180 : i32, K_C = 480 : i32, M_R = 3 : i32, N_R = 16 : i32,
+K_U = 4 : i32} : (memref<MxKxf64>, memref<KxNxf64>, memref<MxNxf64>)`` means C += A * B; instead
+of tile sizes it may carry ``schedule = (d0, d1, d2) -> (...)`` over (d0, d1, d2) = (i, j, k),
+the loops of ``C[i, j] += A[i, k] * B[k, j]``.
+
+``hop.conv2d %I, %K, %O {strides = [1, 1], dilations = [1, 1]} : (memref<NxHxWxC>,
+memref<KHxKWxCxF>, memref<NxOHxOWxF>)`` means O[n, oh, ow, f] += I[n, oh*sh + kh*dh,
+ow*sw + kw*dw, c] * K[kh, kw, c, f] (NHWC input, HWCF filter).
+
+Both parse from this custom form and from MLIR's generic form, and always print in generic form
+(``"hop.matmul"(%0, %1, %2) {...} : (...) -> ()``) so that ``mlir-opt-22
+--allow-unregistered-dialect`` accepts them.  Tile sizes written without a type (the paper's
+``M_R = 3``) are stored as ``i32`` like the others.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from ..affine_expr import AffineMap
+from ..attributes import AffineMapAttr, ArrayAttr, DenseArrayAttr, FloatAttr, IntegerAttr
+from ..ir import Operation, Value, register_op
+from ..types import FloatType, MemRefType, i32, i64
+
+# tile sizes of the BLIS schedule (paper section 2.4): cache tiles M_C x K_C (x N_C), register
+# tile M_R x N_R, unroll factor K_U of the k loop
+TILE_PARAMS = ("M_C", "K_C", "N_C", "M_R", "N_R", "K_U")
+
+
+def _normalize_attrs(attrs: dict) -> dict:
+    """``M_R = 3`` (i64 by default) -> ``M_R = 3 : i32``, as the paper writes the others.
+
+    The result is sorted by name, the order in which MLIR keeps (and prints) a dictionary.
+    """
+    out = dict(attrs)
+    for k in TILE_PARAMS:
+        a = out.get(k)
+        if isinstance(a, IntegerAttr) and a.type != i32 and -(1 << 31) <= a.value < (1 << 31) \
+                and not (hasattr(a.type, "width") and a.type.width == 1):
+            out[k] = IntegerAttr(a.value, i32)
+    return dict(sorted(out.items()))
+
+
+class _HopOp(Operation):
+    """Three memref operands, an attribute dictionary, no results; generic printing."""
+
+    OPERAND_NAMES: tuple[str, str, str] = ("A", "B", "C")
+    KNOWN_ATTRS: tuple[str, ...] = ()
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        p.skip_ws()
+        start = p.pos
+        operands = p.parse_operand_list()
+        if len(operands) != 3:
+            raise p.error(f"'{cls.OP_NAME}' expects 3 operands "
+                          f"({', '.join(cls.OPERAND_NAMES)}), got {len(operands)}", start)
+        attrs = _normalize_attrs(p.parse_optional_attr_dict())
+        p.expect(":")
+        p.skip_ws()
+        tstart = p.pos
+        if not p.peek("("):
+            raise p.error(f"expected '(' to begin the operand types of '{cls.OP_NAME}', found "
+                          f"{p._describe_next()}")
+        types = p.parse_comma_separated("(", ")", p.parse_type)
+        if p.optional("->"):
+            p.expect("(")
+            p.expect(")", f"('{cls.OP_NAME}' has no results)")
+        if len(types) != 3:
+            raise p.error(f"expected 3 operand types, got {len(types)}", tstart)
+        for v, t in zip(operands, types):
+            p.check_type(v, t, start)
+        return cls(operands=operands, attributes=attrs, loc=loc)
+
+    @classmethod
+    def from_generic(cls, p, loc, operands, result_types, attrs, regions):
+        return cls(operands=operands, result_types=result_types,
+                   attributes=_normalize_attrs(attrs), regions=regions, loc=loc)
+
+    # no print_custom: the printer uses the generic form
+
+    @property
+    def tile_params(self) -> dict[str, int]:
+        """The tile sizes present among M_C, K_C, N_C, M_R, N_R, K_U, by name."""
+        return {k: self.attributes[k].value for k in TILE_PARAMS
+                if isinstance(self.attributes.get(k), IntegerAttr)}
+
+    # -- verification helpers ---------------------------------------------------------------
+    def _operand_desc(self, i: int) -> str:
+        return f"operand #{i} ({self.OPERAND_NAMES[i]})"
+
+    def _verify_operands(self, rank: int) -> list[MemRefType]:
+        if len(self.operands) != 3:
+            raise self.error(f"expects 3 operands ({', '.join(self.OPERAND_NAMES)}), got "
+                             f"{len(self.operands)}")
+        if self.results:
+            raise self.error(f"has no results, got {len(self.results)}")
+        if self.regions:
+            raise self.error("has no regions")
+        types = []
+        for i, v in enumerate(self.operands):
+            t = v.type
+            if not isinstance(t, MemRefType):
+                raise self.error(f"{self._operand_desc(i)} must be a memref, got '{t}'")
+            if t.rank != rank:
+                raise self.error(f"{self._operand_desc(i)} must have rank {rank}, got '{t}'")
+            if not t.has_static_shape:
+                raise self.error(f"{self._operand_desc(i)} has a dynamic shape '{t}'; dynamic "
+                                 "shapes are not supported")
+            if not isinstance(t.element_type, FloatType) or t.element_type.width not in (32, 64):
+                raise self.error(f"{self._operand_desc(i)} must have element type f32 or f64, "
+                                 f"got '{t.element_type}'")
+            types.append(t)
+        ets = [t.element_type for t in types]
+        if len(set(ets)) != 1:
+            raise self.error("operands must have the same element type, got "
+                             + ", ".join(f"'{e}'" for e in ets))
+        return types
+
+    def _verify_attr_names(self) -> None:
+        for k in self.attributes:
+            if k not in self.KNOWN_ATTRS:
+                raise self.error(f"unknown attribute '{k}'; known attributes are "
+                                 + ", ".join(self.KNOWN_ATTRS))
+
+    def _verify_tile_params(self) -> None:
+        for k in TILE_PARAMS:
+            a = self.attributes.get(k)
+            if a is None:
+                continue
+            if not isinstance(a, IntegerAttr) or getattr(a.type, "width", 64) == 1:
+                raise self.error(f"{k} must be a positive integer, got {a}")
+            if a.value <= 0:
+                raise self.error(f"{k} must be positive, got {a.value}")
+
+
+@register_op
+class HopMatmulOp(_HopOp):
+    """``hop.matmul %A, %B, %C {tiles | schedule} : (memref<MxK>, memref<KxN>, memref<MxN>)``."""
+
+    OP_NAME = "hop.matmul"
+    OPERAND_NAMES = ("A", "B", "C")
+    KNOWN_ATTRS = TILE_PARAMS + ("schedule", "alpha", "beta")
+
+    @classmethod
+    def build(cls, a: Value, b: Value, c: Value, tile_params: Optional[dict[str, int]] = None,
+              schedule: Optional[AffineMap] = None, alpha: Optional[float] = None,
+              beta: Optional[float] = None, loc=None) -> "HopMatmulOp":
+        attrs = {k: IntegerAttr(int(v), i32) for k, v in (tile_params or {}).items()}
+        if schedule is not None:
+            attrs["schedule"] = AffineMapAttr(schedule)
+        et = getattr(a.type, "element_type", None)
+        ft = et if isinstance(et, FloatType) else FloatType(64)
+        if alpha is not None:
+            attrs["alpha"] = FloatAttr(float(alpha), ft)
+        if beta is not None:
+            attrs["beta"] = FloatAttr(float(beta), ft)
+        return cls(operands=[a, b, c], attributes=_normalize_attrs(attrs), loc=loc)
+
+    @property
+    def a(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def b(self) -> Value:
+        return self.operands[1]
+
+    @property
+    def c(self) -> Value:
+        return self.operands[2]
+
+    @property
+    def schedule(self) -> Optional[AffineMap]:
+        s = self.attributes.get("schedule")
+        return s.value if isinstance(s, AffineMapAttr) else None
+
+    def _number(self, name: str) -> Optional[float]:
+        a = self.attributes.get(name)
+        if isinstance(a, (FloatAttr, IntegerAttr)):
+            return float(a.value)
+        return None
+
+    @property
+    def alpha(self) -> Optional[float]:
+        return self._number("alpha")
+
+    @property
+    def beta(self) -> Optional[float]:
+        return self._number("beta")
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(M, N, K)."""
+        (m, k), (_, n) = self.a.type.shape, self.b.type.shape
+        return m, n, k
+
+    def verify_op(self) -> None:
+        ta, tb, tc = self._verify_operands(rank=2)
+        (m, k), (kb, n), (mc, nc) = ta.shape, tb.shape, tc.shape
+        if kb != k:
+            raise self.error(f"operand #1 (B) has {kb} rows but A has {k} columns")
+        if mc != m:
+            raise self.error(f"operand #2 (C) has {mc} rows but A has {m} rows")
+        if nc != n:
+            raise self.error(f"operand #2 (C) has {nc} columns but B has {n} columns")
+        self._verify_attr_names()
+        self._verify_tile_params()
+        s = self.attributes.get("schedule")
+        if s is not None:
+            if not isinstance(s, AffineMapAttr):
+                raise self.error(f"schedule must be an affine map, got {s}")
+            amap = s.value
+            if amap.num_dims != 3 or amap.num_symbols != 0:
+                raise self.error("schedule must be an affine map with 3 dims (d0, d1, d2) = "
+                                 f"(i, j, k) and no symbols, got ({amap.num_dims} dims, "
+                                 f"{amap.num_symbols} symbols) {amap}")
+            if not amap.results:
+                raise self.error("schedule must have at least one result")
+        for k_ in ("alpha", "beta"):
+            a = self.attributes.get(k_)
+            if a is not None and not (isinstance(a, (FloatAttr, IntegerAttr))
+                                      and getattr(a.type, "width", 64) != 1):
+                raise self.error(f"{k_} must be a number, got {a}")
+
+
+def _int_list(attr) -> Optional[tuple[int, ...]]:
+    if isinstance(attr, ArrayAttr):
+        if all(isinstance(e, IntegerAttr) for e in attr.elements):
+            return tuple(e.value for e in attr.elements)
+        return None
+    if isinstance(attr, DenseArrayAttr):
+        return tuple(int(v) for v in attr.values)
+    return None
+
+
+@register_op
+class HopConv2DOp(_HopOp):
+    """``hop.conv2d %I, %K, %O {strides = [1, 1], dilations = [1, 1]} : (NHWC, HWCF, NHWF)``.
+
+    ``strides``/``dilations`` default to ``[1, 1]``; the matmul tile sizes may also be given
+    (the convolution is expanded as an implicit GEMM).
+    """
+
+    OP_NAME = "hop.conv2d"
+    OPERAND_NAMES = ("input", "filter", "output")
+    KNOWN_ATTRS = ("strides", "dilations") + TILE_PARAMS
+
+    @classmethod
+    def build(cls, input: Value, filter: Value, output: Value, strides: Sequence[int] = (1, 1),
+              dilations: Sequence[int] = (1, 1), tile_params: Optional[dict[str, int]] = None,
+              loc=None) -> "HopConv2DOp":
+        attrs = {"strides": ArrayAttr(tuple(IntegerAttr(int(s), i64) for s in strides)),
+                 "dilations": ArrayAttr(tuple(IntegerAttr(int(d), i64) for d in dilations))}
+        attrs.update({k: IntegerAttr(int(v), i32) for k, v in (tile_params or {}).items()})
+        return cls(operands=[input, filter, output], attributes=_normalize_attrs(attrs), loc=loc)
+
+    @property
+    def input(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def filter(self) -> Value:
+        return self.operands[1]
+
+    @property
+    def output(self) -> Value:
+        return self.operands[2]
+
+    @property
+    def strides(self) -> tuple[int, int]:
+        a = self.attributes.get("strides")
+        return _int_list(a) if a is not None else (1, 1)
+
+    @property
+    def dilations(self) -> tuple[int, int]:
+        a = self.attributes.get("dilations")
+        return _int_list(a) if a is not None else (1, 1)
+
+    def verify_op(self) -> None:
+        ti, tf, to = self._verify_operands(rank=4)
+        self._verify_attr_names()
+        for name in ("strides", "dilations"):
+            a = self.attributes.get(name)
+            if a is None:
+                continue
+            vals = _int_list(a)
+            if vals is None or len(vals) != 2 or any(v <= 0 for v in vals):
+                raise self.error(f"{name} must be a list of 2 positive integers, got {a}")
+        self._verify_tile_params()
+        n, h, w, c = ti.shape
+        kh, kw, cf, f = tf.shape
+        no, oh, ow, fo = to.shape
+        if cf != c:
+            raise self.error(f"operand #1 (filter) has {cf} input channels but input has {c}")
+        if no != n:
+            raise self.error(f"operand #2 (output) has batch size {no} but input has {n}")
+        if fo != f:
+            raise self.error(f"operand #2 (output) has {fo} channels but filter has {f}")
+        (sh, sw), (dh, dw) = self.strides, self.dilations
+        for what, size, k, s, d, got, dn, kn in (("height", h, kh, sh, dh, oh, "H", "KH"),
+                                                  ("width", w, kw, sw, dw, ow, "W", "KW")):
+            extent = d * (k - 1) + 1
+            if extent > size:
+                raise self.error(f"filter {what} {k} (dilated to {extent}) exceeds the input "
+                                 f"{what} {size}")
+            expected = (size - d * (k - 1) - 1) // s + 1
+            if got != expected:
+                sfx = dn[-1].lower()
+                raise self.error(f"operand #2 (output) has {what} {got} but expected {expected} "
+                                 f"= ({dn} - dilation_{sfx} * ({kn} - 1) - 1) floordiv stride_{sfx}"
+                                 f" + 1 with {dn} = {size}, {kn} = {k}, stride_{sfx} = {s}, "
+                                 f"dilation_{sfx} = {d}")

@@ -1,0 +1,503 @@
+"""The memref dialect: ``alloc``/``alloca``/``dealloc``, ``load``/``store`` and ``cast``.
+
+The paper's 2020 spellings (``alloc()``, ``alloca()``, ``dealloc``, ``load``, ``store``,
+``memref_cast``) parse to the same ops (see ``parser.LEGACY_OP_NAMES``); the 2020 listings write
+``alloc() {alignment = 32 : i32}``, which MLIR 22 rejects (it wants ``i64``): we accept any
+integer type and store the alignment as ``i64``.
+
+Only the custom form is kept in ``attributes``: ``operandSegmentSizes`` and default
+``nontemporal = false`` found in MLIR's generic form are dropped on the way in (the split of
+``memref.alloc`` operands into dynamic sizes and layout symbols follows from the result type).
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from ..affine_expr import AffineExprKind, AffineMap
+from ..attributes import DenseArrayAttr, IntegerAttr
+from ..diagnostics import ParseError
+from ..ir import Operation, Value, register_op
+from ..types import (IndexType, MemRefType, StridedLayout, Type, UnrankedMemRefType, i64, index)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers shared with the vector dialect
+
+def parse_indices(p) -> list[Value]:
+    """``[%i, %j]``: subscripts, each checked to be an ``index`` where it is written."""
+    return p.parse_comma_separated("[", "]", lambda: p.parse_operand(index))
+
+
+def print_indexed(p, memref: Value, indices: Sequence[Value]) -> None:
+    """``%m[%i, %j]``."""
+    p.print_operand(memref)
+    p.print("[")
+    p.print_operands(indices)
+    p.print("]")
+
+
+def parse_memref_type(p, what: str = "memref") -> MemRefType:
+    """A ranked memref type, with MLIR's message when another kind of type is written."""
+    p.skip_ws()
+    start = p.pos
+    t = p.parse_type()
+    if not isinstance(t, MemRefType):
+        raise p.error(f"invalid kind of type specified: expected builtin.memref, but found '{t}'",
+                      start)
+    return t
+
+
+def check_index_operands(op: Operation, values: Sequence[Value], first: int) -> None:
+    """Every value must be an ``index`` (operand numbers counted from ``first``)."""
+    for k, v in enumerate(values):
+        if not isinstance(v.type, IndexType):
+            raise op.error(f"operand #{first + k} must be index, but got '{v.type}'")
+
+
+def drop_false_nontemporal(attrs: dict) -> dict:
+    nt = attrs.get("nontemporal")
+    if isinstance(nt, IntegerAttr) and not nt.value:
+        attrs = {k: v for k, v in attrs.items() if k != "nontemporal"}
+    return attrs
+
+
+def print_attrs_without_default_nontemporal(p, attrs: dict) -> None:
+    nt = attrs.get("nontemporal")
+    elide = ("nontemporal",) if isinstance(nt, IntegerAttr) and not nt.value else ()
+    p.print_attr_dict(attrs, elide=elide)
+
+
+# ---------------------------------------------------------------------------------------------
+# alloc / alloca / dealloc
+
+class _AllocLikeOp(Operation):
+    """``%m = memref.alloc(%d0)[%s0] {alignment = 64 : i64} : memref<?x4xf64, #map>``.
+
+    Operands are the sizes of the ``?`` dimensions (in order) followed by the symbols of the
+    layout map, if it has any.
+    """
+
+    HINT = "alloc"
+
+    @classmethod
+    def build(cls, memref_type: MemRefType, dynamic_sizes: Sequence[Value] = (),
+              symbol_operands: Sequence[Value] = (), alignment: Optional[int] = None, loc=None):
+        attrs = {} if alignment is None else {"alignment": IntegerAttr(alignment, i64)}
+        return cls(operands=[*dynamic_sizes, *symbol_operands], result_types=[memref_type],
+                   attributes=attrs, loc=loc)
+
+    @property
+    def memref_type(self) -> MemRefType:
+        return self.results[0].type
+
+    @property
+    def _num_symbols(self) -> int:
+        t = self.results[0].type
+        layout = getattr(t, "layout", None)
+        return layout.num_symbols if isinstance(layout, AffineMap) else 0
+
+    @property
+    def dynamic_sizes(self) -> tuple[Value, ...]:
+        ops = self.operands
+        return ops[:max(0, len(ops) - self._num_symbols)]
+
+    @property
+    def symbol_operands(self) -> tuple[Value, ...]:
+        ops = self.operands
+        return ops[max(0, len(ops) - self._num_symbols):]
+
+    @property
+    def alignment(self) -> Optional[int]:
+        a = self.attributes.get("alignment")
+        return a.value if isinstance(a, IntegerAttr) else None
+
+    @staticmethod
+    def _normalize_alignment(attrs: dict) -> dict:
+        # the 2020 listings write `alignment = 32 : i32`; MLIR 22 wants i64
+        a = attrs.get("alignment")
+        if isinstance(a, IntegerAttr) and a.type != i64:
+            attrs = dict(attrs)
+            attrs["alignment"] = IntegerAttr(a.value, i64)
+        return attrs
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        p.skip_ws()
+        dstart = p.pos
+        dyn = p.parse_comma_separated("(", ")", lambda: p.parse_operand(index))
+        syms = p.parse_comma_separated("[", "]", lambda: p.parse_operand(index)) \
+            if p.peek("[") else []
+        attrs = cls._normalize_alignment(p.parse_optional_attr_dict())
+        p.expect(":")
+        t = parse_memref_type(p)
+        layout = t.layout
+        nsym = layout.num_symbols if isinstance(layout, AffineMap) else 0
+        if len(syms) != nsym:
+            raise p.error(f"symbol operand count does not equal memref symbol count: expected "
+                          f"{nsym}, got {len(syms)}", dstart)
+        return cls(operands=[*dyn, *syms], result_types=[t], attributes=attrs, loc=loc)
+
+    @classmethod
+    def from_generic(cls, p, loc, operands, result_types, attrs, regions):
+        attrs = cls._normalize_alignment(attrs)
+        seg = attrs.pop("operandSegmentSizes", None)
+        if isinstance(seg, DenseArrayAttr) and sum(seg.values) != len(operands):
+            raise ParseError(f"'{cls.OP_NAME}' op operand count ({len(operands)}) does "
+                             f"not match with the total size ({sum(seg.values)}) specified in "
+                             f"attribute 'operandSegmentSizes'", loc)
+        op = cls(operands=operands, result_types=result_types, attributes=attrs, regions=regions,
+                 loc=loc)
+        if isinstance(seg, DenseArrayAttr) and len(seg.values) == 2 and \
+                len(result_types) == 1 and seg.values[1] != op._num_symbols:
+            raise ParseError(f"'{cls.OP_NAME}' op symbol operand count does not equal "
+                             f"memref symbol count: expected {op._num_symbols}, got "
+                             f"{seg.values[1]}", loc)
+        return op
+
+    def print_custom(self, p) -> None:
+        p.print(f"{self.name}(")
+        p.print_operands(self.dynamic_sizes)
+        p.print(")")
+        if self.symbol_operands:
+            p.print("[")
+            p.print_operands(self.symbol_operands)
+            p.print("]")
+        # MLIR prints the `alignment` property before discardable attributes
+        attrs = self.attributes
+        if "alignment" in attrs:
+            attrs = {"alignment": attrs["alignment"],
+                     **{k: v for k, v in attrs.items() if k != "alignment"}}
+        p.print_attr_dict(attrs)
+        p.print(" : " + p.type_str(self.results[0].type))
+
+    def result_name_hint(self):
+        return self.HINT
+
+    def verify_op(self) -> None:
+        if len(self.results) != 1:
+            raise self.error(f"requires one result, got {len(self.results)}")
+        t = self.results[0].type
+        if not isinstance(t, MemRefType):
+            raise self.error(f"result #0 must be memref of any type values, but got '{t}'")
+        ndyn = sum(1 for d in t.shape if d is None)
+        if len(self.operands) < self._num_symbols:
+            raise self.error(f"symbol operand count does not equal memref symbol count: expected "
+                             f"{self._num_symbols}, got {len(self.operands)}")
+        if len(self.dynamic_sizes) != ndyn:
+            raise self.error(f"incorrect number of dynamic sizes, has {len(self.dynamic_sizes)}, "
+                             f"expected {ndyn}")
+        check_index_operands(self, self.operands, 0)
+        a = self.attributes.get("alignment")
+        if a is not None:
+            if not (isinstance(a, IntegerAttr) and a.type == i64 and a.value > 0
+                    and a.value & (a.value - 1) == 0):
+                raise self.error("attribute 'alignment' failed to satisfy constraint: 64-bit "
+                                 "signless integer attribute whose value is positive and whose "
+                                 f"value is a power of two > 0 (got {a})")
+
+
+@register_op
+class AllocOp(_AllocLikeOp):
+    """Heap allocation: ``%alloc = memref.alloc() {alignment = 64 : i64} : memref<64x256xf64>``."""
+
+    OP_NAME = "memref.alloc"
+    HINT = "alloc"
+
+
+@register_op
+class AllocaOp(_AllocLikeOp):
+    """Stack allocation (freed at function exit): ``%alloca = memref.alloca() : memref<1xf64>``."""
+
+    OP_NAME = "memref.alloca"
+    HINT = "alloca"
+
+
+@register_op
+class DeallocOp(Operation):
+    """``memref.dealloc %m : memref<64x256xf64>``."""
+
+    OP_NAME = "memref.dealloc"
+
+    @classmethod
+    def build(cls, memref: Value, loc=None) -> "DeallocOp":
+        return cls(operands=[memref], loc=loc)
+
+    @property
+    def memref(self) -> Value:
+        return self.operands[0]
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        p.skip_ws()
+        start = p.pos
+        m = p.parse_operand()
+        attrs = p.parse_optional_attr_dict()
+        p.expect(":")
+        p.skip_ws()
+        tstart = p.pos
+        t = p.parse_type()
+        if not isinstance(t, (MemRefType, UnrankedMemRefType)):
+            raise p.error("invalid kind of type specified: expected builtin.memref, but found "
+                          f"'{t}'", tstart)
+        p.check_type(m, t, start)
+        return cls(operands=[m], attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("memref.dealloc ")
+        p.print_operand(self.memref)
+        p.print_attr_dict(self.attributes)
+        p.print(" : " + p.type_str(self.memref.type))
+
+    def verify_op(self) -> None:
+        if len(self.operands) != 1 or self.results:
+            raise self.error("expects one operand and no results")
+        t = self.memref.type
+        if not isinstance(t, (MemRefType, UnrankedMemRefType)):
+            raise self.error(f"operand #0 must be memref of any type values, but got '{t}'")
+
+
+# ---------------------------------------------------------------------------------------------
+# load / store
+
+@register_op
+class MemRefLoadOp(Operation):
+    """``%v = memref.load %m[%i, %j] : memref<4x4xf64>``."""
+
+    OP_NAME = "memref.load"
+
+    @classmethod
+    def build(cls, memref: Value, indices: Sequence[Value], loc=None) -> "MemRefLoadOp":
+        return cls(operands=[memref, *indices], result_types=[memref.type.element_type], loc=loc)
+
+    @property
+    def memref(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def indices(self) -> tuple[Value, ...]:
+        return self.operands[1:]
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        p.skip_ws()
+        start = p.pos
+        m = p.parse_operand()
+        idx = parse_indices(p)
+        attrs = p.parse_optional_attr_dict()
+        p.expect(":")
+        t = parse_memref_type(p)
+        p.check_type(m, t, start)
+        return cls(operands=[m, *idx], result_types=[t.element_type],
+                   attributes=drop_false_nontemporal(attrs), loc=loc)
+
+    @classmethod
+    def from_generic(cls, p, loc, operands, result_types, attrs, regions):
+        return cls(operands=operands, result_types=result_types,
+                   attributes=drop_false_nontemporal(attrs), regions=regions, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("memref.load ")
+        print_indexed(p, self.memref, self.indices)
+        print_attrs_without_default_nontemporal(p, self.attributes)
+        p.print(" : " + p.type_str(self.memref.type))
+
+    def verify_op(self) -> None:
+        if not self.operands or len(self.results) != 1:
+            raise self.error("expects a memref operand and one result")
+        t = self.memref.type
+        if not isinstance(t, MemRefType):
+            raise self.error(f"operand #0 must be memref of any type values, but got '{t}'")
+        if len(self.indices) != t.rank:
+            raise self.error(f"incorrect number of indices for load, expected {t.rank} but got "
+                             f"{len(self.indices)}")
+        check_index_operands(self, self.indices, 1)
+        if self.results[0].type != t.element_type:
+            raise self.error("failed to verify that result type matches element type of 'memref' "
+                             f"('{self.results[0].type}' vs '{t.element_type}')")
+
+
+@register_op
+class MemRefStoreOp(Operation):
+    """``memref.store %v, %m[%i, %j] : memref<4x4xf64>``."""
+
+    OP_NAME = "memref.store"
+
+    @classmethod
+    def build(cls, value: Value, memref: Value, indices: Sequence[Value], loc=None):
+        return cls(operands=[value, memref, *indices], loc=loc)
+
+    @property
+    def value(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def memref(self) -> Value:
+        return self.operands[1]
+
+    @property
+    def indices(self) -> tuple[Value, ...]:
+        return self.operands[2:]
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        p.skip_ws()
+        vstart = p.pos
+        v = p.parse_operand()
+        p.expect(",")
+        p.skip_ws()
+        mstart = p.pos
+        m = p.parse_operand()
+        idx = parse_indices(p)
+        attrs = p.parse_optional_attr_dict()
+        p.expect(":")
+        t = parse_memref_type(p)
+        # MLIR resolves the stored value against the element type, so a mismatch is reported
+        # at the value's use
+        p.check_type(v, t.element_type, vstart)
+        p.check_type(m, t, mstart)
+        return cls(operands=[v, m, *idx], attributes=drop_false_nontemporal(attrs), loc=loc)
+
+    @classmethod
+    def from_generic(cls, p, loc, operands, result_types, attrs, regions):
+        return cls(operands=operands, result_types=result_types,
+                   attributes=drop_false_nontemporal(attrs), regions=regions, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("memref.store ")
+        p.print_operand(self.value)
+        p.print(", ")
+        print_indexed(p, self.memref, self.indices)
+        print_attrs_without_default_nontemporal(p, self.attributes)
+        p.print(" : " + p.type_str(self.memref.type))
+
+    def verify_op(self) -> None:
+        if len(self.operands) < 2 or self.results:
+            raise self.error("expects a value and a memref operand and no results")
+        t = self.memref.type
+        if not isinstance(t, MemRefType):
+            raise self.error(f"operand #1 must be memref of any type values, but got '{t}'")
+        if len(self.indices) != t.rank:
+            raise self.error(f"store index operand count not equal to memref rank (expected "
+                             f"{t.rank}, got {len(self.indices)})")
+        check_index_operands(self, self.indices, 2)
+        if self.value.type != t.element_type:
+            raise self.error("failed to verify that type of 'value' matches element type of "
+                             f"'memref' ('{self.value.type}' vs '{t.element_type}')")
+
+
+# ---------------------------------------------------------------------------------------------
+# cast
+
+def _canonical_strides(shape: Sequence[Optional[int]]) -> list[Optional[int]]:
+    strides: list[Optional[int]] = []
+    running: Optional[int] = 1
+    for d in reversed(shape):
+        strides.append(running)
+        running = None if running is None or d is None else running * d
+    return strides[::-1]
+
+
+def strides_and_offset(t: MemRefType) -> Optional[tuple[list[Optional[int]], Optional[int]]]:
+    """(strides, offset) of a memref type; ``None`` entries are dynamic, ``None`` if not strided.
+
+    The identity layout is row-major; an affine-map layout is strided when it is a single
+    linear expression of the dims (no ``floordiv``/``mod``), e.g. ``(d0, d1) -> (d0 * 8 + d1)``.
+    """
+    layout = t.layout
+    if layout is None:
+        return _canonical_strides(t.shape), 0
+    if isinstance(layout, StridedLayout):
+        return list(layout.strides), layout.offset
+    if not isinstance(layout, AffineMap):
+        return None
+    if len(layout.results) != 1 or layout.num_symbols:
+        return None
+    expr = layout.results[0]
+    if any(getattr(e, "kind", None) in (AffineExprKind.FLOORDIV, AffineExprKind.CEILDIV,
+                                        AffineExprKind.MOD) for e in expr.walk()):
+        return None
+    zero = [0] * layout.num_dims
+    offset = expr.evaluate(zero)
+    strides = []
+    for i in range(layout.num_dims):
+        unit = list(zero)
+        unit[i] = 1
+        strides.append(expr.evaluate(unit) - offset)
+    return strides, offset
+
+
+def _compatible(a: Optional[int], b: Optional[int]) -> bool:
+    return a is None or b is None or a == b
+
+
+def _memspace(t) -> int:
+    return t.memory_space or 0
+
+
+def are_cast_compatible(src: Type, dst: Type) -> bool:
+    """MLIR's ``memref::CastOp::areCastCompatible``."""
+    if isinstance(src, UnrankedMemRefType) and isinstance(dst, UnrankedMemRefType):
+        return False
+    if isinstance(src, (MemRefType, UnrankedMemRefType)) and \
+            isinstance(dst, (MemRefType, UnrankedMemRefType)):
+        if src.element_type != dst.element_type or _memspace(src) != _memspace(dst):
+            return False
+        if isinstance(src, UnrankedMemRefType) or isinstance(dst, UnrankedMemRefType):
+            return True
+        if src.rank != dst.rank:
+            return False
+        if src.layout != dst.layout:
+            sa, sb = strides_and_offset(src), strides_and_offset(dst)
+            if sa is None or sb is None:
+                return False
+            if not _compatible(sa[1], sb[1]):
+                return False
+            if not all(_compatible(x, y) for x, y in zip(sa[0], sb[0])):
+                return False
+        return all(_compatible(x, y) for x, y in zip(src.shape, dst.shape))
+    return False
+
+
+@register_op
+class MemRefCastOp(Operation):
+    """``%cast = memref.cast %m : memref<4x4xf64> to memref<*xf64>``."""
+
+    OP_NAME = "memref.cast"
+
+    @classmethod
+    def build(cls, source: Value, to_type: Type, loc=None) -> "MemRefCastOp":
+        return cls(operands=[source], result_types=[to_type], loc=loc)
+
+    @property
+    def source(self) -> Value:
+        return self.operands[0]
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        p.skip_ws()
+        start = p.pos
+        v = p.parse_operand()
+        attrs = p.parse_optional_attr_dict()
+        p.expect(":")
+        src = p.parse_type()
+        p.check_type(v, src, start)
+        p.expect_keyword("to")
+        dst = p.parse_type()
+        return cls(operands=[v], result_types=[dst], attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("memref.cast ")
+        p.print_operand(self.source)
+        p.print_attr_dict(self.attributes)
+        p.print(f" : {p.type_str(self.source.type)} to {p.type_str(self.results[0].type)}")
+
+    def result_name_hint(self):
+        return "cast"
+
+    def verify_op(self) -> None:
+        if len(self.operands) != 1 or len(self.results) != 1:
+            raise self.error("expects one operand and one result")
+        src, dst = self.source.type, self.results[0].type
+        if not are_cast_compatible(src, dst):
+            raise self.error(f"operand type '{src}' and result type '{dst}' are cast incompatible")
