@@ -19,7 +19,7 @@ class SourceFile:
 
     def line_text(self, line: int) -> str:
         lines = self.text.split("\n")
-        return lines[line - 1] if 0 < line <= len(lines) else ""
+        return lines[line - 1].rstrip("\r") if 0 < line <= len(lines) else ""
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,6 @@ class PolyoptError(Exception):
             return f"{default_file}:1:1: error: {self.message}"
         head = f"{self.loc}: error: {self.message}"
         src = self.loc.file.line_text(self.loc.line)
-        if not src:
-            return head
         caret = " " * (self.loc.col - 1) + "^"
         return f"{head}\n{src}\n{caret}"
 

@@ -64,8 +64,8 @@ class Parser:
         self.attr_aliases: dict[str, Attribute] = {}
         # the ops currently being parsed, innermost last (custom parsers may look at parents)
         self.op_stack: list[str] = []
-        # how each value was last spelled in the source (for messages)
-        self.spelled: dict[Value, str] = {}
+        # how and where each value was last used in the source (for messages)
+        self.spelled: dict[Value, tuple[str, int]] = {}
 
     # ---------------------------------------------------------------------------------------
     # low level
@@ -240,7 +240,7 @@ class Parser:
         start = self.pos
         name, _ = self.parse_ssa_name()
         value = self._lookup(name, start)
-        self.spelled[value] = name
+        self.spelled[value] = (name, start)
         if expected_type is not None:
             self.check_type(value, expected_type, start)
         return value
@@ -249,12 +249,13 @@ class Parser:
         return self.peek("%")
 
     def check_type(self, value: Value, expected: Type, offset: Optional[int] = None) -> None:
-        """MLIR's check that the type written at a use agrees with the value's type."""
+        """MLIR's check that the type written at a use agrees with the value's type; the error
+        points at the use of the value (as MLIR's does), else at ``offset``."""
         if value.type != expected:
-            name = self.spelled.get(value)
+            name, at = self.spelled.get(value, (None, offset))
             what = f"'%{name}' " if name else ""
             raise self.error(f"use of value {what}expects different type than prior uses: "
-                             f"'{expected}' vs '{value.type}'", offset)
+                             f"'{expected}' vs '{value.type}'", at)
 
     def parse_operand_list(self, delimiter: str = "none") -> list[Value]:
         """Operands separated by commas, optionally in ``()`` or ``[]``."""

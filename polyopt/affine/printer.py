@@ -102,7 +102,7 @@ class Printer:
                 for inner in block.ops:
                     if not inner.regions or inner.name == "func.func" and not self.generic:
                         continue
-                    self.next_value, self.next_arg, self.next_conflict, self.used_names = level
+                    self.next_value, self.next_arg, self.next_conflict = level[:3]
                     self.used_names = set(level[3])
                     self._assign_names(inner)
             self.next_value, self.next_arg, self.next_conflict, self.used_names = level
