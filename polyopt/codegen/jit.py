@@ -348,13 +348,16 @@ class MemRefArg:
     ``bool``...) or an MLIR element type name (``"f64"``, ``"i1"``,
     ``"index"``); it is normalised to a numpy dtype (``index`` -> int64,
     remembered in ``is_index``).  A ``None`` entry in ``shape`` accepts any
-    extent in that dimension (shown as ``?``).
+    extent in that dimension (shown as ``?``).  ``physical_shape``, when given,
+    is the shape of the C-contiguous array actually passed (the physical buffer
+    of a memref with a non-identity layout); ``shape`` stays the logical one.
     """
 
     name: str
     shape: tuple
     dtype: Any
     is_index: bool = field(default=False, compare=False)
+    physical_shape: Any = field(default=None, compare=False)
 
     def __post_init__(self):
         et = _elem_type(self.dtype)
@@ -364,6 +367,8 @@ class MemRefArg:
         if any(s is not None and s < 0 for s in shape):
             raise ValueError(f"memref {self.name!r}: negative extent in shape {shape}")
         object.__setattr__(self, "shape", shape)
+        if self.physical_shape is not None:
+            object.__setattr__(self, "physical_shape", tuple(int(s) for s in self.physical_shape))
 
     @property
     def element_mlir_type(self) -> str:
@@ -411,6 +416,9 @@ def _memref_converter(arg: MemRefArg) -> Callable[[Any], int]:
     label = f"argument {arg.name!r} ({arg.mlir_type})"
     want_dtype = arg.dtype
     want_shape = arg.shape
+    if arg.physical_shape is not None:  # the array holds the physical buffer
+        label = f"argument {arg.name!r} ({arg.mlir_type}, physical buffer {arg.physical_shape})"
+        want_shape = arg.physical_shape
     ndim = len(want_shape)
     wildcard = any(s is None for s in want_shape)
     shape_str = "(" + ", ".join("?" if s is None else str(s) for s in want_shape) + ("," if ndim == 1 else "") + ")"

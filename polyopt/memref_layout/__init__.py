@@ -1,0 +1,1 @@
+"""Memref layouts: their semantics for code generation (``layout``), normalization and packing."""
