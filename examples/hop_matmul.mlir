@@ -1,0 +1,6 @@
+// The paper's high-level op (section 2.3): C += A * B on 2088x2048x2048.
+//   polyopt opt --hopt examples/hop_matmul.mlir     # shows the expanded loop nest
+func.func @matmul(%A: memref<2088x2048xf64>, %B: memref<2048x2048xf64>, %C: memref<2088x2048xf64>) {
+  hop.matmul %A, %B, %C : (memref<2088x2048xf64>, memref<2048x2048xf64>, memref<2088x2048xf64>)
+  return
+}

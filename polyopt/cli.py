@@ -1,0 +1,225 @@
+"""The ``polyopt`` command line, in the spirit of ``mlir-opt`` and ``mlir-cpu-runner``.
+
+    polyopt opt FILE.mlir [-o OUT] [--hopt] [--mlir-print-op-generic]
+    polyopt run FILE.mlir [--hopt] [-e main] [--reps N] [-O N]
+    polyopt translate FILE.mlir [--hopt] --emit llvm|asm [-O N]
+
+Errors in the input are printed as ``FILE:LINE:COL: error: message`` with the source line and
+a caret, and the exit status is 1; ``--debug`` adds the Python traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from typing import Optional, Sequence
+
+from .affine.diagnostics import PolyoptError
+from .pipeline import PipelineOptions
+
+
+def _add_pipeline_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("passes")
+    for name, flag, help_ in PipelineOptions.flag_fields():
+        group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=False,
+                           help=help_)
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help="input .mlir file ('-' reads stdin)")
+    parser.add_argument("--debug", action="store_true",
+                        help="show Python tracebacks for errors")
+    _add_pipeline_flags(parser)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="polyopt",
+        description="Polyhedral optimizer for MLIR affine code: transform, JIT-run, translate.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p_opt = sub.add_parser("opt", help="parse, transform and print the module (like mlir-opt)")
+    _add_common(p_opt)
+    p_opt.add_argument("-o", dest="output", metavar="OUT", help="write the result to OUT")
+    p_opt.add_argument("--mlir-print-op-generic", dest="generic", action="store_true",
+                       help="print every op in MLIR's generic form")
+
+    p_run = sub.add_parser("run", help="JIT-compile and run the entry function "
+                                       "(like mlir-cpu-runner)")
+    _add_common(p_run)
+    p_run.add_argument("-e", "--entry", default="main", help="entry function (default: main)")
+    p_run.add_argument("--reps", type=int, default=1, metavar="N",
+                       help="run the entry function N times (default: 1)")
+    p_run.add_argument("-O", dest="opt_level", type=int, default=3, choices=range(4),
+                       help="LLVM optimization level (default: 3)")
+
+    p_tr = sub.add_parser("translate", help="print the LLVM IR or assembly polyopt generates")
+    _add_common(p_tr)
+    p_tr.add_argument("--emit", choices=("llvm", "asm"), default="llvm",
+                      help="llvm: LLVM IR (after -O); asm: host assembly")
+    p_tr.add_argument("-O", dest="opt_level", type=int, default=3, choices=range(4),
+                      help="LLVM optimization level (default: 3; -O0 shows the IR as lowered)")
+    p_tr.add_argument("-o", dest="output", metavar="OUT", help="write the result to OUT")
+    p_bench = sub.add_parser("bench", help="time generated code against numpy (OpenBLAS, one "
+                                           "thread) in the same run")
+    bsub = p_bench.add_subparsers(dest="kernel", metavar="KERNEL")
+    bsub.required = True
+    p_mm = bsub.add_parser("matmul", help="C += A*B through hop.matmul")
+    p_mm.add_argument("--m", type=int, default=2088, help="rows of A and C (default: 2088)")
+    p_mm.add_argument("--n", type=int, default=2048, help="columns of B and C (default: 2048)")
+    p_mm.add_argument("--k", type=int, default=2048, help="columns of A, rows of B (default: 2048)")
+    p_mm.add_argument("--dtype", choices=("f64", "f32"), default="f64")
+    p_mm.add_argument("--reps", type=int, default=5, help="timed repetitions (default: 5)")
+    p_mm.add_argument("--json", action="store_true", help="print the results as JSON")
+    p_mm.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
+    for name in ("M_C", "K_C", "N_C", "M_R", "N_R", "K_U"):
+        p_mm.add_argument(f"--{name.lower().replace('_', '')}", dest=name, type=int, default=None,
+                          metavar="N", help=f"tile parameter {name} of hop.matmul")
+    _add_pipeline_flags(p_mm)
+    p_mm.set_defaults(hopt=True)
+    return parser
+
+
+class UsageError(Exception):
+    """A command-line mistake that is not about the input text."""
+
+
+def _read_source(path: str) -> tuple[str, str]:
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read(), path
+    except OSError as e:
+        raise UsageError(f"cannot open input file '{path}': {e.strerror}") from None
+
+
+def _options(args: argparse.Namespace) -> PipelineOptions:
+    return PipelineOptions(**{name: getattr(args, name) for name, _, _ in
+                              PipelineOptions.flag_fields()})
+
+
+def _write_output(text: str, output: Optional[str]) -> None:
+    if output and output != "-":
+        try:
+            with open(output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise UsageError(f"cannot write output file '{output}': {e.strerror}") from None
+    else:
+        sys.stdout.write(text)
+
+
+def cmd_opt(args: argparse.Namespace) -> int:
+    from .affine.printer import print_module
+    from .pipeline import load, run_passes
+    text, name = _read_source(args.file)
+    module = load(text, name)
+    run_passes(module, _options(args))
+    _write_output(print_module(module, generic=args.generic), args.output)
+    return 0
+
+
+def _compile(args: argparse.Namespace):
+    from .pipeline import CompiledModule, load, prepare_for_lowering, run_passes
+    text, name = _read_source(args.file)
+    start = time.perf_counter()
+    module = load(text, name)
+    run_passes(module, _options(args))
+    prepare_for_lowering(module)
+    compiled = CompiledModule(module, _options(args), opt_level=args.opt_level)
+    return compiled, time.perf_counter() - start
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.reps < 1:
+        raise UsageError(f"--reps must be at least 1, got {args.reps}")
+    compiled, seconds = _compile(args)
+    if args.entry not in compiled:
+        known = ", ".join(f"@{n}" for n in compiled.function_names) or "none"
+        raise UsageError(f"entry function '@{args.entry}' not found (functions: {known})")
+    sig = compiled.signatures[args.entry]
+    if sig.args:
+        raise UsageError(f"entry function '@{args.entry}' takes arguments; polyopt run needs one "
+                         "without arguments (call functions with arguments from Python)")
+    print(f"Compilation time: {seconds:.4f} s", flush=True)
+    fn = compiled[args.entry]
+    for _ in range(args.reps):
+        result = fn()
+        sys.stdout.flush()
+        if result is not None:
+            print(result if not isinstance(result, tuple) else " ".join(map(str, result)))
+    return 0
+
+
+def cmd_translate(args: argparse.Namespace) -> int:
+    compiled, _ = _compile(args)
+    if args.emit == "asm":
+        text = compiled.asm()
+    elif args.opt_level == 0:
+        text = compiled.llvm_ir
+    else:
+        text = compiled.optimized_llvm_ir()
+    _write_output(text if text.endswith("\n") else text + "\n", args.output)
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import TILE_NAMES, bench_matmul, dump_json
+    tiles = {name: getattr(args, name) for name in TILE_NAMES}
+    for name, v in tiles.items():
+        if v is not None and v < 1:
+            raise UsageError(f"--{name.lower().replace('_', '')} must be positive, got {v}")
+    try:
+        result = bench_matmul(args.m, args.n, args.k, args.dtype, reps=args.reps, tiles=tiles,
+                              **{name: getattr(args, name)
+                                 for name, _, _ in PipelineOptions.flag_fields()})
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if args.json:
+        dump_json([result])
+    else:
+        print(result.report())
+    return 0
+
+
+COMMANDS = {"opt": cmd_opt, "run": cmd_run, "translate": cmd_translate, "bench": cmd_bench}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "bench":
+        from .bench import single_threaded_numpy
+        single_threaded_numpy()
+    try:
+        return COMMANDS[args.command](args)
+    except PolyoptError as e:
+        sys.stdout.flush()
+        if args.debug:
+            traceback.print_exc()
+        name = getattr(args, "file", "<input>")
+        name = "<stdin>" if name == "-" else name
+        print(e.render(name), file=sys.stderr)
+        return 1
+    except UsageError as e:
+        print(f"polyopt: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # a bug in polyopt, not in the input
+        sys.stdout.flush()
+        if args.debug:
+            traceback.print_exc()
+        print(f"polyopt: internal error: {type(e).__name__}: {e} (rerun with --debug for a "
+              "traceback and report it)", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

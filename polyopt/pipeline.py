@@ -1,0 +1,132 @@
+"""The options and the order of passes, shared by the CLI and the Python API.
+
+Options are data: :class:`PipelineOptions` is a frozen dataclass whose fields are the pass
+switches; the CLI flags (``--hopt``, and ``--no-hopt`` to turn one off) are generated from its
+fields, so the two cannot drift.
+
+    MLIR text --parse--> Module --[--hopt: expand hop/linalg ops]--> affine IR
+              --(expand what is left, naively)--> lower to LLVM --O3--> JIT
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, fields
+from typing import Optional, Union
+
+from .affine.diagnostics import PolyoptError
+from .affine.ir import Operation
+from .affine.parser import parse as parse_text
+from .affine.verifier import verify
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    """Pass switches; each field is a ``--flag`` of ``polyopt opt|run|translate``."""
+
+    hopt: bool = field(default=False, metadata={
+        "flag": "--hopt",
+        "help": "expand hop.matmul, hop.conv2d and linalg.matmul into affine loop nests "
+                "(the paper's -hopt; scheduling and tiling arrive with the polyhedral core)"})
+
+    @classmethod
+    def flag_fields(cls):
+        return [(f.name, f.metadata["flag"], f.metadata["help"]) for f in fields(cls)]
+
+
+def run_passes(module: Operation, options: PipelineOptions) -> Operation:
+    """Apply the enabled passes, in order, to ``module`` (in place) and re-verify it."""
+    from .schedules.expand import expand_high_level_ops
+    if options.hopt:
+        expand_high_level_ops(module)
+    verify(module)
+    return module
+
+
+def prepare_for_lowering(module: Operation) -> Operation:
+    """What must hold before LLVM lowering: no high-level ops are left."""
+    from .schedules.expand import expand_high_level_ops
+    expand_high_level_ops(module)
+    return module
+
+
+Source = Union[str, Operation]
+
+
+def load(source: Source, filename: str = "<input>") -> Operation:
+    """Parse text, or clone a given module so that the caller's IR is never mutated."""
+    if isinstance(source, str):
+        return parse_text(source, filename)
+    if isinstance(source, Operation) and source.name == "builtin.module":
+        return source.clone()
+    raise TypeError(f"expected MLIR text or a builtin.module, got {type(source).__name__}")
+
+
+class CompiledModule:
+    """A JIT-compiled module: ``compiled["matmul"](A, B, C)`` runs ``@matmul`` on numpy arrays."""
+
+    def __init__(self, module: Operation, options: PipelineOptions, opt_level: int = 3,
+                 target=None):
+        from .codegen.jit import JITEngine, make_callable
+        from .codegen.target import host_target
+        from .codegen.to_llvm import lower_module
+        start = time.perf_counter()
+        self.module = module
+        self.options = options
+        self.target = target if target is not None else host_target()
+        lowered = lower_module(module, self.target)
+        self.llvm_ir: str = lowered.llvm_ir
+        self.signatures = lowered.signatures
+        self.engine = JITEngine(self.llvm_ir, self.target, opt_level=opt_level)
+        self._make_callable = make_callable
+        self._callables: dict = {}
+        self.compile_time = time.perf_counter() - start
+
+    @property
+    def function_names(self) -> list[str]:
+        return list(self.signatures)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.signatures
+
+    def __getitem__(self, name: str):
+        fn = self._callables.get(name)
+        if fn is None:
+            sig = self.signatures.get(name)
+            if sig is None:
+                known = ", ".join(f"@{n}" for n in self.signatures) or "none"
+                raise KeyError(f"no function @{name} in the module (functions: {known})")
+            fn = self._make_callable(self.engine, name, sig.args, sig.results)
+            self._callables[name] = fn
+        return fn
+
+    def asm(self) -> str:
+        """Host assembly of the optimized module."""
+        return self.engine.asm()
+
+    def optimized_llvm_ir(self) -> str:
+        return self.engine.llvm_ir_optimized()
+
+
+def compile(source: Source, *, filename: str = "<input>", opt_level: int = 3,
+            options: Optional[PipelineOptions] = None, **switches) -> CompiledModule:
+    """Parse (or copy) ``source``, run the pipeline, lower to LLVM, optimize and JIT it.
+
+    Keyword switches are the fields of :class:`PipelineOptions` (``hopt=True``, ...).
+    Errors in the input raise :class:`~polyopt.affine.diagnostics.PolyoptError` subclasses.
+    """
+    known = {f.name for f in fields(PipelineOptions)}
+    unknown = set(switches) - known
+    if unknown:
+        raise TypeError(f"compile() got unknown option(s) {', '.join(sorted(unknown))}; "
+                        f"known: {', '.join(sorted(known))}")
+    if options is None:
+        options = PipelineOptions(**switches)
+    module = load(source, filename)
+    run_passes(module, options)
+    prepare_for_lowering(module)
+    return CompiledModule(module, options, opt_level=opt_level)
+
+
+__all__ = ["PipelineOptions", "CompiledModule", "compile", "load", "run_passes",
+           "prepare_for_lowering", "PolyoptError"]
