@@ -67,7 +67,7 @@ class CompiledModule:
 
     def __init__(self, module: Operation, options: PipelineOptions, opt_level: int = 3,
                  target=None):
-        from .codegen.jit import JITEngine, make_callable
+        from .codegen.jit import JITEngine
         from .codegen.target import host_target
         from .codegen.to_llvm import lower_module
         start = time.perf_counter()
@@ -78,7 +78,6 @@ class CompiledModule:
         self.llvm_ir: str = lowered.llvm_ir
         self.signatures = lowered.signatures
         self.engine = JITEngine(self.llvm_ir, self.target, opt_level=opt_level)
-        self._make_callable = make_callable
         self._callables: dict = {}
         self.compile_time = time.perf_counter() - start
 
@@ -96,7 +95,7 @@ class CompiledModule:
             if sig is None:
                 known = ", ".join(f"@{n}" for n in self.signatures) or "none"
                 raise KeyError(f"no function @{name} in the module (functions: {known})")
-            fn = self._make_callable(self.engine, name, sig.args, sig.results)
+            fn = sig.make_callable(self.engine)
             self._callables[name] = fn
         return fn
 

@@ -67,8 +67,8 @@ from polyopt.affine.types import (FloatType, FunctionType, IndexType, IntegerTyp
 from polyopt.codegen.jit import JITEngine, MemRefArg, ScalarArg, make_callable
 from polyopt.codegen.runtime import runtime_symbols
 from polyopt.codegen.target import Target, create_target_machine, host_target
-from polyopt.memref_layout.layout import DYNAMIC_DIMS_MESSAGE, linearize, physical_shape, \
-    physical_size
+from polyopt.memref_layout.layout import (DYNAMIC_DIMS_MESSAGE, is_identity_layout, linearize,
+                                          physical_shape, physical_size)
 
 __all__ = [
     "FunctionSignature",
@@ -148,7 +148,8 @@ class LoweredModule:
         return JITEngine(self.llvm_ir, target, opt_level)
 
     def callables(self, engine: JITEngine) -> dict:
-        """``{name: callable}`` for every defined function (see :meth:`FunctionSignature.make_callable`)."""
+        """``{name: callable}`` for every defined function
+        (see :meth:`FunctionSignature.make_callable`)."""
         return {name: sig.make_callable(engine) for name, sig in self.signatures.items()}
 
 
@@ -530,8 +531,11 @@ class _ModuleLowering:
         signatures = {}
         for f in funcs:
             if not f.is_declaration:
-                _FunctionLowering(self, f, self.callees[f.sym_name].llfn).run()
-                signatures[f.sym_name] = self._signature(f)
+                try:
+                    _FunctionLowering(self, f, self.callees[f.sym_name].llfn).run()
+                    signatures[f.sym_name] = self._signature(f)
+                except _Unsupported as exc:  # raised outside any op (e.g. argument types)
+                    raise CodegenError(f"function @{f.sym_name}: {exc}", f.loc) from None
         return LoweredModule(str(self.llmod), signatures)
 
     def _check_static_types(self, f, types) -> None:
@@ -695,6 +699,8 @@ class _FunctionLowering:
             else:
                 self.values[arg] = llarg
         self.out_ptrs = list(self.fn.args[len(ft.inputs):]) if len(ft.results) > 1 else []
+        for i, p in enumerate(self.out_ptrs):
+            p.name = f"out{i}"
         term = self.lower_ops(block)
         if term is None or term.name != "func.return":
             raise CodegenError(f"function @{f.sym_name} must end with 'func.return'", f.loc)
@@ -1259,8 +1265,8 @@ def _mod_positive(b: ir.IRBuilder, a: ir.Value, c: ir.Value) -> ir.Value:
 
 
 def _signs_differ_and_inexact(b: ir.IRBuilder, r: ir.Value, d: ir.Value) -> ir.Value:
-    zero = ir.Constant(r.type, 0) if not isinstance(r.type, ir.VectorType) else \
-        ir.Constant(r.type, [ir.Constant(r.type.element, 0)] * r.type.count)
+    """``r != 0 and sign(r) != sign(d)``: the truncated quotient must be decremented."""
+    zero = _zero_like(r.type)
     nonzero = b.icmp_signed("!=", r, zero)
     differ = b.icmp_signed("<", b.xor(r, d), zero)
     return b.and_(nonzero, differ)
@@ -1361,7 +1367,6 @@ def _lower_call(L: _FunctionLowering, op: Operation) -> None:
 
 
 def _is_row_major(t: MemRefType) -> bool:
-    from polyopt.memref_layout.layout import is_identity_layout
     return is_identity_layout(t)
 
 
@@ -1437,7 +1442,8 @@ def _intrinsic_suffix(ty: ir.Type) -> str:
     raise _Unsupported(f"no intrinsic for LLVM type {ty}")
 
 
-def _call_intrinsic(L: _FunctionLowering, base: str, args: Sequence[ir.Value], flags=()) -> ir.Value:
+def _call_intrinsic(L: _FunctionLowering, base: str, args: Sequence[ir.Value],
+                    flags=()) -> ir.Value:
     ty = args[0].type
     fn = L.ml.intrinsic(f"llvm.{base}.{_intrinsic_suffix(ty)}", ty, [a.type for a in args])
     return L.b.call(fn, list(args), fastmath=flags)
@@ -1638,7 +1644,7 @@ def _lower_reduction(L: _FunctionLowering, op: Operation) -> None:
         elif kind == "mul":
             r = b.mul(r, a)
         elif combine in ("and", "or", "xor"):
-            r = getattr(b, combine + "_" if combine != "xor" else "xor")(r, a)
+            r = {"and": b.and_, "or": b.or_, "xor": b.xor}[combine](r, a)
         else:
             r = _call_intrinsic(L, combine, [r, a])
     L.bind(op.results[0], r)
@@ -1745,7 +1751,7 @@ def _lower_for(L: _FunctionLowering, op: Operation) -> None:
         else:
             L.bind(arg, phi)
     yielded = L.lower_region_block(op.body)
-    nxt = b.add(iv, _i64(step), flags=_NSW)
+    nxt = b.add(iv, _i64(step), name="iv.next", flags=_NSW)
     latch = b.block
     b.branch(header)
     iv.add_incoming(lb, pre)

@@ -874,6 +874,7 @@ func.func @s(%a: index, %b: i1, %A: memref<2x3xi32>) {
   return
 }
 """)
+    assert isinstance(lowered, LoweredModule) and set(lowered.signatures) == {"make", "use", "s"}
     sig = lowered.signatures["s"]
     assert isinstance(sig, FunctionSignature)
     assert sig.args[0] == ScalarArg("arg0", "index") and sig.args[1] == ScalarArg("arg1", "i1")
