@@ -43,19 +43,41 @@ class Timing:
         return cls(statistics.median(samples), min(samples), max(samples), len(samples))
 
 
+@dataclass(frozen=True)
+class Variant:
+    """One configuration of ``hop.matmul`` to time: pass switches, tile attributes, or a
+    ``schedule`` attribute (map text over (d0, d1, d2) = (i, j, k))."""
+
+    label: str
+    switches: dict = field(default_factory=dict)
+    tiles: dict = field(default_factory=dict)
+    schedule: Optional[str] = None
+
+    def attributes(self) -> dict:
+        attrs = {name: f"{v} : i32" for name, v in self.tiles.items() if v is not None}
+        if self.schedule is not None:
+            attrs["schedule"] = self.schedule
+        return attrs
+
+
+@dataclass
+class VariantResult:
+    variant: Variant
+    compile_time: float
+    timing: Timing
+    max_abs_error: float
+
+
 @dataclass
 class MatmulBenchResult:
+    """Every variant and numpy, timed in the same run on the same arrays."""
+
     m: int
     n: int
     k: int
     dtype: str
-    options: dict
-    tiles: dict
-    compile_time: float
-    polyopt: Timing
+    variants: list[VariantResult]
     numpy: Timing
-    max_abs_error: float
-    extra: dict = field(default_factory=dict)
 
     @property
     def flops(self) -> float:
@@ -64,39 +86,46 @@ class MatmulBenchResult:
     def gflops(self, t: Timing) -> float:
         return self.flops / t.median / 1e9
 
-    @property
-    def ratio(self) -> float:
+    def ratio(self, r: VariantResult) -> float:
         """numpy time / polyopt time: above 1 means polyopt is faster."""
-        return self.numpy.median / self.polyopt.median
+        return self.numpy.median / r.timing.median
 
     def to_json(self) -> dict:
-        d = asdict(self)
-        d["polyopt_gflops"] = self.gflops(self.polyopt)
-        d["numpy_gflops"] = self.gflops(self.numpy)
-        d["ratio_vs_numpy"] = self.ratio
-        return d
+        return {
+            "m": self.m, "n": self.n, "k": self.k, "dtype": self.dtype,
+            "numpy": asdict(self.numpy), "numpy_gflops": self.gflops(self.numpy),
+            "variants": [{
+                "label": r.variant.label, "switches": r.variant.switches,
+                "tiles": r.variant.tiles, "schedule": r.variant.schedule,
+                "compile_time": r.compile_time, "timing": asdict(r.timing),
+                "gflops": self.gflops(r.timing), "ratio_vs_numpy": self.ratio(r),
+                "max_abs_error": r.max_abs_error} for r in self.variants],
+        }
 
     def report(self) -> str:
-        opts = " ".join(f"--{k.replace('_', '-')}" for k, v in self.options.items() if v) or "(none)"
-        tiles = ", ".join(f"{k}={v}" for k, v in self.tiles.items()) or "defaults"
-        spread = lambda t: f"[{self.flops / t.maximum / 1e9:.2f} .. {self.flops / t.minimum / 1e9:.2f}]"  # noqa: E731
-        return "\n".join([
-            f"matmul {self.m}x{self.n}x{self.k} {self.dtype}  passes: {opts}  tiles: {tiles}",
-            f"  compile time     {self.compile_time:.3f} s",
-            f"  polyopt          {self.gflops(self.polyopt):8.2f} GFLOPS  median of "
-            f"{self.polyopt.reps}  {spread(self.polyopt)}",
-            f"  numpy (OpenBLAS) {self.gflops(self.numpy):8.2f} GFLOPS  median of "
-            f"{self.numpy.reps}  {spread(self.numpy)}",
-            f"  ratio polyopt/numpy  {self.ratio:.3f}x   (max |error| {self.max_abs_error:.2e})",
-        ])
+        def spread(t: Timing) -> str:
+            return f"{self.flops / t.maximum / 1e9:7.2f} .. {self.flops / t.minimum / 1e9:7.2f}"
+        width = max([len(r.variant.label) for r in self.variants] + [16])
+        lines = [f"matmul {self.m}x{self.n}x{self.k} {self.dtype}: C += A*B, medians of "
+                 f"{self.numpy.reps} alternating runs",
+                 f"  {'variant':<{width}}  {'GFLOPS':>8}  {'range':>18}  {'vs numpy':>8}  "
+                 f"{'compile':>8}  {'max|err|':>8}"]
+        for r in self.variants:
+            lines.append(f"  {r.variant.label:<{width}}  {self.gflops(r.timing):8.2f}  "
+                         f"{spread(r.timing):>18}  {self.ratio(r):7.3f}x  "
+                         f"{r.compile_time:7.3f}s  {r.max_abs_error:8.1e}")
+        lines.append(f"  {'numpy (OpenBLAS)':<{width}}  {self.gflops(self.numpy):8.2f}  "
+                     f"{spread(self.numpy):>18}  {1:7.3f}x")
+        return "\n".join(lines)
 
 
 def matmul_source(m: int, n: int, k: int, dtype: str = "f64",
-                  tiles: Optional[dict] = None) -> str:
-    """A module with ``@matmul`` holding one ``hop.matmul`` with the given tile attributes."""
+                  attributes: Optional[dict] = None) -> str:
+    """A module with ``@matmul`` holding one ``hop.matmul`` with the given attributes
+    (name -> attribute text, e.g. ``{"M_C": "64 : i32"}``)."""
     attrs = ""
-    if tiles:
-        attrs = " {" + ", ".join(f"{name} = {v} : i32" for name, v in tiles.items()) + "}"
+    if attributes:
+        attrs = " {" + ", ".join(f"{name} = {v}" for name, v in attributes.items()) + "}"
     ta, tb, tc = (f"memref<{m}x{k}x{dtype}>", f"memref<{k}x{n}x{dtype}>",
                   f"memref<{m}x{n}x{dtype}>")
     return (f"func.func @matmul(%A: {ta}, %B: {tb}, %C: {tc}) {{\n"
@@ -110,11 +139,21 @@ def _time_once(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
+def paper_ladder(m: int, n: int, k: int) -> list[Variant]:
+    """The steps of the paper's Figure 5 that polyopt implements so far, in order."""
+    return [
+        Variant("naive", {"hopt": False}),
+        Variant("tiling (2.5)", {"hopt": True},
+                schedule="affine_map<(d0, d1, d2) -> (d2 floordiv 256, d0 floordiv 64, d1, d0, "
+                         "d2)>"),
+        Variant("BLIS tiling", {"hopt": True}),
+    ]
+
+
 def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
-                 tiles: Optional[dict] = None, seed: int = 0,
-                 **switches) -> MatmulBenchResult:
-    """Compile ``hop.matmul`` (C += A*B) with the given pass switches and time it against
-    numpy's matmul on the same arrays, alternating the two."""
+                 variants: Optional[list[Variant]] = None, seed: int = 0) -> MatmulBenchResult:
+    """Compile each variant of ``hop.matmul`` (C += A*B), check it against numpy, then time all
+    of them and numpy's matmul on the same arrays, round-robin, ``reps`` times each."""
     import numpy as np
 
     from .pipeline import compile as compile_module
@@ -125,33 +164,42 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
     np_dtype = {"f64": np.float64, "f32": np.float32}.get(dtype)
     if np_dtype is None:
         raise ValueError(f"dtype must be f64 or f32, got {dtype!r}")
-    tiles = {t: v for t, v in (tiles or {}).items() if v is not None}
-    switches.setdefault("hopt", True)
-    start = time.perf_counter()
-    compiled = compile_module(matmul_source(m, n, k, dtype, tiles), filename="<bench>", **switches)
-    compile_time = time.perf_counter() - start
-    fn = compiled["matmul"]
+    variants = variants or [Variant("polyopt --hopt", {"hopt": True})]
 
     rng = np.random.default_rng(seed)
     a = rng.uniform(-1, 1, (m, k)).astype(np_dtype)
     b = rng.uniform(-1, 1, (k, n)).astype(np_dtype)
-    c = rng.uniform(-1, 1, (m, n)).astype(np_dtype)
-    expected = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
-    fn(a, b, c)  # also the warm-up
-    err = float(np.max(np.abs(c - expected)))
+    c0 = rng.uniform(-1, 1, (m, n)).astype(np_dtype)
+    expected = c0.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
     tol = (1e-9 if dtype == "f64" else 2e-4) * k
-    if not err <= tol:
-        raise AssertionError(f"polyopt's result differs from numpy's by {err:.3g} "
-                             f"(tolerance {tol:.3g}); refusing to time wrong code")
+
+    fns, compile_times, errors = [], [], []
+    for v in variants:
+        start = time.perf_counter()
+        compiled = compile_module(matmul_source(m, n, k, dtype, v.attributes()),
+                                  filename=f"<bench {v.label}>", **v.switches)
+        compile_times.append(time.perf_counter() - start)
+        fn = compiled["matmul"]
+        c = c0.copy()
+        fn(a, b, c)  # also the warm-up
+        err = float(np.max(np.abs(c - expected)))
+        if not err <= tol:
+            raise AssertionError(f"{v.label}: result differs from numpy's by {err:.3g} "
+                                 f"(tolerance {tol:.3g}); refusing to time wrong code")
+        fns.append(fn)
+        errors.append(err)
+    c = c0.copy()
     out = np.empty((m, n), np_dtype)
     np.matmul(a, b, out=out)  # warm-up
-    ours, theirs = [], []
+    samples: list[list[float]] = [[] for _ in fns]
+    theirs: list[float] = []
     for _ in range(reps):
-        ours.append(_time_once(lambda: fn(a, b, c)))
+        for i, fn in enumerate(fns):
+            samples[i].append(_time_once(lambda: fn(a, b, c)))
         theirs.append(_time_once(lambda: np.matmul(a, b, out=out)))
-    options = {name: bool(v) for name, v in switches.items()}
-    return MatmulBenchResult(m, n, k, dtype, options, tiles, compile_time, Timing.of(ours),
-                             Timing.of(theirs), err)
+    results = [VariantResult(v, ct, Timing.of(s), e)
+               for v, ct, s, e in zip(variants, compile_times, samples, errors)]
+    return MatmulBenchResult(m, n, k, dtype, results, Timing.of(theirs))
 
 
 def dump_json(results: list, stream=None) -> None:

@@ -31,6 +31,16 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help="input .mlir file ('-' reads stdin)")
     parser.add_argument("--debug", action="store_true",
                         help="show Python tracebacks for errors")
+    parser.add_argument("--remarks", action="store_true",
+                        help="report what the passes chose (tile sizes, schedules) on stderr")
+    parser.add_argument("--schedule", action="append", default=[], metavar="S=MAP",
+                        help="apply a schedule to statement S of every function before the "
+                             "other passes, e.g. --schedule 'S0=(d0, d1, d2) -> (d2, d0, d1)' "
+                             "(repeatable; statements are numbered S0, S1, ... in textual "
+                             "order; legality is checked)")
+    parser.add_argument("--func", dest="schedule_func", metavar="NAME", default=None,
+                        help="with --schedule: the function to schedule (default: every "
+                             "function with a body)")
     _add_pipeline_flags(parser)
 
 
@@ -74,6 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_mm.add_argument("--dtype", choices=("f64", "f32"), default="f64")
     p_mm.add_argument("--reps", type=int, default=5, help="timed repetitions (default: 5)")
     p_mm.add_argument("--json", action="store_true", help="print the results as JSON")
+    p_mm.add_argument("--steps", action="store_true",
+                      help="time the paper's ladder (naive, cache tiling, BLIS tiling, ...) "
+                           "in one run instead of one configuration")
+    p_mm.add_argument("--schedule", default=None, metavar="MAP",
+                      help="give hop.matmul this schedule attribute, e.g. "
+                           "'(d0, d1, d2) -> (d2 floordiv 256, d0 floordiv 64, d1, d0, d2)'")
     p_mm.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
     for name in ("M_C", "K_C", "N_C", "M_R", "N_R", "K_U"):
         p_mm.add_argument(f"--{name.lower().replace('_', '')}", dest=name, type=int, default=None,
@@ -113,22 +129,46 @@ def _write_output(text: str, output: Optional[str]) -> None:
         sys.stdout.write(text)
 
 
-def cmd_opt(args: argparse.Namespace) -> int:
-    from .affine.printer import print_module
+def _remark_printer(args: argparse.Namespace):
+    if not args.remarks:
+        return None
+
+    def remark(loc, message: str) -> None:
+        where = str(loc) if loc is not None else args.file
+        print(f"{where}: remark: {message}", file=sys.stderr)
+    return remark
+
+
+def _transform(args: argparse.Namespace):
+    """Parse the input, apply ``--schedule``s, then the pipeline's passes."""
     from .pipeline import load, run_passes
     text, name = _read_source(args.file)
     module = load(text, name)
-    run_passes(module, _options(args))
+    if args.schedule:
+        from .schedules.apply import apply_schedule, parse_schedule_option
+        schedules = parse_schedule_option(args.schedule)
+        funcs = [f for f in module.functions if not f.is_declaration]
+        if args.schedule_func is not None:
+            funcs = [f for f in funcs if f.sym_name == args.schedule_func]
+            if not funcs:
+                raise UsageError(f"--func: no function @{args.schedule_func} with a body")
+        for f in funcs:
+            apply_schedule(f, schedules)
+    run_passes(module, _options(args), _remark_printer(args))
+    return module
+
+
+def cmd_opt(args: argparse.Namespace) -> int:
+    from .affine.printer import print_module
+    module = _transform(args)
     _write_output(print_module(module, generic=args.generic), args.output)
     return 0
 
 
 def _compile(args: argparse.Namespace):
-    from .pipeline import CompiledModule, load, prepare_for_lowering, run_passes
-    text, name = _read_source(args.file)
+    from .pipeline import CompiledModule, prepare_for_lowering
     start = time.perf_counter()
-    module = load(text, name)
-    run_passes(module, _options(args))
+    module = _transform(args)
     prepare_for_lowering(module)
     compiled = CompiledModule(module, _options(args), opt_level=args.opt_level)
     return compiled, time.perf_counter() - start
@@ -168,15 +208,22 @@ def cmd_translate(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import TILE_NAMES, bench_matmul, dump_json
-    tiles = {name: getattr(args, name) for name in TILE_NAMES}
+    from .bench import TILE_NAMES, Variant, bench_matmul, dump_json, paper_ladder
+    tiles = {name: getattr(args, name) for name in TILE_NAMES if getattr(args, name) is not None}
     for name, v in tiles.items():
-        if v is not None and v < 1:
+        if v < 1:
             raise UsageError(f"--{name.lower().replace('_', '')} must be positive, got {v}")
+    switches = {name: getattr(args, name) for name, _, _ in PipelineOptions.flag_fields()}
+    if args.steps:
+        if tiles or args.schedule:
+            raise UsageError("--steps times fixed configurations; drop the tile options")
+        variants = paper_ladder(args.m, args.n, args.k)
+    else:
+        flags = " ".join(f"--{k}" if v else f"--no-{k}" for k, v in switches.items())
+        variants = [Variant(f"polyopt {flags}", switches, tiles, args.schedule)]
     try:
-        result = bench_matmul(args.m, args.n, args.k, args.dtype, reps=args.reps, tiles=tiles,
-                              **{name: getattr(args, name)
-                                 for name, _, _ in PipelineOptions.flag_fields()})
+        result = bench_matmul(args.m, args.n, args.k, args.dtype, reps=args.reps,
+                              variants=variants)
     except ValueError as e:
         raise UsageError(str(e)) from None
     if args.json:

@@ -26,19 +26,36 @@ class PipelineOptions:
 
     hopt: bool = field(default=False, metadata={
         "flag": "--hopt",
-        "help": "expand hop.matmul, hop.conv2d and linalg.matmul into affine loop nests "
-                "(the paper's -hopt; scheduling and tiling arrive with the polyhedral core)"})
+        "help": "expand hop.matmul and linalg.matmul into BLIS-tiled affine loop nests through "
+                "ISL (tile attributes or the op's schedule, defaults from the machine model), "
+                "hop.conv2d into its loop nest (the paper's -hopt)"})
 
     @classmethod
     def flag_fields(cls):
         return [(f.name, f.metadata["flag"], f.metadata["help"]) for f in fields(cls)]
 
 
-def run_passes(module: Operation, options: PipelineOptions) -> Operation:
-    """Apply the enabled passes, in order, to ``module`` (in place) and re-verify it."""
+def machine_model(target=None):
+    """The cache/register description the schedule model needs, from the host target."""
+    from .codegen.target import host_target
+    from .schedules.blis_schedule import MachineModel
+    t = target if target is not None else host_target()
+    return MachineModel(vector_bits=t.vector_bits, num_vector_registers=t.num_vector_registers,
+                        l1d_bytes=t.l1d_cache_bytes, l2_bytes=t.l2_cache_bytes,
+                        l3_bytes=t.l3_cache_bytes)
+
+
+def run_passes(module: Operation, options: PipelineOptions, remark=None) -> Operation:
+    """Apply the enabled passes, in order, to ``module`` (in place) and re-verify it.
+
+    ``remark(loc, message)``, when given, receives what the passes decided (tile sizes...).
+    """
+    from .schedules.bounds_check import check_bounds
     from .schedules.expand import expand_high_level_ops
+    # MLIR's memref-bound-check: an access that is out of bounds whenever it runs is an error
+    check_bounds(module, only_certain=True)
     if options.hopt:
-        expand_high_level_ops(module)
+        expand_high_level_ops(module, tiled=True, machine=machine_model(), remark=remark)
     verify(module)
     return module
 
@@ -108,7 +125,8 @@ class CompiledModule:
 
 
 def compile(source: Source, *, filename: str = "<input>", opt_level: int = 3,
-            options: Optional[PipelineOptions] = None, **switches) -> CompiledModule:
+            options: Optional[PipelineOptions] = None, remark=None,
+            **switches) -> CompiledModule:
     """Parse (or copy) ``source``, run the pipeline, lower to LLVM, optimize and JIT it.
 
     Keyword switches are the fields of :class:`PipelineOptions` (``hopt=True``, ...).
@@ -122,7 +140,7 @@ def compile(source: Source, *, filename: str = "<input>", opt_level: int = 3,
     if options is None:
         options = PipelineOptions(**switches)
     module = load(source, filename)
-    run_passes(module, options)
+    run_passes(module, options, remark)
     prepare_for_lowering(module)
     return CompiledModule(module, options, opt_level=opt_level)
 

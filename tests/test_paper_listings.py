@@ -118,10 +118,20 @@ def test_modern_program_runs_like_mlir_runner(capfd):
     assert mask(ours.split("\n", 1)[1]) == mask(ran.stdout)
 
 
-def test_hopt_expands_hop_matmul_to_the_naive_nest(capsys):
-    assert main(["opt", "--hopt", os.path.join(EXAMPLES, "hop_matmul.mlir")]) == 0
-    out = capsys.readouterr().out
+def test_hop_matmul_expands_to_the_naive_nest_of_section_2_3():
+    from polyopt.schedules.expand import expand_high_level_ops
+    module = parse(_example("hop_matmul.mlir"), "hop_matmul.mlir")
+    assert expand_high_level_ops(module) == 1
+    out = print_module(module)
     assert "hop.matmul" not in out
     assert out.count("affine.for") == 3
     assert "affine.for %arg3 = 0 to 2088 {" in out
     assert "%3 = arith.mulf %0, %1 : f64" in out and "%4 = arith.addf %2, %3 : f64" in out
+
+
+def test_hopt_tiles_hop_matmul(capsys):
+    assert main(["opt", "--hopt", os.path.join(EXAMPLES, "hop_matmul.mlir")]) == 0
+    out = capsys.readouterr().out
+    assert "hop.matmul" not in out
+    assert out.count("affine.for") == 7      # the BLIS schedule without N_C has 7 dimensions
+    assert "min #map" in out                 # partial tiles are min-bounded

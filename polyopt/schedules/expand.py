@@ -10,12 +10,19 @@ section 2.3; MLIR's ``-convert-linalg-to-affine-loops`` for ``linalg.matmul``).
           affine.store (%c + %a * %b), %C[%i, %j]
     }}}
 
+With ``tiled=True`` (the ``--hopt`` pass) the product nest is then rescheduled with the BLIS
+schedule of :mod:`polyopt.schedules.blis_schedule` (tile sizes from the op's ``M_C``/``K_C``/
+``N_C``/``M_R``/``N_R``/``K_U`` attributes, the rest from the machine model), or with the op's
+``schedule`` attribute when it has one (paper section 2.5).
+
 ``alpha``/``beta`` attributes of ``hop.matmul`` (C = alpha*A*B + beta*C) scale the product and
 add a ``C *= beta`` nest first; values of 1 fold away.  ``hop.conv2d`` becomes the 7-d nest
 ``O[n, oh, ow, f] += I[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * K[kh, kw, c, f]``.
 """
 
 from __future__ import annotations
+
+from typing import Callable, Optional
 
 from ..affine.affine_expr import AffineMap, dim
 from ..affine.builder import Builder
@@ -25,6 +32,10 @@ from ..affine.dialects.hop import HopConv2DOp, HopMatmulOp
 from ..affine.dialects.linalg import LinalgMatmulOp
 from ..affine.ir import Operation, Value
 from ..affine.types import FloatType
+from .blis_schedule import BlisParams, MachineModel, default_blis_params
+
+# (loc, message) sink for remarks such as the chosen tile sizes
+RemarkSink = Optional[Callable[[object, str], None]]
 
 
 def _mul_add(b: Builder, x: Value, y: Value, acc: Value, loc) -> Value:
@@ -100,14 +111,46 @@ def expand_conv2d(op: HopConv2DOp) -> list[AffineForOp]:
     return loops
 
 
-def expand_high_level_ops(module: Operation) -> int:
+def matmul_blis_params(op: Operation, machine: Optional[MachineModel] = None) -> BlisParams:
+    """The BLIS parameters of a matmul op: its tile attributes, completed by the model."""
+    m, k = op.operands[0].type.shape
+    n = op.operands[1].type.shape[1]
+    elem_bytes = op.operands[2].type.element_type.width // 8
+    given = dict(getattr(op, "tile_params", {}) or {})
+    return default_blis_params(m, n, k, elem_bytes, machine, given)
+
+
+def expand_matmul_tiled(op: Operation, machine: Optional[MachineModel] = None,
+                        remark: RemarkSink = None) -> list[Operation]:
+    """Expand a matmul op and apply its BLIS schedule (or its ``schedule`` attribute) through
+    ISL; returns the generated top-level ops."""
+    from .apply import apply_schedule
+    schedule = getattr(op, "schedule", None)
+    loc = op.loc
+    if schedule is None:
+        params = matmul_blis_params(op, machine)
+        schedule = params.schedule()
+        if remark is not None:
+            remark(loc, f"{op.name}: BLIS schedule {schedule} with {params.describe()}")
+    elif remark is not None:
+        remark(loc, f"{op.name}: schedule {schedule} (from the op's 'schedule' attribute)")
+    loops = expand_matmul(op)
+    return apply_schedule(loops[0], {"S0": schedule}, check=True)
+
+
+def expand_high_level_ops(module: Operation, *, tiled: bool = False,
+                          machine: Optional[MachineModel] = None,
+                          remark: RemarkSink = None) -> int:
     """Expand every ``hop.matmul``, ``linalg.matmul`` and ``hop.conv2d`` under ``module``
-    into naive affine nests; returns how many ops were expanded."""
+    into affine nests (BLIS-tiled matmuls with ``tiled``, naive otherwise); returns how many
+    ops were expanded."""
     todo = [op for op in module.walk()
             if isinstance(op, (HopMatmulOp, LinalgMatmulOp, HopConv2DOp))]
     for op in todo:
         if isinstance(op, HopConv2DOp):
             expand_conv2d(op)
+        elif tiled:
+            expand_matmul_tiled(op, machine, remark)
         else:
             expand_matmul(op)
     return len(todo)

@@ -1,0 +1,162 @@
+"""BLIS/OpenBLAS tiling as one polyhedral schedule (paper sections 2.4-2.5, 2.12).
+
+For ``C[i, j] += A[i, k] * B[k, j]`` over (d0, d1, d2) = (i, j, k) the schedule is
+
+    (d0, d1, d2) -> (d1 floordiv N_C, d2 floordiv K_C, d0 floordiv M_C, d1 floordiv N_R,
+                     d0 floordiv M_R, d2, d1, d0)
+
+(without the first dimension when ``N_C`` is not given).  The last two dimensions are the register
+tile: ``(.., d1, d0)`` is the paper's first order; ``register_order="ij"`` gives the permuted
+``(.., d0, d1)`` of section 2.12, whose register need is ``M_R*N_R/VW + N_R/VW + 1`` instead of
+``M_R*N_R/VW + M_R + 1``.
+
+:func:`default_blis_params` is the analytical model (in the spirit of Low et al. 2016) that picks
+the parameters from the machine when the op does not give them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+from ..affine.affine_expr import AffineMap, dim
+
+
+@dataclass(frozen=True)
+class MachineModel:
+    """What the parameter model needs to know about the target (filled from codegen.Target)."""
+
+    vector_bits: int = 256
+    num_vector_registers: int = 16
+    l1d_bytes: int = 32 * 1024
+    l2_bytes: int = 512 * 1024
+    l3_bytes: int = 32 * 1024 * 1024
+
+    def lanes(self, elem_bytes: int) -> int:
+        return max(1, self.vector_bits // (8 * elem_bytes))
+
+
+@dataclass(frozen=True)
+class BlisParams:
+    """Tile sizes of the BLIS schedule; ``None`` for ``N_C`` means no L3 tiling."""
+
+    M_C: int
+    K_C: int
+    M_R: int
+    N_R: int
+    K_U: int = 4
+    N_C: Optional[int] = None
+    register_order: str = "ji"   # "ji": (.., d1, d0) as the paper; "ij": (.., d0, d1)
+    origin: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self):
+        for name in ("M_C", "K_C", "M_R", "N_R", "K_U"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if self.N_C is not None and (not isinstance(self.N_C, int) or self.N_C < 1):
+            raise ValueError(f"N_C must be a positive integer, got {self.N_C!r}")
+        if self.register_order not in ("ji", "ij"):
+            raise ValueError(f"register_order must be 'ji' or 'ij', got {self.register_order!r}")
+
+    def schedule(self) -> AffineMap:
+        """The schedule map over (d0, d1, d2) = (i, j, k)."""
+        i, j, k = dim(0), dim(1), dim(2)
+        results = []
+        if self.N_C is not None:
+            results.append(j.floordiv(self.N_C))
+        results += [k.floordiv(self.K_C), i.floordiv(self.M_C), j.floordiv(self.N_R),
+                    i.floordiv(self.M_R), k]
+        results += [j, i] if self.register_order == "ji" else [i, j]
+        return AffineMap.get(3, 0, tuple(results))
+
+    def register_need(self, lanes: int) -> int:
+        """Vector registers the unrolled M_R x N_R tile keeps live (paper section 2.12)."""
+        vecs = -(-self.N_R // lanes)
+        if self.register_order == "ji":
+            return self.M_R * vecs + self.M_R + 1
+        return self.M_R * vecs + vecs + 1
+
+    def describe(self) -> str:
+        parts = [f"M_C={self.M_C}", f"K_C={self.K_C}"]
+        if self.N_C is not None:
+            parts.append(f"N_C={self.N_C}")
+        parts += [f"M_R={self.M_R}", f"N_R={self.N_R}", f"K_U={self.K_U}",
+                  f"order={self.register_order}"]
+        src = {k: v for k, v in self.origin.items() if v != "attribute"}
+        tail = f" (from the model: {', '.join(sorted(src))})" if src else ""
+        return ", ".join(parts) + tail
+
+
+# Register tiles that LLVM 22 compiles without spills and near peak on AVX2 (PERF-NOTES.md,
+# measured), best first; used when the machine has 16 vector registers.
+_MEASURED_AVX2 = {8: [(6, 8, "ij"), (4, 12, "ij")], 4: [(4, 24, "ij"), (6, 16, "ij")]}
+
+
+def _register_tile(machine: MachineModel, elem_bytes: int) -> tuple[int, int, str]:
+    lanes = machine.lanes(elem_bytes)
+    measured = _MEASURED_AVX2.get(elem_bytes) if machine.vector_bits == 256 and \
+        machine.num_vector_registers == 16 else None
+    if measured:
+        return measured[0]
+    # Otherwise: the largest accumulator block that fits the register file in the permuted
+    # order, with enough independent accumulators to cover FMA latency (>= 8), preferring
+    # square-ish tiles (fewer loads per FMA).
+    best = None
+    regs = machine.num_vector_registers
+    for nr_vecs in range(1, 5):
+        for mr in range(1, 17):
+            need = mr * nr_vecs + nr_vecs + 1
+            if need > regs or mr * nr_vecs < 8:
+                continue
+            loads_per_fma = (mr + nr_vecs) / (mr * nr_vecs)
+            key = (mr * nr_vecs, -loads_per_fma)
+            if best is None or key > best[0]:
+                best = (key, (mr, nr_vecs * lanes, "ij"))
+    return best[1] if best else (4, 2 * lanes, "ij")
+
+
+def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
+                        machine: Optional[MachineModel] = None,
+                        given: Optional[dict] = None) -> BlisParams:
+    """Fill the tile parameters the op does not give from an analytical model of the machine:
+
+    * register tile M_R x N_R: fits the vector registers in the permuted order (measured shapes
+      on AVX2);
+    * K_C: an M_R x K_C panel of A and a K_C x N_R panel of B share ~90% of L1;
+    * M_C: an M_C x K_C block of A takes half of L2 (a multiple of M_R);
+    * N_C: a K_C x N_C block of B takes half of L3, used only when N exceeds it;
+    * K_U = 4.
+    Tiles are clamped to the problem size so small problems do not get huge empty tiles.
+    """
+    machine = machine or MachineModel()
+    given = {key: v for key, v in (given or {}).items() if v is not None}
+    origin = {}
+    mr, nr, order = _register_tile(machine, elem_bytes)
+    if "M_R" in given or "N_R" in given:
+        order = given.get("register_order", "ji")
+    values = {"M_R": mr, "N_R": nr}
+    for name in ("M_R", "N_R"):
+        values[name] = given.get(name, values[name])
+    mr, nr = values["M_R"], values["N_R"]
+    kc = int(0.9 * machine.l1d_bytes / ((mr + nr) * elem_bytes))
+    kc = max(8, kc - kc % 8)
+    kc = given.get("K_C", min(kc, k))
+    mc = int(0.5 * machine.l2_bytes / (kc * elem_bytes))
+    mc = max(mr, mc - mc % mr)
+    mc = given.get("M_C", min(mc, -(-m // mr) * mr))
+    nc = given.get("N_C")
+    if nc is None:
+        limit = int(0.5 * machine.l3_bytes / (kc * elem_bytes))
+        limit = max(nr, limit - limit % nr)
+        nc = limit if n > limit else None
+    ku = given.get("K_U", 4)
+    for name, v in (("M_C", mc), ("K_C", kc), ("M_R", mr), ("N_R", nr), ("K_U", ku),
+                    ("N_C", nc)):
+        origin[name] = "attribute" if name in given else "model"
+    return BlisParams(M_C=mc, K_C=kc, M_R=mr, N_R=nr, K_U=ku, N_C=nc,
+                      register_order=given.get("register_order", order), origin=origin)
+
+
+def with_order(params: BlisParams, order: str) -> BlisParams:
+    return replace(params, register_order=order)
