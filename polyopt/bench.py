@@ -20,13 +20,41 @@ from typing import Callable, Optional
 TILE_NAMES = ("M_C", "K_C", "N_C", "M_R", "N_R", "K_U")
 
 
-def single_threaded_numpy() -> None:
-    """Pin OpenBLAS (and friends) to one thread; must run before numpy is imported."""
-    if "numpy" in sys.modules and os.environ.get("OPENBLAS_NUM_THREADS") != "1":
-        raise RuntimeError("numpy was imported before single_threaded_numpy(): set "
-                           "OPENBLAS_NUM_THREADS=1 in the environment instead")
+# Some machines of this workplace pin OpenBLAS to an older kernel (OPENBLAS_CORETYPE, with
+# OPENBLAS_L2_SIZE) because old OpenBLAS builds misbehave on new CPUs; a current numpy runs its
+# native kernel correctly and much faster (on an AVX-512 Zen 5: SkylakeX ~90 GFLOPS f64 vs
+# Haswell ~52), so the peer we measure against is the native one.
+_PINNING_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def single_threaded_numpy(native_openblas_kernel: bool = True) -> None:
+    """Pin OpenBLAS (and friends) to one thread and, by default, let OpenBLAS pick its native
+    kernel; must run before numpy is imported."""
+    if "numpy" in sys.modules:
+        if os.environ.get("OPENBLAS_NUM_THREADS") != "1":
+            raise RuntimeError("numpy was imported before single_threaded_numpy(): set "
+                               "OPENBLAS_NUM_THREADS=1 in the environment instead")
+        return
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
+    if native_openblas_kernel:
+        for var in _PINNING_VARS:
+            os.environ.pop(var, None)
+
+
+def blas_description() -> str:
+    """Which BLAS numpy runs and how (library, version, kernel, threads)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "numpy BLAS (install threadpoolctl to see which kernel)"
+    for info in threadpool_info():
+        if info.get("user_api") == "blas":
+            pinned = [v for v in _PINNING_VARS if os.environ.get(v)]
+            note = f", pinned by {'/'.join(pinned)}" if pinned else ""
+            return (f"{info.get('internal_api')} {info.get('version')}, kernel "
+                    f"{info.get('architecture', '?')}{note}, {info.get('num_threads')} thread(s)")
+    return "numpy BLAS (unknown)"
 
 
 @dataclass
@@ -78,6 +106,7 @@ class MatmulBenchResult:
     dtype: str
     variants: list[VariantResult]
     numpy: Timing
+    blas: str = ""
 
     @property
     def flops(self) -> float:
@@ -92,7 +121,7 @@ class MatmulBenchResult:
 
     def to_json(self) -> dict:
         return {
-            "m": self.m, "n": self.n, "k": self.k, "dtype": self.dtype,
+            "m": self.m, "n": self.n, "k": self.k, "dtype": self.dtype, "blas": self.blas,
             "numpy": asdict(self.numpy), "numpy_gflops": self.gflops(self.numpy),
             "variants": [{
                 "label": r.variant.label, "switches": r.variant.switches,
@@ -116,6 +145,8 @@ class MatmulBenchResult:
                          f"{r.compile_time:7.3f}s  {r.max_abs_error:8.1e}")
         lines.append(f"  {'numpy (OpenBLAS)':<{width}}  {self.gflops(self.numpy):8.2f}  "
                      f"{spread(self.numpy):>18}  {1:7.3f}x")
+        if self.blas:
+            lines.append(f"  numpy's BLAS: {self.blas}")
         return "\n".join(lines)
 
 
@@ -199,7 +230,7 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
         theirs.append(_time_once(lambda: np.matmul(a, b, out=out)))
     results = [VariantResult(v, ct, Timing.of(s), e)
                for v, ct, s, e in zip(variants, compile_times, samples, errors)]
-    return MatmulBenchResult(m, n, k, dtype, results, Timing.of(theirs))
+    return MatmulBenchResult(m, n, k, dtype, results, Timing.of(theirs), blas_description())
 
 
 def dump_json(results: list, stream=None) -> None:
