@@ -38,13 +38,21 @@ class Use:
 
 
 class Value:
-    """An SSA value; ``uses`` lists the (op, operand index) pairs that read it."""
+    """An SSA value; ``uses`` lists the (op, operand index) pairs that read it.
 
-    __slots__ = ("type", "uses", "__weakref__")
+    Uses are kept in a dict keyed by (op identity, operand index) so that rewiring one operand
+    is O(1): a loop IV of an unrolled register tile has thousands of uses.
+    """
+
+    __slots__ = ("type", "_uses", "__weakref__")
 
     def __init__(self, type_: Type):
         self.type = type_
-        self.uses: list[Use] = []
+        self._uses: dict[tuple[int, int], Use] = {}
+
+    @property
+    def uses(self) -> list[Use]:
+        return list(self._uses.values())
 
     @property
     def owner_block(self) -> Optional["Block"]:
@@ -59,7 +67,7 @@ class Value:
             use.op.set_operand(use.index, new)
 
     def has_uses(self) -> bool:
-        return bool(self.uses)
+        return bool(self._uses)
 
 
 class OpResult(Value):
@@ -153,20 +161,17 @@ class Operation:
     def _append_operand(self, v: Value) -> None:
         if not isinstance(v, Value):
             raise TypeError(f"operand of {self._name} must be a Value, got {type(v).__name__}")
-        v.uses.append(Use(self, len(self._operands)))
+        i = len(self._operands)
+        v._uses[(id(self), i)] = Use(self, i)
         self._operands.append(v)
 
     def _drop_use(self, i: int) -> None:
-        v = self._operands[i]
-        for k, use in enumerate(v.uses):
-            if use.op is self and use.index == i:
-                del v.uses[k]
-                return
+        self._operands[i]._uses.pop((id(self), i), None)
 
     def set_operand(self, i: int, v: Value) -> None:
         self._drop_use(i)
         self._operands[i] = v
-        v.uses.append(Use(self, i))
+        v._uses[(id(self), i)] = Use(self, i)
 
     def set_operands(self, values: Sequence[Value]) -> None:
         for i in range(len(self._operands)):
