@@ -3,13 +3,17 @@
 Op-specific rules (types, map arity, affine dim/symbol validity, shapes of ``hop.matmul``) live
 in each op's ``verify_op``; this module checks what holds for every op: operands are defined
 before use in an enclosing block (dominance), functions are isolated from above, and blocks end
-in the terminator their parent expects.
+in the terminator their parent expects.  Every memref type that appears (op results, block and
+function arguments, function results) must have an injective layout (decided with ISL, see
+``dialects.memref.layout_collision``).
 """
 
 from __future__ import annotations
 
 from .diagnostics import VerifyError
+from .dialects.memref import layout_injectivity_error
 from .ir import BlockArgument, Operation, OpResult, Value
+from .types import FunctionType, MemRefType
 
 # The terminator each region-holding op expects at the end of its blocks.
 _TERMINATORS = {
@@ -26,7 +30,38 @@ def verify(root: Operation) -> None:
         _verify_structure(op)
         for i, v in enumerate(op.operands):
             _verify_dominance(op, i, v, positions)
+        _verify_memref_layouts(op)
         op.verify_op()
+
+
+def _layout_error(t) -> str | None:
+    if isinstance(t, MemRefType) and t.layout is not None:
+        return layout_injectivity_error(t)
+    return None
+
+
+def _verify_memref_layouts(op: Operation) -> None:
+    """A layout that maps two in-bounds indices to one location is an error (the paper's
+    section 2.9: any injective layout gives correct code, no other does)."""
+    for i, r in enumerate(op.results):
+        msg = _layout_error(r.type)
+        if msg:
+            raise op.error(f"result #{i}: {msg}")
+    ft = getattr(op.attributes.get("function_type"), "value", None) \
+        if op.name == "func.func" else None  # declarations included
+    if isinstance(ft, FunctionType):
+        for what, types in (("argument", ft.inputs), ("result", ft.results)):
+            for i, t in enumerate(types):
+                msg = _layout_error(t)
+                if msg:
+                    raise op.error(f"{what} #{i}: {msg}")
+        return
+    for region in op.regions:
+        for block in region.blocks:
+            for i, a in enumerate(block.args):
+                msg = _layout_error(a.type)
+                if msg:
+                    raise op.error(f"block argument #{i}: {msg}")
 
 
 def _verify_structure(op: Operation) -> None:

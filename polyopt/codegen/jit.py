@@ -49,8 +49,31 @@ Example: ``(memref<3x5xf64>, memref<3x5xf64>, i32, index) -> (f64, i1)`` is
 
 Python side: memref arguments must be ``numpy.ndarray`` objects of exactly
 the declared dtype and shape that are C-contiguous, aligned and writeable
-(they are passed by reference: the callee may write into them).  Scalars may
-be Python ``int``/``float``/``bool`` or numpy scalars; integers are checked
+(they are passed by reference: the callee may write into them).
+
+A memref with a non-identity layout (``MemRefArg.physical_shape`` given)
+takes its *physical* buffer: the pointer is element 0 of the buffer the
+layout indexes (offset 0 of a ``strided<..., offset: o>`` layout, not
+element ``o``).  Any C-contiguous, aligned, writeable array of the right
+dtype whose total size is at least the physical size is accepted, whatever
+its shape, and read as that flat buffer:
+
+* ``memref<30x40xf64, strided<[80, 1]>>`` (physical size 29*80 + 40 = 2360):
+  a ``(30, 80)`` array (rows with a leading dimension of 80), or ``(2360,)``;
+* ``memref<30x20xf64, (d0, d1) -> (d1, d0)>`` (physical shape ``(20, 30)``):
+  the ``(20, 30)`` array, i.e. ``A.T.copy()`` for the logical ``A``;
+* ``memref<64x256xf64, (d0, d1) -> (d0 floordiv 4, d1, d0 mod 4)>``: a
+  ``(16, 256, 4)`` array.
+
+A smaller array is a ``ValueError`` that states both sizes (the callee would
+read or write past its end).  An array of exactly the *logical* shape, when
+that differs from the physical one, is refused too: it is almost always the
+logical matrix passed by mistake (``A`` instead of ``A.T.copy()`` for a
+transposed layout), which would silently be read in the wrong order.  Memrefs
+with the identity layout (normalized ones included: ``memref<2360xf64>``)
+keep taking exactly their shape.
+
+Scalars may be Python ``int``/``float``/``bool`` or numpy scalars; integers are checked
 against the signed range of their width.  The callable returns ``None``,
 the single result, or a tuple of results (``bool`` for ``i1``, ``int`` for
 integers/``index``, ``float`` for floats).
@@ -349,8 +372,9 @@ class MemRefArg:
     ``"index"``); it is normalised to a numpy dtype (``index`` -> int64,
     remembered in ``is_index``).  A ``None`` entry in ``shape`` accepts any
     extent in that dimension (shown as ``?``).  ``physical_shape``, when given,
-    is the shape of the C-contiguous array actually passed (the physical buffer
-    of a memref with a non-identity layout); ``shape`` stays the logical one.
+    is the shape of the physical buffer of a memref with a non-identity layout
+    (``shape`` stays the logical one): any C-contiguous array with at least
+    that many elements is accepted (see the module docstring, ABI).
     """
 
     name: str
@@ -433,13 +457,36 @@ def _memref_converter(arg: MemRefArg) -> Callable[[Any], int]:
             return False
         return all(w is None or w == s for w, s in zip(want_shape, shape))
 
+    if arg.physical_shape is not None:
+        need = 1
+        for extent in arg.physical_shape:
+            need *= extent
+        logical = arg.shape if arg.shape != arg.physical_shape else None
+
+        def shape_check(value: Any) -> None:
+            if value.size < need:
+                raise ValueError(
+                    f"{label}: buffer too small: the layout needs {need} elements, got an "
+                    f"array of {value.size} elements (shape {value.shape})"
+                )
+            if value.shape == logical:
+                raise ValueError(
+                    f"{label}: got an array of the logical shape {value.shape}; this "
+                    f"argument takes the physical buffer, of shape {shape_str} (e.g. "
+                    f"numpy.ascontiguousarray(A.T) for a transposed layout)"
+                )
+    else:
+
+        def shape_check(value: Any) -> None:
+            if value.shape != want_shape and not shape_ok(value.shape):
+                raise ValueError(f"{label}: expected shape {shape_str}, got {value.shape}")
+
     def convert(value: Any) -> int:
         if not isinstance(value, ndarray):
             raise TypeError(f"{label}: expected a numpy.ndarray, got {_type_name(value)}")
         if value.dtype != want_dtype:
             raise TypeError(f"{label}: expected dtype {want_dtype}, got {value.dtype}")
-        if value.shape != want_shape and not shape_ok(value.shape):
-            raise ValueError(f"{label}: expected shape {shape_str}, got {value.shape}")
+        shape_check(value)
         flags = value.flags
         if not flags.carray:  # C-contiguous, aligned and writeable
             if not flags.c_contiguous:

@@ -28,6 +28,12 @@ Example::
 
 Dynamic (``?``) dimensions, strides or offsets, layout maps with symbols and results that can
 be negative are rejected with :class:`CodegenError`.
+
+A layout must be injective on the index box (two logical elements never share a location):
+:func:`layout_collision` decides it exactly with ISL and the verifier rejects any memref type
+that violates it (``memref<4x4xf64, (d0, d1) -> (d0 + d1)>``: indices (0, 1) and (1, 0) both
+map to (1)).  :func:`layout_map` gives every layout, strided ones included, as an affine map
+(what :mod:`polyopt.memref_layout.normalize` composes into the accesses).
 """
 
 from __future__ import annotations
@@ -38,12 +44,16 @@ from polyopt.affine.affine_expr import (AffineBinaryExpr, AffineConstantExpr, Af
                                         AffineExpr, AffineExprKind, AffineMap, AffineSymbolExpr,
                                         constant, dim)
 from polyopt.affine.diagnostics import CodegenError, Location
+from polyopt.affine.dialects.memref import layout_as_map, layout_collision
 from polyopt.affine.types import MemRefType, StridedLayout
 
 __all__ = [
     "DYNAMIC_DIMS_MESSAGE",
     "expr_bounds",
     "is_identity_layout",
+    "is_injective",
+    "layout_collision",
+    "layout_map",
     "linearize",
     "physical_shape",
     "physical_size",
@@ -66,6 +76,34 @@ def is_identity_layout(memref_type: MemRefType) -> bool:
         return layout.offset == 0 and tuple(layout.strides) == \
             row_major_strides(memref_type.shape)
     return False
+
+
+def layout_map(memref_type: MemRefType, loc: Optional[Location] = None) -> AffineMap:
+    """The layout as an affine map from logical to physical indices (no symbols).
+
+    The map itself for affine layouts; ``(d0, ..., dn-1) -> (o + d0 * s0 + ... + dn-1 * sn-1)``
+    for ``strided<[s0, ..., sn-1], offset: o>``; the identity for the default layout::
+
+        memref<30x40xf64, strided<[80, 1], offset: 5>>   ->  (d0, d1) -> (d0 * 80 + d1 + 5)
+
+    Raises :class:`CodegenError` for dynamic strides/offset, layout maps with symbols or of the
+    wrong arity.
+    """
+    layout = memref_type.layout
+    if isinstance(layout, StridedLayout):
+        _strided_expr(memref_type, layout, loc)  # dynamic values, stride count
+    amap = layout_as_map(memref_type)
+    if amap is None:
+        raise CodegenError(f"unsupported memref layout in '{memref_type}'", loc)
+    if isinstance(layout, AffineMap):
+        _check_map(memref_type, amap, loc)
+    return amap
+
+
+def is_injective(memref_type: MemRefType) -> bool:
+    """Does the layout map distinct in-bounds indices to distinct locations?  (Exact, with ISL;
+    see :func:`layout_collision` for a witness pair when it does not.)"""
+    return layout_collision(memref_type) is None
 
 
 def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:

@@ -12,6 +12,7 @@ Only the custom form is kept in ``attributes``: ``operandSegmentSizes`` and defa
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Optional, Sequence
 
 from ..affine_expr import AffineExprKind, AffineMap
@@ -501,3 +502,118 @@ class MemRefCastOp(Operation):
         src, dst = self.source.type, self.results[0].type
         if not are_cast_compatible(src, dst):
             raise self.error(f"operand type '{src}' and result type '{dst}' are cast incompatible")
+
+
+# ---------------------------------------------------------------------------------------------
+# layout injectivity (decided exactly with ISL; the verifier calls this for every memref type)
+
+LayoutCollision = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+def _isl_expr(e) -> Optional[str]:
+    """``e`` over dims ``i0, i1, ...`` in ISL syntax; ``None`` when not quasi-affine."""
+    from ..affine_expr import AffineBinaryExpr, AffineConstantExpr, AffineDimExpr
+    if isinstance(e, AffineConstantExpr):
+        return str(e.value)  # bare: ISL rejects a parenthesized factor such as `i0 * (3)`
+    if isinstance(e, AffineDimExpr):
+        return f"i{e.position}"
+    if not isinstance(e, AffineBinaryExpr):
+        return None  # a symbol
+    lhs, rhs = _isl_expr(e.lhs), _isl_expr(e.rhs)
+    if lhs is None or rhs is None:
+        return None
+    if e.kind is AffineExprKind.ADD:
+        return f"({lhs} + {rhs})"
+    if e.kind is AffineExprKind.MUL:
+        if isinstance(e.rhs, AffineConstantExpr):
+            return f"({lhs} * {rhs})"
+        if isinstance(e.lhs, AffineConstantExpr):
+            return f"({lhs} * {rhs})"
+        return None
+    if not isinstance(e.rhs, AffineConstantExpr) or e.rhs.value == 0:
+        return None
+    c = e.rhs.value
+    if e.kind is AffineExprKind.MOD:
+        return f"({lhs} mod {c})" if c > 0 else None
+    if c < 0:  # ISL divides by positive constants only: a / -c = (-a) / c
+        lhs, c = f"(-1 * {lhs})", -c
+    fn = "floor" if e.kind is AffineExprKind.FLOORDIV else "ceil"
+    return f"{fn}({lhs} / {c})"
+
+
+def layout_as_map(memref_type: MemRefType) -> Optional[AffineMap]:
+    """The layout of ``memref_type`` as an affine map from logical indices to physical ones:
+    the map itself, ``(d0, ..., dn-1) -> (o + d0 * s0 + ...)`` for ``strided<[s0, ...],
+    offset: o>``, the identity for the default layout; ``None`` for dynamic strides/offset."""
+    from ..affine_expr import constant, dim
+    layout = memref_type.layout
+    if layout is None:
+        return AffineMap.identity(memref_type.rank)
+    if isinstance(layout, AffineMap):
+        return layout
+    if isinstance(layout, StridedLayout):
+        if layout.offset is None or any(s is None for s in layout.strides) or \
+                len(layout.strides) != memref_type.rank:
+            return None
+        e = constant(layout.offset)
+        for i, s in enumerate(layout.strides):
+            e = e + dim(i) * s
+        return AffineMap(memref_type.rank, 0, [e])
+    return None
+
+
+def layout_collision(memref_type: MemRefType) -> Optional[LayoutCollision]:
+    """``(i, j, p)``: two distinct in-bounds logical indices ``i <lex j`` that the layout of
+    ``memref_type`` maps to the same physical location ``p`` (the lexicographically smallest
+    such pair), or ``None`` when the layout is injective on the index box.
+
+    Decided exactly with ISL on ``0 <= d_k < shape[k]`` (unbounded above for ``?`` dims).
+    Layouts that cannot be decided (symbols, dynamic strides, non-quasi-affine expressions,
+    a map whose arity does not match the rank) give ``None``: other checks report those.
+    Results are cached per type.
+    """
+    if not isinstance(memref_type, MemRefType) or memref_type.layout is None or \
+            memref_type.rank == 0:
+        return None
+    return _layout_collision(memref_type)
+
+
+@lru_cache(maxsize=4096)
+def _layout_collision(memref_type: MemRefType) -> Optional[LayoutCollision]:
+    import islpy as isl
+    amap = layout_as_map(memref_type)
+    rank = memref_type.rank
+    if amap is None or amap.num_symbols or amap.num_dims != rank or amap.is_identity():
+        return None
+    results = [_isl_expr(r) for r in amap.results]
+    if any(r is None for r in results):
+        return None
+    dims = [f"i{k}" for k in range(rank)]
+    box = [f"0 <= i{k}" if d is None else f"0 <= i{k} < {d}"
+           for k, d in enumerate(memref_type.shape)]
+    text = f"{{ [{', '.join(dims)}] -> [{', '.join(results)}] : {' and '.join(box)} }}"
+    layout = isl.Map(text)
+    domain = layout.domain()
+    same_place = layout.apply_range(layout.reverse()).intersect(domain.lex_lt_set(domain))
+    if same_place.is_empty():
+        return None
+    point = same_place.wrap().lexmin().sample_point()
+    coords = tuple(point.get_coordinate_val(isl.dim_type.set, k).to_python()
+                   for k in range(2 * rank))
+    first, second = coords[:rank], coords[rank:]
+    return first, second, amap.evaluate(first)
+
+
+def layout_injectivity_error(memref_type: MemRefType) -> Optional[str]:
+    """The verifier's message when the layout of ``memref_type`` is not injective, else
+    ``None``: ``memref layout (d0, d1) -> (d0 + d1) of memref<4x4xf64, ...> is not injective:
+    indices (0, 1) and (1, 0) both map to (1)``."""
+    hit = layout_collision(memref_type)
+    if hit is None:
+        return None
+    first, second, place = hit
+
+    def tup(v):
+        return "(" + ", ".join(str(x) for x in v) + ")"
+    return (f"memref layout {memref_type.layout} of {memref_type} is not injective: indices "
+            f"{tup(first)} and {tup(second)} both map to {tup(place)}")
