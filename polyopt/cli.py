@@ -219,7 +219,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise UsageError("--steps times fixed configurations; drop the tile options")
         variants = paper_ladder(args.m, args.n, args.k)
     else:
-        flags = " ".join(f"--{k}" if v else f"--no-{k}" for k, v in switches.items())
+        flags = " ".join(flag if switches[name] else "--no-" + flag[2:]
+                         for name, flag, _ in PipelineOptions.flag_fields())
         variants = [Variant(f"polyopt {flags}", switches, tiles, args.schedule)]
     try:
         result = bench_matmul(args.m, args.n, args.k, args.dtype, reps=args.reps,

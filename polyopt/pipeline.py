@@ -4,7 +4,8 @@ Options are data: :class:`PipelineOptions` is a frozen dataclass whose fields ar
 switches; the CLI flags (``--hopt``, and ``--no-hopt`` to turn one off) are generated from its
 fields, so the two cannot drift.
 
-    MLIR text --parse--> Module --[--hopt: expand hop/linalg ops]--> affine IR
+    MLIR text --parse--> Module --[--hopt: expand hop/linalg ops]
+              --[--hopt-copy: pack A and B, normalize the buffers' layouts]--> affine IR
               --(expand what is left, naively)--> lower to LLVM --O3--> JIT
 """
 
@@ -29,6 +30,13 @@ class PipelineOptions:
         "help": "expand hop.matmul and linalg.matmul into BLIS-tiled affine loop nests through "
                 "ISL (tile attributes or the op's schedule, defaults from the machine model), "
                 "hop.conv2d into its loop nest (the paper's -hopt)"})
+    copy: bool = field(default=False, metadata={
+        "flag": "--hopt-copy",
+        "help": "with --hopt: pack the operands of BLIS-tiled matmuls (paper section 2.6): A "
+                "into an M_C x K_C buffer of M_R-row micro-panels under the K_C/M_C loops, B "
+                "into K_C x N_R panels under the N_R loop (K_C x N_C under the K_C loop when "
+                "N_C is given), zero-padded, 64-byte aligned, allocated once per call "
+                "(--no-hopt-copy: no packing, the paper's -hopt-copy=false)"})
 
     @classmethod
     def flag_fields(cls):
@@ -55,9 +63,20 @@ def run_passes(module: Operation, options: PipelineOptions, remark=None) -> Oper
     # MLIR's memref-bound-check: an access that is out of bounds whenever it runs is an error
     check_bounds(module, only_certain=True)
     if options.hopt:
-        expand_high_level_ops(module, tiled=True, machine=machine_model(), remark=remark)
+        expand_high_level_ops(module, tiled=True, machine=machine_model(), remark=remark,
+                              copy=options.copy)
+        if options.copy:
+            _normalize_memrefs(module, remark)
     verify(module)
     return module
+
+
+def _normalize_memrefs(module: Operation, remark=None) -> None:
+    """The packing buffers' tiled layouts become higher-rank row-major buffers (MLIR's
+    normalize-memrefs, paper section 2.12: ``memref<174x512xf64, (d0, d1) -> (d0 floordiv 6,
+    d1, d0 mod 6)>`` -> ``memref<29x512x6xf64>``); function arguments keep their types."""
+    from .memref_layout.normalize import normalize_memrefs
+    normalize_memrefs(module, arguments=False, remark=remark)
 
 
 def prepare_for_lowering(module: Operation) -> Operation:

@@ -15,14 +15,23 @@ schedule of :mod:`polyopt.schedules.blis_schedule` (tile sizes from the op's ``M
 ``N_C``/``M_R``/``N_R``/``K_U`` attributes, the rest from the machine model), or with the op's
 ``schedule`` attribute when it has one (paper section 2.5).
 
+With ``copy=True`` as well (``--hopt --hopt-copy``, paper section 2.6) the BLIS-tiled nest packs
+its operands (:func:`pack_blis_operands`): A into an M_C x K_C buffer of M_R-row micro-panels
+under the K_C and M_C loops, B into a K_C x N_R panel under the N_R loop (K_C x N_C of N_R-column
+micro-panels under the K_C loop when N_C is given), both zero-padded to full micro-panels,
+allocated once per call; C is not packed.
+
 ``alpha``/``beta`` attributes of ``hop.matmul`` (C = alpha*A*B + beta*C) scale the product and
-add a ``C *= beta`` nest first; values of 1 fold away.  ``hop.conv2d`` becomes the 7-d nest
+add a ``C *= beta`` nest first (``C = 0`` for beta = 0: C is not read, as in BLAS); values of
+1 fold away.  ``hop.conv2d`` becomes the 7-d nest
 ``O[n, oh, ow, f] += I[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * K[kh, kw, c, f]``.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Optional
+
+import islpy as isl
 
 from ..affine.affine_expr import AffineMap, dim
 from ..affine.builder import Builder
@@ -73,9 +82,11 @@ def expand_matmul(op: Operation) -> list[AffineForOp]:
         loops, body = _constant_loops(b, (m, n), loc)
         i, j = (l.induction_var for l in loops)
         beta_v = body.create(ConstantOp, beta, etype, loc=loc).result
-        cij = body.create(AffineLoadOp, c, [i, j], loc=loc).result
-        mul = FLOAT_BINARY["mulf"] if isinstance(etype, FloatType) else INT_BINARY["muli"]
-        scaled = body.create(mul, cij, beta_v, loc=loc).result
+        scaled = beta_v  # beta = 0: C is overwritten, not read (BLAS: NaNs in C do not survive)
+        if beta != 0:
+            cij = body.create(AffineLoadOp, c, [i, j], loc=loc).result
+            mul = FLOAT_BINARY["mulf"] if isinstance(etype, FloatType) else INT_BINARY["muli"]
+            scaled = body.create(mul, cij, beta_v, loc=loc).result
         body.create(AffineStoreOp, scaled, c, [i, j], loc=loc)
     loops, body = _constant_loops(b, (m, n, k), loc)
     i, j, kk = (l.induction_var for l in loops)
@@ -121,12 +132,18 @@ def matmul_blis_params(op: Operation, machine: Optional[MachineModel] = None) ->
 
 
 def expand_matmul_tiled(op: Operation, machine: Optional[MachineModel] = None,
-                        remark: RemarkSink = None) -> list[Operation]:
+                        remark: RemarkSink = None, copy: bool = False) -> list[Operation]:
     """Expand a matmul op and apply its BLIS schedule (or its ``schedule`` attribute) through
-    ISL; returns the generated top-level ops."""
+    ISL; with ``copy``, pack A and B for the BLIS schedule (:func:`pack_blis_operands`; a
+    ``schedule`` attribute is not the BLIS schedule: packing is skipped with a remark).
+    Returns the generated top-level ops (with ``copy``, the buffers' allocations, the nest and
+    the deallocations)."""
     from .apply import apply_schedule
     schedule = getattr(op, "schedule", None)
     loc = op.loc
+    operands = op.operands
+    a, bmat = operands[0], operands[1]
+    params = None
     if schedule is None:
         params = matmul_blis_params(op, machine)
         schedule = params.schedule()
@@ -134,23 +151,144 @@ def expand_matmul_tiled(op: Operation, machine: Optional[MachineModel] = None,
             remark(loc, f"{op.name}: BLIS schedule {schedule} with {params.describe()}")
     elif remark is not None:
         remark(loc, f"{op.name}: schedule {schedule} (from the op's 'schedule' attribute)")
+        if copy:
+            remark(loc, f"{op.name}: packing (--hopt-copy) skipped: it applies to the BLIS "
+                        f"schedule (tile attributes or defaults), not to a 'schedule' attribute")
     loops = expand_matmul(op)
-    return apply_schedule(loops[0], {"S0": schedule}, check=True)
+    new_ops = apply_schedule(loops[0], {"S0": schedule}, check=True)
+    if not copy or params is None:
+        return new_ops
+    from ..memref_layout.data_copy import alias_root
+    if len({id(alias_root(v)) for v in operands}) != 3:
+        if remark is not None:
+            remark(loc, f"{op.name}: packing skipped: the operands share memory")
+        return new_ops
+    nests = [o for o in new_ops if isinstance(o, AffineForOp)]
+    if len(nests) != 1:
+        if remark is not None:
+            remark(loc, f"{op.name}: packing skipped: the product has no loop nest to pack")
+        return new_ops
+    top = nests[0]
+    block = top.parent
+    before = block.ops[block.index_of(new_ops[0]) - 1] if block.index_of(new_ops[0]) else None
+    after_index = block.index_of(new_ops[-1]) + 1
+    after = block.ops[after_index] if after_index < len(block.ops) else None
+    pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name=op.name)
+    start = block.index_of(before) + 1 if before is not None else 0
+    end = block.index_of(after) if after is not None else len(block.ops)
+    return list(block.ops[start:end])
+
+
+def _perfect_chain(top: AffineForOp) -> list[AffineForOp]:
+    chain = [top]
+    while True:
+        body = [o for o in chain[-1].body.ops if o.name != "affine.yield"]
+        if len(body) != 1 or not isinstance(body[0], AffineForOp):
+            return chain
+        chain.append(body[0])
+
+
+def blis_copy_depths(top: AffineForOp, a: Value, bmat: Value, params: BlisParams
+                     ) -> Optional[tuple[int, int]]:
+    """(depth of A's copy, depth of B's copy) in the BLIS-tiled nest rooted at ``top``: the
+    number of leading loops of the nest that fix the tiles the panel depends on (A: the N_C,
+    K_C and M_C tiles; B: the N_C and K_C tiles, and the N_R tile without N_C).
+
+    Loops of one iteration are promoted away by code generation (e.g. the K_C loop when
+    K <= K_C), so depths are not fixed: they are found with ISL by asking, for each tile
+    coordinate of the schedule (``k floordiv K_C``...), how many outer loops determine it.
+    ``None`` when the nest is not the single-statement product nest."""
+    from .model import extract
+    chain = _perfect_chain(top)
+    model = extract([top])
+    if len(model.statements) != 1:
+        return None
+    stmt = model.statements[0]
+    if len(stmt.loops) != len(chain):
+        return None
+    loads = [x for x in stmt.accesses if not x.is_write]
+    if len(loads) < 2 or loads[0].op.memref is not a or loads[1].op.memref is not bmat:
+        return None
+    n = len(chain)
+    rel = loads[0].relation.flat_range_product(loads[1].relation)   # S[l] -> [i, k, k', j]
+    rel = rel.reset_tuple_id(isl.dim_type.out)
+    space = model.param_space()
+    coords = {"K_C": f"floor(k / {params.K_C})", "M_C": f"floor(i / {params.M_C})",
+              "N_R": f"floor(j / {params.N_R})"}
+    if params.N_C is not None:
+        coords["N_C"] = f"floor(j / {params.N_C})"
+    levels = {}
+    for key, text in coords.items():
+        sigma = isl.Map(f"{space}{{ [i, k, k2, j] -> [{text}] }}")
+        t = rel.apply_range(sigma)
+        for d in range(n + 1):
+            if t.project_out(isl.dim_type.in_, d, n - d).is_single_valued():
+                levels[key] = d
+                break
+    outer = ["N_C"] if params.N_C is not None else []
+    depth_a = max(levels[k] for k in outer + ["K_C", "M_C"])
+    depth_b = max(levels[k] for k in outer + (["K_C"] if params.N_C is not None
+                                               else ["K_C", "N_R"]))
+    return depth_a, depth_b
+
+
+def pack_blis_operands(top: AffineForOp, a: Value, bmat: Value, params: BlisParams, *,
+                       remark: RemarkSink = None, loc=None, op_name: str = "hop.matmul"
+                       ) -> list:
+    """Pack A and B of the BLIS-tiled product nest ``top`` (paper section 2.6) with
+    :func:`polyopt.memref_layout.data_copy.generate_copy`; returns the two ``CopyInfo``s
+    (empty when the nest is not the one :func:`expand_matmul_tiled` generates).
+
+    * A: under the K_C and M_C loops (and N_C), an M_C x K_C buffer in M_R-row micro-panels,
+      ``memref<M_C x K_C x T, (d0, d1) -> (d0 floordiv M_R, d1, d0 mod M_R)>``, rows padded
+      with zeros to a multiple of M_R;
+    * B: under the N_R loop, a K_C x N_R buffer ``memref<K_C x N_R x T>``; with N_C, under the
+      K_C loop inside the N_C loop, a K_C x N_C buffer in N_R-column micro-panels
+      ``(d0, d1) -> (d1 floordiv N_R, d0, d1 mod N_R)``; columns padded to a multiple of N_R.
+
+    Buffers smaller than the tiles are used when the matrices are (the region's extent).
+    Both are allocated once, before the nest.
+    """
+    from ..memref_layout.data_copy import generate_copy
+    depths = blis_copy_depths(top, a, bmat, params)
+    if depths is None:
+        if remark is not None:
+            remark(loc, f"{op_name}: packing skipped: the tiled nest is not a single "
+                        f"perfect product nest")
+        return []
+    depth_a, depth_b = depths
+    d0, d1 = dim(0), dim(1)
+    layout_a = AffineMap.get(2, 0, (d0.floordiv(params.M_R), d1, d0 % params.M_R)) \
+        if params.M_R > 1 else None
+    layout_b = None
+    if params.N_C is not None and params.N_R > 1:
+        layout_b = AffineMap.get(2, 0, (d1.floordiv(params.N_R), d0, d1 % params.N_R))
+    info_a = generate_copy(top, a, depth=depth_a, buffer_layout=layout_a,
+                           pad_to=(params.M_R, 1))
+    info_b = generate_copy(top, bmat, depth=depth_b, buffer_layout=layout_b,
+                           pad_to=(1, params.N_R))
+    if remark is not None:
+        for what, info, depth in (("A", info_a, depth_a), ("B", info_b, depth_b)):
+            if info.buffer_type is not None:
+                remark(loc, f"{op_name}: packed {what} into {info.buffer_type} at loop depth "
+                            f"{depth}")
+    return [info_a, info_b]
 
 
 def expand_high_level_ops(module: Operation, *, tiled: bool = False,
                           machine: Optional[MachineModel] = None,
-                          remark: RemarkSink = None) -> int:
+                          remark: RemarkSink = None, copy: bool = False) -> int:
     """Expand every ``hop.matmul``, ``linalg.matmul`` and ``hop.conv2d`` under ``module``
-    into affine nests (BLIS-tiled matmuls with ``tiled``, naive otherwise); returns how many
-    ops were expanded."""
+    into affine nests (BLIS-tiled matmuls with ``tiled``, naive otherwise; with ``copy`` too,
+    tiled matmuls pack A and B, see :func:`pack_blis_operands`); returns how many ops were
+    expanded."""
     todo = [op for op in module.walk()
             if isinstance(op, (HopMatmulOp, LinalgMatmulOp, HopConv2DOp))]
     for op in todo:
         if isinstance(op, HopConv2DOp):
             expand_conv2d(op)
         elif tiled:
-            expand_matmul_tiled(op, machine, remark)
+            expand_matmul_tiled(op, machine, remark, copy=copy)
         else:
             expand_matmul(op)
     return len(todo)
