@@ -497,12 +497,16 @@ def _scop_of(root: Union[Operation, Sequence[Operation]]) -> list[Operation]:
     return ops
 
 
-def extract(root: Union[Operation, Sequence[Operation]]) -> PolyhedralModel:
+def extract(root: Union[Operation, Sequence[Operation]], *,
+            scalar_flows: bool = False) -> PolyhedralModel:
     """The polyhedral model of an affine scop.
 
     ``root`` is a ``func.func`` (the scop is its body from the first affine loop/if/access to
     the last one), any single op (usually an ``affine.for`` nest), or consecutive ops of one
     block.  Raises :class:`ScheduleError` at the first op the model cannot represent.
+    ``scalar_flows=True`` accepts values flowing between statements through SSA registers
+    (they are not modelled: only for analyses they cannot affect, such as unroll-and-jam
+    legality, and the statements' ``ops`` then lack those producers).
 
         affine.for %i = 0 to 4 {            S0: { S0[i0] : 0 <= i0 <= 3 }
           %x = affine.load %A[%i]               reads  { S0[i0] -> M0[i0] }
@@ -580,6 +584,8 @@ def extract(root: Union[Operation, Sequence[Operation]]) -> PolyhedralModel:
             if d is None or id(d) not in in_scop or group_of.get(id(d)) == k or id(d) in extra:
                 return
             if not _effect_free(d):
+                if scalar_flows:
+                    return
                 other = group_of.get(id(d))
                 raise ScheduleError(f"'{d.name}' op result (in S{other}) is used by "
                                     f"'{user.name}' in S{k}: values flowing between statements "

@@ -1,0 +1,459 @@
+module {
+  func.func @matmul(%arg0: memref<8x10xf64>, %arg1: memref<10x16xf64>, %arg2: memref<8x16xf64>) {
+    affine.for %arg3 = 0 to 2 {
+      affine.for %arg4 = 0 to 2 {
+        %0 = affine.load %arg2[%arg4 * 4, %arg3 * 8] : memref<8x16xf64>
+        %1 = affine.load %arg2[%arg4 * 4 + 1, %arg3 * 8] : memref<8x16xf64>
+        %2 = affine.load %arg2[%arg4 * 4 + 2, %arg3 * 8] : memref<8x16xf64>
+        %3 = affine.load %arg2[%arg4 * 4 + 3, %arg3 * 8] : memref<8x16xf64>
+        %4 = affine.load %arg2[%arg4 * 4, %arg3 * 8 + 1] : memref<8x16xf64>
+        %5 = affine.load %arg2[%arg4 * 4 + 1, %arg3 * 8 + 1] : memref<8x16xf64>
+        %6 = affine.load %arg2[%arg4 * 4 + 2, %arg3 * 8 + 1] : memref<8x16xf64>
+        %7 = affine.load %arg2[%arg4 * 4 + 3, %arg3 * 8 + 1] : memref<8x16xf64>
+        %8 = affine.load %arg2[%arg4 * 4, %arg3 * 8 + 2] : memref<8x16xf64>
+        %9 = affine.load %arg2[%arg4 * 4 + 1, %arg3 * 8 + 2] : memref<8x16xf64>
+        %10 = affine.load %arg2[%arg4 * 4 + 2, %arg3 * 8 + 2] : memref<8x16xf64>
+        %11 = affine.load %arg2[%arg4 * 4 + 3, %arg3 * 8 + 2] : memref<8x16xf64>
+        %12 = affine.load %arg2[%arg4 * 4, %arg3 * 8 + 3] : memref<8x16xf64>
+        %13 = affine.load %arg2[%arg4 * 4 + 1, %arg3 * 8 + 3] : memref<8x16xf64>
+        %14 = affine.load %arg2[%arg4 * 4 + 2, %arg3 * 8 + 3] : memref<8x16xf64>
+        %15 = affine.load %arg2[%arg4 * 4 + 3, %arg3 * 8 + 3] : memref<8x16xf64>
+        %16 = affine.load %arg2[%arg4 * 4, %arg3 * 8 + 4] : memref<8x16xf64>
+        %17 = affine.load %arg2[%arg4 * 4 + 1, %arg3 * 8 + 4] : memref<8x16xf64>
+        %18 = affine.load %arg2[%arg4 * 4 + 2, %arg3 * 8 + 4] : memref<8x16xf64>
+        %19 = affine.load %arg2[%arg4 * 4 + 3, %arg3 * 8 + 4] : memref<8x16xf64>
+        %20 = affine.load %arg2[%arg4 * 4, %arg3 * 8 + 5] : memref<8x16xf64>
+        %21 = affine.load %arg2[%arg4 * 4 + 1, %arg3 * 8 + 5] : memref<8x16xf64>
+        %22 = affine.load %arg2[%arg4 * 4 + 2, %arg3 * 8 + 5] : memref<8x16xf64>
+        %23 = affine.load %arg2[%arg4 * 4 + 3, %arg3 * 8 + 5] : memref<8x16xf64>
+        %24 = affine.load %arg2[%arg4 * 4, %arg3 * 8 + 6] : memref<8x16xf64>
+        %25 = affine.load %arg2[%arg4 * 4 + 1, %arg3 * 8 + 6] : memref<8x16xf64>
+        %26 = affine.load %arg2[%arg4 * 4 + 2, %arg3 * 8 + 6] : memref<8x16xf64>
+        %27 = affine.load %arg2[%arg4 * 4 + 3, %arg3 * 8 + 6] : memref<8x16xf64>
+        %28 = affine.load %arg2[%arg4 * 4, %arg3 * 8 + 7] : memref<8x16xf64>
+        %29 = affine.load %arg2[%arg4 * 4 + 1, %arg3 * 8 + 7] : memref<8x16xf64>
+        %30 = affine.load %arg2[%arg4 * 4 + 2, %arg3 * 8 + 7] : memref<8x16xf64>
+        %31 = affine.load %arg2[%arg4 * 4 + 3, %arg3 * 8 + 7] : memref<8x16xf64>
+        %32:32 = affine.for %arg5 = 0 to 8 step 4 iter_args(%arg6 = %0, %arg7 = %1, %arg8 = %2, %arg9 = %3, %arg10 = %4, %arg11 = %5, %arg12 = %6, %arg13 = %7, %arg14 = %8, %arg15 = %9, %arg16 = %10, %arg17 = %11, %arg18 = %12, %arg19 = %13, %arg20 = %14, %arg21 = %15, %arg22 = %16, %arg23 = %17, %arg24 = %18, %arg25 = %19, %arg26 = %20, %arg27 = %21, %arg28 = %22, %arg29 = %23, %arg30 = %24, %arg31 = %25, %arg32 = %26, %arg33 = %27, %arg34 = %28, %arg35 = %29, %arg36 = %30, %arg37 = %31) -> (f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64) {
+          %34 = affine.load %arg0[%arg4 * 4, %arg5] : memref<8x10xf64>
+          %35 = affine.load %arg1[%arg5, %arg3 * 8] : memref<10x16xf64>
+          %36 = arith.mulf %34, %35 : f64
+          %37 = arith.addf %arg6, %36 : f64
+          %38 = affine.load %arg0[%arg4 * 4 + 1, %arg5] : memref<8x10xf64>
+          %39 = arith.mulf %38, %35 : f64
+          %40 = arith.addf %arg7, %39 : f64
+          %41 = affine.load %arg0[%arg4 * 4 + 2, %arg5] : memref<8x10xf64>
+          %42 = arith.mulf %41, %35 : f64
+          %43 = arith.addf %arg8, %42 : f64
+          %44 = affine.load %arg0[%arg4 * 4 + 3, %arg5] : memref<8x10xf64>
+          %45 = arith.mulf %44, %35 : f64
+          %46 = arith.addf %arg9, %45 : f64
+          %47 = affine.load %arg1[%arg5, %arg3 * 8 + 1] : memref<10x16xf64>
+          %48 = arith.mulf %34, %47 : f64
+          %49 = arith.addf %arg10, %48 : f64
+          %50 = arith.mulf %38, %47 : f64
+          %51 = arith.addf %arg11, %50 : f64
+          %52 = arith.mulf %41, %47 : f64
+          %53 = arith.addf %arg12, %52 : f64
+          %54 = arith.mulf %44, %47 : f64
+          %55 = arith.addf %arg13, %54 : f64
+          %56 = affine.load %arg1[%arg5, %arg3 * 8 + 2] : memref<10x16xf64>
+          %57 = arith.mulf %34, %56 : f64
+          %58 = arith.addf %arg14, %57 : f64
+          %59 = arith.mulf %38, %56 : f64
+          %60 = arith.addf %arg15, %59 : f64
+          %61 = arith.mulf %41, %56 : f64
+          %62 = arith.addf %arg16, %61 : f64
+          %63 = arith.mulf %44, %56 : f64
+          %64 = arith.addf %arg17, %63 : f64
+          %65 = affine.load %arg1[%arg5, %arg3 * 8 + 3] : memref<10x16xf64>
+          %66 = arith.mulf %34, %65 : f64
+          %67 = arith.addf %arg18, %66 : f64
+          %68 = arith.mulf %38, %65 : f64
+          %69 = arith.addf %arg19, %68 : f64
+          %70 = arith.mulf %41, %65 : f64
+          %71 = arith.addf %arg20, %70 : f64
+          %72 = arith.mulf %44, %65 : f64
+          %73 = arith.addf %arg21, %72 : f64
+          %74 = affine.load %arg1[%arg5, %arg3 * 8 + 4] : memref<10x16xf64>
+          %75 = arith.mulf %34, %74 : f64
+          %76 = arith.addf %arg22, %75 : f64
+          %77 = arith.mulf %38, %74 : f64
+          %78 = arith.addf %arg23, %77 : f64
+          %79 = arith.mulf %41, %74 : f64
+          %80 = arith.addf %arg24, %79 : f64
+          %81 = arith.mulf %44, %74 : f64
+          %82 = arith.addf %arg25, %81 : f64
+          %83 = affine.load %arg1[%arg5, %arg3 * 8 + 5] : memref<10x16xf64>
+          %84 = arith.mulf %34, %83 : f64
+          %85 = arith.addf %arg26, %84 : f64
+          %86 = arith.mulf %38, %83 : f64
+          %87 = arith.addf %arg27, %86 : f64
+          %88 = arith.mulf %41, %83 : f64
+          %89 = arith.addf %arg28, %88 : f64
+          %90 = arith.mulf %44, %83 : f64
+          %91 = arith.addf %arg29, %90 : f64
+          %92 = affine.load %arg1[%arg5, %arg3 * 8 + 6] : memref<10x16xf64>
+          %93 = arith.mulf %34, %92 : f64
+          %94 = arith.addf %arg30, %93 : f64
+          %95 = arith.mulf %38, %92 : f64
+          %96 = arith.addf %arg31, %95 : f64
+          %97 = arith.mulf %41, %92 : f64
+          %98 = arith.addf %arg32, %97 : f64
+          %99 = arith.mulf %44, %92 : f64
+          %100 = arith.addf %arg33, %99 : f64
+          %101 = affine.load %arg1[%arg5, %arg3 * 8 + 7] : memref<10x16xf64>
+          %102 = arith.mulf %34, %101 : f64
+          %103 = arith.addf %arg34, %102 : f64
+          %104 = arith.mulf %38, %101 : f64
+          %105 = arith.addf %arg35, %104 : f64
+          %106 = arith.mulf %41, %101 : f64
+          %107 = arith.addf %arg36, %106 : f64
+          %108 = arith.mulf %44, %101 : f64
+          %109 = arith.addf %arg37, %108 : f64
+          %110 = affine.load %arg0[%arg4 * 4, %arg5 + 1] : memref<8x10xf64>
+          %111 = affine.load %arg1[%arg5 + 1, %arg3 * 8] : memref<10x16xf64>
+          %112 = arith.mulf %110, %111 : f64
+          %113 = arith.addf %37, %112 : f64
+          %114 = affine.load %arg0[%arg4 * 4 + 1, %arg5 + 1] : memref<8x10xf64>
+          %115 = arith.mulf %114, %111 : f64
+          %116 = arith.addf %40, %115 : f64
+          %117 = affine.load %arg0[%arg4 * 4 + 2, %arg5 + 1] : memref<8x10xf64>
+          %118 = arith.mulf %117, %111 : f64
+          %119 = arith.addf %43, %118 : f64
+          %120 = affine.load %arg0[%arg4 * 4 + 3, %arg5 + 1] : memref<8x10xf64>
+          %121 = arith.mulf %120, %111 : f64
+          %122 = arith.addf %46, %121 : f64
+          %123 = affine.load %arg1[%arg5 + 1, %arg3 * 8 + 1] : memref<10x16xf64>
+          %124 = arith.mulf %110, %123 : f64
+          %125 = arith.addf %49, %124 : f64
+          %126 = arith.mulf %114, %123 : f64
+          %127 = arith.addf %51, %126 : f64
+          %128 = arith.mulf %117, %123 : f64
+          %129 = arith.addf %53, %128 : f64
+          %130 = arith.mulf %120, %123 : f64
+          %131 = arith.addf %55, %130 : f64
+          %132 = affine.load %arg1[%arg5 + 1, %arg3 * 8 + 2] : memref<10x16xf64>
+          %133 = arith.mulf %110, %132 : f64
+          %134 = arith.addf %58, %133 : f64
+          %135 = arith.mulf %114, %132 : f64
+          %136 = arith.addf %60, %135 : f64
+          %137 = arith.mulf %117, %132 : f64
+          %138 = arith.addf %62, %137 : f64
+          %139 = arith.mulf %120, %132 : f64
+          %140 = arith.addf %64, %139 : f64
+          %141 = affine.load %arg1[%arg5 + 1, %arg3 * 8 + 3] : memref<10x16xf64>
+          %142 = arith.mulf %110, %141 : f64
+          %143 = arith.addf %67, %142 : f64
+          %144 = arith.mulf %114, %141 : f64
+          %145 = arith.addf %69, %144 : f64
+          %146 = arith.mulf %117, %141 : f64
+          %147 = arith.addf %71, %146 : f64
+          %148 = arith.mulf %120, %141 : f64
+          %149 = arith.addf %73, %148 : f64
+          %150 = affine.load %arg1[%arg5 + 1, %arg3 * 8 + 4] : memref<10x16xf64>
+          %151 = arith.mulf %110, %150 : f64
+          %152 = arith.addf %76, %151 : f64
+          %153 = arith.mulf %114, %150 : f64
+          %154 = arith.addf %78, %153 : f64
+          %155 = arith.mulf %117, %150 : f64
+          %156 = arith.addf %80, %155 : f64
+          %157 = arith.mulf %120, %150 : f64
+          %158 = arith.addf %82, %157 : f64
+          %159 = affine.load %arg1[%arg5 + 1, %arg3 * 8 + 5] : memref<10x16xf64>
+          %160 = arith.mulf %110, %159 : f64
+          %161 = arith.addf %85, %160 : f64
+          %162 = arith.mulf %114, %159 : f64
+          %163 = arith.addf %87, %162 : f64
+          %164 = arith.mulf %117, %159 : f64
+          %165 = arith.addf %89, %164 : f64
+          %166 = arith.mulf %120, %159 : f64
+          %167 = arith.addf %91, %166 : f64
+          %168 = affine.load %arg1[%arg5 + 1, %arg3 * 8 + 6] : memref<10x16xf64>
+          %169 = arith.mulf %110, %168 : f64
+          %170 = arith.addf %94, %169 : f64
+          %171 = arith.mulf %114, %168 : f64
+          %172 = arith.addf %96, %171 : f64
+          %173 = arith.mulf %117, %168 : f64
+          %174 = arith.addf %98, %173 : f64
+          %175 = arith.mulf %120, %168 : f64
+          %176 = arith.addf %100, %175 : f64
+          %177 = affine.load %arg1[%arg5 + 1, %arg3 * 8 + 7] : memref<10x16xf64>
+          %178 = arith.mulf %110, %177 : f64
+          %179 = arith.addf %103, %178 : f64
+          %180 = arith.mulf %114, %177 : f64
+          %181 = arith.addf %105, %180 : f64
+          %182 = arith.mulf %117, %177 : f64
+          %183 = arith.addf %107, %182 : f64
+          %184 = arith.mulf %120, %177 : f64
+          %185 = arith.addf %109, %184 : f64
+          %186 = affine.load %arg0[%arg4 * 4, %arg5 + 2] : memref<8x10xf64>
+          %187 = affine.load %arg1[%arg5 + 2, %arg3 * 8] : memref<10x16xf64>
+          %188 = arith.mulf %186, %187 : f64
+          %189 = arith.addf %113, %188 : f64
+          %190 = affine.load %arg0[%arg4 * 4 + 1, %arg5 + 2] : memref<8x10xf64>
+          %191 = arith.mulf %190, %187 : f64
+          %192 = arith.addf %116, %191 : f64
+          %193 = affine.load %arg0[%arg4 * 4 + 2, %arg5 + 2] : memref<8x10xf64>
+          %194 = arith.mulf %193, %187 : f64
+          %195 = arith.addf %119, %194 : f64
+          %196 = affine.load %arg0[%arg4 * 4 + 3, %arg5 + 2] : memref<8x10xf64>
+          %197 = arith.mulf %196, %187 : f64
+          %198 = arith.addf %122, %197 : f64
+          %199 = affine.load %arg1[%arg5 + 2, %arg3 * 8 + 1] : memref<10x16xf64>
+          %200 = arith.mulf %186, %199 : f64
+          %201 = arith.addf %125, %200 : f64
+          %202 = arith.mulf %190, %199 : f64
+          %203 = arith.addf %127, %202 : f64
+          %204 = arith.mulf %193, %199 : f64
+          %205 = arith.addf %129, %204 : f64
+          %206 = arith.mulf %196, %199 : f64
+          %207 = arith.addf %131, %206 : f64
+          %208 = affine.load %arg1[%arg5 + 2, %arg3 * 8 + 2] : memref<10x16xf64>
+          %209 = arith.mulf %186, %208 : f64
+          %210 = arith.addf %134, %209 : f64
+          %211 = arith.mulf %190, %208 : f64
+          %212 = arith.addf %136, %211 : f64
+          %213 = arith.mulf %193, %208 : f64
+          %214 = arith.addf %138, %213 : f64
+          %215 = arith.mulf %196, %208 : f64
+          %216 = arith.addf %140, %215 : f64
+          %217 = affine.load %arg1[%arg5 + 2, %arg3 * 8 + 3] : memref<10x16xf64>
+          %218 = arith.mulf %186, %217 : f64
+          %219 = arith.addf %143, %218 : f64
+          %220 = arith.mulf %190, %217 : f64
+          %221 = arith.addf %145, %220 : f64
+          %222 = arith.mulf %193, %217 : f64
+          %223 = arith.addf %147, %222 : f64
+          %224 = arith.mulf %196, %217 : f64
+          %225 = arith.addf %149, %224 : f64
+          %226 = affine.load %arg1[%arg5 + 2, %arg3 * 8 + 4] : memref<10x16xf64>
+          %227 = arith.mulf %186, %226 : f64
+          %228 = arith.addf %152, %227 : f64
+          %229 = arith.mulf %190, %226 : f64
+          %230 = arith.addf %154, %229 : f64
+          %231 = arith.mulf %193, %226 : f64
+          %232 = arith.addf %156, %231 : f64
+          %233 = arith.mulf %196, %226 : f64
+          %234 = arith.addf %158, %233 : f64
+          %235 = affine.load %arg1[%arg5 + 2, %arg3 * 8 + 5] : memref<10x16xf64>
+          %236 = arith.mulf %186, %235 : f64
+          %237 = arith.addf %161, %236 : f64
+          %238 = arith.mulf %190, %235 : f64
+          %239 = arith.addf %163, %238 : f64
+          %240 = arith.mulf %193, %235 : f64
+          %241 = arith.addf %165, %240 : f64
+          %242 = arith.mulf %196, %235 : f64
+          %243 = arith.addf %167, %242 : f64
+          %244 = affine.load %arg1[%arg5 + 2, %arg3 * 8 + 6] : memref<10x16xf64>
+          %245 = arith.mulf %186, %244 : f64
+          %246 = arith.addf %170, %245 : f64
+          %247 = arith.mulf %190, %244 : f64
+          %248 = arith.addf %172, %247 : f64
+          %249 = arith.mulf %193, %244 : f64
+          %250 = arith.addf %174, %249 : f64
+          %251 = arith.mulf %196, %244 : f64
+          %252 = arith.addf %176, %251 : f64
+          %253 = affine.load %arg1[%arg5 + 2, %arg3 * 8 + 7] : memref<10x16xf64>
+          %254 = arith.mulf %186, %253 : f64
+          %255 = arith.addf %179, %254 : f64
+          %256 = arith.mulf %190, %253 : f64
+          %257 = arith.addf %181, %256 : f64
+          %258 = arith.mulf %193, %253 : f64
+          %259 = arith.addf %183, %258 : f64
+          %260 = arith.mulf %196, %253 : f64
+          %261 = arith.addf %185, %260 : f64
+          %262 = affine.load %arg0[%arg4 * 4, %arg5 + 3] : memref<8x10xf64>
+          %263 = affine.load %arg1[%arg5 + 3, %arg3 * 8] : memref<10x16xf64>
+          %264 = arith.mulf %262, %263 : f64
+          %265 = arith.addf %189, %264 : f64
+          %266 = affine.load %arg0[%arg4 * 4 + 1, %arg5 + 3] : memref<8x10xf64>
+          %267 = arith.mulf %266, %263 : f64
+          %268 = arith.addf %192, %267 : f64
+          %269 = affine.load %arg0[%arg4 * 4 + 2, %arg5 + 3] : memref<8x10xf64>
+          %270 = arith.mulf %269, %263 : f64
+          %271 = arith.addf %195, %270 : f64
+          %272 = affine.load %arg0[%arg4 * 4 + 3, %arg5 + 3] : memref<8x10xf64>
+          %273 = arith.mulf %272, %263 : f64
+          %274 = arith.addf %198, %273 : f64
+          %275 = affine.load %arg1[%arg5 + 3, %arg3 * 8 + 1] : memref<10x16xf64>
+          %276 = arith.mulf %262, %275 : f64
+          %277 = arith.addf %201, %276 : f64
+          %278 = arith.mulf %266, %275 : f64
+          %279 = arith.addf %203, %278 : f64
+          %280 = arith.mulf %269, %275 : f64
+          %281 = arith.addf %205, %280 : f64
+          %282 = arith.mulf %272, %275 : f64
+          %283 = arith.addf %207, %282 : f64
+          %284 = affine.load %arg1[%arg5 + 3, %arg3 * 8 + 2] : memref<10x16xf64>
+          %285 = arith.mulf %262, %284 : f64
+          %286 = arith.addf %210, %285 : f64
+          %287 = arith.mulf %266, %284 : f64
+          %288 = arith.addf %212, %287 : f64
+          %289 = arith.mulf %269, %284 : f64
+          %290 = arith.addf %214, %289 : f64
+          %291 = arith.mulf %272, %284 : f64
+          %292 = arith.addf %216, %291 : f64
+          %293 = affine.load %arg1[%arg5 + 3, %arg3 * 8 + 3] : memref<10x16xf64>
+          %294 = arith.mulf %262, %293 : f64
+          %295 = arith.addf %219, %294 : f64
+          %296 = arith.mulf %266, %293 : f64
+          %297 = arith.addf %221, %296 : f64
+          %298 = arith.mulf %269, %293 : f64
+          %299 = arith.addf %223, %298 : f64
+          %300 = arith.mulf %272, %293 : f64
+          %301 = arith.addf %225, %300 : f64
+          %302 = affine.load %arg1[%arg5 + 3, %arg3 * 8 + 4] : memref<10x16xf64>
+          %303 = arith.mulf %262, %302 : f64
+          %304 = arith.addf %228, %303 : f64
+          %305 = arith.mulf %266, %302 : f64
+          %306 = arith.addf %230, %305 : f64
+          %307 = arith.mulf %269, %302 : f64
+          %308 = arith.addf %232, %307 : f64
+          %309 = arith.mulf %272, %302 : f64
+          %310 = arith.addf %234, %309 : f64
+          %311 = affine.load %arg1[%arg5 + 3, %arg3 * 8 + 5] : memref<10x16xf64>
+          %312 = arith.mulf %262, %311 : f64
+          %313 = arith.addf %237, %312 : f64
+          %314 = arith.mulf %266, %311 : f64
+          %315 = arith.addf %239, %314 : f64
+          %316 = arith.mulf %269, %311 : f64
+          %317 = arith.addf %241, %316 : f64
+          %318 = arith.mulf %272, %311 : f64
+          %319 = arith.addf %243, %318 : f64
+          %320 = affine.load %arg1[%arg5 + 3, %arg3 * 8 + 6] : memref<10x16xf64>
+          %321 = arith.mulf %262, %320 : f64
+          %322 = arith.addf %246, %321 : f64
+          %323 = arith.mulf %266, %320 : f64
+          %324 = arith.addf %248, %323 : f64
+          %325 = arith.mulf %269, %320 : f64
+          %326 = arith.addf %250, %325 : f64
+          %327 = arith.mulf %272, %320 : f64
+          %328 = arith.addf %252, %327 : f64
+          %329 = affine.load %arg1[%arg5 + 3, %arg3 * 8 + 7] : memref<10x16xf64>
+          %330 = arith.mulf %262, %329 : f64
+          %331 = arith.addf %255, %330 : f64
+          %332 = arith.mulf %266, %329 : f64
+          %333 = arith.addf %257, %332 : f64
+          %334 = arith.mulf %269, %329 : f64
+          %335 = arith.addf %259, %334 : f64
+          %336 = arith.mulf %272, %329 : f64
+          %337 = arith.addf %261, %336 : f64
+          affine.yield %265, %268, %271, %274, %277, %279, %281, %283, %286, %288, %290, %292, %295, %297, %299, %301, %304, %306, %308, %310, %313, %315, %317, %319, %322, %324, %326, %328, %331, %333, %335, %337 : f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64
+        }
+        %33:32 = affine.for %arg5 = 8 to 10 iter_args(%arg6 = %32#0, %arg7 = %32#1, %arg8 = %32#2, %arg9 = %32#3, %arg10 = %32#4, %arg11 = %32#5, %arg12 = %32#6, %arg13 = %32#7, %arg14 = %32#8, %arg15 = %32#9, %arg16 = %32#10, %arg17 = %32#11, %arg18 = %32#12, %arg19 = %32#13, %arg20 = %32#14, %arg21 = %32#15, %arg22 = %32#16, %arg23 = %32#17, %arg24 = %32#18, %arg25 = %32#19, %arg26 = %32#20, %arg27 = %32#21, %arg28 = %32#22, %arg29 = %32#23, %arg30 = %32#24, %arg31 = %32#25, %arg32 = %32#26, %arg33 = %32#27, %arg34 = %32#28, %arg35 = %32#29, %arg36 = %32#30, %arg37 = %32#31) -> (f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64) {
+          %34 = affine.load %arg0[%arg4 * 4, %arg5] : memref<8x10xf64>
+          %35 = affine.load %arg1[%arg5, %arg3 * 8] : memref<10x16xf64>
+          %36 = arith.mulf %34, %35 : f64
+          %37 = arith.addf %arg6, %36 : f64
+          %38 = affine.load %arg0[%arg4 * 4 + 1, %arg5] : memref<8x10xf64>
+          %39 = arith.mulf %38, %35 : f64
+          %40 = arith.addf %arg7, %39 : f64
+          %41 = affine.load %arg0[%arg4 * 4 + 2, %arg5] : memref<8x10xf64>
+          %42 = arith.mulf %41, %35 : f64
+          %43 = arith.addf %arg8, %42 : f64
+          %44 = affine.load %arg0[%arg4 * 4 + 3, %arg5] : memref<8x10xf64>
+          %45 = arith.mulf %44, %35 : f64
+          %46 = arith.addf %arg9, %45 : f64
+          %47 = affine.load %arg1[%arg5, %arg3 * 8 + 1] : memref<10x16xf64>
+          %48 = arith.mulf %34, %47 : f64
+          %49 = arith.addf %arg10, %48 : f64
+          %50 = arith.mulf %38, %47 : f64
+          %51 = arith.addf %arg11, %50 : f64
+          %52 = arith.mulf %41, %47 : f64
+          %53 = arith.addf %arg12, %52 : f64
+          %54 = arith.mulf %44, %47 : f64
+          %55 = arith.addf %arg13, %54 : f64
+          %56 = affine.load %arg1[%arg5, %arg3 * 8 + 2] : memref<10x16xf64>
+          %57 = arith.mulf %34, %56 : f64
+          %58 = arith.addf %arg14, %57 : f64
+          %59 = arith.mulf %38, %56 : f64
+          %60 = arith.addf %arg15, %59 : f64
+          %61 = arith.mulf %41, %56 : f64
+          %62 = arith.addf %arg16, %61 : f64
+          %63 = arith.mulf %44, %56 : f64
+          %64 = arith.addf %arg17, %63 : f64
+          %65 = affine.load %arg1[%arg5, %arg3 * 8 + 3] : memref<10x16xf64>
+          %66 = arith.mulf %34, %65 : f64
+          %67 = arith.addf %arg18, %66 : f64
+          %68 = arith.mulf %38, %65 : f64
+          %69 = arith.addf %arg19, %68 : f64
+          %70 = arith.mulf %41, %65 : f64
+          %71 = arith.addf %arg20, %70 : f64
+          %72 = arith.mulf %44, %65 : f64
+          %73 = arith.addf %arg21, %72 : f64
+          %74 = affine.load %arg1[%arg5, %arg3 * 8 + 4] : memref<10x16xf64>
+          %75 = arith.mulf %34, %74 : f64
+          %76 = arith.addf %arg22, %75 : f64
+          %77 = arith.mulf %38, %74 : f64
+          %78 = arith.addf %arg23, %77 : f64
+          %79 = arith.mulf %41, %74 : f64
+          %80 = arith.addf %arg24, %79 : f64
+          %81 = arith.mulf %44, %74 : f64
+          %82 = arith.addf %arg25, %81 : f64
+          %83 = affine.load %arg1[%arg5, %arg3 * 8 + 5] : memref<10x16xf64>
+          %84 = arith.mulf %34, %83 : f64
+          %85 = arith.addf %arg26, %84 : f64
+          %86 = arith.mulf %38, %83 : f64
+          %87 = arith.addf %arg27, %86 : f64
+          %88 = arith.mulf %41, %83 : f64
+          %89 = arith.addf %arg28, %88 : f64
+          %90 = arith.mulf %44, %83 : f64
+          %91 = arith.addf %arg29, %90 : f64
+          %92 = affine.load %arg1[%arg5, %arg3 * 8 + 6] : memref<10x16xf64>
+          %93 = arith.mulf %34, %92 : f64
+          %94 = arith.addf %arg30, %93 : f64
+          %95 = arith.mulf %38, %92 : f64
+          %96 = arith.addf %arg31, %95 : f64
+          %97 = arith.mulf %41, %92 : f64
+          %98 = arith.addf %arg32, %97 : f64
+          %99 = arith.mulf %44, %92 : f64
+          %100 = arith.addf %arg33, %99 : f64
+          %101 = affine.load %arg1[%arg5, %arg3 * 8 + 7] : memref<10x16xf64>
+          %102 = arith.mulf %34, %101 : f64
+          %103 = arith.addf %arg34, %102 : f64
+          %104 = arith.mulf %38, %101 : f64
+          %105 = arith.addf %arg35, %104 : f64
+          %106 = arith.mulf %41, %101 : f64
+          %107 = arith.addf %arg36, %106 : f64
+          %108 = arith.mulf %44, %101 : f64
+          %109 = arith.addf %arg37, %108 : f64
+          affine.yield %37, %40, %43, %46, %49, %51, %53, %55, %58, %60, %62, %64, %67, %69, %71, %73, %76, %78, %80, %82, %85, %87, %89, %91, %94, %96, %98, %100, %103, %105, %107, %109 : f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64
+        }
+        affine.store %33#0, %arg2[%arg4 * 4, %arg3 * 8] : memref<8x16xf64>
+        affine.store %33#1, %arg2[%arg4 * 4 + 1, %arg3 * 8] : memref<8x16xf64>
+        affine.store %33#2, %arg2[%arg4 * 4 + 2, %arg3 * 8] : memref<8x16xf64>
+        affine.store %33#3, %arg2[%arg4 * 4 + 3, %arg3 * 8] : memref<8x16xf64>
+        affine.store %33#4, %arg2[%arg4 * 4, %arg3 * 8 + 1] : memref<8x16xf64>
+        affine.store %33#5, %arg2[%arg4 * 4 + 1, %arg3 * 8 + 1] : memref<8x16xf64>
+        affine.store %33#6, %arg2[%arg4 * 4 + 2, %arg3 * 8 + 1] : memref<8x16xf64>
+        affine.store %33#7, %arg2[%arg4 * 4 + 3, %arg3 * 8 + 1] : memref<8x16xf64>
+        affine.store %33#8, %arg2[%arg4 * 4, %arg3 * 8 + 2] : memref<8x16xf64>
+        affine.store %33#9, %arg2[%arg4 * 4 + 1, %arg3 * 8 + 2] : memref<8x16xf64>
+        affine.store %33#10, %arg2[%arg4 * 4 + 2, %arg3 * 8 + 2] : memref<8x16xf64>
+        affine.store %33#11, %arg2[%arg4 * 4 + 3, %arg3 * 8 + 2] : memref<8x16xf64>
+        affine.store %33#12, %arg2[%arg4 * 4, %arg3 * 8 + 3] : memref<8x16xf64>
+        affine.store %33#13, %arg2[%arg4 * 4 + 1, %arg3 * 8 + 3] : memref<8x16xf64>
+        affine.store %33#14, %arg2[%arg4 * 4 + 2, %arg3 * 8 + 3] : memref<8x16xf64>
+        affine.store %33#15, %arg2[%arg4 * 4 + 3, %arg3 * 8 + 3] : memref<8x16xf64>
+        affine.store %33#16, %arg2[%arg4 * 4, %arg3 * 8 + 4] : memref<8x16xf64>
+        affine.store %33#17, %arg2[%arg4 * 4 + 1, %arg3 * 8 + 4] : memref<8x16xf64>
+        affine.store %33#18, %arg2[%arg4 * 4 + 2, %arg3 * 8 + 4] : memref<8x16xf64>
+        affine.store %33#19, %arg2[%arg4 * 4 + 3, %arg3 * 8 + 4] : memref<8x16xf64>
+        affine.store %33#20, %arg2[%arg4 * 4, %arg3 * 8 + 5] : memref<8x16xf64>
+        affine.store %33#21, %arg2[%arg4 * 4 + 1, %arg3 * 8 + 5] : memref<8x16xf64>
+        affine.store %33#22, %arg2[%arg4 * 4 + 2, %arg3 * 8 + 5] : memref<8x16xf64>
+        affine.store %33#23, %arg2[%arg4 * 4 + 3, %arg3 * 8 + 5] : memref<8x16xf64>
+        affine.store %33#24, %arg2[%arg4 * 4, %arg3 * 8 + 6] : memref<8x16xf64>
+        affine.store %33#25, %arg2[%arg4 * 4 + 1, %arg3 * 8 + 6] : memref<8x16xf64>
+        affine.store %33#26, %arg2[%arg4 * 4 + 2, %arg3 * 8 + 6] : memref<8x16xf64>
+        affine.store %33#27, %arg2[%arg4 * 4 + 3, %arg3 * 8 + 6] : memref<8x16xf64>
+        affine.store %33#28, %arg2[%arg4 * 4, %arg3 * 8 + 7] : memref<8x16xf64>
+        affine.store %33#29, %arg2[%arg4 * 4 + 1, %arg3 * 8 + 7] : memref<8x16xf64>
+        affine.store %33#30, %arg2[%arg4 * 4 + 2, %arg3 * 8 + 7] : memref<8x16xf64>
+        affine.store %33#31, %arg2[%arg4 * 4 + 3, %arg3 * 8 + 7] : memref<8x16xf64>
+      }
+    }
+    return
+  }
+}
