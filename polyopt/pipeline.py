@@ -37,6 +37,19 @@ class PipelineOptions:
                 "into K_C x N_R panels under the N_R loop (K_C x N_C under the K_C loop when "
                 "N_C is given), zero-padded, 64-byte aligned, allocated once per call "
                 "(--no-hopt-copy: no packing, the paper's -hopt-copy=false)"})
+    unroll: bool = field(default=False, metadata={
+        "flag": "--hopt-unroll",
+        "help": "with --hopt: unroll the M_R x N_R register tile into the k loop and unroll k by "
+                "K_U (paper section 2.7); with --hopt-copy, partial tiles run as full ones on "
+                "zero-padded buffers"})
+    scalrep: bool = field(default=False, metadata={
+        "flag": "--hopt-scalrep",
+        "help": "with --hopt: scalar replacement (affine-scalrep): C's tile in registers across "
+                "the k loop, redundant loads removed, invariant loads hoisted"})
+    vect: bool = field(default=False, metadata={
+        "flag": "--hopt-vect",
+        "help": "with --hopt: vectorize the register tile along j with the target's vector "
+                "width (paper section 2.8; upstream vector/affine ops only)"})
 
     @classmethod
     def flag_fields(cls):
@@ -63,8 +76,11 @@ def run_passes(module: Operation, options: PipelineOptions, remark=None) -> Oper
     # MLIR's memref-bound-check: an access that is out of bounds whenever it runs is an error
     check_bounds(module, only_certain=True)
     if options.hopt:
+        from .schedules.expand import RegisterTileSteps
+        steps = RegisterTileSteps(vect=options.vect, unroll=options.unroll,
+                                  scalrep=options.scalrep)
         expand_high_level_ops(module, tiled=True, machine=machine_model(), remark=remark,
-                              copy=options.copy)
+                              copy=options.copy, steps=steps)
         if options.copy:
             _normalize_memrefs(module, remark)
     verify(module)

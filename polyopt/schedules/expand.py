@@ -29,6 +29,7 @@ add a ``C *= beta`` nest first (``C = 0`` for beta = 0: C is not read, as in BLA
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import islpy as isl
@@ -131,8 +132,23 @@ def matmul_blis_params(op: Operation, machine: Optional[MachineModel] = None) ->
     return default_blis_params(m, n, k, elem_bytes, machine, given)
 
 
+@dataclass(frozen=True)
+class RegisterTileSteps:
+    """Which register-tile steps to apply after tiling (and packing): ``--hopt-vect``,
+    ``--hopt-unroll``, ``--hopt-scalrep`` (see :mod:`polyopt.schedules.register_tile`)."""
+
+    vect: bool = False
+    unroll: bool = False
+    scalrep: bool = False
+
+    @property
+    def any(self) -> bool:
+        return self.vect or self.unroll or self.scalrep
+
+
 def expand_matmul_tiled(op: Operation, machine: Optional[MachineModel] = None,
-                        remark: RemarkSink = None, copy: bool = False) -> list[Operation]:
+                        remark: RemarkSink = None, copy: bool = False,
+                        steps: RegisterTileSteps = RegisterTileSteps()) -> list[Operation]:
     """Expand a matmul op and apply its BLIS schedule (or its ``schedule`` attribute) through
     ISL; with ``copy``, pack A and B for the BLIS schedule (:func:`pack_blis_operands`; a
     ``schedule`` attribute is not the BLIS schedule: packing is skipped with a remark).
@@ -156,6 +172,10 @@ def expand_matmul_tiled(op: Operation, machine: Optional[MachineModel] = None,
                         f"schedule (tile attributes or defaults), not to a 'schedule' attribute")
     loops = expand_matmul(op)
     new_ops = apply_schedule(loops[0], {"S0": schedule}, check=True)
+    if params is not None and steps.any:
+        new_ops = _with_register_tile(new_ops, operands, params, machine, remark, loc, copy,
+                                      steps)
+        return new_ops
     if not copy or params is None:
         return new_ops
     from ..memref_layout.data_copy import alias_root
@@ -174,6 +194,52 @@ def expand_matmul_tiled(op: Operation, machine: Optional[MachineModel] = None,
     after_index = block.index_of(new_ops[-1]) + 1
     after = block.ops[after_index] if after_index < len(block.ops) else None
     pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name=op.name)
+    start = block.index_of(before) + 1 if before is not None else 0
+    end = block.index_of(after) if after is not None else len(block.ops)
+    return list(block.ops[start:end])
+
+
+def _with_register_tile(new_ops, operands, params, machine, remark, loc, copy, steps):
+    """Pack (when ``copy``) then optimize the register tile; returns the new top-level ops."""
+    from .register_tile import optimize_register_tile
+    a, bmat, c = operands
+    nests = [o for o in new_ops if isinstance(o, AffineForOp)]
+    if len(nests) != 1:
+        return new_ops
+    top = nests[0]
+    block = top.parent
+    first = block.index_of(new_ops[0])
+    before = block.ops[first - 1] if first else None
+    after_index = block.index_of(new_ops[-1]) + 1
+    after = block.ops[after_index] if after_index < len(block.ops) else None
+    packed = False
+    if copy:
+        from ..memref_layout.data_copy import alias_root
+        if len({id(alias_root(v)) for v in operands}) == 3:
+            pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name="hop.matmul")
+            packed = True
+    machine = machine or MachineModel()
+    elem_bits = c.type.element_type.width
+    m, k = a.type.shape
+    n = bmat.type.shape[1]
+    if min(params.M_R, m) == 1 or min(params.N_R, n) == 1 or min(params.K_C, k) == 1:
+        # ISL promoted a register-tile loop that runs once: there is no tile to unroll
+        if remark is not None:
+            remark(loc, "register tile of extent 1: --hopt-unroll/--hopt-vect/--hopt-scalrep "
+                        "skipped")
+        return _nest_ops(block, before, after)
+    # the packed panels' k extent is K_C, or K when the whole k range is one tile
+    optimize_register_tile(top, c, m_r=params.M_R, n_r=params.N_R,
+                           k_c=min(params.K_C, a.type.shape[1]),
+                           k_u=params.K_U,
+                           vect=steps.vect, unroll=steps.unroll, scalrep=steps.scalrep,
+                           packed=packed, width=max(1, machine.vector_bits // elem_bits),
+                           remark=remark, loc=loc)
+    return _nest_ops(block, before, after)
+
+
+def _nest_ops(block, before, after) -> list:
+    """The ops of ``block`` strictly between ``before`` and ``after`` (None: the ends)."""
     start = block.index_of(before) + 1 if before is not None else 0
     end = block.index_of(after) if after is not None else len(block.ops)
     return list(block.ops[start:end])
@@ -277,7 +343,8 @@ def pack_blis_operands(top: AffineForOp, a: Value, bmat: Value, params: BlisPara
 
 def expand_high_level_ops(module: Operation, *, tiled: bool = False,
                           machine: Optional[MachineModel] = None,
-                          remark: RemarkSink = None, copy: bool = False) -> int:
+                          remark: RemarkSink = None, copy: bool = False,
+                          steps: RegisterTileSteps = RegisterTileSteps()) -> int:
     """Expand every ``hop.matmul``, ``linalg.matmul`` and ``hop.conv2d`` under ``module``
     into affine nests (BLIS-tiled matmuls with ``tiled``, naive otherwise; with ``copy`` too,
     tiled matmuls pack A and B, see :func:`pack_blis_operands`); returns how many ops were
@@ -288,7 +355,7 @@ def expand_high_level_ops(module: Operation, *, tiled: bool = False,
         if isinstance(op, HopConv2DOp):
             expand_conv2d(op)
         elif tiled:
-            expand_matmul_tiled(op, machine, remark, copy=copy)
+            expand_matmul_tiled(op, machine, remark, copy=copy, steps=steps)
         else:
             expand_matmul(op)
     return len(todo)

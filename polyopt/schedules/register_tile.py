@@ -1,0 +1,147 @@
+"""The register tile of a BLIS-tiled matmul (paper sections 2.7-2.12): the ``--hopt-vect``,
+``--hopt-unroll`` and ``--hopt-scalrep`` steps.
+
+The innermost loops of the BLIS nest are the ``k`` point loop and, inside it, the ``M_R x N_R``
+register-tile loops (``j`` then ``i`` in the paper's order, ``i`` then ``j`` in the permuted
+one).  This pass, thin over the utilities it calls, does:
+
+1. (``unroll`` with packing) full tiles for partial ones: the ``C`` elements of the tile are
+   copied into an ``M_R x N_R`` buffer (zero where the tile sticks out of ``C``) around the
+   ``k`` loop, and the tile loops get the constant trip counts ``M_R``/``N_R``; the packed ``A``
+   and ``B`` panels are zero-padded, so the extra lanes compute zeros that are never stored
+   (the paper's question 2 of section 2.15);
+2. (``vect``) outer-loop vectorization of the ``j`` loop (:func:`vectorize_loop`);
+3. (``unroll``) full unrolling of the tile loops: the ``k`` body becomes the unrolled
+   ``M_R x N_R`` tile (MLIR's unroll-and-jam of ``j`` and ``i`` into ``k``);
+4. (``scalrep``) scalar replacement: the tile's ``C`` elements travel in ``iter_args`` through
+   the ``k`` loop, which then has no load or store of ``C``;
+5. (``unroll``) unrolling of the ``k`` loop by ``K_U``.
+Each step that does not apply (e.g. a trip count that is not constant) is skipped with a remark.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from ..affine.affine_expr import AffineMap
+from ..affine.diagnostics import ScheduleError
+from ..affine.dialects.affine import AffineForOp, AffineLoadOp, AffineStoreOp
+from ..affine.ir import Operation, Value
+
+Remark = Optional[Callable[[object, str], None]]
+
+
+def _enclosing_loops(op: Operation) -> list[AffineForOp]:
+    loops = [a for a in op.ancestors() if isinstance(a, AffineForOp)]
+    return list(reversed(loops))  # outermost first
+
+
+def _iv_positions(op, loops) -> list[set[int]]:
+    """For each result of the access map, which of ``loops`` its IVs appear in."""
+    amap, operands = op.map, op.map_operands
+    out = []
+    for r in amap.results:
+        used = set()
+        for d in r.used_dims():
+            v = operands[d]
+            for k, loop in enumerate(loops):
+                if loop.induction_var is v:
+                    used.add(k)
+        out.append(used)
+    return out
+
+
+def find_register_tile(top: Operation, c: Value) -> Optional[tuple[AffineForOp, AffineForOp,
+                                                                   AffineForOp]]:
+    """(k loop, i loop, j loop) of the innermost statement that stores to ``c``."""
+    stores = [op for op in top.walk() if isinstance(op, AffineStoreOp) and op.memref is c]
+    if len(stores) != 1:
+        return None
+    store = stores[0]
+    loops = _enclosing_loops(store)
+    if len(loops) < 3:
+        return None
+    inner3 = loops[-3:]
+    used = _iv_positions(store, inner3)
+    if len(used) != 2:
+        return None
+    rows, cols = used
+    if 0 in rows or 0 in cols:  # the k loop must not index C
+        return None
+    i_pos = [k for k in rows if k in (1, 2)]
+    j_pos = [k for k in cols if k in (1, 2)]
+    if len(i_pos) != 1 or len(j_pos) != 1 or i_pos == j_pos:
+        return None
+    return inner3[0], inner3[i_pos[0]], inner3[j_pos[0]]
+
+
+def _extend_to_full_tile(loop: AffineForOp, size: int) -> None:
+    """``lb to min(lb + size, ub)`` -> ``lb to lb + size`` (single-result lower bound)."""
+    lb = loop.lower_map
+    if lb.num_results != 1 or loop.step != 1:
+        raise ScheduleError("tile loop with a max lower bound or a step", loop.loc)
+    ub = AffineMap.get(lb.num_dims, lb.num_symbols, (lb.results[0] + size,))
+    loop.set_upper_bound(ub, list(loop.lower_operands))
+
+
+def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c: int, k_u: int,
+                           vect: bool, unroll: bool, scalrep: bool, packed: bool,
+                           width: int, remark: Remark = None, loc=None) -> None:
+    """Apply the enabled register-tile steps to the BLIS nest ``top`` computing into ``c``."""
+    from ..affine.loop_utils import constant_trip_count, unroll as unroll_loop, unroll_full
+    from ..affine.scalrep import scalar_replace
+    from ..affine.vectorize import vectorize_loop
+    from .vector_legality import check_parallel
+
+    def note(message: str) -> None:
+        if remark is not None:
+            remark(loc, message)
+
+    found = find_register_tile(top, c)
+    if found is None:
+        note("register tile not found: --hopt-unroll/--hopt-vect/--hopt-scalrep skipped")
+        return
+    k_loop, i_loop, j_loop = found
+    func = next(a for a in top.ancestors() if a.name == "func.func")
+
+    full = [constant_trip_count(loop) == size
+            for loop, size in ((i_loop, m_r), (j_loop, n_r), (k_loop, k_c))]
+    if unroll and packed and not all(full):
+        # Every access in the k loop then goes to a zero-padded buffer (A and B panels are
+        # padded to M_R/N_R and to K_C by the packing, C's tile by this copy), so the loops can
+        # run full tiles: the extra iterations add products of zeros that are never stored.
+        from ..memref_layout.data_copy import generate_copy
+        try:
+            generate_copy(k_loop, c, depth=0, pad_to=(m_r, n_r), hoist_alloc_to=func)
+            for loop, size, is_full in zip((i_loop, j_loop, k_loop), (m_r, n_r, k_c), full):
+                if not is_full:
+                    _extend_to_full_tile(loop, size)
+        except ScheduleError as e:
+            note(f"partial register tiles stay partial: {e.message}")
+
+    if vect and width > 1:
+        try:
+            j_loop = vectorize_loop(j_loop, width, check=check_parallel)
+        except ScheduleError as e:
+            note(f"--hopt-vect: j loop not vectorized: {e.message}")
+
+    if unroll:
+        # the register-tile loops inside k (vectorization may have replaced or promoted j),
+        # innermost first, so that the k body becomes the unrolled tile
+        tile_loops = [op for op in k_loop.walk(pre_order=False)
+                      if isinstance(op, AffineForOp) and op is not k_loop]
+        for loop in tile_loops:
+            if constant_trip_count(loop) is None:
+                note("--hopt-unroll: a register-tile loop has no constant trip count "
+                     "(partial tiles without --hopt-copy): not unrolled")
+                break
+            unroll_full(loop)
+
+    if scalrep:
+        scalar_replace(k_loop.parent_op if k_loop.parent_op is not None else func)
+
+    if unroll and k_u > 1:
+        try:
+            unroll_loop(k_loop, k_u)
+        except ScheduleError as e:
+            note(f"--hopt-unroll: k loop not unrolled by {k_u}: {e.message}")

@@ -1,0 +1,95 @@
+"""The register tile (issue 5): --hopt-copy/--hopt-unroll/--hopt-scalrep/--hopt-vect, every
+subset, against numpy on sizes that no tile divides, and the shape of the inner loop."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import polyopt
+from polyopt.affine.dialects.affine import AffineForOp
+from polyopt.codegen.target import host_target
+
+from test_hopt import matmul_text, run_and_check  # noqa: E402  (tests/schedules on sys.path)
+
+FLAGS = ("copy", "unroll", "scalrep", "vect")
+PAPER = "M_C = 64 : i32, K_C = 256 : i32, M_R = 4 : i32, N_R = 8 : i32, K_U = 4 : i32"
+
+
+def run(m, n, k, t, attrs, seed=0, **switches):
+    dtype = np.float64 if t == "f64" else np.float32
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-1, 1, (m, k)).astype(dtype)
+    b = rng.uniform(-1, 1, (k, n)).astype(dtype)
+    c = rng.uniform(-1, 1, (m, n)).astype(dtype)
+    expected = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+    compiled = polyopt.compile(matmul_text(m, n, k, t, attrs), hopt=True, **switches)
+    compiled["matmul"](a, b, c)
+    tol = (1e-12 if t == "f64" else 1e-5) * max(k, 1)
+    np.testing.assert_allclose(c, expected, rtol=tol, atol=tol)
+    return compiled
+
+
+@pytest.mark.parametrize("combo", list(itertools.product([False, True], repeat=4)),
+                         ids=lambda c: "-".join(f for f, on in zip(FLAGS, c) if on) or "none")
+@pytest.mark.parametrize("m,n,k,t,attrs", [
+    (50, 37, 29, "f64", "M_C = 16 : i32, K_C = 16 : i32, M_R = 4 : i32, N_R = 8 : i32, "
+                        "K_U = 4 : i32"),
+    (17, 31, 5, "f32", ""),
+    (1, 1, 1, "f64", ""),
+])
+def test_every_flag_subset_matches_numpy(combo, m, n, k, t, attrs):
+    run(m, n, k, t, attrs, **dict(zip(FLAGS, combo)))
+
+
+@pytest.mark.parametrize("t", ["f64", "f32"])
+@pytest.mark.parametrize("m,n,k,attrs", [(2088, 2048, 2048, ""), (1000, 1000, 1000, ""),
+                                         (1000, 1000, 1000, PAPER)])
+def test_full_pipeline_on_the_papers_and_awkward_sizes(m, n, k, attrs, t):
+    run(m, n, k, t, attrs, copy=True, unroll=True, scalrep=True, vect=True)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(m=st.integers(1, 300), n=st.integers(1, 300), k=st.integers(1, 300),
+       mr=st.integers(1, 8), nr_vecs=st.integers(1, 4), ku=st.integers(1, 8),
+       t=st.sampled_from(["f32", "f64"]), seed=st.integers(0, 100))
+def test_hypothesis_register_tiles(m, n, k, mr, nr_vecs, ku, t, seed):
+    width = host_target().vector_width(64 if t == "f64" else 32)
+    nr = min(nr_vecs * width, 32) if width <= 32 else width
+    attrs = (f"M_C = {mr * 8} : i32, K_C = 64 : i32, M_R = {mr} : i32, N_R = {nr} : i32, "
+             f"K_U = {ku} : i32")
+    run(m, n, k, t, attrs, seed, copy=True, unroll=True, scalrep=True, vect=True)
+
+
+def _tile_k_loop(module):
+    """The k loop of the register tile: the loop carrying vector iter_args."""
+    loops = [op for op in module.walk() if isinstance(op, AffineForOp) and op.inits]
+    assert loops, "no loop carries the register tile"
+    return loops[0]
+
+
+def test_inner_loop_has_no_c_access_and_is_the_unrolled_tile():
+    compiled = run(50, 37, 29, "f64", PAPER.replace("64 :", "16 :").replace("256 :", "16 :"),
+                   copy=True, unroll=True, scalrep=True, vect=True)
+    k_loop = _tile_k_loop(compiled.module)
+    body = list(k_loop.body.ops)
+    assert not any(isinstance(op, AffineForOp) for op in body)     # fully unrolled tile
+    stores = [op for op in body if op.name in ("affine.store", "affine.vector_store")]
+    assert stores == []                                            # no store of C
+    # loads only from the packed panels (A broadcast, B vectors), none from C or its tile
+    loaded = {op.memref for op in body if op.name in ("affine.load", "affine.vector_load")}
+    assert all(v.defining_op is not None and v.defining_op.name == "memref.alloc"
+               for v in loaded) and len(loaded) == 2
+    fmas = [op for op in body if op.name == "arith.addf"]
+    width = host_target().vector_width(64)
+    assert len(fmas) == 4 * (8 // min(8, width)) * 4              # M_R x N_R/W x K_U
+    assert len(k_loop.inits) == 4 * max(1, 8 // width)            # the tile in iter_args
+
+
+def test_remarks_say_what_was_skipped():
+    seen = []
+    polyopt.compile(matmul_text(50, 37, 29, "f64", PAPER), hopt=True, unroll=True,
+                    remark=lambda loc, msg: seen.append(msg))
+    assert any("no constant trip count" in s for s in seen)       # partial tiles, no packing
