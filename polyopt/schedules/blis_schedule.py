@@ -122,9 +122,10 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
     """Fill the tile parameters the op does not give from an analytical model of the machine:
 
     * register tile M_R x N_R: fits the vector registers in the permuted order (measured shapes
-      on AVX2);
-    * K_C: an M_R x K_C panel of A and a K_C x N_R panel of B share ~90% of L1;
-    * M_C: an M_C x K_C block of A takes half of L2 (a multiple of M_R);
+      on AVX2); given tile sizes keep the paper's order unless it would spill and the permuted
+      one would not (section 2.12);
+    * K_C: a K_C x N_R micro-panel of B takes two thirds of L1;
+    * M_C: an M_C x K_C block of A takes 90% of L2 (a multiple of M_R);
     * N_C: a K_C x N_C block of B takes half of L3, used only when N exceeds it;
     * K_U = 4.
     Tiles are clamped to the problem size so small problems do not get huge empty tiles.
@@ -133,16 +134,25 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
     given = {key: v for key, v in (given or {}).items() if v is not None}
     origin = {}
     mr, nr, order = _register_tile(machine, elem_bytes)
-    if "M_R" in given or "N_R" in given:
-        order = given.get("register_order", "ji")
     values = {"M_R": mr, "N_R": nr}
     for name in ("M_R", "N_R"):
         values[name] = given.get(name, values[name])
     mr, nr = values["M_R"], values["N_R"]
-    kc = int(0.9 * machine.l1d_bytes / ((mr + nr) * elem_bytes))
+    if "M_R" in given or "N_R" in given:
+        # the paper's order (.., d1, d0) unless it needs more vector registers than the
+        # machine has and the permuted one of section 2.12 does not (it would spill)
+        lanes = machine.lanes(elem_bytes)
+        vecs = -(-nr // lanes)
+        regs = machine.num_vector_registers
+        spills_ji = mr * vecs + mr + 1 > regs
+        order = "ij" if spills_ji and mr * vecs + vecs + 1 <= regs else "ji"
+    # B's K_C x N_R micro-panel stays in L1 (two thirds of it: A's micro-panel streams through
+    # the rest); A's M_C x K_C block fills most of L2 (packing B once per M_C block, a larger
+    # block repacks B less often: measured faster than half of L2 on the AVX-512 Zen 5)
+    kc = int(0.66 * machine.l1d_bytes / (nr * elem_bytes))
     kc = max(8, kc - kc % 8)
     kc = given.get("K_C", min(kc, k))
-    mc = int(0.5 * machine.l2_bytes / (kc * elem_bytes))
+    mc = int(0.9 * machine.l2_bytes / (kc * elem_bytes))
     mc = max(mr, mc - mc % mr)
     mc = given.get("M_C", min(mc, -(-m // mr) * mr))
     nc = given.get("N_C")

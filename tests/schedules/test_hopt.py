@@ -177,8 +177,8 @@ def test_model_respects_register_budget_and_caches():
     avx2 = MachineModel(256, 16, 32 * 1024, 512 * 1024, 32 * 1024 * 1024)
     p = default_blis_params(2088, 2048, 2048, 8, avx2)
     assert (p.M_R, p.N_R) == (6, 8) and p.register_need(4) <= 16
-    assert (p.M_R + p.N_R) * p.K_C * 8 <= 32 * 1024          # A and B micro-panels in L1
-    assert p.M_C * p.K_C * 8 <= 256 * 1024 and p.M_C % p.M_R == 0   # A block in half of L2
+    assert p.N_R * p.K_C * 8 <= 0.66 * 32 * 1024              # B's micro-panel in L1
+    assert p.M_C * p.K_C * 8 <= 0.9 * 512 * 1024 and p.M_C % p.M_R == 0   # A's block in L2
     avx512 = MachineModel(512, 32, 48 * 1024, 1024 * 1024, 32 * 1024 * 1024)
     q = default_blis_params(2088, 2048, 2048, 8, avx512)
     assert q.N_R % 8 == 0 and q.register_need(8) <= 32
