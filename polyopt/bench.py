@@ -107,6 +107,7 @@ class MatmulBenchResult:
     variants: list[VariantResult]
     numpy: Timing
     blas: str = ""
+    peak_gflops: Optional[float] = None
 
     @property
     def flops(self) -> float:
@@ -122,6 +123,7 @@ class MatmulBenchResult:
     def to_json(self) -> dict:
         return {
             "m": self.m, "n": self.n, "k": self.k, "dtype": self.dtype, "blas": self.blas,
+            "peak_gflops": self.peak_gflops,
             "numpy": asdict(self.numpy), "numpy_gflops": self.gflops(self.numpy),
             "variants": [{
                 "label": r.variant.label, "switches": r.variant.switches,
@@ -135,16 +137,21 @@ class MatmulBenchResult:
         def spread(t: Timing) -> str:
             return f"{self.flops / t.maximum / 1e9:7.2f} .. {self.flops / t.minimum / 1e9:7.2f}"
         width = max([len(r.variant.label) for r in self.variants] + [16])
+        def of_peak(t: Timing) -> str:
+            return f"{100 * self.gflops(t) / self.peak_gflops:6.1f}%" if self.peak_gflops else ""
         lines = [f"matmul {self.m}x{self.n}x{self.k} {self.dtype}: C += A*B, medians of "
-                 f"{self.numpy.reps} alternating runs",
+                 f"{self.numpy.reps} alternating runs"
+                 + (f"; measured FMA peak {self.peak_gflops:.1f} GFLOPS" if self.peak_gflops
+                    else ""),
                  f"  {'variant':<{width}}  {'GFLOPS':>8}  {'range':>18}  {'vs numpy':>8}  "
-                 f"{'compile':>8}  {'max|err|':>8}"]
+                 f"{'compile':>8}  {'max|err|':>8}  {'of peak':>7}"]
         for r in self.variants:
             lines.append(f"  {r.variant.label:<{width}}  {self.gflops(r.timing):8.2f}  "
                          f"{spread(r.timing):>18}  {self.ratio(r):7.3f}x  "
-                         f"{r.compile_time:7.3f}s  {r.max_abs_error:8.1e}")
+                         f"{r.compile_time:7.3f}s  {r.max_abs_error:8.1e}  {of_peak(r.timing)}")
         lines.append(f"  {'numpy (OpenBLAS)':<{width}}  {self.gflops(self.numpy):8.2f}  "
-                     f"{spread(self.numpy):>18}  {1:7.3f}x")
+                     f"{spread(self.numpy):>18}  {1:7.3f}x  {'':>8}  {'':>8}  "
+                     f"{of_peak(self.numpy)}")
         if self.blas:
             lines.append(f"  numpy's BLAS: {self.blas}")
         return "\n".join(lines)
@@ -170,19 +177,32 @@ def _time_once(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
+PAPER_TILES = {"M_C": 64, "K_C": 256, "M_R": 4, "N_R": 8, "K_U": 4}
+
+
 def paper_ladder(m: int, n: int, k: int) -> list[Variant]:
-    """The steps of the paper's Figure 5 that polyopt implements so far, in order."""
+    """The steps of the paper's Figure 5, one knob at a time: the naive nest, cache tiling
+    (section 2.5's schedule), BLIS tiling with the paper's first tile sizes, + packing (2.6),
+    + unroll-and-jam and scalar replacement (2.7), + vectorization (2.8), then the tile sizes
+    and register order of polyopt's machine model (the paper's "tuned" configuration)."""
+    all_on = {"hopt": True, "copy": True, "unroll": True, "scalrep": True, "vect": True}
     return [
         Variant("naive", {"hopt": False}),
         Variant("tiling (2.5)", {"hopt": True},
                 schedule="affine_map<(d0, d1, d2) -> (d2 floordiv 256, d0 floordiv 64, d1, d0, "
                          "d2)>"),
-        Variant("BLIS tiling", {"hopt": True}),
+        Variant("BLIS tiling 4x8", {"hopt": True}, dict(PAPER_TILES)),
+        Variant("+packing", {"hopt": True, "copy": True}, dict(PAPER_TILES)),
+        Variant("+unroll-jam+scalrep", {"hopt": True, "copy": True, "unroll": True,
+                                        "scalrep": True}, dict(PAPER_TILES)),
+        Variant("+vectorization", all_on, dict(PAPER_TILES)),
+        Variant("tuned (model)", all_on),
     ]
 
 
 def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
-                 variants: Optional[list[Variant]] = None, seed: int = 0) -> MatmulBenchResult:
+                 variants: Optional[list[Variant]] = None, seed: int = 0,
+                 measure_peak: bool = True) -> MatmulBenchResult:
     """Compile each variant of ``hop.matmul`` (C += A*B), check it against numpy, then time all
     of them and numpy's matmul on the same arrays, round-robin, ``reps`` times each."""
     import numpy as np
@@ -230,7 +250,12 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
         theirs.append(_time_once(lambda: np.matmul(a, b, out=out)))
     results = [VariantResult(v, ct, Timing.of(s), e)
                for v, ct, s, e in zip(variants, compile_times, samples, errors)]
-    return MatmulBenchResult(m, n, k, dtype, results, Timing.of(theirs), blas_description())
+    peak = None
+    if measure_peak:
+        from .codegen.peak import measure_peak as run_peak
+        peak = run_peak(dtype).gflops
+    return MatmulBenchResult(m, n, k, dtype, results, Timing.of(theirs), blas_description(),
+                             peak)
 
 
 def dump_json(results: list, stream=None) -> None:

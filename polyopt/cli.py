@@ -96,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
                           metavar="N", help=f"tile parameter {name} of hop.matmul")
     _add_pipeline_flags(p_mm)
     p_mm.set_defaults(hopt=True)
+
+    p_peak = sub.add_parser("peak", help="measure the FMA peak of this core (JIT'd loop of "
+                                         "independent vector FMAs at the widest width)")
+    p_peak.add_argument("--dtype", choices=("f64", "f32", "both"), default="both")
+    p_peak.add_argument("--reps", type=int, default=5, help="repetitions (median; default 5)")
+    p_peak.add_argument("--debug", action="store_true", help="show Python tracebacks")
     return parser
 
 
@@ -234,7 +240,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"opt": cmd_opt, "run": cmd_run, "translate": cmd_translate, "bench": cmd_bench}
+def cmd_peak(args: argparse.Namespace) -> int:
+    from .codegen.peak import measure_peak
+    from .codegen.target import host_target
+    if args.reps < 1:
+        raise UsageError(f"--reps must be at least 1, got {args.reps}")
+    t = host_target()
+    print(f"{t.cpu}: {t.vector_bits}-bit vectors, {t.num_vector_registers} vector registers, "
+          f"FMA {'yes' if t.has_fma else 'no'}")
+    for dtype in (("f64", "f32") if args.dtype == "both" else (args.dtype,)):
+        p = measure_peak(dtype, t, reps=args.reps)
+        print(f"  {dtype}: {p.gflops:7.1f} GFLOPS  ({p.lanes} lanes x 12 FMA chains, median of "
+              f"{p.reps})")
+    return 0
+
+
+COMMANDS = {"opt": cmd_opt, "run": cmd_run, "translate": cmd_translate, "bench": cmd_bench,
+            "peak": cmd_peak}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
