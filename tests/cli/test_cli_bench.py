@@ -1,0 +1,48 @@
+"""polyopt bench / peak: the harness runs, checks results and reports what it measured
+(speed itself is measured by running the benchmark, never asserted here)."""
+
+import json
+import subprocess
+import sys
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", "polyopt", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_bench_matmul_json_reports_both_sides():
+    proc = _run("bench", "matmul", "--m", "17", "--n", "31", "--k", "5", "--reps", "2",
+                "--hopt-copy", "--hopt-unroll", "--hopt-scalrep", "--hopt-vect", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (result,) = json.loads(proc.stdout)
+    assert (result["m"], result["n"], result["k"], result["dtype"]) == (17, 31, 5, "f64")
+    (variant,) = result["variants"]
+    assert variant["switches"] == {"hopt": True, "copy": True, "unroll": True,
+                                   "scalrep": True, "vect": True}
+    assert variant["timing"]["reps"] == 2 and variant["max_abs_error"] < 1e-12
+    assert variant["gflops"] > 0 and result["numpy_gflops"] > 0 and result["peak_gflops"] > 0
+    assert "openblas" in result["blas"].lower() and "1 thread" in result["blas"]
+
+
+def test_bench_steps_table(tmp_path):
+    proc = _run("bench", "matmul", "--m", "9", "--n", "20", "--k", "7", "--reps", "1",
+                "--steps", "--dtype", "f32")
+    assert proc.returncode == 0, proc.stderr
+    labels = ["naive", "tiling (2.5)", "BLIS tiling 4x8", "+packing", "+unroll-jam+scalrep",
+              "+vectorization", "tuned (model)", "numpy (OpenBLAS)"]
+    lines = proc.stdout.splitlines()
+    assert [next(l for l in lines if l.strip().startswith(lab)) for lab in labels]
+
+
+def test_bench_rejects_nonsense():
+    proc = _run("bench", "matmul", "--m", "0")
+    assert proc.returncode == 1 and proc.stderr.startswith("polyopt: error: matrix sizes must be")
+    proc = _run("bench", "matmul", "--mr", "0", "--m", "4")
+    assert proc.returncode == 1 and "--mr must be positive, got 0" in proc.stderr
+
+
+def test_peak():
+    proc = _run("peak", "--dtype", "f64", "--reps", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "f64:" in proc.stdout and "GFLOPS" in proc.stdout
