@@ -116,6 +116,19 @@ def _register_tile(machine: MachineModel, elem_bytes: int) -> tuple[int, int, st
     return best[1] if best else (4, 2 * lanes, "ij")
 
 
+def _balanced(size: int, tile: int, multiple: int) -> int:
+    """The tile, at most ``tile``, that splits ``size`` into as many blocks as ``tile`` does but
+    of near-equal sizes (a multiple of ``multiple``): 2048 with 248 -> 232 (9 blocks of 232 and
+    a last one of 192) instead of 8 x 248 + 64, a last block that costs a full sweep of packing
+    for 3% of the work."""
+    if size <= tile:
+        return -(-size // multiple) * multiple if size > multiple else size
+    blocks = -(-size // tile)
+    even = -(-size // blocks)
+    even = -(-even // multiple) * multiple
+    return min(tile, even) if even <= tile else tile
+
+
 def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
                         machine: Optional[MachineModel] = None,
                         given: Optional[dict] = None) -> BlisParams:
@@ -126,6 +139,7 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
       one would not (section 2.12);
     * K_C: a K_C x N_R micro-panel of B takes two thirds of L1;
     * M_C: an M_C x K_C block of A takes 90% of L2 (a multiple of M_R);
+    * both balanced so the last block is not a sliver (:func:`_balanced`);
     * N_C: a K_C x N_C block of B takes half of L3, used only when N exceeds it;
     * K_U = 4.
     Tiles are clamped to the problem size so small problems do not get huge empty tiles.
@@ -151,10 +165,10 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
     # block repacks B less often: measured faster than half of L2 on the AVX-512 Zen 5)
     kc = int(0.66 * machine.l1d_bytes / (nr * elem_bytes))
     kc = max(8, kc - kc % 8)
-    kc = given.get("K_C", min(kc, k))
+    kc = given.get("K_C", _balanced(k, kc, 8))
     mc = int(0.9 * machine.l2_bytes / (kc * elem_bytes))
     mc = max(mr, mc - mc % mr)
-    mc = given.get("M_C", min(mc, -(-m // mr) * mr))
+    mc = given.get("M_C", _balanced(m, mc, mr))
     nc = given.get("N_C")
     if nc is None:
         limit = int(0.5 * machine.l3_bytes / (kc * elem_bytes))

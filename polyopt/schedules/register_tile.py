@@ -84,6 +84,54 @@ def _extend_to_full_tile(loop: AffineForOp, size: int) -> None:
     loop.set_upper_bound(ub, list(loop.lower_operands))
 
 
+def _full_tile_condition(loops_sizes) -> tuple:
+    """(IntegerSet, operands) true exactly when each ``lb to min(lb + size, ...)`` loop runs
+    ``size`` iterations: every upper-bound result is at least ``lb + size``."""
+    from ..affine.affine_expr import IntegerSet, dim
+    operands: list[Value] = []
+
+    def remap(amap, ops):
+        """``amap``'s results over a shared dim list (symbols become dims too)."""
+        idx = []
+        for v in ops:
+            for n, u in enumerate(operands):
+                if u is v:
+                    idx.append(n)
+                    break
+            else:
+                operands.append(v)
+                idx.append(len(operands) - 1)
+        nd = amap.num_dims
+        return [r.replace([dim(idx[t]) for t in range(nd)],
+                          [dim(idx[nd + t]) for t in range(amap.num_symbols)])
+                for r in amap.results]
+
+    constraints = []
+    for loop, size in loops_sizes:
+        (lb,) = remap(loop.lower_map, loop.lower_operands)
+        for ub in remap(loop.upper_map, loop.upper_operands):
+            diff = ub - (lb + size)
+            if not (diff.is_symbolic_or_constant() and not diff.used_dims()
+                    and diff.evaluate([0] * len(operands)) >= 0):
+                constraints.append(diff)
+    return IntegerSet(len(operands), 0, tuple(constraints), (False,) * len(constraints)), \
+        operands
+
+
+def _version_full_tiles(k_loop: AffineForOp, loops_sizes, c: Value):
+    """Loop versioning: ``affine.if (full tile) { copy of the k loop } else { k loop }``;
+    returns the copy (the original stays in the else branch)."""
+    from ..affine.dialects.affine import AffineIfOp
+    cond, operands = _full_tile_condition(loops_sizes)
+    if_op = AffineIfOp.build(cond, operands, with_else=True, loc=k_loop.loc)
+    k_loop.parent.insert_before(k_loop, if_op)
+    full = k_loop.clone()
+    if_op.then_block.insert_before(if_op.then_block.terminator, full)
+    k_loop.detach()
+    if_op.else_block.insert_before(if_op.else_block.terminator, k_loop)
+    return full
+
+
 def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c: int, k_u: int,
                            vect: bool, unroll: bool, scalrep: bool, packed: bool,
                            width: int, remark: Remark = None, loc=None) -> None:
@@ -104,44 +152,51 @@ def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c:
     k_loop, i_loop, j_loop = found
     func = next(a for a in top.ancestors() if a.name == "func.func")
 
-    full = [constant_trip_count(loop) == size
-            for loop, size in ((i_loop, m_r), (j_loop, n_r), (k_loop, k_c))]
-    if unroll and packed and not all(full):
-        # Every access in the k loop then goes to a zero-padded buffer (A and B panels are
-        # padded to M_R/N_R and to K_C by the packing, C's tile by this copy), so the loops can
-        # run full tiles: the extra iterations add products of zeros that are never stored.
+    sized = ((i_loop, m_r), (j_loop, n_r), (k_loop, k_c))
+    partial = [(loop, size) for loop, size in sized if constant_trip_count(loop) != size]
+    versions = [(k_loop, j_loop)]
+    if unroll and packed and partial:
+        # Full tiles (all but the last in each dimension) run on C directly in a versioned copy
+        # of the k loop; partial ones get C's tile in a zero-padded M_R x N_R buffer, and since
+        # the A and B panels are zero-padded to M_R/N_R and K_C by the packing, every loop can
+        # run the full tile: the extra iterations add products of zeros that are never stored.
         from ..memref_layout.data_copy import generate_copy
         try:
-            generate_copy(k_loop, c, depth=0, pad_to=(m_r, n_r), hoist_alloc_to=func)
-            for loop, size, is_full in zip((i_loop, j_loop, k_loop), (m_r, n_r, k_c), full):
-                if not is_full:
+            fk, fi, fj = find_register_tile(_version_full_tiles(k_loop, partial, c), c)
+            for loop, size in ((fi, m_r), (fj, n_r), (fk, k_c)):
+                if constant_trip_count(loop) != size:
                     _extend_to_full_tile(loop, size)
+            versions.insert(0, (fk, fj))
+            generate_copy(k_loop, c, depth=0, pad_to=(m_r, n_r), hoist_alloc_to=func)
+            for loop, size in partial:
+                _extend_to_full_tile(loop, size)
         except ScheduleError as e:
             note(f"partial register tiles stay partial: {e.message}")
 
-    if vect and width > 1:
-        try:
-            j_loop = vectorize_loop(j_loop, width, check=check_parallel)
-        except ScheduleError as e:
-            note(f"--hopt-vect: j loop not vectorized: {e.message}")
-
-    if unroll:
-        # the register-tile loops inside k (vectorization may have replaced or promoted j),
-        # innermost first, so that the k body becomes the unrolled tile
-        tile_loops = [op for op in k_loop.walk(pre_order=False)
-                      if isinstance(op, AffineForOp) and op is not k_loop]
-        for loop in tile_loops:
-            if constant_trip_count(loop) is None:
-                note("--hopt-unroll: a register-tile loop has no constant trip count "
-                     "(partial tiles without --hopt-copy): not unrolled")
-                break
-            unroll_full(loop)
+    for n, (kl, jl) in enumerate(versions):
+        if vect and width > 1:
+            try:
+                vectorize_loop(jl, width, check=check_parallel)
+            except ScheduleError as e:
+                note(f"--hopt-vect: j loop not vectorized: {e.message}")
+        if unroll:
+            # the register-tile loops inside k (vectorization may have replaced or promoted
+            # j), innermost first, so that the k body becomes the unrolled tile
+            tile_loops = [op for op in kl.walk(pre_order=False)
+                          if isinstance(op, AffineForOp) and op is not kl]
+            for loop in tile_loops:
+                if constant_trip_count(loop) is None:
+                    note("--hopt-unroll: a register-tile loop has no constant trip count "
+                         "(partial tiles without --hopt-copy): not unrolled")
+                    break
+                unroll_full(loop)
 
     if scalrep:
-        scalar_replace(k_loop.parent_op if k_loop.parent_op is not None else func)
+        scalar_replace(func)
 
     if unroll and k_u > 1:
-        try:
-            unroll_loop(k_loop, k_u)
-        except ScheduleError as e:
-            note(f"--hopt-unroll: k loop not unrolled by {k_u}: {e.message}")
+        for kl, _ in versions:
+            try:
+                unroll_loop(kl, k_u)
+            except ScheduleError as e:
+                note(f"--hopt-unroll: k loop not unrolled by {k_u}: {e.message}")
