@@ -31,7 +31,7 @@ MLIR_OPT = shutil.which("mlir-opt-22")
 def mlir_opt(text: str, *flags: str) -> str:
     """``mlir-opt-22 --allow-unregistered-dialect`` on ``text``; fails the test on an error."""
     if MLIR_OPT is None:
-        pytest.skip("mlir-opt-22 is not installed (Debian package mlir-22-tools)")
+        pytest.fail("mlir-opt-22 is not installed (Debian package mlir-22-tools)")
     r = subprocess.run([MLIR_OPT, "--allow-unregistered-dialect", *flags, "-"], input=text,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, f"mlir-opt-22 rejected:\n{text}\n{r.stderr}"
@@ -41,7 +41,7 @@ def mlir_opt(text: str, *flags: str) -> str:
 def mlir_opt_error(text: str, filename: str) -> str:
     """The first line of mlir-opt-22's diagnostic for ``text``, as if read from ``filename``."""
     if MLIR_OPT is None:
-        pytest.skip("mlir-opt-22 is not installed (Debian package mlir-22-tools)")
+        pytest.fail("mlir-opt-22 is not installed (Debian package mlir-22-tools)")
     r = subprocess.run([MLIR_OPT, "--allow-unregistered-dialect", "-"], input=text,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0, f"mlir-opt-22 accepted:\n{text}"

@@ -30,7 +30,7 @@ MLIR_OPT = shutil.which("mlir-opt-22")
 def mlir_opt(text: str, *flags: str) -> str:
     """``mlir-opt-22 --allow-unregistered-dialect`` on ``text``; fails the test on an error."""
     if MLIR_OPT is None:
-        pytest.skip("mlir-opt-22 is not installed (Debian package mlir-22-tools)")
+        pytest.fail("mlir-opt-22 is not installed (Debian package mlir-22-tools)")
     r = subprocess.run([MLIR_OPT, "--allow-unregistered-dialect", *flags, "-"], input=text,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, f"mlir-opt-22 rejected:\n{text}\n{r.stderr}"

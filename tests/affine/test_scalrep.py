@@ -61,7 +61,7 @@ def check_golden(name: str, text: str) -> None:
 
 def check_mlir_opt(text: str) -> None:
     if MLIR_OPT is None:
-        pytest.skip("mlir-opt-22 is not installed (scripts/setup.sh installs mlir-22-tools)")
+        pytest.fail("mlir-opt-22 is not installed (scripts/setup.sh installs mlir-22-tools)")
     res = subprocess.run([MLIR_OPT, "--allow-unregistered-dialect"], input=text,
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr

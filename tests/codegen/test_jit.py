@@ -803,7 +803,7 @@ def _mlir_tools():
         if found:
             libs.append(found[-1])
     if not runner or not opt or len(libs) != 2:
-        pytest.skip("mlir-runner / mlir-opt / runner utils libraries not installed")
+        pytest.fail("mlir-runner / mlir-opt / runner utils libraries not installed")
     return runner, opt, libs
 
 

@@ -1031,7 +1031,7 @@ def _mlir_runner():
     libs = [sorted(glob.glob(f"/usr/lib/llvm-*/lib/{n}*"))[-1:] for n in
             ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so")]
     if not opt or not runner or not all(libs):
-        pytest.skip("mlir-opt-22 / mlir-runner-22 / runner utils not installed "
+        pytest.fail("mlir-opt-22 / mlir-runner-22 / runner utils not installed "
                     "(Debian package mlir-22-tools)")
     return opt, runner, [l[0] for l in libs]
 

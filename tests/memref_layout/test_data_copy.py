@@ -51,7 +51,7 @@ def run_both(original: str, transformed, name: str, arrays: list[np.ndarray]) ->
 def check_mlir_opt(text: str) -> None:
     """mlir-opt-22 accepts ``text``, and what it prints parses back to the same text."""
     if MLIR_OPT is None:
-        pytest.skip("mlir-opt-22 is not installed (scripts/setup.sh installs mlir-22-tools)")
+        pytest.fail("mlir-opt-22 is not installed (scripts/setup.sh installs mlir-22-tools)")
     res = subprocess.run([MLIR_OPT, "--allow-unregistered-dialect"], input=text,
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr

@@ -720,7 +720,7 @@ def test_parse_schedule_option():
                                     "apply_single_row.mlir", "apply_imperfect.mlir"])
 def test_mlir_opt_accepts_the_generated_nests(golden):
     if MLIR_OPT is None:
-        pytest.skip("mlir-opt-22 is not installed (scripts/setup.sh installs mlir-22-tools)")
+        pytest.fail("mlir-opt-22 is not installed (scripts/setup.sh installs mlir-22-tools)")
     text = (GOLDEN / golden).read_text()
     res = subprocess.run([MLIR_OPT, "--allow-unregistered-dialect"], input=text,
                          capture_output=True, text=True, timeout=60)
@@ -731,7 +731,7 @@ def test_mlir_opt_accepts_the_generated_nests(golden):
 
 def test_mlir_opt_accepts_conditions_and_strides():
     if MLIR_OPT is None:
-        pytest.skip("mlir-opt-22 is not installed (scripts/setup.sh installs mlir-22-tools)")
+        pytest.fail("mlir-opt-22 is not installed (scripts/setup.sh installs mlir-22-tools)")
     module, func = parse_func(COND)
     apply_schedule(func, {"S0": "(d0) -> (d0 floordiv 16, d0)",
                           "S1": "(d0) -> (d0 floordiv 16, d0)"})

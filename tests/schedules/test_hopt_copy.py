@@ -109,7 +109,7 @@ def test_paper_section_2_6_golden():
 
 def test_paper_golden_is_accepted_by_mlir_opt():
     if MLIR_OPT is None:
-        pytest.skip("mlir-opt-22 is not installed (scripts/setup.sh installs mlir-22-tools)")
+        pytest.fail("mlir-opt-22 is not installed (scripts/setup.sh installs mlir-22-tools)")
     text = (GOLDEN / "hopt_copy_paper_2_6.mlir").read_text()
     res = subprocess.run([MLIR_OPT, "--allow-unregistered-dialect"], input=text,
                          capture_output=True, text=True, timeout=60)
