@@ -46,6 +46,8 @@ from .dialects.affine import (AffineApplyOp, AffineForOp, AffineIfOp, AffineLoad
                               AffineMinOp, AffineStoreOp, AffineVectorLoadOp,
                               AffineVectorStoreOp)
 from .ir import BlockArgument, Operation, OpResult, Value
+from .linear_form import (add_forms, constant_of, floordiv_form, is_constant_form,
+                          mod_form, scale_form)
 
 __all__ = [
     "UnrollResult", "unroll", "unroll_full", "unroll_jam", "promote_if_single_iteration",
@@ -76,56 +78,18 @@ def _freeze(lin: dict) -> frozenset:
     return frozenset(lin.items())
 
 
-def _add(a: dict, b: dict, scale: int = 1) -> dict:
-    out = dict(a)
-    for k, c in b.items():
-        v = out.get(k, 0) + c * scale
-        if v:
-            out[k] = v
-        else:
-            out.pop(k, None)
-    return out
-
-
-def _scale(a: dict, c: int) -> dict:
-    return {k: v * c for k, v in a.items()} if c else {}
-
-
-def _is_const(lin: dict) -> bool:
-    return all(k is None for k in lin)
-
-
-def _cval(lin: dict) -> int:
-    return lin.get(None, 0)
+_add = add_forms
+_scale = scale_form
+_is_const = is_constant_form
+_cval = constant_of
 
 
 def _floordiv(lin: dict, q: int) -> dict:
-    if q == 1:
-        return lin
-    out: dict = {}
-    rest: dict = {}
-    for k, c in lin.items():
-        if k is None:
-            if c // q:
-                out[None] = c // q
-            if c % q:
-                rest[None] = c % q
-        elif c % q == 0:
-            out[k] = c // q
-        else:
-            rest[k] = c
-    if _is_const(rest):          # 0 <= rest < q
-        return out
-    return _add(out, {("floordiv", _freeze(rest), q): 1})
+    return floordiv_form(lin, q, lambda rest, d: {("floordiv", _freeze(rest), d): 1})
 
 
 def _mod(lin: dict, q: int) -> dict:
-    if q == 1:
-        return {}
-    rest = {k: c % q for k, c in lin.items() if c % q}
-    if _is_const(rest):
-        return rest
-    return {("mod", _freeze(rest), q): 1}
+    return mod_form(lin, q, lambda rest, d: {("mod", _freeze(rest), d): 1})
 
 
 def _linearize(e: AffineExpr, leaf: Callable[[AffineExpr], dict]) -> dict:

@@ -50,6 +50,8 @@ from ..affine.dialects.affine import (AffineApplyOp, AffineForOp, AffineIfOp, Af
                                       AffineMaxOp, AffineMinOp, AffineStoreOp,
                                       AffineVectorLoadOp, AffineVectorStoreOp)
 from ..affine.ir import Block, Operation, Value
+from ..affine.linear_form import (add_forms, constant_of, floordiv_form, is_constant_form,
+                                   mod_form, scale_form)
 
 __all__ = [
     "generate_affine", "build_ast", "AffineGenerator", "canonicalize_expr",
@@ -82,27 +84,10 @@ _AST_OPTIONS = {
 # canonical linear forms of affine expressions
 
 
-def _is_const(lin: dict) -> bool:
-    return all(k is None for k in lin)
-
-
-def _cval(lin: dict) -> int:
-    return lin.get(None, 0)
-
-
-def _add_lin(a: dict, b: dict, scale: int = 1) -> dict:
-    out = dict(a)
-    for k, c in b.items():
-        v = out.get(k, 0) + c * scale
-        if v:
-            out[k] = v
-        else:
-            out.pop(k, None)
-    return out
-
-
-def _scale_lin(a: dict, c: int) -> dict:
-    return {k: v * c for k, v in a.items()} if c else {}
+_is_const = is_constant_form
+_cval = constant_of
+_add_lin = add_forms
+_scale_lin = scale_form
 
 
 def _term(e: AffineExpr) -> dict:
@@ -115,32 +100,11 @@ def _term(e: AffineExpr) -> dict:
 
 
 def _floordiv_lin(lin: dict, q: int) -> dict:
-    if q == 1:
-        return lin
-    out: dict = {}
-    rest: dict = {}
-    for k, c in lin.items():
-        if k is None:
-            if c // q:
-                out[None] = c // q
-            if c % q:
-                rest[None] = c % q
-        elif c % q == 0:
-            out[k] = c // q
-        else:
-            rest[k] = c
-    if _is_const(rest):          # 0 <= rest < q
-        return out
-    return _add_lin(out, _term(_unlin(rest).floordiv(q)))
+    return floordiv_form(lin, q, lambda rest, d: _term(_unlin(rest).floordiv(d)))
 
 
 def _mod_lin(lin: dict, q: int) -> dict:
-    if q == 1:
-        return {}
-    rest = {k: c % q for k, c in lin.items() if c % q}
-    if _is_const(rest):
-        return rest
-    return _term(_unlin(rest).mod(q))
+    return mod_form(lin, q, lambda rest, d: _term(_unlin(rest).mod(d)))
 
 
 def _lin(e: AffineExpr) -> dict:
