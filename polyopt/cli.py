@@ -120,8 +120,11 @@ def _read_source(path: str) -> tuple[str, str]:
 
 
 def _options(args: argparse.Namespace) -> PipelineOptions:
-    return PipelineOptions(**{name: getattr(args, name) for name, _, _ in
-                              PipelineOptions.flag_fields()})
+    try:
+        return PipelineOptions(**{name: getattr(args, name) for name, _, _ in
+                                  PipelineOptions.flag_fields()})
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def _write_output(text: str, output: Optional[str]) -> None:

@@ -51,6 +51,14 @@ class PipelineOptions:
         "help": "with --hopt: vectorize the register tile along j with the target's vector "
                 "width (paper section 2.8; upstream vector/affine ops only)"})
 
+    def __post_init__(self):
+        needs_hopt = [f.metadata["flag"] for f in fields(self)
+                      if f.name != "hopt" and getattr(self, f.name)]
+        if needs_hopt and not self.hopt:
+            verb = "needs" if len(needs_hopt) == 1 else "need"
+            raise ValueError(f"{', '.join(needs_hopt)} {verb} --hopt (they transform the loop "
+                             f"nests --hopt generates)")
+
     @classmethod
     def flag_fields(cls):
         return [(f.name, f.metadata["flag"], f.metadata["help"]) for f in fields(cls)]

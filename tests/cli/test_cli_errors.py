@@ -115,3 +115,15 @@ def test_stdin_input(monkeypatch, capsys):
     assert main(["opt", "-"]) == 0
     out, _ = capsys.readouterr()
     assert out == "module {\n  func.func @f() {\n    return\n  }\n}\n"
+
+
+def test_pass_flags_without_hopt_are_a_usage_error(capsys):
+    import os
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "hop_matmul.mlir")
+    assert main(["opt", "--hopt-copy", "--hopt-vect", example]) == 1
+    err = capsys.readouterr().err
+    assert err == ("polyopt: error: --hopt-copy, --hopt-vect need --hopt (they transform the "
+                   "loop nests --hopt generates)\n")
+    import polyopt
+    with pytest.raises(ValueError, match="--hopt-unroll needs --hopt"):
+        polyopt.compile(open(example).read(), unroll=True)
