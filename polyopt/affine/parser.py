@@ -218,7 +218,6 @@ class Parser:
     def parse_ssa_name(self) -> tuple[str, int]:
         """``%name`` (or ``%name#3``) -> (name, result number); no lookup."""
         self.skip_ws()
-        start = self.pos
         if not self.text.startswith("%", self.pos):
             raise self.error(f"expected SSA operand, found {self._describe_next()}")
         m = _SUFFIX_ID.match(self.text, self.pos + 1)

@@ -14,7 +14,7 @@ the counterpart of MLIR's ``OpAsmPrinter``.
 from __future__ import annotations
 
 import io
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Sequence
 
 from .affine_expr import AffineMap, IntegerSet
 from .attributes import Attribute, format_named_attr

@@ -436,7 +436,7 @@ class _ModuleLowering:
         if isinstance(t, IntegerType) and t.width not in (8, 16, 32, 64):
             raise _Unsupported(f"memref element type '{t}' is not supported")
         if isinstance(t, (MemRefType, UnrankedMemRefType)):
-            raise _Unsupported(f"memrefs of memrefs are not supported")
+            raise _Unsupported("memrefs of memrefs are not supported")
         return self.type(t)
 
     def abi_size(self, ty: ir.Type) -> int:
@@ -1944,7 +1944,6 @@ def _lower_fill(L: _FunctionLowering, op: Operation) -> None:
     t = mem.type
     if any(d == 0 for d in t.shape):
         return
-    b = L.b
     if _is_row_major(t) or t.rank == 0:
         # one flat loop over the buffer
         flat = MemRefType((max(1, t.num_elements),), t.element_type)

@@ -25,7 +25,7 @@ from typing import Callable, Optional
 
 from ..affine.affine_expr import AffineMap
 from ..affine.diagnostics import ScheduleError
-from ..affine.dialects.affine import AffineForOp, AffineLoadOp, AffineStoreOp
+from ..affine.dialects.affine import AffineForOp, AffineStoreOp
 from ..affine.ir import Operation, Value
 
 Remark = Optional[Callable[[object, str], None]]

@@ -191,7 +191,7 @@ class _BinaryOp(Operation):
     def verify_op(self) -> None:
         t = self.results[0].type
         if any(v.type != t for v in self.operands):
-            raise self.error(f"requires the same type for all operands and results")
+            raise self.error("requires the same type for all operands and results")
         if self.FLOAT and not _is_float_like(t):
             raise self.error(f"operand #0 must be floating-point-like, but got '{t}'")
         if not self.FLOAT and not _is_int_like(t):

@@ -7,7 +7,7 @@ declarations to be private).
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Sequence
 
 from ..attributes import DictAttr, StringAttr, SymbolRefAttr, TypeAttr
 from ..ir import Block, Operation, Region, Value, register_op

@@ -62,6 +62,55 @@ def drop_false_nontemporal(attrs: dict) -> dict:
         attrs = {k: v for k, v in attrs.items() if k != "nontemporal"}
     return attrs
 
+class IndexedLoadAccessors:
+    """``<op> %m[%i, %j]``: operand 0 is the memref, the others its indices."""
+
+    @property
+    def memref(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def indices(self) -> tuple[Value, ...]:
+        return self.operands[1:]
+
+
+class IndexedStoreAccessors:
+    """``<op> %v, %m[%i, %j]``: the stored value, the memref, then its indices."""
+
+    @property
+    def value(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def memref(self) -> Value:
+        return self.operands[1]
+
+    @property
+    def indices(self) -> tuple[Value, ...]:
+        return self.operands[2:]
+
+
+def parse_load_prefix(p):
+    """``%m[%i, ...] {attrs} :`` -> (memref, its offset, indices, attrs)."""
+    p.skip_ws()
+    start = p.pos
+    m = p.parse_operand()
+    idx = parse_indices(p)
+    attrs = drop_false_nontemporal(p.parse_optional_attr_dict())
+    p.expect(":")
+    return m, start, idx, attrs
+
+
+def parse_store_prefix(p):
+    """``%v, %m[%i, ...] {attrs} :`` -> (value, its offset, memref, its offset, indices, attrs)."""
+    p.skip_ws()
+    vstart = p.pos
+    v = p.parse_operand()
+    p.expect(",")
+    m, mstart, idx, attrs = parse_load_prefix(p)
+    return v, vstart, m, mstart, idx, attrs
+
+
 
 def print_attrs_without_default_nontemporal(p, attrs: dict) -> None:
     nt = attrs.get("nontemporal")
@@ -262,7 +311,7 @@ class DeallocOp(Operation):
 # load / store
 
 @register_op
-class MemRefLoadOp(Operation):
+class MemRefLoadOp(IndexedLoadAccessors, Operation):
     """``%v = memref.load %m[%i, %j] : memref<4x4xf64>``."""
 
     OP_NAME = "memref.load"
@@ -271,26 +320,12 @@ class MemRefLoadOp(Operation):
     def build(cls, memref: Value, indices: Sequence[Value], loc=None) -> "MemRefLoadOp":
         return cls(operands=[memref, *indices], result_types=[memref.type.element_type], loc=loc)
 
-    @property
-    def memref(self) -> Value:
-        return self.operands[0]
-
-    @property
-    def indices(self) -> tuple[Value, ...]:
-        return self.operands[1:]
-
     @classmethod
     def parse_custom(cls, p, loc, name):
-        p.skip_ws()
-        start = p.pos
-        m = p.parse_operand()
-        idx = parse_indices(p)
-        attrs = p.parse_optional_attr_dict()
-        p.expect(":")
+        m, start, idx, attrs = parse_load_prefix(p)
         t = parse_memref_type(p)
         p.check_type(m, t, start)
-        return cls(operands=[m, *idx], result_types=[t.element_type],
-                   attributes=drop_false_nontemporal(attrs), loc=loc)
+        return cls(operands=[m, *idx], result_types=[t.element_type], attributes=attrs, loc=loc)
 
     @classmethod
     def from_generic(cls, p, loc, operands, result_types, attrs, regions):
@@ -319,7 +354,7 @@ class MemRefLoadOp(Operation):
 
 
 @register_op
-class MemRefStoreOp(Operation):
+class MemRefStoreOp(IndexedStoreAccessors, Operation):
     """``memref.store %v, %m[%i, %j] : memref<4x4xf64>``."""
 
     OP_NAME = "memref.store"
@@ -328,36 +363,15 @@ class MemRefStoreOp(Operation):
     def build(cls, value: Value, memref: Value, indices: Sequence[Value], loc=None):
         return cls(operands=[value, memref, *indices], loc=loc)
 
-    @property
-    def value(self) -> Value:
-        return self.operands[0]
-
-    @property
-    def memref(self) -> Value:
-        return self.operands[1]
-
-    @property
-    def indices(self) -> tuple[Value, ...]:
-        return self.operands[2:]
-
     @classmethod
     def parse_custom(cls, p, loc, name):
-        p.skip_ws()
-        vstart = p.pos
-        v = p.parse_operand()
-        p.expect(",")
-        p.skip_ws()
-        mstart = p.pos
-        m = p.parse_operand()
-        idx = parse_indices(p)
-        attrs = p.parse_optional_attr_dict()
-        p.expect(":")
+        v, vstart, m, mstart, idx, attrs = parse_store_prefix(p)
         t = parse_memref_type(p)
         # MLIR resolves the stored value against the element type, so a mismatch is reported
         # at the value's use
         p.check_type(v, t.element_type, vstart)
         p.check_type(m, t, mstart)
-        return cls(operands=[v, m, *idx], attributes=drop_false_nontemporal(attrs), loc=loc)
+        return cls(operands=[v, m, *idx], attributes=attrs, loc=loc)
 
     @classmethod
     def from_generic(cls, p, loc, operands, result_types, attrs, regions):

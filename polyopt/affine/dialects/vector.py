@@ -16,8 +16,9 @@ from ..attributes import OpaqueAttr, StringAttr
 from ..ir import Operation, Value, register_op
 from ..types import (FloatType, IndexType, IntegerType, MemRefType, Type, VectorType,
                      element_type_of)
-from .memref import (check_index_operands, drop_false_nontemporal, parse_indices,
-                     parse_memref_type, print_attrs_without_default_nontemporal, print_indexed)
+from .memref import (IndexedLoadAccessors, IndexedStoreAccessors, check_index_operands,
+                     parse_load_prefix, parse_memref_type, parse_store_prefix,
+                     print_attrs_without_default_nontemporal, print_indexed)
 
 
 def _parse_vector_type(p) -> VectorType:
@@ -399,7 +400,7 @@ def _verify_vector_access(op: Operation, memref: Value, indices: Sequence[Value]
 
 
 @register_op
-class VectorLoadOp(Operation):
+class VectorLoadOp(IndexedLoadAccessors, Operation):
     """``%v = vector.load %m[%i, %j] : memref<16x16xf32>, vector<8xf32>`` (contiguous load)."""
 
     OP_NAME = "vector.load"
@@ -409,31 +410,17 @@ class VectorLoadOp(Operation):
         return cls(operands=[memref, *indices], result_types=[vector_type], loc=loc)
 
     @property
-    def memref(self) -> Value:
-        return self.operands[0]
-
-    @property
-    def indices(self) -> tuple[Value, ...]:
-        return self.operands[1:]
-
-    @property
     def vector_type(self) -> VectorType:
         return self.results[0].type
 
     @classmethod
     def parse_custom(cls, p, loc, name):
-        p.skip_ws()
-        start = p.pos
-        m = p.parse_operand()
-        idx = parse_indices(p)
-        attrs = p.parse_optional_attr_dict()
-        p.expect(":")
+        m, start, idx, attrs = parse_load_prefix(p)
         mt = parse_memref_type(p)
         p.expect(",")
         vt = _parse_vector_type(p)
         p.check_type(m, mt, start)
-        return cls(operands=[m, *idx], result_types=[vt], attributes=drop_false_nontemporal(attrs),
-                   loc=loc)
+        return cls(operands=[m, *idx], result_types=[vt], attributes=attrs, loc=loc)
 
     def print_custom(self, p) -> None:
         p.print("vector.load ")
@@ -448,7 +435,7 @@ class VectorLoadOp(Operation):
 
 
 @register_op
-class VectorStoreOp(Operation):
+class VectorStoreOp(IndexedStoreAccessors, Operation):
     """``vector.store %v, %m[%i, %j] : memref<16x16xf32>, vector<8xf32>``."""
 
     OP_NAME = "vector.store"
@@ -457,36 +444,15 @@ class VectorStoreOp(Operation):
     def build(cls, value: Value, memref: Value, indices: Sequence[Value], loc=None):
         return cls(operands=[value, memref, *indices], loc=loc)
 
-    @property
-    def value(self) -> Value:
-        return self.operands[0]
-
-    @property
-    def memref(self) -> Value:
-        return self.operands[1]
-
-    @property
-    def indices(self) -> tuple[Value, ...]:
-        return self.operands[2:]
-
     @classmethod
     def parse_custom(cls, p, loc, name):
-        p.skip_ws()
-        vstart = p.pos
-        v = p.parse_operand()
-        p.expect(",")
-        p.skip_ws()
-        mstart = p.pos
-        m = p.parse_operand()
-        idx = parse_indices(p)
-        attrs = p.parse_optional_attr_dict()
-        p.expect(":")
+        v, vstart, m, mstart, idx, attrs = parse_store_prefix(p)
         mt = parse_memref_type(p)
         p.expect(",")
         vt = _parse_vector_type(p)
         p.check_type(m, mt, mstart)
         p.check_type(v, vt, vstart)
-        return cls(operands=[v, m, *idx], attributes=drop_false_nontemporal(attrs), loc=loc)
+        return cls(operands=[v, m, *idx], attributes=attrs, loc=loc)
 
     def print_custom(self, p) -> None:
         p.print("vector.store ")
