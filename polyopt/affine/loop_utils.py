@@ -46,6 +46,7 @@ from .dialects.affine import (AffineApplyOp, AffineForOp, AffineIfOp, AffineLoad
                               AffineMinOp, AffineStoreOp, AffineVectorLoadOp,
                               AffineVectorStoreOp)
 from .ir import BlockArgument, Operation, OpResult, Value
+from .value_table import export_map
 from .linear_form import (add_forms, constant_of, floordiv_form, is_constant_form,
                           mod_form, scale_form)
 
@@ -249,18 +250,8 @@ class _Atoms:
 
     def export(self, exprs: Sequence[AffineExpr]) -> tuple[AffineMap, list[Value]]:
         """A map with compact operands (dims in table order, then symbols) for ``exprs``."""
-        exprs = [simplify_affine_expr(e) for e in exprs]
-        used = sorted(set().union(*(e.used_dims() for e in exprs))) if exprs else []
-        dims_ = [k for k in used if not self.symbolic[k]]
-        syms = [k for k in used if self.symbolic[k]]
-        repl: list[AffineExpr] = [dim(0)] * ((used[-1] + 1) if used else 0)
-        for i, k in enumerate(dims_):
-            repl[k] = dim(i)
-        for i, k in enumerate(syms):
-            repl[k] = symbol(i)
-        results = [simplify_affine_expr(e.replace(repl)) for e in exprs]
-        return AffineMap.get(len(dims_), len(syms), results), \
-            [self.values[k] for k in dims_ + syms]
+        return export_map(exprs, self.values, self.symbolic, simplify_affine_expr,
+                          presimplify=True)
 
 
 def _compose_user(op: Operation, value: Value, amap: AffineMap,

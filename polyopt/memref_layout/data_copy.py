@@ -68,7 +68,7 @@ from typing import Optional, Sequence, Union
 
 import islpy as isl
 
-from ..affine.affine_expr import AffineExpr, AffineMap, constant, dim, symbol
+from ..affine.affine_expr import AffineExpr, AffineMap, constant, dim
 from ..affine.builder import Builder
 from ..affine.diagnostics import CodegenError, ScheduleError
 from ..affine.dialects.affine import AffineForOp, AffineIfOp, AffineLoadOp, AffineStoreOp
@@ -155,18 +155,9 @@ class _Table:
         return e.replace_dims(repl)
 
     def export(self, exprs: Sequence[AffineExpr]) -> tuple[AffineMap, list[Value]]:
+        from ..affine.value_table import export_map
         from ..schedules.ast_to_affine import canonicalize_expr
-        used = sorted(set().union(*(e.used_dims() for e in exprs))) if exprs else []
-        dims_ = [k for k in used if not self.symbolic[k]]
-        syms = [k for k in used if self.symbolic[k]]
-        repl: list[AffineExpr] = [dim(0)] * ((used[-1] + 1) if used else 0)
-        for i, k in enumerate(dims_):
-            repl[k] = dim(i)
-        for i, k in enumerate(syms):
-            repl[k] = symbol(i)
-        results = [canonicalize_expr(e.replace_dims(repl)) for e in exprs]
-        return AffineMap.get(len(dims_), len(syms), results), \
-            [self.values[k] for k in dims_ + syms]
+        return export_map(exprs, self.values, self.symbolic, canonicalize_expr)
 
 
 # ---------------------------------------------------------------------------------------------
