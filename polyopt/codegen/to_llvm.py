@@ -1040,8 +1040,8 @@ class _FunctionLowering:
 
     # -- memory addressing ------------------------------------------------------------------
 
-    def address(self, mem: _Mem, subscripts: Sequence[_Lin], access_ty: ir.Type
-                ) -> tuple[ir.Value, int]:
+    def address(self, mem: _Mem, subscripts: Sequence[_Lin], access_ty: ir.Type,
+                inbounds: bool = True) -> tuple[ir.Value, int]:
         """Pointer to the element at logical ``subscripts`` and the alignment it is known to
         have for an access of type ``access_ty``."""
         lin = self.ml.linearize(mem.type, self.op.loc)
@@ -1057,7 +1057,7 @@ class _FunctionLowering:
         if off.is_const and off.const == 0:
             return mem.ptr, align
         offset = self.emit_lin(off)
-        return self.b.gep(mem.ptr, [offset], inbounds=True, source_etype=elem_ty), align
+        return self.b.gep(mem.ptr, [offset], inbounds=inbounds, source_etype=elem_ty), align
 
     def load_elem(self, mem: _Mem, subs: Sequence[_Lin]) -> ir.Value:
         et = mem.type.element_type
@@ -1856,6 +1856,18 @@ def _lower_affine_memop(L: _FunctionLowering, op: Operation) -> None:
         vt = op.value.type
         L.ml.type(vt)
         L.store_vector(L.get(op.value), mem, subs, vt)
+
+
+@_handles("affine.prefetch")
+def _lower_affine_prefetch(L: _FunctionLowering, op: Operation) -> None:
+    # as MLIR's PrefetchOp lowering: llvm.prefetch(ptr, rw, locality, cache type); the address
+    # may lie outside the memref (a prefetch does not fault), so the GEP is not inbounds
+    mem = L.mem(op.memref)
+    subs = L.map_forms(op.map, op.map_operands)
+    ptr, _ = L.address(mem, subs, L.ml.mem_type(op.memref.type.element_type), inbounds=False)
+    fn = L.ml.intrinsic("llvm.prefetch.p0", VOID, [ptr.type, I32, I32, I32])
+    L.b.call(fn, [ptr, ir.Constant(I32, int(op.is_write)), ir.Constant(I32, op.locality),
+                  ir.Constant(I32, int(op.is_data_cache))])
 
 
 # -- memref --------------------------------------------------------------------------------------

@@ -15,7 +15,10 @@ one).  This pass, thin over the utilities it calls, does:
    ``M_R x N_R`` tile (MLIR's unroll-and-jam of ``j`` and ``i`` into ``k``);
 4. (``scalrep``) scalar replacement: the tile's ``C`` elements travel in ``iter_args`` through
    the ``k`` loop, which then has no load or store of ``C``;
-5. (``unroll``) unrolling of the ``k`` loop by ``K_U``.
+5. (``unroll``) unrolling of the ``k`` loop by ``K_U``;
+6. (``scalrep``) the accumulators start from zero and ``C`` is added after the ``k`` loop,
+   and (with ``unroll``) the tile's lines of ``C`` are prefetched (``affine.prefetch``) before
+   it, so the micro-kernel never waits for ``C``.
 Each step that does not apply (e.g. a trip count that is not constant) is skipped with a remark.
 """
 
@@ -108,6 +111,9 @@ def _full_tile_condition(loops_sizes) -> tuple:
 
     constraints = []
     for loop, size in loops_sizes:
+        if loop.lower_map.num_results != 1:
+            # e.g. N_C not a multiple of N_R: a tile may start at an N_C block boundary
+            raise ScheduleError("a register-tile loop has a max lower bound", loop.loc)
         (lb,) = remap(loop.lower_map, loop.lower_operands)
         for ub in remap(loop.upper_map, loop.upper_operands):
             diff = ub - (lb + size)
@@ -155,14 +161,21 @@ def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c:
     sized = ((i_loop, m_r), (j_loop, n_r), (k_loop, k_c))
     partial = [(loop, size) for loop, size in sized if constant_trip_count(loop) != size]
     versions = [(k_loop, j_loop)]
-    if unroll and packed and partial:
+    if unroll and packed and partial == [(k_loop, k_c)]:
+        # only the last K_C block is short: the packed panels are zero-padded to K_C, so
+        # every tile runs the full K_C iterations (the extra ones add zeros)
+        _extend_to_full_tile(k_loop, k_c)
+    elif unroll and packed and partial:
         # Full tiles (all but the last in each dimension) run on C directly in a versioned copy
         # of the k loop; partial ones get C's tile in a zero-padded M_R x N_R buffer, and since
         # the A and B panels are zero-padded to M_R/N_R and K_C by the packing, every loop can
         # run the full tile: the extra iterations add products of zeros that are never stored.
         from ..memref_layout.data_copy import generate_copy
         try:
-            fk, fi, fj = find_register_tile(_version_full_tiles(k_loop, partial, c), c)
+            # the short last K_C block does not need the slow version: the full tiles of the
+            # M/N interior run K_C iterations on the zero-padded panels as well
+            mn_partial = [(loop, size) for loop, size in partial if loop is not k_loop]
+            fk, fi, fj = find_register_tile(_version_full_tiles(k_loop, mn_partial, c), c)
             for loop, size in ((fi, m_r), (fj, n_r), (fk, k_c)):
                 if constant_trip_count(loop) != size:
                     _extend_to_full_tile(loop, size)
@@ -172,6 +185,8 @@ def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c:
                 _extend_to_full_tile(loop, size)
         except ScheduleError as e:
             note(f"partial register tiles stay partial: {e.message}")
+
+    prefetch = _c_tile_prefetcher(versions[0][0], c, m_r, n_r) if unroll and scalrep else None
 
     for n, (kl, jl) in enumerate(versions):
         if vect and width > 1:
@@ -200,3 +215,114 @@ def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c:
                 unroll_loop(kl, k_u)
             except ScheduleError as e:
                 note(f"--hopt-unroll: k loop not unrolled by {k_u}: {e.message}")
+
+    if scalrep:
+        _accumulate_from_zero(versions[0][0], c)
+    if prefetch is not None:
+        prefetch()
+
+
+def _c_tile_prefetcher(k_loop: AffineForOp, c: Value, m_r: int, n_r: int):
+    """A closure that inserts, before the full-tile ``k`` loop (or the ``affine.if`` choosing
+    it), an ``affine.prefetch`` of every cache line of the tile's ``M_R x N_R`` block of ``C``.
+    With the accumulators starting from zero (:func:`_accumulate_from_zero`) ``C`` is read
+    only after the ``k`` loop, so the whole micro-kernel hides the miss (BLIS's and OpenBLAS's
+    kernels prefetch ``C`` the same way).  Captured now, inserted once the tile loops are
+    unrolled; ``None`` when the tile's shape is not the plain ``lb to lb + size`` one."""
+    from ..affine.affine_expr import dim
+    from ..affine.dialects.affine import AffineIfOp, AffinePrefetchOp
+    found = find_register_tile(k_loop, c)
+    stores = [op for op in k_loop.walk() if isinstance(op, AffineStoreOp) and op.memref is c]
+    if found is None or len(stores) != 1:
+        return None
+    _, i_loop, j_loop = found
+    store = stores[0]
+    if any(loop.lower_map.num_results != 1 or loop.step != 1 for loop in (i_loop, j_loop)):
+        return None
+    i_iv, j_iv = i_loop.induction_var, j_loop.induction_var
+    # all operands as dimensions: the store's (but i and j), then the two lower bounds'
+    keep = [v for v in store.map_operands if v is not i_iv and v is not j_iv]
+    operands = keep + list(i_loop.lower_operands) + list(j_loop.lower_operands)
+
+    def origin(lb_map, base):
+        return lb_map.results[0].replace(
+            [dim(base + t) for t in range(lb_map.num_dims)],
+            [dim(base + lb_map.num_dims + t) for t in range(lb_map.num_symbols)])
+
+    i_origin = origin(i_loop.lower_map, len(keep))
+    j_origin = origin(j_loop.lower_map, len(keep) + i_loop.lower_map.num_inputs)
+    per_line = max(1, 64 // max(1, c.type.element_type.width // 8))
+    # the first element of each line, and the last element (the rows need not be aligned)
+    columns = sorted(set(range(0, n_r, per_line)) | {n_r - 1})
+    smap = store.map
+    # which of the store's operands is i, j or another value (read now: unrolling rewrites
+    # the store's operands before the prefetches are inserted)
+    roles = ["i" if v is i_iv else "j" if v is j_iv else "other" for v in store.map_operands]
+    owner = k_loop.parent.parent_op if k_loop.parent is not None else None
+    anchor = owner if isinstance(owner, AffineIfOp) else k_loop
+
+    def insert():
+        if anchor.parent is None:  # the k loop was promoted away (a single iteration)
+            return
+        for r in range(m_r):
+            for col in columns:
+                subst, n = [], 0
+                for role in roles:
+                    if role == "i":
+                        subst.append(i_origin + r)
+                    elif role == "j":
+                        subst.append(j_origin + col)
+                    else:
+                        subst.append(dim(n))
+                        n += 1
+                results = tuple(e.replace(subst[:smap.num_dims], subst[smap.num_dims:])
+                                for e in smap.results)
+                amap = AffineMap.get(len(operands), 0, results)
+                anchor.parent.insert_before(anchor, AffinePrefetchOp.build(
+                    c, operands, amap, loc=anchor.loc))
+    return insert
+
+
+def _accumulate_from_zero(k_loop: AffineForOp, c: Value) -> None:
+    """The tile's accumulators start at zero and ``C`` is added once after the ``k`` loop
+    (``iter_args(%acc = %zero)``, then ``C + %acc``): a ``C`` load at the start of the
+    micro-kernel stalls every FMA until it arrives, one after the loop waits for nothing.
+    The sum is the same up to rounding (``C + (p0 + p1 + ...)`` instead of
+    ``(C + p0) + p1 + ...``)."""
+    from ..affine.dialects.affine import AffineVectorLoadOp, AffineVectorStoreOp, AffineLoadOp
+    from ..affine.dialects.arith import ConstantOp
+    from ..affine.ir import OP_REGISTRY
+    AddF = OP_REGISTRY["arith.addf"]
+    block = k_loop.parent
+    if block is None:  # promoted away
+        return
+    loads = {}
+    for n, v in enumerate(k_loop.inits):
+        op = v.defining_op
+        if isinstance(op, (AffineVectorLoadOp, AffineLoadOp)) and op.memref is c \
+                and len(v.uses) == 1 and op.parent is block:
+            key = (op.map, tuple(id(x) for x in op.map_operands))
+            loads[key] = (n, op)
+    if not loads:
+        return
+    stores = [op for op in block.ops if isinstance(op, (AffineVectorStoreOp, AffineStoreOp))
+              and op.memref is c and block.index_of(op) > block.index_of(k_loop)]
+    zero_for = {}
+    for st in stores:
+        key = (st.map, tuple(id(x) for x in st.map_operands))
+        if key not in loads:
+            continue
+        n, ld = loads.pop(key)
+        t = ld.results[0].type
+        if t not in zero_for:
+            zero_for[t] = ConstantOp.build(0.0, t, loc=ld.loc)
+            block.insert_before(k_loop, zero_for[t])
+        k_loop.set_operand(k_loop.lower_map.num_inputs + k_loop.upper_map.num_inputs + n,
+                           zero_for[t].results[0])
+        # all loads (and adds) before the first store: a load after a store to an address
+        # 4 KiB apart (C's rows often are) waits for it as if they overlapped
+        ld.detach()
+        block.insert_before(stores[0], ld)
+        add = AddF.build(ld.results[0], st.value, loc=st.loc)
+        block.insert_before(stores[0], add)
+        st.set_operand(0, add.results[0])

@@ -346,6 +346,23 @@ module {
   }
 }
 """),
+    "prefetch": (
+        """\
+func.func @f(%A: memref<16x16xf64>, %i: index) {
+  affine.prefetch %A[%i, %i + 3], read, locality<3>, data : memref<16x16xf64>
+  affine.prefetch %A[%i * 2 + 1, 0], write, locality<0>, instr : memref<16x16xf64>
+  return
+}
+""",
+        """\
+module {
+  func.func @f(%arg0: memref<16x16xf64>, %arg1: index) {
+    affine.prefetch %arg0[%arg1, %arg1 + 3], read, locality<3>, data : memref<16x16xf64>
+    affine.prefetch %arg0[%arg1 * 2 + 1, 0], write, locality<0>, instr : memref<16x16xf64>
+    return
+  }
+}
+"""),
     "apply_min_max": (
         """\
 #tile = affine_map<(d0) -> (d0 * 4)>
@@ -781,6 +798,32 @@ func.func @f(%A: memref<10x10xf64>, %n: index, %m: i32) {
 }
 """, "bad.mlir:2:8: error: 'affine.load' op operand #2 must be variadic of index, but got 'i32'",
      True),
+]
+
+
+NEGATIVE += [
+    ("prefetch_rw", """\
+func.func @f(%A: memref<16xf64>) {
+  affine.prefetch %A[0], load, locality<3>, data : memref<16xf64>
+  return
+}
+""", "bad.mlir:2:3: error: custom op 'affine.prefetch' rw specifier has to be 'read' or "
+     "'write'", True),
+    ("prefetch_cache", """\
+func.func @f(%A: memref<16xf64>) {
+  affine.prefetch %A[0], read, locality<3>, dota : memref<16xf64>
+  return
+}
+""", "bad.mlir:2:3: error: custom op 'affine.prefetch' cache type has to be 'data' or "
+     "'instr'", True),
+    ("prefetch_locality", """\
+func.func @f(%A: memref<16xf64>) {
+  affine.prefetch %A[0], read, locality<4>, data : memref<16xf64>
+  return
+}
+""", "bad.mlir:2:3: error: 'affine.prefetch' op attribute 'localityHint' failed to satisfy "
+     "constraint: 32-bit signless integer attribute whose minimum value is 0 whose maximum "
+     "value is 3", True),
 ]
 
 

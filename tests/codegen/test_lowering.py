@@ -1056,3 +1056,24 @@ def test_same_output_as_mlir_runner(capsys):
     ours = capsys.readouterr().out
     assert _strip_address(ours) == _strip_address(ran.stdout)
     assert "nan" in ours and "memref:Unranked Memref" in ours
+
+
+def test_prefetch_lowers_to_llvm_prefetch_and_never_faults():
+    # a prefetch far outside its memref is a hint: no fault, no effect on the result
+    text = """
+func.func @f(%A: memref<8xf64>, %i: index) {
+  affine.prefetch %A[%i * 4096 + 100000], read, locality<3>, data : memref<8xf64>
+  affine.prefetch %A[%i], write, locality<1>, data : memref<8xf64>
+  %c1 = arith.constant 1.0 : f64
+  affine.store %c1, %A[%i] : memref<8xf64>
+  return
+}
+"""
+    lowered, fns, _ = build(text)
+    assert re.search(r"call void @\"?llvm\.prefetch\.p0\"?\(ptr [^,]+, i32 0, i32 3, i32 1\)",
+                     lowered.llvm_ir)
+    assert re.search(r"call void @\"?llvm\.prefetch\.p0\"?\(ptr [^,]+, i32 1, i32 1, i32 1\)",
+                     lowered.llvm_ir)
+    a = np.zeros(8)
+    fns["f"](a, 3)
+    assert list(a) == [0, 0, 0, 1, 0, 0, 0, 0]

@@ -93,3 +93,28 @@ def test_remarks_say_what_was_skipped():
     polyopt.compile(matmul_text(50, 37, 29, "f64", PAPER), hopt=True, unroll=True,
                     remark=lambda loc, msg: seen.append(msg))
     assert any("no constant trip count" in s for s in seen)       # partial tiles, no packing
+
+
+def test_tile_accumulates_from_zero_and_prefetches_c():
+    """The micro-kernel never waits for C: its accumulators start at zero, C's lines are
+    prefetched before the k loop and C is read (all of the tile) only after it."""
+    compiled = run(50, 37, 29, "f64", PAPER.replace("64 :", "16 :").replace("256 :", "16 :"),
+                   copy=True, unroll=True, scalrep=True, vect=True)
+    k_loop = _tile_k_loop(compiled.module)
+    inits = {v.defining_op.name for v in k_loop.inits}
+    assert inits == {"arith.constant"}
+    block = k_loop.parent
+    ops = list(block.ops)
+    at = ops.index(k_loop)
+    after = ops[at + 1:]
+    loads = [n for n, op in enumerate(after) if op.name in ("affine.load", "affine.vector_load")]
+    stores = [n for n, op in enumerate(after)
+              if op.name in ("affine.store", "affine.vector_store")]
+    assert len(loads) == len(stores) == len(k_loop.inits)
+    assert max(loads) < min(stores)                  # every load of C before the first store
+    # the prefetches come before the k loop (or the affine.if choosing the full-tile version)
+    owner = block.parent_op
+    outer = owner.parent if owner.name == "affine.if" else block
+    prefetches = [op for op in outer.ops if op.name == "affine.prefetch"]
+    # M_R = 4 rows x (the first element of the row's 8 f64 = one 64-byte line, and its last)
+    assert len(prefetches) == 4 * 2

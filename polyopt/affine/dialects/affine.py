@@ -30,7 +30,7 @@ from ..types import FunctionType, IndexType, IntegerType, MemRefType, Type, Vect
 
 __all__ = [
     "AffineForOp", "AffineIfOp", "AffineYieldOp", "AffineLoadOp", "AffineStoreOp",
-    "AffineVectorLoadOp", "AffineVectorStoreOp", "AffineApplyOp", "AffineMinOp", "AffineMaxOp",
+    "AffineVectorLoadOp", "AffineVectorStoreOp", "AffinePrefetchOp", "AffineApplyOp", "AffineMinOp", "AffineMaxOp",
 ]
 
 
@@ -686,6 +686,7 @@ class _AffineMemOp(Operation):
     MEMREF_INDEX = 0  # position of the memref operand
     IS_STORE = False
     IS_VECTOR = False
+    HAS_VALUE = True  # False for a prefetch: neither a result nor a stored value
 
     @property
     def memref(self) -> Value:
@@ -732,9 +733,9 @@ class _AffineMemOp(Operation):
         amap = _attr(self, "map", AffineMapAttr, "AffineMap attribute")
         if self.num_operands <= self.MEMREF_INDEX:
             raise self.error(f"expected at least {self.MEMREF_INDEX + 1} operands")
-        if self.IS_STORE and self.results:
+        if (self.IS_STORE or not self.HAS_VALUE) and self.results:
             raise self.error("requires zero results")
-        if not self.IS_STORE and len(self.results) != 1:
+        if not self.IS_STORE and self.HAS_VALUE and len(self.results) != 1:
             raise self.error("requires one result")
         mt = self.memref.type
         if not isinstance(mt, MemRefType):
@@ -743,7 +744,8 @@ class _AffineMemOp(Operation):
         _check_index_operands(self, self.MEMREF_INDEX + 1, len(self.map_operands))
         if self.IS_STORE and not self.IS_VECTOR and self.operands[0].type != mt.element_type:
             raise self.error("value to store must have the same type as memref element type")
-        if not self.IS_STORE and not self.IS_VECTOR and self.results[0].type != mt.element_type:
+        if not self.IS_STORE and self.HAS_VALUE and not self.IS_VECTOR \
+                and self.results[0].type != mt.element_type:
             raise self.error("result type must match element type of memref")
         if amap.num_results != mt.rank:
             raise self.error("affine map num results must equal memref rank")
@@ -921,6 +923,89 @@ class AffineVectorStoreOp(_AffineMemOp):
         self._verify_access()
         if self.memref.type.element_type != vt.element_type:
             raise self.error("requires memref and vector types of the same elemental type")
+
+
+@register_op
+class AffinePrefetchOp(_AffineMemOp):
+    """``affine.prefetch %A[%i, %j + 8], read, locality<3>, data : memref<...>``: a hint that the
+    line holding the element will be read (or written) soon.  Prefetches never fault, so their
+    subscripts may leave the memref (the bounds check ignores them)."""
+
+    OP_NAME = "affine.prefetch"
+    HAS_VALUE = False
+
+    @classmethod
+    def build(cls, memref: Value, map_operands: Sequence[Value] = (),
+              map: Optional[AffineMap] = None, *, is_write: bool = False, locality: int = 3,
+              is_data_cache: bool = True, loc=None) -> "AffinePrefetchOp":
+        attrs = {"map": cls._access_map(memref, map_operands, map),
+                 "isWrite": IntegerAttr(int(is_write), IntegerType(1)),
+                 "localityHint": IntegerAttr(locality, IntegerType(32)),
+                 "isDataCache": IntegerAttr(int(is_data_cache), IntegerType(1))}
+        return cls(operands=[memref, *map_operands], attributes=attrs, loc=loc)
+
+    @property
+    def is_write(self) -> bool:
+        return bool(self.attributes["isWrite"].value)
+
+    @property
+    def locality(self) -> int:
+        return self.attributes["localityHint"].value
+
+    @property
+    def is_data_cache(self) -> bool:
+        return bool(self.attributes["isDataCache"].value)
+
+    @classmethod
+    def parse_custom(cls, p, loc, name) -> "AffinePrefetchOp":
+        mname, moff = _parse_use(p)
+        amap, operands = _parse_subscripts(p)
+        p.expect(",")
+        if p.optional_keyword("write"):
+            is_write = True
+        elif p.optional_keyword("read"):
+            is_write = False
+        else:
+            raise _custom_error(cls.OP_NAME, "rw specifier has to be 'read' or 'write'", loc)
+        p.expect(",")
+        p.expect_keyword("locality")
+        p.expect("<")
+        locality = p.parse_integer("locality hint")
+        p.expect(">")
+        p.expect(",")
+        if p.optional_keyword("data"):
+            is_data = True
+        elif p.optional_keyword("instr"):
+            is_data = False
+        else:
+            raise _custom_error(cls.OP_NAME, "cache type has to be 'data' or 'instr'", loc)
+        attrs = p.parse_optional_attr_dict()
+        mt = _parse_typed_type(p, cls.OP_NAME, MemRefType, "builtin.memref", ":")
+        memref = _resolve(p, mname, moff, mt)
+        attrs.update({"map": AffineMapAttr(amap),
+                      "isWrite": IntegerAttr(int(is_write), IntegerType(1)),
+                      "localityHint": IntegerAttr(locality, IntegerType(32)),
+                      "isDataCache": IntegerAttr(int(is_data), IntegerType(1))})
+        return cls(operands=[memref, *operands], attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("affine.prefetch ")
+        p.print_operand(self.memref)
+        p.print_affine_map_of_ssa_ids(self.map, self.map_operands)
+        p.print(", " + ("write" if self.is_write else "read"))
+        p.print(f", locality<{self.locality}>, " + ("data" if self.is_data_cache else "instr"))
+        p.print_attr_dict(self.attributes,
+                          elide=("map", "isWrite", "localityHint", "isDataCache"))
+        p.print(" : " + p.type_str(self.memref.type))
+
+    def verify_op(self) -> None:
+        for name in ("isWrite", "localityHint", "isDataCache"):
+            _attr(self, name, IntegerAttr, "integer attribute")
+        if not 0 <= self.locality <= 3:
+            raise self.error("attribute 'localityHint' failed to satisfy constraint: 32-bit "
+                             "signless integer attribute whose minimum value is 0 whose "
+                             "maximum value is 3")
+        self._verify_access()
 
 
 # ---------------------------------------------------------------------------------------------
