@@ -131,6 +131,19 @@ def _register_tile(machine: MachineModel, elem_bytes: int) -> tuple[int, int, st
     return best[1] if best else (4, 2 * lanes, "ij")
 
 
+def _dividing(size: int, tile: int, multiple: int) -> Optional[int]:
+    """A tile at most 10% above ``tile``, a multiple of ``multiple``, that splits ``size`` into
+    equal blocks in no more blocks than ``tile`` would (2048 with 248 -> 256: 8 blocks instead
+    of 9 with a short last one, which runs as a full zero-padded block); ``None`` if none."""
+    if size <= tile:
+        return None
+    for blocks in range(-(-size // int(tile * 1.1)), -(-size // tile) + 1):
+        if size % blocks == 0 and (size // blocks) % multiple == 0 and \
+                size // blocks <= tile * 1.1:
+            return size // blocks
+    return None
+
+
 def _balanced(size: int, tile: int, multiple: int) -> int:
     """The tile, at most ``tile``, that splits ``size`` into as many blocks as ``tile`` does but
     of near-equal sizes (a multiple of ``multiple``): 2048 with 248 -> 232 (9 blocks of 232 and
@@ -152,8 +165,9 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
     * register tile M_R x N_R: fits the vector registers in the permuted order (measured shapes
       on AVX2); given tile sizes keep the paper's order unless it would spill and the permuted
       one would not (section 2.12);
-    * K_C: a K_C x N_R micro-panel of B takes two thirds of L1;
-    * M_C: an M_C x K_C block of A takes 90% of L2 (a multiple of M_R);
+    * K_C: a K_C x N_R micro-panel of B takes two thirds of L1, or up to 10% more when that
+      splits K exactly (:func:`_dividing`);
+    * M_C: an M_C x K_C block of A takes a third of L2 (a multiple of M_R);
     * both balanced so the last block is not a sliver (:func:`_balanced`);
     * N_C: all of N, or as much as lets a K_C x N_C block of B take half of L3;
     * K_U = 4.
@@ -180,8 +194,8 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
     # block repacks B less often: measured faster than half of L2 on the AVX-512 Zen 5)
     kc = int(0.66 * machine.l1d_bytes / (nr * elem_bytes))
     kc = max(8, kc - kc % 8)
-    kc = given.get("K_C", _balanced(k, kc, 8))
-    mc = int(0.9 * machine.l2_bytes / (kc * elem_bytes))
+    kc = given.get("K_C", _dividing(k, kc, 8) or _balanced(k, kc, 8))
+    mc = int(machine.l2_bytes / 3 / (kc * elem_bytes))
     mc = max(mr, mc - mc % mr)
     mc = given.get("M_C", _balanced(m, mc, mr))
     nc = given.get("N_C")

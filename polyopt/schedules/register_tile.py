@@ -326,3 +326,4 @@ def _accumulate_from_zero(k_loop: AffineForOp, c: Value) -> None:
         add = AddF.build(ld.results[0], st.value, loc=st.loc)
         block.insert_before(stores[0], add)
         st.set_operand(0, add.results[0])
+
