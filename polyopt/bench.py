@@ -154,6 +154,10 @@ class MatmulBenchResult:
                      f"{of_peak(self.numpy)}")
         if self.blas:
             lines.append(f"  numpy's BLAS: {self.blas}")
+        off = [r.variant.label for r in self.variants
+               if r.variant.switches.get("llvm_vectorize") is False]
+        if off:
+            lines.append("  LLVM's loop/SLP vectorizers off for: " + ", ".join(off))
         return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ import argparse
 import sys
 import time
 import traceback
+from dataclasses import replace
 from typing import Optional, Sequence
 
 from .affine.diagnostics import PolyoptError
@@ -25,6 +26,14 @@ def _add_pipeline_flags(parser: argparse.ArgumentParser) -> None:
     for name, flag, help_ in PipelineOptions.flag_fields():
         group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=False,
                            help=help_)
+
+
+def _add_llvm_vectorize(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--llvm-vectorize", dest="llvm_vectorize",
+                        action=argparse.BooleanOptionalAction, default=True,
+                        help="let LLVM's loop and SLP vectorizers run (default); "
+                             "--no-llvm-vectorize leaves vectorization to polyopt's --hopt-vect, "
+                             "as in the paper's experiments")
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -65,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run the entry function N times (default: 1)")
     p_run.add_argument("-O", dest="opt_level", type=int, default=3, choices=range(4),
                        help="LLVM optimization level (default: 3)")
+    _add_llvm_vectorize(p_run)
 
     p_tr = sub.add_parser("translate", help="print the LLVM IR or assembly polyopt generates")
     _add_common(p_tr)
@@ -72,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="llvm: LLVM IR (after -O); asm: host assembly")
     p_tr.add_argument("-O", dest="opt_level", type=int, default=3, choices=range(4),
                       help="LLVM optimization level (default: 3; -O0 shows the IR as lowered)")
+    _add_llvm_vectorize(p_tr)
     p_tr.add_argument("-o", dest="output", metavar="OUT", help="write the result to OUT")
     p_bench = sub.add_parser("bench", help="time generated code against numpy (OpenBLAS, one "
                                            "thread) in the same run")
@@ -95,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
         p_mm.add_argument(f"--{name.lower().replace('_', '')}", dest=name, type=int, default=None,
                           metavar="N", help=f"tile parameter {name} of hop.matmul")
     _add_pipeline_flags(p_mm)
+    _add_llvm_vectorize(p_mm)
     p_mm.set_defaults(hopt=True)
 
     p_peak = sub.add_parser("peak", help="measure the FMA peak of this core (JIT'd loop of "
@@ -179,7 +191,8 @@ def _compile(args: argparse.Namespace):
     start = time.perf_counter()
     module = _transform(args)
     prepare_for_lowering(module)
-    compiled = CompiledModule(module, _options(args), opt_level=args.opt_level)
+    compiled = CompiledModule(module, _options(args), opt_level=args.opt_level,
+                              llvm_vectorize=args.llvm_vectorize)
     return compiled, time.perf_counter() - start
 
 
@@ -231,6 +244,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         flags = " ".join(flag if switches[name] else "--no-" + flag[2:]
                          for name, flag, _ in PipelineOptions.flag_fields())
         variants = [Variant(f"polyopt {flags}", switches, tiles, args.schedule)]
+    if not args.llvm_vectorize:
+        variants = [replace(v, switches=dict(v.switches, llvm_vectorize=False))
+                    for v in variants]
     try:
         result = bench_matmul(args.m, args.n, args.k, args.dtype, reps=args.reps,
                               variants=variants)

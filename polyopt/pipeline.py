@@ -126,7 +126,7 @@ class CompiledModule:
     """A JIT-compiled module: ``compiled["matmul"](A, B, C)`` runs ``@matmul`` on numpy arrays."""
 
     def __init__(self, module: Operation, options: PipelineOptions, opt_level: int = 3,
-                 target=None):
+                 target=None, llvm_vectorize: bool = True):
         from .codegen.jit import JITEngine
         from .codegen.target import host_target
         from .codegen.to_llvm import lower_module
@@ -137,7 +137,8 @@ class CompiledModule:
         lowered = lower_module(module, self.target)
         self.llvm_ir: str = lowered.llvm_ir
         self.signatures = lowered.signatures
-        self.engine = JITEngine(self.llvm_ir, self.target, opt_level=opt_level)
+        self.engine = JITEngine(self.llvm_ir, self.target, opt_level=opt_level,
+                                llvm_vectorize=llvm_vectorize)
         self._callables: dict = {}
         self.compile_time = time.perf_counter() - start
 
@@ -169,10 +170,11 @@ class CompiledModule:
 
 def compile(source: Source, *, filename: str = "<input>", opt_level: int = 3,
             options: Optional[PipelineOptions] = None, remark=None,
-            **switches) -> CompiledModule:
+            llvm_vectorize: bool = True, **switches) -> CompiledModule:
     """Parse (or copy) ``source``, run the pipeline, lower to LLVM, optimize and JIT it.
 
-    Keyword switches are the fields of :class:`PipelineOptions` (``hopt=True``, ...).
+    Keyword switches are the fields of :class:`PipelineOptions` (``hopt=True``, ...);
+    ``llvm_vectorize=False`` turns LLVM's own loop and SLP vectorizers off.
     Errors in the input raise :class:`~polyopt.affine.diagnostics.PolyoptError` subclasses.
     """
     known = {f.name for f in fields(PipelineOptions)}
@@ -185,7 +187,7 @@ def compile(source: Source, *, filename: str = "<input>", opt_level: int = 3,
     module = load(source, filename)
     run_passes(module, options, remark)
     prepare_for_lowering(module)
-    return CompiledModule(module, options, opt_level=opt_level)
+    return CompiledModule(module, options, opt_level=opt_level, llvm_vectorize=llvm_vectorize)
 
 
 __all__ = ["PipelineOptions", "CompiledModule", "compile", "load", "run_passes",

@@ -132,14 +132,17 @@ def _parse_and_verify(llvm_ir: str) -> "llvm.ModuleRef":
 
 
 def optimize_module(
-    llvm_ir: str, target: Target | None = None, opt_level: int = 3
+    llvm_ir: str, target: Target | None = None, opt_level: int = 3,
+    llvm_vectorize: bool = True,
 ) -> "llvm.ModuleRef":
     """Parse, verify and optimise ``llvm_ir`` for ``target`` (host by default).
 
     Sets the module's triple and data layout to the target's and runs the
     new-pass-manager ``O<opt_level>`` pipeline (``opt_level`` in 0..3) with
     loop/SLP vectorisation, interleaving and unrolling enabled (for
-    ``opt_level >= 2``).  Returns the optimised (verified) module.
+    ``opt_level >= 2``; ``llvm_vectorize=False`` turns LLVM's own loop and SLP
+    vectorizers off, to see what polyopt's vectorization adds).  Returns the
+    optimised (verified) module.
     """
     if target is None:
         target = host_target()
@@ -150,7 +153,7 @@ def optimize_module(
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
     pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
-    vectorize = opt_level >= 2
+    vectorize = opt_level >= 2 and llvm_vectorize
     pto.loop_vectorization = vectorize
     pto.slp_vectorization = vectorize
     pto.loop_interleaving = vectorize
@@ -215,18 +218,19 @@ def _unresolved_symbols(mod: "llvm.ModuleRef") -> list[str]:
 class JITEngine:
     """An MCJIT execution engine over one optimised LLVM module.
 
-    ``JITEngine(llvm_ir, target=None, opt_level=3)`` optimises ``llvm_ir``
-    with :func:`optimize_module`, registers the runtime symbols and compiles
+    ``JITEngine(llvm_ir, target=None, opt_level=3, llvm_vectorize=True)``
+    optimises ``llvm_ir`` with :func:`optimize_module`, registers the runtime symbols and compiles
     the result to host machine code.  Callables made with
     :func:`make_callable` hold a reference to their engine, so the machine
     code lives as long as any of them does.
     """
 
-    def __init__(self, llvm_ir: str, target: Target | None = None, opt_level: int = 3):
+    def __init__(self, llvm_ir: str, target: Target | None = None, opt_level: int = 3,
+                 llvm_vectorize: bool = True):
         self.target = target if target is not None else host_target()
         self.opt_level = opt_level
         register_runtime_symbols()
-        mod = optimize_module(llvm_ir, self.target, opt_level)
+        mod = optimize_module(llvm_ir, self.target, opt_level, llvm_vectorize)
         self._ir_optimized = str(mod)
         self._asm: str | None = None
         self._asm_lock = threading.Lock()

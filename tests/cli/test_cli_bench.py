@@ -46,3 +46,21 @@ def test_peak():
     proc = _run("peak", "--dtype", "f64", "--reps", "1")
     assert proc.returncode == 0, proc.stderr
     assert "f64:" in proc.stdout and "GFLOPS" in proc.stdout
+
+
+def test_no_llvm_vectorize_leaves_vectors_to_polyopt():
+    """--no-llvm-vectorize: no vector FMAs unless --hopt-vect made them (the paper's setting)."""
+    base = ("translate", "--emit", "asm", "--hopt", "--hopt-copy", "--hopt-unroll",
+            "--hopt-scalrep", "examples/hop_matmul.mlir")
+    scalar = _run(*base, "--no-llvm-vectorize")
+    vector = _run(*base, "--no-llvm-vectorize", "--hopt-vect")
+    auto = _run(*base)
+    assert scalar.returncode == vector.returncode == auto.returncode == 0
+    packed_fma = ("vfmadd231pd\t%ymm", "vfmadd231pd\t%zmm")
+    assert not any(f in scalar.stdout for f in packed_fma)
+    assert any(f in vector.stdout for f in packed_fma)
+    assert any(f in auto.stdout for f in packed_fma)   # LLVM 22's SLP vectorizer, by itself
+    proc = _run("bench", "matmul", "--m", "9", "--n", "20", "--k", "7", "--reps", "1",
+                "--no-llvm-vectorize")
+    assert proc.returncode == 0, proc.stderr
+    assert "LLVM's loop/SLP vectorizers off for: polyopt --hopt" in proc.stdout
