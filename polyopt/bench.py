@@ -181,6 +181,21 @@ def _time_once(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
+def blis_mode_variant(dtype: str) -> tuple[Optional[Variant], str]:
+    """The ``--hopt-blis`` variant with the best micro-kernel this host runs for ``dtype``,
+    or ``(None, why not)`` when the blis package or a suitable CPU is missing."""
+    from .codegen import microkernels
+    kernel = microkernels.default_kernel(dtype)
+    if kernel is None:
+        return None, f"no registered BLIS micro-kernel for {dtype} runs on this CPU"
+    try:
+        microkernels.load_microkernel(kernel)
+    except microkernels.MicroKernelError as e:
+        return None, str(e)
+    return Variant(f"BLIS micro-kernel (2.12) {kernel.symbol}",
+                   {"hopt": True, "blis": True}), ""
+
+
 def paper_ladder(m: int, n: int, k: int) -> list[Variant]:
     """The steps of the paper's Figure 5, one knob at a time: the naive nest, cache tiling
     (section 2.5's schedule), BLIS tiling, + packing (2.6), + unroll-and-jam and scalar

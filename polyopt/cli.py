@@ -26,6 +26,14 @@ def _add_pipeline_flags(parser: argparse.ArgumentParser) -> None:
     for name, flag, help_ in PipelineOptions.flag_fields():
         group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=False,
                            help=help_)
+    for name, option, help_ in PipelineOptions.value_fields():
+        group.add_argument(option, dest=name, default=None, metavar="NAME", help=help_)
+
+
+def _pipeline_switches(args: argparse.Namespace) -> dict:
+    names = [name for name, _, _ in PipelineOptions.flag_fields()] + \
+        [name for name, _, _ in PipelineOptions.value_fields()]
+    return {name: getattr(args, name) for name in names}
 
 
 def _add_llvm_vectorize(parser: argparse.ArgumentParser) -> None:
@@ -133,8 +141,7 @@ def _read_source(path: str) -> tuple[str, str]:
 
 def _options(args: argparse.Namespace) -> PipelineOptions:
     try:
-        return PipelineOptions(**{name: getattr(args, name) for name, _, _ in
-                                  PipelineOptions.flag_fields()})
+        return PipelineOptions(**_pipeline_switches(args))
     except ValueError as e:
         raise UsageError(str(e)) from None
 
@@ -230,19 +237,30 @@ def cmd_translate(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import TILE_NAMES, Variant, bench_matmul, dump_json, paper_ladder
+    from .bench import (TILE_NAMES, Variant, bench_matmul, blis_mode_variant, dump_json,
+                        paper_ladder)
     tiles = {name: getattr(args, name) for name in TILE_NAMES if getattr(args, name) is not None}
     for name, v in tiles.items():
         if v < 1:
             raise UsageError(f"--{name.lower().replace('_', '')} must be positive, got {v}")
-    switches = {name: getattr(args, name) for name, _, _ in PipelineOptions.flag_fields()}
+    switches = {name: v for name, v in _pipeline_switches(args).items() if v is not None}
     if args.steps:
         if tiles or args.schedule:
             raise UsageError("--steps times fixed configurations; drop the tile options")
         variants = paper_ladder(args.m, args.n, args.k)
+        blis, why_not = blis_mode_variant(args.dtype)
+        if blis is not None:
+            variants.append(blis)
+        else:
+            print(f"polyopt: note: no BLIS-mode row: {why_not}", file=sys.stderr)
     else:
-        flags = " ".join(flag if switches[name] else "--no-" + flag[2:]
-                         for name, flag, _ in PipelineOptions.flag_fields())
+        if switches.get("blis"):   # BLIS mode packs and calls the kernel: nothing else applies
+            flags = "--hopt --hopt-blis" + (f" --hopt-blis-kernel {switches['blis_kernel']}"
+                                            if switches.get("blis_kernel") else "")
+        else:
+            flags = " ".join(flag if switches[name] else "--no-" + flag[2:]
+                             for name, flag, _ in PipelineOptions.flag_fields()
+                             if name != "blis")
         variants = [Variant(f"polyopt {flags}", switches, tiles, args.schedule)]
     if not args.llvm_vectorize:
         variants = [replace(v, switches=dict(v.switches, llvm_vectorize=False))

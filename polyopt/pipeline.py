@@ -51,9 +51,21 @@ class PipelineOptions:
         "help": "with --hopt: vectorize the register tile along j with the target's vector "
                 "width (paper section 2.8; upstream vector/affine ops only)"})
 
+    blis: bool = field(default=False, metadata={
+        "flag": "--hopt-blis",
+        "help": "with --hopt: tile and pack as --hopt-copy does, with the register tile of a "
+                "BLIS micro-kernel (the PyPI package 'blis'), and call that hand-written kernel "
+                "for each M_R x N_R x K_C tile (paper section 2.12, 'outer MLIR, inner BLIS')"})
+    blis_kernel: Optional[str] = field(default=None, metadata={
+        "option": "--hopt-blis-kernel",
+        "help": "with --hopt-blis: the micro-kernel to call (default: the best one this CPU "
+                "runs for the element type), e.g. bli_dgemm_haswell_asm_6x8"})
+
     def __post_init__(self):
+        if self.blis_kernel is not None and not self.blis:
+            raise ValueError("--hopt-blis-kernel needs --hopt-blis")
         needs_hopt = [f.metadata["flag"] for f in fields(self)
-                      if f.name != "hopt" and getattr(self, f.name)]
+                      if "flag" in f.metadata and f.name != "hopt" and getattr(self, f.name)]
         if needs_hopt and not self.hopt:
             verb = "needs" if len(needs_hopt) == 1 else "need"
             raise ValueError(f"{', '.join(needs_hopt)} {verb} --hopt (they transform the loop "
@@ -61,7 +73,15 @@ class PipelineOptions:
 
     @classmethod
     def flag_fields(cls):
-        return [(f.name, f.metadata["flag"], f.metadata["help"]) for f in fields(cls)]
+        """(name, --flag, help) of the on/off switches."""
+        return [(f.name, f.metadata["flag"], f.metadata["help"]) for f in fields(cls)
+                if "flag" in f.metadata]
+
+    @classmethod
+    def value_fields(cls):
+        """(name, --option, help) of the options that take a value."""
+        return [(f.name, f.metadata["option"], f.metadata["help"]) for f in fields(cls)
+                if "option" in f.metadata]
 
 
 def machine_model(target=None):
@@ -87,12 +107,51 @@ def run_passes(module: Operation, options: PipelineOptions, remark=None) -> Oper
         from .schedules.expand import RegisterTileSteps
         steps = RegisterTileSteps(vect=options.vect, unroll=options.unroll,
                                   scalrep=options.scalrep)
+        chooser = _microkernel_chooser(options.blis_kernel) if options.blis else None
         expand_high_level_ops(module, tiled=True, machine=machine_model(), remark=remark,
-                              copy=options.copy, steps=steps)
-        if options.copy:
+                              copy=options.copy or options.blis, steps=steps,
+                              microkernel_for=chooser)
+        if options.copy or options.blis:
             _normalize_memrefs(module, remark)
+        if options.blis:
+            from .schedules.microkernel_call import map_to_microkernels
+            map_to_microkernels(module, remark)
     verify(module)
     return module
+
+
+def _microkernel_chooser(requested: Optional[str]):
+    """``(element type, loc) -> MicroKernelChoice`` for ``--hopt-blis``: the requested kernel
+    or the best one the host runs; errors (no such kernel, wrong element type, CPU without its
+    instructions, the blis package missing) point at the op."""
+    from .affine.diagnostics import CodegenError
+    from .codegen import microkernels
+    from .codegen.target import host_target
+    from .schedules.blis_schedule import MicroKernelChoice
+
+    def choose(elem: str, loc) -> MicroKernelChoice:
+        target = host_target()
+        if requested is not None:
+            kernel = microkernels.lookup(requested)
+            if kernel is None:
+                known = ", ".join(k.symbol for k in microkernels.REGISTRY)
+                raise CodegenError(f"unknown BLIS micro-kernel '{requested}' (known: {known})",
+                                   loc)
+            if kernel.dtype != elem:
+                raise CodegenError(f"micro-kernel {kernel.symbol} computes {kernel.dtype}, "
+                                   f"the matmul is {elem}", loc)
+        else:
+            kernel = microkernels.default_kernel(elem, target)
+            if kernel is None:
+                raise CodegenError(f"--hopt-blis: no BLIS micro-kernel for {elem} runs on this "
+                                   f"CPU ({target.cpu}); the registered ones need AVX2 and FMA",
+                                   loc)
+        try:
+            microkernels.load_microkernel(kernel, target)
+        except microkernels.MicroKernelError as e:
+            raise CodegenError(str(e), loc) from None
+        return MicroKernelChoice(kernel.symbol, kernel.m_r, kernel.n_r)
+    return choose
 
 
 def _normalize_memrefs(module: Operation, remark=None) -> None:

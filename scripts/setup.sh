@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what polyopt and its tests need on a fresh Debian machine:
 # Debian's mlir-22-tools (the upstream MLIR oracle the interop tests run against) and the
-# Python package with its test extra.  Safe to run again: it skips what is already there.
+# Python package with its test extra and its report extra (matplotlib, for the plots of
+# `python3 -m experiments.report`).  Safe to run again: it skips what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,4 +13,4 @@ if ! command -v mlir-opt-22 >/dev/null 2>&1 || ! command -v mlir-runner-22 >/dev
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq mlir-22-tools >/dev/null
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e ".[test]"
+python3 -m pip install -q --disable-pip-version-check -e ".[test,report]"

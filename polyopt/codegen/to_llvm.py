@@ -59,11 +59,12 @@ from llvmlite import ir
 
 from polyopt.affine.affine_expr import (AffineBinaryExpr, AffineConstantExpr, AffineDimExpr,
                                         AffineExpr, AffineExprKind, AffineMap, AffineSymbolExpr)
-from polyopt.affine.attributes import FloatAttr, IntegerAttr
+from polyopt.affine.attributes import FloatAttr, IntegerAttr, StringAttr
 from polyopt.affine.diagnostics import CodegenError
 from polyopt.affine.ir import Block, Operation, Value
 from polyopt.affine.types import (FloatType, FunctionType, IndexType, IntegerType, MemRefType,
                                   Type, UnrankedMemRefType, VectorType)
+from polyopt.codegen import microkernels
 from polyopt.codegen.jit import JITEngine, MemRefArg, ScalarArg, make_callable
 from polyopt.codegen.runtime import runtime_symbols
 from polyopt.codegen.target import Target, create_target_machine, host_target
@@ -569,6 +570,8 @@ class _ModuleLowering:
     def _declaration(self, f) -> _Callee:
         name = f.sym_name
         ft = f.function_type
+        if microkernels.WRAPPER_ATTR in f.attributes:
+            return self._microkernel_wrapper(f)
         if name in _PRINT_MEMREF:
             kind = _PRINT_MEMREF[name]
             ok = len(ft.inputs) == 1 and not ft.results and \
@@ -605,6 +608,50 @@ class _ModuleLowering:
         except _Unsupported as exc:
             raise CodegenError(f"external function @{name}: {exc}", f.loc) from None
         return _Callee("extern", f, self.get_function(name, fnty, f.loc))
+
+    def _microkernel_wrapper(self, f) -> _Callee:
+        """``func.func private @w(...) attributes {polyopt.blis_kernel = "<symbol>"}``: define
+        ``@w`` around the BLIS micro-kernel (:func:`microkernels.define_wrapper`)."""
+        name = f.sym_name
+        attr = f.attributes[microkernels.WRAPPER_ATTR]
+        if not isinstance(attr, StringAttr):
+            raise CodegenError(f"@{name}: '{microkernels.WRAPPER_ATTR}' must be a string (the "
+                               f"micro-kernel's symbol), got {attr}", f.loc)
+        kernel = microkernels.lookup(attr.value)
+        if kernel is None:
+            known = ", ".join(k.symbol for k in microkernels.REGISTRY)
+            raise CodegenError(f"@{name}: unknown BLIS micro-kernel '{attr.value}' (known: "
+                               f"{known})", f.loc)
+        ft = f.function_type
+        memref = f"memref<...x{kernel.dtype}>"
+        want = [memref if p in ("A", "B", "C") else "index" for p in microkernels.WRAPPER_PARAMS]
+
+        def matches(t, w) -> bool:
+            if w == "index":
+                return isinstance(t, IndexType)
+            return isinstance(t, MemRefType) and t.has_static_shape and \
+                str(t.element_type) == kernel.dtype
+        if ft.results or len(ft.inputs) != len(want) or \
+                not all(matches(t, w) for t, w in zip(ft.inputs, want)):
+            raise CodegenError(f"the wrapper @{name} of {kernel.symbol} must have the type "
+                               f"({', '.join(want)}) -> () (arguments "
+                               f"{', '.join(microkernels.WRAPPER_PARAMS)}; statically shaped "
+                               f"memrefs), got {ft}", f.loc)
+        clash = next((op for op in self.module.regions[0].blocks[0].ops
+                      if op.name == "func.func" and op.sym_name == kernel.symbol), None)
+        if clash is not None:
+            raise CodegenError(f"@{kernel.symbol} is the symbol of the BLIS micro-kernel that "
+                               f"@{name} calls; no function of the module may have that name",
+                               clash.loc)
+        try:
+            microkernels.load_microkernel(kernel, self.target)
+            fn = microkernels.define_wrapper(self.llmod, name, kernel)
+        except microkernels.MicroKernelError as exc:
+            raise CodegenError(f"@{name}: {exc}", f.loc) from None
+        attrs = _FnAttrs(self.fn_attr_strings)
+        attrs.add("nounwind")
+        fn.attributes = attrs
+        return _Callee("defined", f, fn)
 
     # -- numpy signatures ---------------------------------------------------------------------
 

@@ -37,6 +37,16 @@ class MachineModel:
 
 
 @dataclass(frozen=True)
+class MicroKernelChoice:
+    """The library micro-kernel a BLIS-mode (``--hopt-blis``) matmul calls: its symbol and
+    its register tile in the matmul's orientation (rows of C x columns of C)."""
+
+    symbol: str
+    m_r: int
+    n_r: int
+
+
+@dataclass(frozen=True)
 class BlisParams:
     """Tile sizes of the BLIS schedule; ``None`` for ``N_C`` means no L3 tiling."""
 

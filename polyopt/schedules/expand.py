@@ -40,9 +40,10 @@ from ..affine.dialects.affine import AffineForOp, AffineLoadOp, AffineStoreOp
 from ..affine.dialects.arith import FLOAT_BINARY, INT_BINARY, ConstantOp
 from ..affine.dialects.hop import HopConv2DOp, HopMatmulOp
 from ..affine.dialects.linalg import LinalgMatmulOp
+from ..affine.diagnostics import ScheduleError
 from ..affine.ir import Operation, Value
 from ..affine.types import FloatType
-from .blis_schedule import BlisParams, MachineModel, default_blis_params
+from .blis_schedule import BlisParams, MachineModel, MicroKernelChoice, default_blis_params
 
 # (loc, message) sink for remarks such as the chosen tile sizes
 RemarkSink = Optional[Callable[[object, str], None]]
@@ -148,10 +149,14 @@ class RegisterTileSteps:
 
 def expand_matmul_tiled(op: Operation, machine: Optional[MachineModel] = None,
                         remark: RemarkSink = None, copy: bool = False,
-                        steps: RegisterTileSteps = RegisterTileSteps()) -> list[Operation]:
+                        steps: RegisterTileSteps = RegisterTileSteps(),
+                        microkernel: Optional[MicroKernelChoice] = None) -> list[Operation]:
     """Expand a matmul op and apply its BLIS schedule (or its ``schedule`` attribute) through
     ISL; with ``copy``, pack A and B for the BLIS schedule (:func:`pack_blis_operands`; a
     ``schedule`` attribute is not the BLIS schedule: packing is skipped with a remark).
+    With ``microkernel`` (``--hopt-blis``), the register tile is the kernel's, the operands are
+    packed, and the tile's nest is marked to become a call to the kernel
+    (:mod:`polyopt.schedules.microkernel_call`).
     Returns the generated top-level ops (with ``copy``, the buffers' allocations, the nest and
     the deallocations)."""
     from .apply import apply_schedule
@@ -160,6 +165,8 @@ def expand_matmul_tiled(op: Operation, machine: Optional[MachineModel] = None,
     operands = op.operands
     a, bmat = operands[0], operands[1]
     params = None
+    if microkernel is not None:
+        return _expand_for_microkernel(op, machine, remark, microkernel, steps)
     if schedule is None:
         params = matmul_blis_params(op, machine)
         schedule = params.schedule()
@@ -197,6 +204,72 @@ def expand_matmul_tiled(op: Operation, machine: Optional[MachineModel] = None,
     start = block.index_of(before) + 1 if before is not None else 0
     end = block.index_of(after) if after is not None else len(block.ops)
     return list(block.ops[start:end])
+
+
+def _expand_for_microkernel(op, machine, remark, kernel: MicroKernelChoice, steps):
+    """``--hopt-blis``: BLIS tiling with the kernel's M_R x N_R, packing, and the register
+    tile marked for :func:`~polyopt.schedules.microkernel_call.map_to_microkernels`."""
+    from ..memref_layout.data_copy import alias_root
+    from .apply import apply_schedule
+    from .microkernel_call import mark_register_tile
+    from .register_tile import find_register_tile
+    loc = op.loc
+    if getattr(op, "schedule", None) is not None:
+        raise ScheduleError(f"'{op.name}' op: --hopt-blis needs the BLIS schedule (tile "
+                            f"attributes), not a 'schedule' attribute", loc)
+    given = dict(getattr(op, "tile_params", {}) or {})
+    for name, want in (("M_R", kernel.m_r), ("N_R", kernel.n_r)):
+        if name in given and given[name] != want:
+            raise ScheduleError(f"'{op.name}' op: {name} = {given[name]} conflicts with the "
+                                f"micro-kernel {kernel.symbol} ({kernel.m_r}x{kernel.n_r} "
+                                f"tile of C); drop {name} or --hopt-blis", loc)
+    for name, size, what in (("M_C", kernel.m_r, "M_R"), ("N_C", kernel.n_r, "N_R")):
+        if name in given and given[name] % size:
+            raise ScheduleError(f"'{op.name}' op: {name} = {given[name]} is not a multiple of "
+                                f"the micro-kernel {kernel.symbol}'s {what} = {size}", loc)
+    given.update(M_R=kernel.m_r, N_R=kernel.n_r)
+    m, k = op.operands[0].type.shape
+    n = op.operands[1].type.shape[1]
+    elem_bytes = op.operands[2].type.element_type.width // 8
+    params = default_blis_params(m, n, k, elem_bytes, machine, given)
+    if remark is not None:
+        remark(loc, f"{op.name}: BLIS schedule {params.schedule()} with {params.describe()}, "
+                    f"register tile = micro-kernel {kernel.symbol}")
+        if steps.any:
+            remark(loc, f"{op.name}: --hopt-vect/--hopt-unroll/--hopt-scalrep do nothing with "
+                        f"--hopt-blis: the micro-kernel is the register tile")
+    a, bmat, c = op.operands
+    if len({id(alias_root(v)) for v in op.operands}) != 3:
+        raise ScheduleError(f"'{op.name}' op: --hopt-blis packs A and B, which it cannot do "
+                            f"when A, B and C share memory", loc)
+    if min(m, n, k) == 1:
+        # code generation promotes a loop of one iteration away: there is no M_R x N_R x K_C
+        # nest to map, and a matrix-vector product gains nothing from the kernel anyway
+        if remark is not None:
+            remark(loc, f"{op.name}: --hopt-blis: {m}x{n}x{k} has a dimension of 1; "
+                        f"generated code instead of the micro-kernel")
+        return expand_matmul_tiled(op, machine, remark, copy=True, steps=steps)
+    loops = expand_matmul(op)
+    new_ops = apply_schedule(loops[0], {"S0": params.schedule()}, check=True)
+    nests = [o for o in new_ops if isinstance(o, AffineForOp)]
+    if len(nests) != 1:
+        raise ScheduleError(f"'{op.name}' op: --hopt-blis: the tiled product is not one loop "
+                            f"nest", loc)
+    top = nests[0]
+    block = top.parent
+    first = block.index_of(new_ops[0])
+    before = block.ops[first - 1] if first else None
+    after_index = block.index_of(new_ops[-1]) + 1
+    after = block.ops[after_index] if after_index < len(block.ops) else None
+    if not pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name=op.name):
+        raise ScheduleError(f"'{op.name}' op: --hopt-blis: the tiled nest could not be packed",
+                            loc)
+    found = find_register_tile(top, c)
+    if found is None:
+        raise ScheduleError(f"'{op.name}' op: --hopt-blis: no M_R x N_R x K_C register-tile "
+                            f"nest to map to the micro-kernel", loc)
+    mark_register_tile(found[0], kernel.symbol, kernel.m_r, kernel.n_r)
+    return _nest_ops(block, before, after)
 
 
 def _with_register_tile(new_ops, operands, params, machine, remark, loc, copy, steps):
@@ -344,18 +417,24 @@ def pack_blis_operands(top: AffineForOp, a: Value, bmat: Value, params: BlisPara
 def expand_high_level_ops(module: Operation, *, tiled: bool = False,
                           machine: Optional[MachineModel] = None,
                           remark: RemarkSink = None, copy: bool = False,
-                          steps: RegisterTileSteps = RegisterTileSteps()) -> int:
+                          steps: RegisterTileSteps = RegisterTileSteps(),
+                          microkernel_for: Optional[Callable] = None) -> int:
     """Expand every ``hop.matmul``, ``linalg.matmul`` and ``hop.conv2d`` under ``module``
     into affine nests (BLIS-tiled matmuls with ``tiled``, naive otherwise; with ``copy`` too,
-    tiled matmuls pack A and B, see :func:`pack_blis_operands`); returns how many ops were
-    expanded."""
+    tiled matmuls pack A and B, see :func:`pack_blis_operands`; with ``microkernel_for``,
+    ``(element type, loc) -> MicroKernelChoice``, tiled matmuls call that micro-kernel);
+    returns how many ops were expanded."""
     todo = [op for op in module.walk()
             if isinstance(op, (HopMatmulOp, LinalgMatmulOp, HopConv2DOp))]
     for op in todo:
         if isinstance(op, HopConv2DOp):
             expand_conv2d(op)
         elif tiled:
-            expand_matmul_tiled(op, machine, remark, copy=copy, steps=steps)
+            kernel = None
+            if microkernel_for is not None:
+                kernel = microkernel_for(str(op.operands[2].type.element_type), op.loc)
+            expand_matmul_tiled(op, machine, remark, copy=copy, steps=steps,
+                                microkernel=kernel)
         else:
             expand_matmul(op)
     return len(todo)

@@ -575,3 +575,27 @@ def test_extra_attributes_are_placed_as_mlir_opt_places_them():
     assert "memref.alloc() {alignment = 64 : i64, foo}" in printed
     assert "nontemporal = false" not in printed
     assert mlir_opt(text) == printed
+
+
+def test_call_prints_its_dialect_prefix_outside_the_function_body():
+    """mlir-opt elides 'func.' only where func is the default dialect (directly in a
+    func.func body); inside affine.for/affine.if it prints func.call (and only that parses)."""
+    from polyopt.affine.parser import parse
+    from polyopt.affine.printer import print_module
+    text = """func.func private @w(index)
+func.func @f() {
+  %c0 = arith.constant 0 : index
+  func.call @w(%c0) : (index) -> ()
+  affine.for %i = 0 to 4 {
+    func.call @w(%i) : (index) -> ()
+    affine.if affine_set<(d0) : (d0 - 1 >= 0)>(%i) {
+      func.call @w(%i) : (index) -> ()
+    }
+  }
+  return
+}
+"""
+    printed = print_module(parse(text, "c.mlir"))
+    lines = [line.strip() for line in printed.splitlines() if "@w(" in line and "call" in line]
+    assert lines == ["call @w(%c0) : (index) -> ()", "func.call @w(%arg0) : (index) -> ()",
+                     "func.call @w(%arg0) : (index) -> ()"]

@@ -19,7 +19,7 @@ def test_bench_matmul_json_reports_both_sides():
     assert (result["m"], result["n"], result["k"], result["dtype"]) == (17, 31, 5, "f64")
     (variant,) = result["variants"]
     assert variant["switches"] == {"hopt": True, "copy": True, "unroll": True,
-                                   "scalrep": True, "vect": True}
+                                   "scalrep": True, "vect": True, "blis": False}
     assert variant["timing"]["reps"] == 2 and variant["max_abs_error"] < 1e-12
     assert variant["gflops"] > 0 and result["numpy_gflops"] > 0 and result["peak_gflops"] > 0
     assert "openblas" in result["blas"].lower() and "1 thread" in result["blas"]

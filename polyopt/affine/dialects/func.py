@@ -247,7 +247,11 @@ class CallOp(Operation):
         return cls(operands=operands, result_types=ft.results, attributes=attrs, loc=loc)
 
     def print_custom(self, p) -> None:
-        p.print(f"call {self.attributes['callee']}(")
+        # as mlir-opt: the 'func.' prefix is elided only directly in a func.func body (its
+        # default dialect), not inside the regions of other ops such as affine.for
+        owner = self.parent_op
+        prefix = "" if owner is not None and owner.name == "func.func" else "func."
+        p.print(f"{prefix}call {self.attributes['callee']}(")
         p.print_operands(self.operands)
         p.print(")")
         p.print_attr_dict(self.attributes, elide=("callee",))

@@ -1,0 +1,49 @@
+#map = affine_map<(d0) -> (d0 * 174)>
+#map1 = affine_map<(d0) -> (d0 * 174 + 174)>
+#map2 = affine_map<(d0) -> (d0 * 512)>
+#map3 = affine_map<(d0) -> (d0 * 512 + 512)>
+#map4 = affine_map<(d0) -> (d0 * 8)>
+#map5 = affine_map<(d0) -> (d0 * 8 + 8)>
+#map6 = affine_map<(d0) -> (d0 * 3072)>
+#map7 = affine_map<(d0, d1, d2) -> (d0 * 356352 + d1 * 12288 + d2 * 8)>
+#map8 = affine_map<(d0) -> (d0 * 3072 + 6)>
+module {
+  func.func @matmul(%arg0: memref<2088x2048xf64>, %arg1: memref<2048x2048xf64>, %arg2: memref<2088x2048xf64>) {
+    %alloc = memref.alloc() {alignment = 64 : i64} : memref<29x512x6xf64>
+    %alloc_0 = memref.alloc() {alignment = 64 : i64} : memref<512x8xf64>
+    affine.for %arg3 = 0 to 4 {
+      affine.for %arg4 = 0 to 12 {
+        affine.for %arg5 = #map(%arg4) to #map1(%arg4) {
+          affine.for %arg6 = #map2(%arg3) to #map3(%arg3) {
+            %0 = affine.load %arg0[%arg5, %arg6] : memref<2088x2048xf64>
+            affine.store %0, %alloc[%arg4 * -29 + %arg5 floordiv 6, %arg3 * -512 + %arg6, %arg5 mod 6] : memref<29x512x6xf64>
+          }
+        }
+        affine.for %arg5 = 0 to 256 {
+          affine.for %arg6 = #map2(%arg3) to #map3(%arg3) {
+            affine.for %arg7 = #map4(%arg5) to #map5(%arg5) {
+              %0 = affine.load %arg1[%arg6, %arg7] : memref<2048x2048xf64>
+              affine.store %0, %alloc_0[%arg3 * -512 + %arg6, %arg5 * -8 + %arg7] : memref<512x8xf64>
+            }
+          }
+          affine.for %arg6 = 0 to 29 {
+            %0 = affine.apply #map6(%arg6)
+            %c0 = arith.constant 0 : index
+            %1 = affine.apply #map7(%arg4, %arg6, %arg5)
+            %c2048 = arith.constant 2048 : index
+            %c1 = arith.constant 1 : index
+            %c512 = arith.constant 512 : index
+            %c6 = arith.constant 6 : index
+            %c8 = arith.constant 8 : index
+            %2 = affine.apply #map8(%arg6)
+            func.call @polyopt_bli_dgemm_haswell_asm_6x8(%alloc, %0, %alloc_0, %c0, %arg2, %1, %c2048, %c1, %c512, %c6, %c8, %2, %c0) : (memref<29x512x6xf64>, index, memref<512x8xf64>, index, memref<2088x2048xf64>, index, index, index, index, index, index, index, index) -> ()
+          }
+        }
+      }
+    }
+    memref.dealloc %alloc_0 : memref<512x8xf64>
+    memref.dealloc %alloc : memref<29x512x6xf64>
+    return
+  }
+  func.func private @polyopt_bli_dgemm_haswell_asm_6x8(memref<29x512x6xf64>, index, memref<512x8xf64>, index, memref<2088x2048xf64>, index, index, index, index, index, index, index, index) attributes {polyopt.blis_kernel = "bli_dgemm_haswell_asm_6x8"}
+}
