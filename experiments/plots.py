@@ -1,0 +1,124 @@
+"""PNG plots of the experiments (matplotlib, Agg backend: no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Sequence
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def ladder_chart(records: Sequence[dict], path: Path, *, title: str, peak: Optional[float],
+                 numpy_gflops: Optional[float], paper_peak: float,
+                 numpy_paper: Optional[float] = None) -> None:
+    """Bars per step like the paper's Figure 5: LLVM's vectorizers on and off side by side,
+    then numpy; the paper's GFLOPS as markers (``numpy_paper``: its OpenBLAS), our FMA peak
+    and numpy as lines."""
+    plt = _pyplot()
+    labels: list[str] = []
+    for r in records:
+        if r["label"] not in labels:
+            labels.append(r["label"])
+    on = {r["label"]: r for r in records if r["llvm_vectorize"]}
+    off = {r["label"]: r for r in records if not r["llvm_vectorize"]}
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.75 * len(labels) + 2), 5.5))
+    width = 0.4
+    for offset, series, color, name in (
+            (-width / 2, on, "#4c72b0", "polyopt, LLVM vectorizers on (LLVM 22 default)"),
+            (width / 2, off, "#dd8452", "polyopt, LLVM vectorizers off (the paper's setting)")):
+        xs, ys = [], []
+        for i, label in enumerate(labels):
+            r = series.get(label)
+            if r is not None and r["status"] == "ok":
+                # a step without a second series gets the whole slot
+                x = i if label not in (off if series is on else on) else i + offset
+                xs.append(x)
+                ys.append(r["gflops"])
+        bars = ax.bar(xs, ys, width=width, color=color, label=name)
+        ax.bar_label(bars, labels=[f"{y:.1f}" if y >= 10 else f"{y:.2f}" for y in ys],
+                     fontsize=7, padding=1)
+    if numpy_gflops:
+        labels.append("numpy (OpenBLAS)")
+        bars = ax.bar([len(labels) - 1], [numpy_gflops], width=width, color="green")
+        ax.bar_label(bars, labels=[f"{numpy_gflops:.1f}"], fontsize=7, padding=1)
+    paper_x, paper_y = [], []
+    for i, label in enumerate(labels):
+        r = on.get(label) or off.get(label)
+        if r and r.get("paper") and r["paper"]["gflops"]:
+            paper_x.append(i)
+            paper_y.append(r["paper"]["gflops"])
+    if numpy_gflops and numpy_paper:
+        paper_x.append(len(labels) - 1)
+        paper_y.append(numpy_paper)
+    if paper_x:
+        ax.scatter(paper_x, paper_y, marker="D", color="black", zorder=3, s=22,
+                   label=f"paper (i7-8700K, peak {paper_peak:.1f} GFLOPS)")
+    if peak:
+        ax.axhline(peak, color="gray", linestyle="--", linewidth=1)
+        ax.annotate(f"measured FMA peak {peak:.1f}", (len(labels) - 0.5, peak), ha="right",
+                    va="bottom", fontsize=8, color="gray")
+    if numpy_gflops:
+        ax.axhline(numpy_gflops, color="green", linestyle=":", linewidth=1.2)
+        ax.annotate(f"numpy (OpenBLAS, 1 thread) {numpy_gflops:.1f}", (-0.5, numpy_gflops),
+                    ha="left", va="bottom", fontsize=8, color="green")
+    unavailable = [i for i, label in enumerate(labels)
+                   if (label in on or label in off)
+                   and all(r["status"] != "ok" for r in (on.get(label), off.get(label)) if r)]
+    for i in unavailable:
+        ax.text(i, 0, "not\navailable", ha="center", va="bottom", fontsize=7, color="red")
+    # steps timed at another size than the ladder's (the slow first ones in quick mode)
+    size = {r["label"]: f"{r['m']}x{r['n']}x{r['k']}" for r in records}
+    ladder_size = size[records[-1]["label"]] if records else ""
+    ticks = [label if size.get(label, ladder_size) == ladder_size
+             else f"{label} ({size[label]})" for label in labels]
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(ticks, rotation=35, ha="right", fontsize=8)
+    ax.set_xlim(-0.6, len(labels) - 0.4)
+    ax.set_ylabel("GFLOPS (median)")
+    ax.set_ylim(0, max([peak or 0, numpy_gflops or 0]
+                       + [r["gflops"] for r in records if r["status"] == "ok"] + [1]) * 1.12)
+    ax.set_title(title, pad=30)
+    ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=3, frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def sweep_chart(records: Sequence[dict], path: Path, *, peaks: dict, title: str) -> None:
+    """GFLOPS against size, one panel per element type: polyopt and numpy, and the peak."""
+    plt = _pyplot()
+    dtypes = [d for d in ("f64", "f32") if any(r["dtype"] == d for r in records)]
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(6 * len(dtypes), 4.5), squeeze=False)
+    for ax, dtype in zip(axes[0], dtypes):
+        ok = sorted((r for r in records if r["dtype"] == dtype and r["status"] == "ok"),
+                    key=lambda r: r["m"])
+        sizes = [r["m"] for r in ok]
+        ax.plot(sizes, [r["gflops"] for r in ok], "o-", color="#4c72b0",
+                label="polyopt (all passes)")
+        ax.fill_between(sizes, [r["gflops_min"] for r in ok], [r["gflops_max"] for r in ok],
+                        color="#4c72b0", alpha=0.2)
+        ax.plot(sizes, [r["numpy_gflops"] for r in ok], "s--", color="green",
+                label="numpy (OpenBLAS, 1 thread)")
+        ax.fill_between(sizes, [r["numpy_gflops_min"] for r in ok],
+                        [r["numpy_gflops_max"] for r in ok], color="green", alpha=0.15)
+        peak = peaks.get(dtype)
+        if peak:
+            ax.axhline(peak, color="gray", linestyle="--", linewidth=1,
+                       label=f"measured FMA peak {peak:.1f}")
+        ax.set_xlabel("M = N = K")
+        ax.set_ylabel("GFLOPS (median, band: min..max)")
+        ax.set_title(f"{dtype} matmul")
+        ax.set_ylim(0, max([peak or 0] + [r["gflops_max"] for r in ok]
+                           + [r["numpy_gflops_max"] for r in ok] + [1]) * 1.1)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

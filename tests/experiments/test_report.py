@@ -1,0 +1,138 @@
+"""python3 -m experiments.report: one run on tiny matrices (1 repetition) writes a complete
+report folder.  Speed is never asserted here; what the report says about it is checked for
+presence and consistency only."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+EXPERIMENTS = ("dgemm_ladder", "ablations", "sgemm_ladder", "size_sweep", "conv_layers")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "tiny"
+    proc = subprocess.run([sys.executable, "-m", "experiments.report", "--sizes-for-tests",
+                           "--out", str(out)], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return out, proc
+
+
+def test_writes_every_file(report):
+    out, proc = report
+    assert proc.stdout.strip() == str(out)
+    for name in ("report.md", "results.json", "machine.json", "dgemm_ladder.png",
+                 "sgemm_ladder.png", "size_sweep.png"):
+        assert (out / name).is_file(), name
+
+
+def test_plots_are_png(report):
+    out, _ = report
+    for name in ("dgemm_ladder.png", "sgemm_ladder.png", "size_sweep.png"):
+        data = (out / name).read_bytes()
+        assert data.startswith(PNG_SIGNATURE) and len(data) > 10_000, name
+
+
+def test_results_hold_every_experiment(report):
+    out, _ = report
+    results = json.loads((out / "results.json").read_text())
+    assert results["mode"] == "tests" and results["reps"] == 1 and results["errors"] == []
+    assert set(results["experiments"]) == set(EXPERIMENTS)
+    conv = results["experiments"]["conv_layers"]
+    assert conv["available"] is False and "hop.conv2d" in conv["reason"]
+    for key in EXPERIMENTS[:4]:
+        steps = results["experiments"][key]["steps"]
+        assert steps, key
+        for r in steps:
+            # BLIS mode may be unavailable (no blis package or CPU): then it says why
+            if r["status"] == "unavailable":
+                assert r["label"].startswith("BLIS mode") and r["reason"]
+                continue
+            assert r["status"] == "ok", (key, r["label"], r.get("reason"))
+            assert r["gflops_min"] <= r["gflops"] <= r["gflops_max"]
+            assert r["gflops"] > 0 and r["numpy_gflops"] > 0 and r["compile_time"] > 0
+            assert 0 < r["fraction_of_peak"] and r["ratio_vs_numpy"] > 0
+            (raw,) = r["bench"]["variants"]   # the harness's own JSON, unchanged
+            assert raw["label"] == r["label"] and raw["timing"]["reps"] == 1
+            assert raw["gflops"] == r["gflops"] and raw["switches"] == r["switches"]
+
+
+def test_ladders_cover_the_paper_steps(report):
+    out, _ = report
+    results = json.loads((out / "results.json").read_text())
+    for key, dtype, tiles in (("dgemm_ladder", "f64", ("4x8 tile", "6x8 tile", "3x16 tile")),
+                              ("sgemm_ladder", "f32", ("4x16 tile", "3x32 tile (2.13)"))):
+        steps = results["experiments"][key]["steps"]
+        assert {r["dtype"] for r in steps} == {dtype}
+        on = [r["label"] for r in steps if r["llvm_vectorize"]]
+        off = [r["label"] for r in steps if not r["llvm_vectorize"]]
+        for label in ("naive", "tiling (2.5)", "BLIS tiling", "+packing", "+unroll-and-jam",
+                      "+scalar replacement", "+vectorization", *tiles,
+                      "tuned (model's tiles)", "BLIS mode (2.12)"):
+            assert label in on, (key, label)
+        # the second series (the paper's setting) from +packing on
+        assert off[0] == "+packing" and "tuned (model's tiles)" in off
+        assert "naive" not in off and not any(label.startswith("BLIS") for label in off)
+        # section 2.12: one tile polyopt runs in the permuted register order
+        permuted = [r for r in steps if "permuted" in r["label"]]
+        assert permuted and all(r["model"]["order"] == "ij" for r in permuted)
+    dgemm = results["experiments"]["dgemm_ladder"]["steps"]
+    naive = next(r for r in dgemm if r["label"] == "naive")
+    assert naive["paper"]["gflops"] == pytest.approx(0.558) and naive["paper"]["section"] == "2.3"
+    assert naive["paper"]["fraction_of_peak"] == pytest.approx(0.558 / 75.2)
+    tuned = next(r for r in dgemm if r["label"] == "tuned (model's tiles)")
+    assert {"M_C", "K_C", "M_R", "N_R", "K_U", "order"} <= set(tuned["model"])
+
+
+def test_sweep_covers_both_types(report):
+    out, _ = report
+    results = json.loads((out / "results.json").read_text())
+    steps = results["experiments"]["size_sweep"]["steps"]
+    assert {(r["dtype"], r["m"]) for r in steps} == {(d, s) for d in ("f64", "f32")
+                                                      for s in (8, 13)}
+    assert all(r["m"] == r["n"] == r["k"] for r in steps)
+
+
+def test_markdown_has_the_tables_and_the_facts(report):
+    out, _ = report
+    text = (out / "report.md").read_text()
+    for heading in ("DGEMM ladder (paper Figure 5)", "Ablations", "SGEMM ladder (paper Figure 6)",
+                    "GFLOPS vs size", "Convolution layers", "## Machine", "## Reproduce"):
+        assert heading in text, heading
+    assert "not available: hop.conv2d has no optimized pipeline yet" in text
+    assert "| step | LLVM vect. | size | tiles | GFLOPS | min..max | of peak | vs numpy" in text
+    assert "| naive | on | 9x7x5 | naive nest |" in text
+    assert "| 0.56 | 0.7% | 2.3 |" in text            # the paper's naive step, beside ours
+    assert "| **off** |" in text and "numpy (OpenBLAS, 1 thread)" in text
+    for image in ("dgemm_ladder.png", "sgemm_ladder.png", "size_sweep.png"):
+        assert f"]({image})" in text
+    machine = json.loads((out / "machine.json").read_text())
+    for fact in (machine["cpu"]["model"], machine["software"]["numpy"],
+                 machine["software"]["llvm"], machine["software"]["islpy"],
+                 machine["git"]["commit"], "measured FMA peak"):
+        assert fact and fact in text, fact
+    assert f"python3 -m experiments.report --sizes-for-tests --out {out}" in text
+
+
+def test_machine_json(report):
+    out, _ = report
+    machine = json.loads((out / "machine.json").read_text())
+    assert machine["cpu"]["flags"] and machine["caches"]
+    assert machine["peak"]["f64"]["gflops"] > 0 and machine["peak"]["f32"]["gflops"] > 0
+    assert "openblas" in machine["software"]["blas"].lower()
+    assert len(machine["git"]["commit"]) == 40 and isinstance(machine["git"]["dirty"], bool)
+    assert machine["target"]["vector_bits"] in (128, 256, 512)
+
+
+def test_rejects_nonsense_reps(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "experiments.report", "--reps", "0",
+                           "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2 and "--reps must be at least 1, got 0" in proc.stderr
+    assert not list(tmp_path.iterdir())
