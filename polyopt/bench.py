@@ -277,3 +277,200 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
 def dump_json(results: list, stream=None) -> None:
     json.dump([r.to_json() for r in results], stream or sys.stdout, indent=2)
     (stream or sys.stdout).write("\n")
+
+
+# -- convolutions ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConvShape:
+    """A 2-D convolution layer: batch, input height/width/channels, filters, window, stride,
+    dilation (no padding: the output is (H - d*(KH-1) - 1) // s + 1 high)."""
+
+    n: int
+    h: int
+    w: int
+    c: int
+    f: int
+    kh: int
+    kw: int
+    stride: int = 1
+    dilation: int = 1
+
+    @property
+    def out_hw(self) -> tuple[int, int]:
+        return tuple((size - self.dilation * (k - 1) - 1) // self.stride + 1
+                     for size, k in ((self.h, self.kh), (self.w, self.kw)))
+
+    @property
+    def flops(self) -> float:
+        oh, ow = self.out_hw
+        return 2.0 * self.n * oh * ow * self.f * self.kh * self.kw * self.c
+
+    def describe(self) -> str:
+        oh, ow = self.out_hw
+        return (f"{self.n}x{self.h}x{self.w}x{self.c} * {self.kh}x{self.kw}x{self.c}x{self.f} "
+                f"-> {self.n}x{oh}x{ow}x{self.f} (stride {self.stride}, dilation "
+                f"{self.dilation})")
+
+
+def conv2d_source(s: ConvShape, dtype: str = "f32", attributes: Optional[dict] = None) -> str:
+    """A module with ``@conv`` holding one ``hop.conv2d`` (O += conv(I, K), NHWC/HWCF/NHWF)."""
+    oh, ow = s.out_hw
+    ti = f"memref<{s.n}x{s.h}x{s.w}x{s.c}x{dtype}>"
+    tk = f"memref<{s.kh}x{s.kw}x{s.c}x{s.f}x{dtype}>"
+    to = f"memref<{s.n}x{oh}x{ow}x{s.f}x{dtype}>"
+    attrs = {"strides": f"[{s.stride}, {s.stride}]",
+             "dilations": f"[{s.dilation}, {s.dilation}]", **(attributes or {})}
+    body = ", ".join(f"{k} = {v}" for k, v in attrs.items())
+    return (f"func.func @conv(%I: {ti}, %K: {tk}, %O: {to}) {{\n"
+            f"  hop.conv2d %I, %K, %O {{{body}}} : ({ti}, {tk}, {to})\n"
+            f"  return\n}}\n")
+
+
+def numpy_im2col_conv(s: ConvShape):
+    """``(prepare, run)``: numpy's im2col (a copy of the sliding windows) + OpenBLAS matmul,
+    adding into O -- the baseline a Python user writes."""
+    import numpy as np
+    from numpy.lib.stride_tricks import sliding_window_view
+    oh, ow = s.out_hw
+    ext_h, ext_w = s.dilation * (s.kh - 1) + 1, s.dilation * (s.kw - 1) + 1
+
+    def run(i, k, o, cols, tmp):
+        win = sliding_window_view(i, (ext_h, ext_w), axis=(1, 2))
+        win = win[:, ::s.stride, ::s.stride, :, ::s.dilation, ::s.dilation][:, :oh, :ow]
+        cols[...] = win.transpose(0, 1, 2, 4, 5, 3).reshape(cols.shape)   # im2col
+        np.matmul(cols, k.reshape(-1, s.f), out=tmp)
+        o += tmp.reshape(o.shape)
+    return run
+
+
+@dataclass
+class ConvBenchResult:
+    shape: ConvShape
+    dtype: str
+    polyopt: Timing
+    compile_time: float
+    max_abs_error: float
+    numpy: Timing
+    torch: Optional[Timing] = None
+    torch_note: str = ""
+    blas: str = ""
+
+    def gflops(self, t: Timing) -> float:
+        return self.shape.flops / t.median / 1e9
+
+    def to_json(self) -> dict:
+        out = {"shape": asdict(self.shape), "dtype": self.dtype,
+               "polyopt_gflops": self.gflops(self.polyopt),
+               "numpy_gflops": self.gflops(self.numpy),
+               "ratio_vs_numpy": self.numpy.median / self.polyopt.median,
+               "polyopt": asdict(self.polyopt), "numpy": asdict(self.numpy),
+               "compile_time": self.compile_time, "max_abs_error": self.max_abs_error,
+               "blas": self.blas, "torch_note": self.torch_note}
+        if self.torch is not None:
+            out["torch"] = asdict(self.torch)
+            out["torch_gflops"] = self.gflops(self.torch)
+            out["ratio_vs_torch"] = self.torch.median / self.polyopt.median
+        return out
+
+    def report(self) -> str:
+        rows = [("polyopt", self.polyopt), ("numpy im2col + matmul", self.numpy)]
+        if self.torch is not None:
+            rows.append(("torch conv2d", self.torch))
+        lines = [f"conv2d {self.shape.describe()} {self.dtype}: O += conv(I, K), medians of "
+                 f"{self.polyopt.reps} alternating runs",
+                 f"  {'variant':<24} {'GFLOPS':>8}  {'polyopt vs it':>13}"]
+        for label, t in rows:
+            lines.append(f"  {label:<24} {self.gflops(t):8.2f}  "
+                         f"{t.median / self.polyopt.median:12.3f}x")
+        lines.append(f"  polyopt compile {self.compile_time:.3f}s, max|err| "
+                     f"{self.max_abs_error:.1e}")
+        if self.blas:
+            lines.append(f"  numpy's BLAS: {self.blas}")
+        if self.torch_note:
+            lines.append(f"  torch: {self.torch_note}")
+        return "\n".join(lines)
+
+
+def _torch_conv(s: ConvShape, dtype: str, i, k):
+    """(run, note) for torch.nn.functional.conv2d on one thread, or (None, why not)."""
+    try:
+        import torch
+    except ImportError:
+        return None, "not installed (optional)"
+    import numpy as np
+    torch.set_num_threads(1)
+    # torch's conv2d takes NCHW input and FCHW weights; channels_last keeps the data NHWC
+    ti = torch.from_numpy(np.ascontiguousarray(i.transpose(0, 3, 1, 2))).contiguous(
+        memory_format=torch.channels_last)
+    tk = torch.from_numpy(np.ascontiguousarray(k.transpose(3, 2, 0, 1)))
+
+    def run():
+        with torch.no_grad():
+            torch.nn.functional.conv2d(ti, tk, stride=s.stride, dilation=s.dilation)
+    return run, (f"torch {torch.__version__}, 1 thread, input in channels_last (NHWC) memory "
+                 f"format, weights FCHW")
+
+
+def bench_conv2d(s: ConvShape, dtype: str = "f32", *, reps: int = 5, seed: int = 0,
+                 switches: Optional[dict] = None) -> ConvBenchResult:
+    """polyopt's ``hop.conv2d`` (all passes by default) against numpy im2col + matmul and,
+    when installed, torch, on the same arrays, alternating, after a checked warm-up."""
+    import numpy as np
+
+    from .pipeline import compile as compile_module
+    if min(s.n, s.h, s.w, s.c, s.f, s.kh, s.kw, s.stride, s.dilation) < 1:
+        raise ValueError(f"conv2d sizes, stride and dilation must be positive: {s}")
+    oh, ow = s.out_hw
+    if oh < 1 or ow < 1:
+        raise ValueError(f"the (dilated) window is larger than the input: {s.describe()}")
+    if reps < 1:
+        raise ValueError(f"reps must be at least 1, got {reps}")
+    np_dtype = {"f64": np.float64, "f32": np.float32}.get(dtype)
+    if np_dtype is None:
+        raise ValueError(f"dtype must be f64 or f32, got {dtype!r}")
+    switches = switches or {"hopt": True, "copy": True, "unroll": True, "scalrep": True,
+                            "vect": True}
+    rng = np.random.default_rng(seed)
+    i = rng.uniform(-1, 1, (s.n, s.h, s.w, s.c)).astype(np_dtype)
+    k = rng.uniform(-1, 1, (s.kh, s.kw, s.c, s.f)).astype(np_dtype)
+    o0 = rng.uniform(-1, 1, (s.n, oh, ow, s.f)).astype(np_dtype)
+
+    start = time.perf_counter()
+    fn = compile_module(conv2d_source(s, dtype), filename="<bench conv2d>", **switches)["conv"]
+    compile_time = time.perf_counter() - start
+    ref = numpy_im2col_conv(s)
+    cols = np.empty((s.n * oh * ow, s.kh * s.kw * s.c), np_dtype)
+    tmp = np.empty((s.n * oh * ow, s.f), np_dtype)
+    expected = o0.astype(np.float64)
+    ref(i.astype(np.float64), k.astype(np.float64), expected, np.empty(cols.shape),
+        np.empty(tmp.shape))
+    o = o0.copy()
+    fn(i, k, o)
+    err = float(np.max(np.abs(o - expected)))
+    tol = (1e-9 if dtype == "f64" else 2e-4) * s.kh * s.kw * s.c
+    if not err <= tol:
+        raise AssertionError(f"polyopt's conv2d differs from numpy's by {err:.3g} (tolerance "
+                             f"{tol:.3g}); refusing to time wrong code")
+    torch_run, note = _torch_conv(s, dtype, i, k)
+    ref(i, k, o, cols, tmp)
+    if torch_run is not None:
+        torch_run()
+    mine, theirs, torch_t = [], [], []
+    for _ in range(reps):
+        mine.append(_time_once(lambda: fn(i, k, o)))
+        theirs.append(_time_once(lambda: ref(i, k, o, cols, tmp)))
+        if torch_run is not None:
+            torch_t.append(_time_once(torch_run))
+    return ConvBenchResult(s, dtype, Timing.of(mine), compile_time, err, Timing.of(theirs),
+                           Timing.of(torch_t) if torch_t else None, note, blas_description())
+
+
+RESNET50_LAYERS = {
+    "conv2_x 3x3 56x56x64->64": ConvShape(1, 58, 58, 64, 64, 3, 3),
+    "conv3_x 3x3 28x28x128->128": ConvShape(1, 30, 30, 128, 128, 3, 3),
+    "conv4_x 3x3 14x14x256->256": ConvShape(1, 16, 16, 256, 256, 3, 3),
+    "conv5_x 3x3 7x7x512->512": ConvShape(1, 9, 9, 512, 512, 3, 3),
+    "conv2_x 1x1 56x56x256->64": ConvShape(1, 56, 56, 256, 64, 1, 1),
+}

@@ -117,6 +117,24 @@ def build_parser() -> argparse.ArgumentParser:
     _add_llvm_vectorize(p_mm)
     p_mm.set_defaults(hopt=True)
 
+    p_cv = bsub.add_parser("conv2d", help="O += conv(I, K) through hop.conv2d (NHWC, HWCF, "
+                                          "NHWF, no padding) against numpy im2col + matmul")
+    for name, default, help_ in (("n", 1, "batch"), ("h", 58, "input height"),
+                                 ("w", 58, "input width"), ("c", 64, "input channels"),
+                                 ("f", 64, "filters (output channels)"),
+                                 ("kh", 3, "window height"), ("kw", 3, "window width"),
+                                 ("stride", 1, "stride (both dimensions)"),
+                                 ("dilation", 1, "dilation (both dimensions)")):
+        p_cv.add_argument(f"--{name}", type=int, default=default,
+                          help=f"{help_} (default: {default})")
+    p_cv.add_argument("--dtype", choices=("f64", "f32"), default="f32")
+    p_cv.add_argument("--reps", type=int, default=5, help="timed repetitions (default: 5)")
+    p_cv.add_argument("--resnet50", action="store_true",
+                      help="the ResNet-50 layers of issue 7 (3x3 at 56, 28, 14, 7 and 1x1 at "
+                           "56; inputs padded by the caller) instead of one shape")
+    p_cv.add_argument("--json", action="store_true", help="print the results as JSON")
+    p_cv.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
+
     p_peak = sub.add_parser("peak", help="measure the FMA peak of this core (JIT'd loop of "
                                          "independent vector FMAs at the widest width)")
     p_peak.add_argument("--dtype", choices=("f64", "f32", "both"), default="both")
@@ -237,6 +255,8 @@ def cmd_translate(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.kernel == "conv2d":
+        return cmd_bench_conv2d(args)
     from .bench import (TILE_NAMES, Variant, bench_matmul, blis_mode_variant, dump_json,
                         paper_ladder)
     tiles = {name: getattr(args, name) for name in TILE_NAMES if getattr(args, name) is not None}
@@ -274,6 +294,29 @@ def cmd_bench(args: argparse.Namespace) -> int:
         dump_json([result])
     else:
         print(result.report())
+    return 0
+
+
+def cmd_bench_conv2d(args: argparse.Namespace) -> int:
+    from .bench import RESNET50_LAYERS, ConvShape, bench_conv2d, dump_json
+    if args.reps < 1:
+        raise UsageError(f"--reps must be at least 1, got {args.reps}")
+    if args.resnet50:
+        shapes = dict(RESNET50_LAYERS)
+    else:
+        shapes = {"": ConvShape(args.n, args.h, args.w, args.c, args.f, args.kh, args.kw,
+                                args.stride, args.dilation)}
+    results = []
+    for label, shape in shapes.items():
+        try:
+            r = bench_conv2d(shape, args.dtype, reps=args.reps)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        results.append(r)
+        if not args.json:
+            print((f"{label}: " if label else "") + r.report(), flush=True)
+    if args.json:
+        dump_json(results)
     return 0
 
 

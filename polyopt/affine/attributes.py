@@ -115,6 +115,67 @@ class DenseArrayAttr(Attribute):
 
 
 @dataclass(frozen=True)
+class DenseElementsAttr(Attribute):
+    """``dense<2> : tensor<2xi64>``, ``dense<[1, 2]> : tensor<2xi64>``: the elements of a
+    statically shaped tensor, as the attributes of linalg's convolutions (``strides``,
+    ``dilations``) carry them.  Only the attribute exists: tensor-typed values stay unsupported.
+
+    ``values`` holds every element in row-major order (ints for integer element types, floats
+    for float ones); MLIR prints a tensor whose elements are all equal as a splat
+    (``dense<[1, 1]>`` is printed ``dense<1>``), and so does ``str``.
+    """
+
+    shape: tuple[int, ...]
+    element_type: Type
+    values: tuple
+
+    @classmethod
+    def from_ints(cls, values, element_type: Type = i64) -> "DenseElementsAttr":
+        """A 1-D ``tensor<N x element_type>`` of ``values``."""
+        vals = tuple(int(v) for v in values)
+        return cls((len(vals),), element_type, vals)
+
+    @property
+    def num_elements(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def is_splat(self) -> bool:
+        return len(self.values) > 0 and all(v == self.values[0] for v in self.values)
+
+    def _fmt(self, v) -> str:
+        et = self.element_type
+        if isinstance(et, FloatType):
+            return format_float(v, et)
+        if isinstance(et, IntegerType) and et.width == 1:
+            return "true" if v else "false"
+        return str(v)
+
+    def _nested(self, values: tuple, shape: tuple[int, ...]) -> str:
+        if not shape:
+            return self._fmt(values[0])
+        step = len(values) // shape[0] if shape[0] else 0
+        return "[" + ", ".join(self._nested(values[k * step:(k + 1) * step], shape[1:])
+                               for k in range(shape[0])) + "]"
+
+    @property
+    def type_str(self) -> str:
+        return "tensor<" + "".join(f"{d}x" for d in self.shape) + f"{self.element_type}>"
+
+    def __str__(self) -> str:
+        if self.is_splat:
+            body = self._fmt(self.values[0])
+        elif not self.values:
+            body = ""
+        else:
+            body = self._nested(self.values, self.shape)
+        return f"dense<{body}> : {self.type_str}"
+
+
+@dataclass(frozen=True)
 class AffineMapAttr(Attribute):
     value: AffineMap
 

@@ -16,9 +16,9 @@ import re
 from typing import Callable, Optional, Sequence
 
 from .affine_expr import AffineExpr, AffineMap, IntegerSet, constant, dim, symbol
-from .attributes import (AffineMapAttr, ArrayAttr, Attribute, DenseArrayAttr, DictAttr, FloatAttr,
-                         IntegerAttr, IntegerSetAttr, OpaqueAttr, StringAttr, SymbolRefAttr,
-                         TypeAttr, UnitAttr)
+from .attributes import (AffineMapAttr, ArrayAttr, Attribute, DenseArrayAttr, DenseElementsAttr,
+                         DictAttr, FloatAttr, IntegerAttr, IntegerSetAttr, OpaqueAttr, StringAttr,
+                         SymbolRefAttr, TypeAttr, UnitAttr)
 from .diagnostics import Location, ParseError, SourceFile
 from .ir import OP_REGISTRY, Block, Operation, Region, Value
 from .types import (FloatType, FunctionType, IndexType, IntegerType, MemRefType, NoneType,
@@ -717,6 +717,9 @@ class Parser:
             self.expect(">")
             return DenseArrayAttr(et, tuple(vals))
         if word == "dense":
+            dense = self._parse_dense_tensor_attr()
+            if dense is not None:
+                return dense
             return OpaqueAttr(self._skip_balanced_attr(with_type=True))
         try:
             return TypeAttr(self.parse_type())
@@ -762,6 +765,104 @@ class Parser:
             if not lo <= value <= hi:
                 raise self.error(f"integer constant out of range for attribute of type '{t}'", start)
         return IntegerAttr(value, t)
+
+    def _parse_dense_tensor_attr(self) -> Optional[DenseElementsAttr]:
+        """``dense<1> : tensor<2xi64>``, ``dense<[[1, 2], [3, 4]]> : tensor<2x2xi64>``, with
+        MLIR's messages; ``None`` (nothing consumed) when the type is not a tensor or the
+        literal is not made of numbers, for the callers that keep other dense attributes as
+        text."""
+        self.skip_ws()
+        start = self.pos
+        self.expect_keyword("dense")
+        self.expect("<")
+        literal_start = self.pos
+
+        def element():
+            self.skip_ws()
+            if self.peek("["):
+                return self.parse_comma_separated("[", "]", element)
+            at = self.pos
+            if self.optional_keyword("true"):
+                return ("bool", True, at)
+            if self.optional_keyword("false"):
+                return ("bool", False, at)
+            neg = self.optional("-")
+            self.skip_ws()
+            fm = _FLOAT.match(self.text, self.pos)
+            im = _INT.match(self.text, self.pos)
+            if fm and (not im or fm.end() > im.end()):
+                self.pos = fm.end()
+                return ("float", -float(fm.group(0)) if neg else float(fm.group(0)), at)
+            if im:
+                self.pos = im.end()
+                v = int(im.group(0), 0)
+                return ("int", -v if neg else v, at)
+            raise self.error(f"expected element literal of primitive type, found "
+                             f"{self._describe_next()}")
+
+        try:
+            literal = None if self.peek(">") else element()
+            self.expect(">")
+        except ParseError:
+            literal = ()   # not a literal of numbers (a hex blob, complex values...)
+        if literal == () or not self.optional(":") or not self.peek_keyword("tensor"):
+            self.pos = start
+            return None
+        self.expect_keyword("tensor")
+        self.skip_ws()
+        tstart = self.pos
+        self.expect("<")
+        dims, et = self._parse_dims_and_element(tstart, allow_dynamic=True)
+        self.expect(">", "in tensor type")
+        if any(d is None for d in dims):
+            raise self.error("elements literal type must have static shape", start)
+        if not isinstance(et, (IntegerType, IndexType, FloatType)):
+            raise self.error(f"expected integer or float elements in the tensor type, got "
+                             f"'{et}'", tstart)
+
+        def shape_of(lit) -> list[int]:
+            if isinstance(lit, tuple):
+                return []
+            inner = [shape_of(x) for x in lit]
+            if any(i != inner[0] for i in inner[1:]):
+                raise self.error("tensor literal is invalid; ranks are not consistent between "
+                                 "elements", literal_start)
+            return [len(lit)] + (inner[0] if inner else [])
+
+        def flat(lit) -> list:
+            return [lit] if isinstance(lit, tuple) else [x for y in lit for x in flat(y)]
+
+        count = 1
+        for d in dims:
+            count *= d
+        if literal is None or isinstance(literal, list) and not literal:
+            leaves = []
+            if count:
+                raise self.error(f"inferred shape of elements literal ([0]) does not match type "
+                                 f"([{', '.join(map(str, dims))}])", start)
+        else:
+            leaves = flat(literal)
+            shape = shape_of(literal)
+            if shape and shape != dims:
+                got = ", ".join(map(str, shape))
+                raise self.error(f"inferred shape of elements literal ([{got}]) does not match "
+                                 f"type ([{', '.join(map(str, dims))}])", start)
+        values = []
+        for kind, v, at in leaves:
+            if isinstance(et, FloatType):
+                values.append(float(v))
+                continue
+            if kind == "float":
+                raise self.error("expected integer elements, but parsed floating-point", at)
+            if isinstance(et, IntegerType):
+                width = et.width
+                lo, hi = (-1, 1) if width == 1 else (-(1 << (width - 1)), (1 << width) - 1)
+                if not lo <= int(v) <= hi:
+                    raise self.error("integer constant out of range for type", at)
+            values.append(int(v))
+        if len(values) == 1 and count != 1:
+            values = values * count   # a splat
+        return DenseElementsAttr(tuple(dims), et, tuple(values))
 
     def _optional_colon_type(self) -> Optional[Type]:
         save = self.pos

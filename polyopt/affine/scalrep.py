@@ -70,7 +70,8 @@ _MEMREF_EFFECT_OPS = frozenset({
     "vector.load", "vector.store", "vector.transfer_read", "vector.transfer_write",
     "vector.maskedload", "vector.maskedstore", "vector.gather", "vector.scatter",
     "vector.expandload", "vector.compressstore", "linalg.fill", "linalg.matmul",
-    "linalg.conv_2d_nhwc_hwcf", "hop.matmul", "hop.conv2d",
+    "linalg.conv_2d_nhwc_hwcf", "linalg.conv_1d_nwc_wcf", "linalg.depthwise_conv_2d_nhwc_hwc",
+    "hop.matmul", "hop.conv2d",
 })
 # dialects whose ops without memref operands do not touch memory
 _REGISTER_DIALECTS = ("arith.", "math.", "vector.", "index.")

@@ -33,7 +33,8 @@ What the lowering does
   op's, default 64), ``memref.dealloc`` -> ``free``; ``memref.alloca`` -> an ``alloca`` hoisted
   to the entry block (alignment >= 64; buffers above ``max_stack_bytes`` go to the heap,
   allocated at entry and freed at every return).  Loads and stores use the alignment the
-  base pointer and the offset prove (element alignment at least).
+  base pointer and the offset prove (element alignment at least).  ``memref.cast`` and
+  ``memref.collapse_shape`` are views: the same pointer with the new type.
 * Vectors: 1-D vectors are LLVM vectors; n-D vectors are (nested) LLVM arrays of 1-D
   vectors; elementwise ops, broadcast, fma, print, loads/stores work row by row (rows of an
   n-D vector access are consecutive indices of the memref dimensions before the last).
@@ -350,7 +351,7 @@ _RUNTIME_SCALAR = {  # CRunnerUtils name -> (runtime symbol, MLIR input types, L
     "printNewline": ("polyopt_print_newline", (), ()),
 }
 _MUST_EXPAND = ("hop.matmul", "hop.conv2d", "linalg.matmul", "linalg.conv_2d_nhwc_hwcf",
-                "linalg.conv_2d")
+                "linalg.conv_1d_nwc_wcf", "linalg.depthwise_conv_2d_nhwc_hwc", "linalg.conv_2d")
 
 _process_lib: Optional[ctypes.CDLL] = None
 
@@ -1987,6 +1988,18 @@ def _lower_memref_cast(L: _FunctionLowering, op: Operation) -> None:
             dst_t.element_type != src.type.element_type:
         raise CodegenError(f"'memref.cast' from '{src.type}' to '{dst_t}' changes the data "
                            "layout, which is not supported", op.loc)
+    L.bind(op.results[0], _Mem(src.ptr, dst_t, src.align))
+
+
+@_handles("memref.collapse_shape")
+def _lower_memref_collapse_shape(L: _FunctionLowering, op: Operation) -> None:
+    """A view: the same pointer with the collapsed type.  The verifier proved that the
+    collapsed dims are contiguous, so the result's layout gives every element the flat offset
+    it has in the source (row-major within each group; a strided source keeps its offset)."""
+    src = L.mem(op.operands[0])
+    dst_t = op.results[0].type
+    if not isinstance(dst_t, MemRefType) or not dst_t.has_static_shape:
+        raise CodegenError(DYNAMIC_DIMS_MESSAGE, op.loc)
     L.bind(op.results[0], _Mem(src.ptr, dst_t, src.align))
 
 

@@ -38,35 +38,16 @@ from ..affine.affine_expr import AffineMap, dim
 from ..affine.builder import Builder
 from ..affine.dialects.affine import AffineForOp, AffineLoadOp, AffineStoreOp
 from ..affine.dialects.arith import FLOAT_BINARY, INT_BINARY, ConstantOp
-from ..affine.dialects.hop import HopConv2DOp, HopMatmulOp
+from ..affine.dialects.hop import HopMatmulOp
 from ..affine.dialects.linalg import LinalgMatmulOp
 from ..affine.diagnostics import ScheduleError
 from ..affine.ir import Operation, Value
 from ..affine.types import FloatType
 from .blis_schedule import BlisParams, MachineModel, MicroKernelChoice, default_blis_params
+from .nest_building import constant_loops, mul_add
 
 # (loc, message) sink for remarks such as the chosen tile sizes
 RemarkSink = Optional[Callable[[object, str], None]]
-
-
-def _mul_add(b: Builder, x: Value, y: Value, acc: Value, loc) -> Value:
-    """``acc + x * y`` with float or integer arithmetic."""
-    ops = FLOAT_BINARY if isinstance(x.type, FloatType) else INT_BINARY
-    mul, add = ops["mulf" if isinstance(x.type, FloatType) else "muli"], \
-        ops["addf" if isinstance(x.type, FloatType) else "addi"]
-    prod = b.create(mul, x, y, loc=loc).result
-    return b.create(add, acc, prod, loc=loc).result
-
-
-def _constant_loops(b: Builder, extents, loc) -> tuple[list[AffineForOp], Builder]:
-    """A perfect nest ``0 to extent`` per extent; returns the loops and a builder in the body."""
-    loops = []
-    inner = b
-    for n in extents:
-        loop = inner.create(AffineForOp.build_constant, 0, n, loc=loc)
-        loops.append(loop)
-        inner = Builder.before_terminator(loop.body)
-    return loops, inner
 
 
 def expand_matmul(op: Operation) -> list[AffineForOp]:
@@ -81,7 +62,7 @@ def expand_matmul(op: Operation) -> list[AffineForOp]:
     b = Builder.before(op)
     etype = c.type.element_type
     if beta is not None and beta != 1:
-        loops, body = _constant_loops(b, (m, n), loc)
+        loops, body = constant_loops(b, (m, n), loc)
         i, j = (l.induction_var for l in loops)
         beta_v = body.create(ConstantOp, beta, etype, loc=loc).result
         scaled = beta_v  # beta = 0: C is overwritten, not read (BLAS: NaNs in C do not survive)
@@ -90,7 +71,7 @@ def expand_matmul(op: Operation) -> list[AffineForOp]:
             mul = FLOAT_BINARY["mulf"] if isinstance(etype, FloatType) else INT_BINARY["muli"]
             scaled = body.create(mul, cij, beta_v, loc=loc).result
         body.create(AffineStoreOp, scaled, c, [i, j], loc=loc)
-    loops, body = _constant_loops(b, (m, n, k), loc)
+    loops, body = constant_loops(b, (m, n, k), loc)
     i, j, kk = (l.induction_var for l in loops)
     av = body.create(AffineLoadOp, a, [i, kk], loc=loc).result
     bv = body.create(AffineLoadOp, bmat, [kk, j], loc=loc).result
@@ -99,27 +80,7 @@ def expand_matmul(op: Operation) -> list[AffineForOp]:
         alpha_v = body.create(ConstantOp, alpha, etype, loc=loc).result
         mul = FLOAT_BINARY["mulf"] if isinstance(etype, FloatType) else INT_BINARY["muli"]
         av = body.create(mul, alpha_v, av, loc=loc).result
-    body.create(AffineStoreOp, _mul_add(body, av, bv, cv, loc), c, [i, j], loc=loc)
-    op.erase()
-    return loops
-
-
-def expand_conv2d(op: HopConv2DOp) -> list[AffineForOp]:
-    """Replace a ``hop.conv2d`` by its 7-d nest (n, oh, ow, f, kh, kw, c)."""
-    inp, flt, out = op.input, op.filter, op.output
-    nb, oh, ow, nf = out.type.shape
-    kh, kw, nc, _ = flt.type.shape
-    (sh, sw), (dh, dw) = op.strides, op.dilations
-    loc = op.loc
-    loops, body = _constant_loops(Builder.before(op), (nb, oh, ow, nf, kh, kw, nc), loc)
-    n_, y, x, f, r, s, c = (l.induction_var for l in loops)
-    # I[n, y*sh + r*dh, x*sw + s*dw, c] over dims (n, y, x, r, s, c)
-    in_map = AffineMap.get(6, 0, (dim(0), dim(1) * sh + dim(3) * dh, dim(2) * sw + dim(4) * dw,
-                                  dim(5)))
-    iv = body.create(AffineLoadOp, inp, [n_, y, x, r, s, c], map=in_map, loc=loc).result
-    kv = body.create(AffineLoadOp, flt, [r, s, c, f], loc=loc).result
-    ov = body.create(AffineLoadOp, out, [n_, y, x, f], loc=loc).result
-    body.create(AffineStoreOp, _mul_add(body, iv, kv, ov, loc), out, [n_, y, x, f], loc=loc)
+    body.create(AffineStoreOp, mul_add(body, av, bv, cv, loc), c, [i, j], loc=loc)
     op.erase()
     return loops
 
@@ -268,7 +229,7 @@ def _expand_for_microkernel(op, machine, remark, kernel: MicroKernelChoice, step
     if found is None:
         raise ScheduleError(f"'{op.name}' op: --hopt-blis: no M_R x N_R x K_C register-tile "
                             f"nest to map to the micro-kernel", loc)
-    mark_register_tile(found[0], kernel.symbol, kernel.m_r, kernel.n_r)
+    mark_register_tile(found[0], kernel.symbol, kernel.m_r)
     return _nest_ops(block, before, after)
 
 
@@ -425,10 +386,10 @@ def expand_high_level_ops(module: Operation, *, tiled: bool = False,
     ``(element type, loc) -> MicroKernelChoice``, tiled matmuls call that micro-kernel);
     returns how many ops were expanded."""
     todo = [op for op in module.walk()
-            if isinstance(op, (HopMatmulOp, LinalgMatmulOp, HopConv2DOp))]
+            if isinstance(op, (HopMatmulOp, LinalgMatmulOp)) or hasattr(op, "CONV_KIND")]
     for op in todo:
-        if isinstance(op, HopConv2DOp):
-            expand_conv2d(op)
+        if hasattr(op, "CONV_KIND"):
+            _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for)
         elif tiled:
             kernel = None
             if microkernel_for is not None:
@@ -438,3 +399,26 @@ def expand_high_level_ops(module: Operation, *, tiled: bool = False,
         else:
             expand_matmul(op)
     return len(todo)
+
+
+def _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for) -> None:
+    """A convolution: with ``tiled`` (``--hopt``), 2-D and 1-D ones as implicit GEMMs through
+    the matmul path (:mod:`polyopt.schedules.conv_gemm`), depthwise ones as their loop nest
+    vectorized along the channels (with ``--hopt-vect``); otherwise the plain loop nest."""
+    from .conv_loops import expand_conv_naive, vectorize_depthwise
+    if not tiled:
+        expand_conv_naive(op)
+        return
+    if op.CONV_KIND == "depthwise2d":
+        loops = expand_conv_naive(op)
+        if steps.vect:
+            width = max(1, (machine or MachineModel()).vector_bits //
+                        op.output.type.element_type.width)
+            vectorize_depthwise(loops, width)
+        return
+    from .conv_gemm import expand_conv_tiled
+    kernel = None
+    if microkernel_for is not None:
+        kernel = microkernel_for(str(op.output.type.element_type), op.loc)
+    expand_conv_tiled(op, expand_matmul_tiled, machine=machine, remark=remark, copy=copy,
+                      steps=steps, microkernel=kernel)

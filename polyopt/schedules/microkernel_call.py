@@ -6,8 +6,8 @@ There is no upstream MLIR pass for this; it is what the paper's ``-hopt-blis`` d
 two steps because the packed buffers change type when their layouts are normalized:
 
 1. :func:`mark_register_tile` (during ``hop.matmul`` expansion): the tile's ``k`` loop gets the
-   discardable attributes ``polyopt.microkernel`` (the kernel's symbol), ``polyopt.m_r`` and
-   ``polyopt.n_r``;
+   discardable attributes ``polyopt.microkernel`` (the kernel's symbol) and ``polyopt.m_r``
+   (the kernel's rows: the next tile's A panel is that far);
 2. :func:`map_to_microkernels` (after ``normalize-memrefs``): every marked loop is replaced by
 
        func.call @polyopt_<symbol>(%A_buf, %a_off, %B_buf, %b_off, %C, %c_off, %rs_c,
@@ -44,11 +44,10 @@ WRAPPER_ATTR = "polyopt.blis_kernel"
 Remark = Optional[Callable[[object, str], None]]
 
 
-def mark_register_tile(k_loop: AffineForOp, symbol: str, m_r: int, n_r: int) -> None:
+def mark_register_tile(k_loop: AffineForOp, symbol: str, m_r: int) -> None:
     """Mark ``k_loop`` (the register tile's reduction loop) for :func:`map_to_microkernels`."""
     k_loop.attributes[MARK] = StringAttr(symbol)
     k_loop.attributes["polyopt.m_r"] = IntegerAttr(m_r, IntegerType(64))
-    k_loop.attributes["polyopt.n_r"] = IntegerAttr(n_r, IntegerType(64))
 
 
 def map_to_microkernels(module: Operation, remark: Remark = None) -> int:
@@ -129,7 +128,6 @@ def _index_value(b: Builder, exprs: list[AffineExpr], table: _Table, loc,
 def _replace(k_loop: AffineForOp, module: Operation) -> CallOp:
     symbol = k_loop.attributes[MARK].value
     m_r = k_loop.attributes["polyopt.m_r"].value
-    n_r = k_loop.attributes["polyopt.n_r"].value
     loc = k_loop.loc
     stores = [op for op in k_loop.walk() if isinstance(op, AffineStoreOp)]
     loops = [op for op in k_loop.walk() if isinstance(op, AffineForOp) and op is not k_loop]

@@ -64,3 +64,18 @@ def test_no_llvm_vectorize_leaves_vectors_to_polyopt():
                 "--no-llvm-vectorize")
     assert proc.returncode == 0, proc.stderr
     assert "LLVM's loop/SLP vectorizers off for: polyopt --hopt" in proc.stdout
+
+
+def test_bench_conv2d_json_and_errors():
+    proc = _run("bench", "conv2d", "--h", "9", "--w", "10", "--c", "8", "--f", "12",
+                "--stride", "2", "--reps", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (result,) = json.loads(proc.stdout)
+    assert result["shape"]["stride"] == 2 and result["max_abs_error"] < 1e-3
+    assert result["polyopt_gflops"] > 0 and result["numpy_gflops"] > 0
+    assert "torch_note" in result
+    proc = _run("bench", "conv2d", "--h", "2", "--kh", "3")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("polyopt: error: the (dilated) window is larger")
+    proc = _run("bench", "conv2d", "--c", "0")
+    assert proc.returncode == 1 and "must be positive" in proc.stderr

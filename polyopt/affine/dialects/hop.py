@@ -88,36 +88,8 @@ class _HopOp(Operation):
                 if isinstance(self.attributes.get(k), IntegerAttr)}
 
     # -- verification helpers ---------------------------------------------------------------
-    def _operand_desc(self, i: int) -> str:
-        return f"operand #{i} ({self.OPERAND_NAMES[i]})"
-
     def _verify_operands(self, rank: int) -> list[MemRefType]:
-        if len(self.operands) != 3:
-            raise self.error(f"expects 3 operands ({', '.join(self.OPERAND_NAMES)}), got "
-                             f"{len(self.operands)}")
-        if self.results:
-            raise self.error(f"has no results, got {len(self.results)}")
-        if self.regions:
-            raise self.error("has no regions")
-        types = []
-        for i, v in enumerate(self.operands):
-            t = v.type
-            if not isinstance(t, MemRefType):
-                raise self.error(f"{self._operand_desc(i)} must be a memref, got '{t}'")
-            if t.rank != rank:
-                raise self.error(f"{self._operand_desc(i)} must have rank {rank}, got '{t}'")
-            if not t.has_static_shape:
-                raise self.error(f"{self._operand_desc(i)} has a dynamic shape '{t}'; dynamic "
-                                 "shapes are not supported")
-            if not isinstance(t.element_type, FloatType) or t.element_type.width not in (32, 64):
-                raise self.error(f"{self._operand_desc(i)} must have element type f32 or f64, "
-                                 f"got '{t.element_type}'")
-            types.append(t)
-        ets = [t.element_type for t in types]
-        if len(set(ets)) != 1:
-            raise self.error("operands must have the same element type, got "
-                             + ", ".join(f"'{e}'" for e in ets))
-        return types
+        return verify_memref_operands(self, self.OPERAND_NAMES, (rank,) * 3)
 
     def _verify_attr_names(self) -> None:
         for k in self.attributes:
@@ -225,6 +197,95 @@ class HopMatmulOp(_HopOp):
                 raise self.error(f"{k_} must be a number, got {a}")
 
 
+def verify_memref_operands(op: Operation, names: Sequence[str],
+                           ranks: Sequence[int]) -> list[MemRefType]:
+    """The operand checks of ``hop.*`` and of linalg's convolutions: ``len(names)`` operands,
+    no results or regions, static-shaped memrefs of rank ``ranks[i]`` with one element type,
+    f32 or f64; returns their types."""
+    def desc(i: int) -> str:
+        return f"operand #{i} ({names[i]})"
+    if len(op.operands) != len(names):
+        raise op.error(f"expects {len(names)} operands ({', '.join(names)}), got "
+                       f"{len(op.operands)}")
+    if op.results:
+        raise op.error(f"has no results, got {len(op.results)}")
+    if op.regions:
+        raise op.error("has no regions")
+    types = []
+    for i, v in enumerate(op.operands):
+        t = v.type
+        if not isinstance(t, MemRefType):
+            raise op.error(f"{desc(i)} must be a memref, got '{t}'")
+        if t.rank != ranks[i]:
+            raise op.error(f"{desc(i)} must have rank {ranks[i]}, got '{t}'")
+        if not t.has_static_shape:
+            raise op.error(f"{desc(i)} has a dynamic shape '{t}'; dynamic shapes are not "
+                           "supported")
+        if not isinstance(t.element_type, FloatType) or t.element_type.width not in (32, 64):
+            raise op.error(f"{desc(i)} must have element type f32 or f64, got "
+                           f"'{t.element_type}'")
+        types.append(t)
+    ets = [t.element_type for t in types]
+    if len(set(ets)) != 1:
+        raise op.error("operands must have the same element type, got "
+                       + ", ".join(f"'{e}'" for e in ets))
+    return types
+
+
+# The operand layouts of each convolution kind (CONV_KIND of its op), as dimension names.
+CONV_LAYOUTS = {
+    "conv2d": ("NHWC", "HWCF", "NHWF"),       # hop.conv2d, linalg.conv_2d_nhwc_hwcf
+    "conv1d": ("NWC", "WCF", "NWF"),          # linalg.conv_1d_nwc_wcf
+    "depthwise2d": ("NHWC", "HWC", "NHWC"),   # linalg.depthwise_conv_2d_nhwc_hwc
+}
+
+
+def verify_conv_shapes(op: Operation, kind: str, types: Sequence[MemRefType],
+                       strides: Sequence[int], dilations: Sequence[int]) -> None:
+    """The shape rules of a convolution of ``kind`` (see :data:`CONV_LAYOUTS`): the filter's
+    input channels and the output's batch and channels agree with the input and the filter,
+    the dilated filter fits in the input, and each output spatial size is
+    ``(size - dilation * (k - 1) - 1) floordiv stride + 1``."""
+    ti, tf, to = types
+    li, lf, lo = CONV_LAYOUTS[kind]
+    inp = dict(zip(li, ti.shape))
+    flt = dict(zip(lf, tf.shape))
+    out = dict(zip(lo, to.shape))
+    if kind == "depthwise2d":
+        if flt["C"] != inp["C"]:
+            raise op.error(f"operand #1 (filter) has {flt['C']} channels but input has "
+                           f"{inp['C']}")
+    elif flt["C"] != inp["C"]:
+        raise op.error(f"operand #1 (filter) has {flt['C']} input channels but input has "
+                       f"{inp['C']}")
+    if out["N"] != inp["N"]:
+        raise op.error(f"operand #2 (output) has batch size {out['N']} but input has "
+                       f"{inp['N']}")
+    if kind == "depthwise2d":
+        if out["C"] != inp["C"]:
+            raise op.error(f"operand #2 (output) has {out['C']} channels but input has "
+                           f"{inp['C']}")
+    elif out["F"] != flt["F"]:
+        raise op.error(f"operand #2 (output) has {out['F']} channels but filter has "
+                       f"{flt['F']}")
+    spatial = [d for d in li if d in "HW"]
+    for dn, s, d in zip(spatial, strides, dilations):
+        what = {"H": "height", "W": "width"}[dn]
+        kn = "K" + dn
+        size, k, got = inp[dn], flt[dn], out[dn]
+        extent = d * (k - 1) + 1
+        if extent > size:
+            raise op.error(f"filter {what} {k} (dilated to {extent}) exceeds the input "
+                           f"{what} {size}")
+        expected = (size - d * (k - 1) - 1) // s + 1
+        if got != expected:
+            sfx = dn.lower()
+            raise op.error(f"operand #2 (output) has {what} {got} but expected {expected} "
+                           f"= ({dn} - dilation_{sfx} * ({kn} - 1) - 1) floordiv stride_{sfx}"
+                           f" + 1 with {dn} = {size}, {kn} = {k}, stride_{sfx} = {s}, "
+                           f"dilation_{sfx} = {d}")
+
+
 def _int_list(attr) -> Optional[tuple[int, ...]]:
     if isinstance(attr, ArrayAttr):
         if all(isinstance(e, IntegerAttr) for e in attr.elements):
@@ -244,6 +305,7 @@ class HopConv2DOp(_HopOp):
     """
 
     OP_NAME = "hop.conv2d"
+    CONV_KIND = "conv2d"
     OPERAND_NAMES = ("input", "filter", "output")
     KNOWN_ATTRS = ("strides", "dilations") + TILE_PARAMS
 
@@ -289,26 +351,4 @@ class HopConv2DOp(_HopOp):
             if vals is None or len(vals) != 2 or any(v <= 0 for v in vals):
                 raise self.error(f"{name} must be a list of 2 positive integers, got {a}")
         self._verify_tile_params()
-        n, h, w, c = ti.shape
-        kh, kw, cf, f = tf.shape
-        no, oh, ow, fo = to.shape
-        if cf != c:
-            raise self.error(f"operand #1 (filter) has {cf} input channels but input has {c}")
-        if no != n:
-            raise self.error(f"operand #2 (output) has batch size {no} but input has {n}")
-        if fo != f:
-            raise self.error(f"operand #2 (output) has {fo} channels but filter has {f}")
-        (sh, sw), (dh, dw) = self.strides, self.dilations
-        for what, size, k, s, d, got, dn, kn in (("height", h, kh, sh, dh, oh, "H", "KH"),
-                                                  ("width", w, kw, sw, dw, ow, "W", "KW")):
-            extent = d * (k - 1) + 1
-            if extent > size:
-                raise self.error(f"filter {what} {k} (dilated to {extent}) exceeds the input "
-                                 f"{what} {size}")
-            expected = (size - d * (k - 1) - 1) // s + 1
-            if got != expected:
-                sfx = dn[-1].lower()
-                raise self.error(f"operand #2 (output) has {what} {got} but expected {expected} "
-                                 f"= ({dn} - dilation_{sfx} * ({kn} - 1) - 1) floordiv stride_{sfx}"
-                                 f" + 1 with {dn} = {size}, {kn} = {k}, stride_{sfx} = {s}, "
-                                 f"dilation_{sfx} = {d}")
+        verify_conv_shapes(self, self.CONV_KIND, (ti, tf, to), self.strides, self.dilations)

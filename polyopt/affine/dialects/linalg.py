@@ -1,9 +1,24 @@
-"""The linalg ops polyopt takes as input, on memrefs: ``linalg.fill`` and ``linalg.matmul``.
+"""The linalg ops polyopt takes as input, on memrefs: ``linalg.fill``, ``linalg.matmul`` and
+three convolutions.
 
 Custom form as MLIR 22 prints it::
 
     linalg.fill ins(%cst : f64) outs(%A : memref<2048x2048xf64>)
     linalg.matmul ins(%A, %B : memref<MxKxf64>, memref<KxNxf64>) outs(%C : memref<MxNxf64>)
+    linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<2> :
+        tensor<2xi64>} ins(%I, %K : memref<NxHxWxC>, memref<KHxKWxCxF>) outs(%O : memref<NxOHxOWxF>)
+    linalg.conv_1d_nwc_wcf ins(%I, %K : memref<NxWxC>, memref<KWxCxF>) outs(%O : memref<NxOWxF>)
+    linalg.depthwise_conv_2d_nhwc_hwc ins(%I, %K : memref<NxHxWxC>, memref<KHxKWxC>)
+        outs(%O : memref<NxOHxOWxC>)
+
+(the attribute dictionary, sorted by name, comes first; ``strides``/``dilations`` are optional,
+1 by default, and printed only when given; MLIR prints ``dense<[2, 2]>`` as ``dense<2>``).
+The convolutions accumulate, without padding::
+
+    conv_2d_nhwc_hwcf:  O[n, oh, ow, f] += I[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * K[kh, kw, c, f]
+    conv_1d_nwc_wcf:    O[n, ow, f]     += I[n, ow*sw + kw*dw, c] * K[kw, c, f]
+    depthwise_conv_2d_nhwc_hwc:
+                        O[n, oh, ow, c] += I[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * K[kh, kw, c]
 
 and the 2020 forms of the paper, ``linalg.fill(%A, %cf1) : memref<2048x2048xf64>, f64`` (output
 first) and ``linalg.matmul(%A, %B, %C) : memref<..>, memref<..>, memref<..>``.  ``linalg.matmul``
@@ -15,16 +30,18 @@ default ones.  Tensors are not supported.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Optional, Sequence
 
 from ..affine_expr import AffineMap, dim
-from ..attributes import AffineMapAttr, ArrayAttr, DenseArrayAttr
+from ..attributes import AffineMapAttr, ArrayAttr, DenseArrayAttr, DenseElementsAttr
 from ..diagnostics import ParseError
 from ..ir import Operation, Value, register_op
-from ..types import MemRefType, Type, UnrankedMemRefType, VectorType
+from ..types import MemRefType, Type, UnrankedMemRefType, VectorType, i64
+from .hop import verify_conv_shapes, verify_memref_operands
 
 TENSOR_MESSAGE = "linalg ops on tensors are not supported; use memrefs"
 _TENSOR_TYPE = re.compile(r"\btensor\s*<")
+_DENSE_BEFORE = re.compile(r"\bdense\s*<[^<>]*>\s*:\s*$")
 
 # (d0, d1, d2) = (i, j, k): A[i, k], B[k, j], C[i, j]
 MATMUL_MAPS = (AffineMap.get(3, 0, (dim(0), dim(2))), AffineMap.get(3, 0, (dim(2), dim(1))),
@@ -59,12 +76,13 @@ def _parse_operands_and_types(p) -> tuple[list[Value], list[Type], int]:
 
 
 def _reject_tensors(p) -> None:
-    """Tensor-typed linalg ops get one clear message, before their operands are looked up."""
+    """Tensor-typed linalg ops get one clear message, before their operands are looked up
+    (the tensor types of ``dense<...> : tensor<2xi64>`` attributes are fine)."""
     p.skip_ws()
     end = p.text.find("\n", p.pos)
-    m = _TENSOR_TYPE.search(p.text, p.pos, len(p.text) if end < 0 else end)
-    if m:
-        raise p.error(TENSOR_MESSAGE, m.start())
+    for m in _TENSOR_TYPE.finditer(p.text, p.pos, len(p.text) if end < 0 else end):
+        if not _DENSE_BEFORE.search(p.text, p.pos, m.start()):
+            raise p.error(TENSOR_MESSAGE, m.start())
 
 
 def _parse_structured(p, loc, name: str, num_inputs: int) -> tuple[list[Value], dict]:
@@ -275,3 +293,175 @@ class LinalgMatmulOp(Operation):
                 if size is not None and sizes[d] is not None and size != sizes[d]:
                     raise self.error(f"inferred input/output operand #{i} has shape's dimension "
                                      f"#{j} to be {sizes[d]}, but found {size}")
+
+
+# ---------------------------------------------------------------------------------------------
+# convolutions
+
+
+def conv_indexing_maps(kind: str, strides: Sequence[int], dilations: Sequence[int]
+                       ) -> tuple[AffineMap, AffineMap, AffineMap]:
+    """The (input, filter, output) indexing maps MLIR gives a convolution of ``kind``, over
+    its loops in MLIR's order: conv2d (n, oh, ow, f, kh, kw, c), conv1d (n, ow, f, kw, c),
+    depthwise2d (n, oh, ow, c, kh, kw)."""
+    d = dim
+    if kind == "conv2d":
+        (sh, sw), (dh, dw) = strides, dilations
+        return (AffineMap.get(7, 0, (d(0), d(1) * sh + d(4) * dh, d(2) * sw + d(5) * dw, d(6))),
+                AffineMap.get(7, 0, (d(4), d(5), d(6), d(3))),
+                AffineMap.get(7, 0, (d(0), d(1), d(2), d(3))))
+    if kind == "conv1d":
+        (sw,), (dw,) = strides, dilations
+        return (AffineMap.get(5, 0, (d(0), d(1) * sw + d(3) * dw, d(4))),
+                AffineMap.get(5, 0, (d(3), d(4), d(2))),
+                AffineMap.get(5, 0, (d(0), d(1), d(2))))
+    if kind == "depthwise2d":
+        (sh, sw), (dh, dw) = strides, dilations
+        return (AffineMap.get(6, 0, (d(0), d(1) * sh + d(4) * dh, d(2) * sw + d(5) * dw, d(3))),
+                AffineMap.get(6, 0, (d(4), d(5), d(3))),
+                AffineMap.get(6, 0, (d(0), d(1), d(2), d(3))))
+    raise ValueError(f"unknown convolution kind {kind!r}")
+
+
+def _dense_i64(attr, n: int) -> Optional[tuple[int, ...]]:
+    """The values of ``dense<..> : tensor<n x i64>``, else ``None``."""
+    if isinstance(attr, DenseElementsAttr) and attr.shape == (n,) and attr.element_type == i64:
+        return tuple(attr.values)
+    return None
+
+
+class _LinalgConvOp(Operation):
+    """``linalg.<conv> {strides = dense<..>, dilations = dense<..>} ins(%I, %K) outs(%O)``
+    on memrefs; O += conv(I, K).  Same accessors as ``hop.conv2d``: ``input``, ``filter``,
+    ``output``, ``strides``, ``dilations`` (tuples of ``SPATIAL`` ints) and ``CONV_KIND``."""
+
+    CONV_KIND: str = ""
+    SPATIAL: int = 2
+    RANKS: tuple[int, int, int] = (4, 4, 4)
+    OPERAND_NAMES = ("input", "filter", "output")
+
+    @classmethod
+    def build(cls, input: Value, filter: Value, output: Value,
+              strides: Optional[Sequence[int]] = None,
+              dilations: Optional[Sequence[int]] = None, loc=None) -> "_LinalgConvOp":
+        """``strides``/``dilations`` left ``None`` are not written (MLIR's default, 1)."""
+        attrs = {}
+        for name, vals in (("strides", strides), ("dilations", dilations)):
+            if vals is not None:
+                attrs[name] = DenseElementsAttr.from_ints(vals, i64)
+        return cls(operands=[input, filter, output], attributes=attrs, loc=loc)
+
+    @property
+    def input(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def filter(self) -> Value:
+        return self.operands[1]
+
+    @property
+    def output(self) -> Value:
+        return self.operands[2]
+
+    def _window(self, name: str) -> tuple[int, ...]:
+        a = self.attributes.get(name)
+        if a is None:
+            return (1,) * self.SPATIAL
+        vals = _dense_i64(a, self.SPATIAL)
+        if vals is None:
+            raise ValueError(f"{self.name}: malformed '{name}' attribute {a}")
+        return vals
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return self._window("strides")
+
+    @property
+    def dilations(self) -> tuple[int, ...]:
+        return self._window("dilations")
+
+    @property
+    def indexing_maps(self) -> tuple[AffineMap, AffineMap, AffineMap]:
+        """MLIR's (input, filter, output) maps (see :func:`conv_indexing_maps`)."""
+        return conv_indexing_maps(self.CONV_KIND, self.strides, self.dilations)
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        p.skip_ws()
+        start = p.pos
+        operands, attrs = _parse_structured(p, loc, cls.OP_NAME, 2)
+        if "indexing_maps" in attrs:
+            raise p.error(f"'{cls.OP_NAME}' does not take indexing_maps", start)
+        return cls(operands=operands, attributes=attrs, loc=loc)
+
+    @classmethod
+    def from_generic(cls, p, loc, operands, result_types, attrs, regions):
+        memo = attrs.get("linalg.memoized_indexing_maps")
+        op = _from_generic(cls, loc, operands, result_types,
+                           {k: v for k, v in attrs.items()
+                            if k != "linalg.memoized_indexing_maps"}, 2)
+        if memo is not None:
+            try:
+                expected = op.indexing_maps
+            except ValueError:
+                return op   # the verifier reports the malformed attribute
+            _check_default_maps({"indexing_maps": memo}, expected, loc, cls.OP_NAME)
+        return op
+
+    def print_custom(self, p) -> None:
+        p.print(self.OP_NAME)
+        p.print_attr_dict(self.attributes)
+        _print_ins_outs(p, [self.input, self.filter], [self.output])
+
+    def verify_op(self) -> None:
+        types = verify_memref_operands(self, self.OPERAND_NAMES, self.RANKS)
+        n = self.SPATIAL
+        for name in ("strides", "dilations"):
+            a = self.attributes.get(name)
+            if a is None:
+                continue
+            vals = _dense_i64(a, n)
+            if vals is None:
+                raise self.error(f"attribute '{name}' failed to satisfy constraint: 64-bit "
+                                 f"signless int elements attribute of shape [{n}], got {a}")
+            if any(v <= 0 for v in vals):
+                raise self.error(f"{name} must be positive, got {a}")
+        verify_conv_shapes(self, self.CONV_KIND, types, self.strides, self.dilations)
+
+
+@register_op
+class LinalgConv2DNhwcHwcfOp(_LinalgConvOp):
+    """``linalg.conv_2d_nhwc_hwcf``: O[n, oh, ow, f] += I[n, oh*sh + kh*dh, ow*sw + kw*dw, c]
+    * K[kh, kw, c, f] (input NHWC, filter HWCF, output NHWF)."""
+
+    OP_NAME = "linalg.conv_2d_nhwc_hwcf"
+    CONV_KIND = "conv2d"
+    SPATIAL = 2
+    RANKS = (4, 4, 4)
+
+
+@register_op
+class LinalgConv1DNwcWcfOp(_LinalgConvOp):
+    """``linalg.conv_1d_nwc_wcf``: O[n, ow, f] += I[n, ow*sw + kw*dw, c] * K[kw, c, f]
+    (input NWC, filter WCF, output NWF)."""
+
+    OP_NAME = "linalg.conv_1d_nwc_wcf"
+    CONV_KIND = "conv1d"
+    SPATIAL = 1
+    RANKS = (3, 3, 3)
+
+
+@register_op
+class LinalgDepthwiseConv2DNhwcHwcOp(_LinalgConvOp):
+    """``linalg.depthwise_conv_2d_nhwc_hwc``: O[n, oh, ow, c] += I[n, oh*sh + kh*dh,
+    ow*sw + kw*dw, c] * K[kh, kw, c] (input NHWC, filter HWC, output NHWC)."""
+
+    OP_NAME = "linalg.depthwise_conv_2d_nhwc_hwc"
+    CONV_KIND = "depthwise2d"
+    SPATIAL = 2
+    RANKS = (4, 3, 4)
+
+
+#: The linalg convolution op classes, by op name.
+LINALG_CONV_OPS = {c.OP_NAME: c for c in (LinalgConv2DNhwcHwcfOp, LinalgConv1DNwcWcfOp,
+                                          LinalgDepthwiseConv2DNhwcHwcOp)}

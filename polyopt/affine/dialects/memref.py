@@ -1,4 +1,5 @@
-"""The memref dialect: ``alloc``/``alloca``/``dealloc``, ``load``/``store`` and ``cast``.
+"""The memref dialect: ``alloc``/``alloca``/``dealloc``, ``load``/``store``, ``cast`` and
+``collapse_shape``.
 
 The paper's 2020 spellings (``alloc()``, ``alloca()``, ``dealloc``, ``load``, ``store``,
 ``memref_cast``) parse to the same ops (see ``parser.LEGACY_OP_NAMES``); the 2020 listings write
@@ -16,7 +17,7 @@ from functools import lru_cache
 from typing import Optional, Sequence
 
 from ..affine_expr import AffineExprKind, AffineMap
-from ..attributes import DenseArrayAttr, IntegerAttr
+from ..attributes import ArrayAttr, DenseArrayAttr, IntegerAttr
 from ..diagnostics import ParseError
 from ..ir import Operation, Value, register_op
 from ..types import (IndexType, MemRefType, StridedLayout, Type, UnrankedMemRefType, i64, index)
@@ -516,6 +517,237 @@ class MemRefCastOp(Operation):
         src, dst = self.source.type, self.results[0].type
         if not are_cast_compatible(src, dst):
             raise self.error(f"operand type '{src}' and result type '{dst}' are cast incompatible")
+
+
+# ---------------------------------------------------------------------------------------------
+# collapse_shape
+
+Reassociation = tuple[tuple[int, ...], ...]
+
+
+def _mul(a: Optional[int], b: Optional[int]) -> Optional[int]:
+    """Product where ``None`` (dynamic) absorbs everything (MLIR's ``SaturatedInteger``)."""
+    return None if a is None or b is None else a * b
+
+
+def _has_identity_layout(t: MemRefType) -> bool:
+    """MLIR's ``getLayout().isIdentity()``: no layout, or a strided layout whose map is the
+    identity (rank 1, stride 1, offset 0)."""
+    layout = t.layout
+    if layout is None:
+        return True
+    if isinstance(layout, StridedLayout):
+        return t.rank == 1 and tuple(layout.strides) == (1,) and layout.offset == 0
+    return False
+
+
+def collapsed_layout(source: MemRefType, reassociation: Reassociation
+                     ) -> Optional[StridedLayout]:
+    """MLIR's ``computeCollapsedLayoutMap``: the strided layout of ``source`` collapsed by
+    ``reassociation``, or ``None`` when ``source`` is not strided or a group collapses
+    dimensions that are not contiguous in memory (static strides disagree).  A group's stride is
+    that of its last dimension of size other than 1 (strides of size-1 dims are meaningless)."""
+    so = strides_and_offset(source)
+    if so is None:
+        return None
+    strides, offset = so
+    shape = source.shape
+    result: list[Optional[int]] = []
+    for group in reassociation:
+        ref = list(group)
+        while len(ref) > 1 and shape[ref[-1]] == 1:
+            ref.pop()
+        if not ref:
+            result.append(1)    # an empty group: a new unit dimension
+            continue
+        result.append(strides[ref[-1]] if shape[ref[-1]] is not None or len(ref) == 1 else None)
+    for k in range(len(reassociation) - 1, -1, -1):
+        stride = result[k]
+        group = reassociation[k]
+        for idx in reversed(group[1:]):
+            stride = _mul(stride, shape[idx])
+            if shape[idx - 1] == 1:
+                continue
+            src_stride = strides[idx - 1]
+            if stride is not None and src_stride is not None and stride != src_stride:
+                return None
+    return StridedLayout(tuple(result), offset)
+
+
+def collapsed_type(source: MemRefType, reassociation: Sequence[Sequence[int]]) -> MemRefType:
+    """MLIR's ``CollapseShapeOp::computeCollapsedType``: ``memref<1x56x56x64xf32>`` by
+    ``[[0, 1, 2], [3]]`` is ``memref<3136x64xf32>``; a strided source gives a strided result
+    (``strided<[30, 6, 1]>`` by ``[[0, 1], [2]]``: ``strided<[6, 1]>``).  Raises ``ValueError``
+    when the source layout cannot be collapsed."""
+    groups = tuple(tuple(int(i) for i in g) for g in reassociation)
+    shape = []
+    for g in groups:
+        size: Optional[int] = 1
+        for d in g:
+            size = _mul(size, source.shape[d])
+        shape.append(size)
+    if _has_identity_layout(source):
+        return MemRefType(tuple(shape), source.element_type, None, source.memory_space)
+    layout = collapsed_layout(source, groups)
+    if layout is None:
+        raise ValueError(f"cannot collapse {source} by {_reassociation_str(groups)}: invalid "
+                         "source layout map or collapsing non-contiguous dims")
+    return MemRefType(tuple(shape), source.element_type, layout, source.memory_space)
+
+
+def _reassociation_str(groups: Reassociation) -> str:
+    return "[" + ", ".join("[" + ", ".join(str(i) for i in g) + "]" for g in groups) + "]"
+
+
+def _reassociation_attr(groups: Reassociation) -> ArrayAttr:
+    return ArrayAttr(tuple(ArrayAttr(tuple(IntegerAttr(i, i64) for i in g)) for g in groups))
+
+
+def _reassociation_of(attr) -> Optional[Reassociation]:
+    """``[[0, 1], [2]]`` as an attribute -> ((0, 1), (2,)); ``None`` if malformed."""
+    if not isinstance(attr, ArrayAttr):
+        return None
+    groups = []
+    for g in attr.elements:
+        if not isinstance(g, ArrayAttr) or not all(
+                isinstance(e, IntegerAttr) and e.type == i64 for e in g.elements):
+            return None
+        groups.append(tuple(e.value for e in g.elements))
+    return tuple(groups)
+
+
+@register_op
+class CollapseShapeOp(Operation):
+    """``%collapse_shape = memref.collapse_shape %O [[0, 1, 2], [3]] : memref<1x56x56x64xf32>
+    into memref<3136x64xf32>``: a view of the same memory with groups of consecutive
+    dimensions merged (row-major within a group).  The result type follows from the source and
+    the reassociation (:func:`collapsed_type`)."""
+
+    OP_NAME = "memref.collapse_shape"
+
+    @classmethod
+    def build(cls, source: Value, reassociation: Sequence[Sequence[int]],
+              loc=None) -> "CollapseShapeOp":
+        """The op collapsing ``source`` by ``reassociation``; raises ``ValueError`` when the
+        source is not a ranked memref or its layout cannot be collapsed."""
+        if not isinstance(source.type, MemRefType):
+            raise ValueError(f"memref.collapse_shape needs a ranked memref, got {source.type}")
+        groups = tuple(tuple(int(i) for i in g) for g in reassociation)
+        if any(not 0 <= d < source.type.rank for g in groups for d in g):
+            raise ValueError(f"reassociation {_reassociation_str(groups)} has an index out of "
+                             f"bounds for {source.type}")
+        return cls(operands=[source], result_types=[collapsed_type(source.type, groups)],
+                   attributes={"reassociation": _reassociation_attr(groups)}, loc=loc)
+
+    @property
+    def source(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def reassociation(self) -> Reassociation:
+        """The groups of source dimensions, one per result dimension: ((0, 1, 2), (3,))."""
+        groups = _reassociation_of(self.attributes.get("reassociation"))
+        if groups is None:
+            raise ValueError(f"{self.name} without a valid 'reassociation' attribute")
+        return groups
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        p.skip_ws()
+        start = p.pos
+        v = p.parse_operand()
+        p.skip_ws()
+        rstart = p.pos
+        if not p.peek("["):
+            raise p.error(f"expected '[', found {p._describe_next()}")
+        reassociation = p.parse_attribute()
+        if _reassociation_of(reassociation) is None:
+            raise p.error("expected a list of lists of integers (the reassociation), e.g. "
+                          "[[0, 1], [2]]", rstart)
+        attrs = p.parse_optional_attr_dict()
+        if "reassociation" in attrs:
+            raise p.error("'reassociation' is given by the list after the source, not in the "
+                          "attribute dictionary")
+        p.expect(":")
+        src = parse_memref_type(p)
+        p.check_type(v, src, start)
+        p.expect_keyword("into")
+        dst = parse_memref_type(p)
+        return cls(operands=[v], result_types=[dst],
+                   attributes={"reassociation": reassociation, **attrs}, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("memref.collapse_shape ")
+        p.print_operand(self.source)
+        p.print(" " + _reassociation_str(self.reassociation))
+        p.print_attr_dict(self.attributes, elide=("reassociation",))
+        p.print(f" : {p.type_str(self.source.type)} into {p.type_str(self.results[0].type)}")
+
+    def result_name_hint(self):
+        return "collapse_shape"
+
+    def verify_op(self) -> None:
+        if len(self.operands) != 1 or len(self.results) != 1:
+            raise self.error("expects one operand and one result")
+        src, dst = self.source.type, self.results[0].type
+        if not isinstance(src, MemRefType) or strides_and_offset(src) is None:
+            raise self.error(f"operand #0 must be strided memref of any type values, but got "
+                             f"'{src}'")
+        if not isinstance(dst, MemRefType) or strides_and_offset(dst) is None:
+            raise self.error(f"result #0 must be strided memref of any type values, but got "
+                             f"'{dst}'")
+        groups = _reassociation_of(self.attributes.get("reassociation"))
+        if groups is None:
+            if "reassociation" not in self.attributes:
+                raise self.error("requires attribute 'reassociation'")
+            raise self.error("attribute 'reassociation' failed to satisfy constraint: Array of "
+                             "64-bit integer array attributes")
+        if src.rank < dst.rank:
+            raise self.error(f"has source rank {src.rank} and result rank {dst.rank}. This is "
+                             f"not a collapse ({src.rank} < {dst.rank}).")
+        self._verify_collapsed_shape(dst.shape, src.shape, groups)
+        if _has_identity_layout(src):
+            expected = MemRefType(tuple(dst.shape), src.element_type, None, src.memory_space)
+        else:
+            layout = collapsed_layout(src, groups)
+            if layout is None:
+                raise self.error("invalid source layout map or collapsing non-contiguous dims")
+            expected = MemRefType(tuple(dst.shape), src.element_type, layout, src.memory_space)
+        if expected != dst:
+            raise self.error(f"expected collapsed type to be '{expected}' but found '{dst}'")
+
+    def _verify_collapsed_shape(self, collapsed, expanded, groups: Reassociation) -> None:
+        """MLIR's ``verifyCollapsedShape`` (memref flavor, several dynamic dims per group)."""
+        if len(collapsed) != len(groups):
+            raise self.error(f"invalid number of reassociation groups: found {len(groups)}, "
+                             f"expected {len(collapsed)}")
+        next_dim = 0
+        for k, group in enumerate(groups):
+            dynamic = False
+            for d in group:
+                if d != next_dim:
+                    raise self.error("reassociation indices must be contiguous")
+                next_dim += 1
+                if d >= len(expanded):
+                    raise self.error(f"reassociation index {d} is out of bounds")
+                if expanded[d] is None:
+                    dynamic = True
+            if (collapsed[k] is None) != dynamic:
+                raise self.error(f"collapsed dim ({k}) must be dynamic if and only if "
+                                 "reassociation group is dynamic")
+            if not dynamic:
+                size = 1
+                for d in group:
+                    size *= expanded[d]
+                if size != collapsed[k]:
+                    raise self.error(f"collapsed dim size ({collapsed[k]}) must equal "
+                                     f"reassociation group size ({size})")
+        if not collapsed:
+            if any(d != 1 for d in expanded):
+                raise self.error("rank 0 memrefs can only be extended/collapsed with/from ones")
+        elif next_dim != len(expanded):
+            raise self.error(f"expanded rank ({len(expanded)}) inconsistent with number of "
+                             f"reassociation indices ({next_dim})")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,328 @@
+"""Convolutions as implicit GEMMs (issue 7): the same BLIS schedule, packing and register tile
+as ``hop.matmul``, without materializing im2col.
+
+For ``O[n,oh,ow,f] += I[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * K[kh,kw,c,f]`` (NHWC, HWCF, NHWF)
+the product is ``C[r, f] += A[r, q] * B[q, f]`` with rows ``r = (n, oh, ow)``, columns ``f``
+and reduction ``q = (kh, kw, c)`` (1-D: ``r = (n, ow)``, ``q = (kw, c)``):
+
+* ``B`` and ``C`` are the filter and the output themselves, seen as ``Q x F`` and ``R x F``
+  matrices through ``memref.collapse_shape`` (HWCF and NHWF are row-major in ``q`` and ``r``);
+* ``A`` is im2col, which is never built: the matmul is expanded on a stand-in ``R x Q`` memref
+  and every access to it is then rewritten into the input window it denotes,
+  ``I[r floordiv (OH*OW), ((r floordiv OW) mod OH)*sh + (q floordiv (KW*C))*dh, ...]``.  With
+  packing the only such access is the A packing nest, which so becomes im2col done one
+  ``M_C x K_C`` tile at a time, straight into the micro-panel layout.
+
+MLIR has no counterpart pass (upstream lowers convolutions to loops or to im2col + matmul in
+the tensor world).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..affine.affine_expr import AffineExpr, AffineMap, dim
+from ..affine.builder import Builder
+from ..affine.dialects.affine import _AffineMemOp
+from ..affine.dialects.hop import HopMatmulOp
+from ..affine.dialects.memref import AllocOp
+from ..affine.ir import Operation, Value
+from ..affine.types import MemRefType
+
+
+def _collapse_to_matrix(b: Builder, v: Value, loc) -> Value:
+    """``v`` (rank r) as a matrix: all dimensions but the last one folded into rows."""
+    from ..affine.dialects.memref import CollapseShapeOp
+    rank = v.type.rank
+    return b.create(CollapseShapeOp.build, v, [list(range(rank - 1)), [rank - 1]],
+                    loc=loc).results[0]
+
+
+def window_map(op: Operation) -> tuple[int, int, AffineMap]:
+    """(R, Q, the map (r, q) -> input indices) of a convolution op."""
+    flt, out = op.filter, op.output
+    strides, dilations = op.strides, op.dilations
+    r, q = dim(0), dim(1)
+    if op.CONV_KIND == "conv2d":
+        nb, oh, ow, _ = out.type.shape
+        kh, kw, c, _ = flt.type.shape
+        (sh, sw), (dh, dw) = strides, dilations
+        idx = (r.floordiv(oh * ow),
+               (r.floordiv(ow) % oh) * sh + q.floordiv(kw * c) * dh,
+               (r % ow) * sw + (q.floordiv(c) % kw) * dw,
+               q % c)
+        return nb * oh * ow, kh * kw * c, AffineMap.get(2, 0, idx)
+    if op.CONV_KIND == "conv1d":
+        nb, ow, _ = out.type.shape
+        kw, c, _ = flt.type.shape
+        (sw,), (dw,) = strides, dilations
+        idx = (r.floordiv(ow), (r % ow) * sw + q.floordiv(c) * dw, q % c)
+        return nb * ow, kw * c, AffineMap.get(2, 0, idx)
+    raise ValueError(f"{op.name} is not an implicit GEMM")
+
+
+def conv_as_matmul(op: Operation, tiles: Optional[dict] = None
+                   ) -> tuple[HopMatmulOp, Operation, AffineMap]:
+    """Replace the convolution ``op`` by a ``hop.matmul`` on (stand-in A, collapsed filter,
+    collapsed output); returns the matmul, the stand-in's alloc and the window map to apply
+    with :func:`rewrite_stand_in` once the matmul is expanded."""
+    loc = op.loc
+    b = Builder.before(op)
+    rows, red, windows = window_map(op)
+    elem = op.output.type.element_type
+    stand_in = b.create(AllocOp.build, MemRefType((rows, red), elem), loc=loc)
+    kmat = _collapse_to_matrix(b, op.filter, loc)
+    omat = _collapse_to_matrix(b, op.output, loc)
+    if tiles is None:
+        tiles = dict(getattr(op, "tile_params", {}) or {})
+    mm = b.create(HopMatmulOp.build, stand_in.results[0], kmat, omat, tile_params=tiles,
+                  loc=loc)
+    op.erase()
+    return mm, stand_in, windows
+
+
+def rewrite_stand_in(stand_in: Operation, inp: Value, windows: AffineMap) -> None:
+    """Every access ``A[e0, e1]`` of the stand-in becomes ``I[windows(e0, e1)]``; then the
+    stand-in is erased."""
+    value = stand_in.results[0]
+    for use in list(value.uses):
+        access = use.op
+        if not isinstance(access, _AffineMemOp) or use.index != access.MEMREF_INDEX:
+            raise AssertionError(f"the im2col stand-in is used by '{access.name}'")
+        amap = access.map
+        exprs: list[AffineExpr] = [w.replace(list(amap.results), []) for w in windows.results]
+        new = AffineMap.get(amap.num_dims, amap.num_symbols, tuple(exprs))
+        access.set_operand(access.MEMREF_INDEX, inp)
+        access.set_map(new, list(access.map_operands))
+    stand_in.erase()
+
+
+def conv_k_c(channels: int, reduction: int, k_c: int) -> int:
+    """A K_C near the model's ``k_c`` (at most 10% above) that is a multiple or a divisor of the
+    channel count when one is a multiple of 8, so that each K_C block of the reduction
+    ``q = (kh, kw, c)`` holds whole runs of channels (see :func:`split_im2col_copies`)."""
+    limit = int(k_c * 1.1)
+    if channels <= limit:
+        best = channels * (limit // channels)
+        return min(best, -(-reduction // channels) * channels)
+    divisors = [d for d in range(8, limit + 1, 8) if channels % d == 0]
+    return max(divisors) if divisors else k_c
+
+
+def split_im2col_copies(stand_in: Operation, op_kind: str, shapes, strides, dilations,
+                        inp: Value, m_r: int = 1) -> int:
+    """Rewrite the A packing nests (``for r { for q { buf[..] = A[r, q] } }``) of the stand-in
+    as im2col copies whose inner loop runs over ``g = gcd(K_C-aligned bounds, C)`` consecutive
+    channels: ``for r { for qq { for c < g { buf[.., qq*g + c] = I[.., (qq mod C/g)*g + c] }}}``
+    -- contiguous reads, and the window's ``floordiv``/``mod`` only once per run instead of
+    once per element.  Returns how many nests were rewritten (the others keep the generic
+    rewrite of :func:`rewrite_stand_in`)."""
+    from math import gcd
+
+    from ..affine.dialects.affine import AffineForOp, AffineLoadOp, AffineStoreOp
+    from ..affine.loop_utils import simplify_affine_expr
+    value = stand_in.results[0]
+    out_rows, (kw, channels) = shapes
+    done = 0
+    for use in list(value.uses):
+        load = use.op
+        if not isinstance(load, AffineLoadOp) or load.map != AffineMap.identity(2):
+            continue
+        r_iv, q_iv = load.map_operands
+        q_loop = load.parent.parent_op
+        if not isinstance(q_loop, AffineForOp) or q_loop.induction_var is not q_iv or \
+                q_loop.step != 1 or len(load.result.uses) != 1:
+            continue
+        store = load.result.uses[0].op
+        if not isinstance(store, AffineStoreOp) or len(q_loop.body.ops) != 3:
+            continue
+        # g divides every bound of q (constants and multiples of the K_C tile)
+        g = channels
+        for amap in (q_loop.lower_map, q_loop.upper_map):
+            for e in amap.results:
+                for t in _linear_terms(e):
+                    g = gcd(g, t)
+        if g < 8:
+            continue
+        lb = AffineMap.get(q_loop.lower_map.num_dims, q_loop.lower_map.num_symbols,
+                           tuple(simplify_affine_expr(e.floordiv(g))
+                                 for e in q_loop.lower_map.results))
+        ub = AffineMap.get(q_loop.upper_map.num_dims, q_loop.upper_map.num_symbols,
+                           tuple(simplify_affine_expr(e.floordiv(g))
+                                 for e in q_loop.upper_map.results))
+        b = Builder.before(q_loop)
+        qq_loop = b.create(AffineForOp.build, lb, list(q_loop.lower_operands), ub,
+                           list(q_loop.upper_operands), loc=q_loop.loc)
+        c_loop = Builder.before_terminator(qq_loop.body).create(
+            AffineForOp.build_constant, 0, g, loc=q_loop.loc)
+        inner = Builder.before_terminator(c_loop.body)
+        qq, c = qq_loop.induction_var, c_loop.induction_var
+        # I[window(r, qq, c)] over dims (r, qq, c)
+        idx = _split_window(op_kind, shapes, strides, dilations, g)
+        new_load = inner.create(AffineLoadOp.build, inp, [r_iv, qq, c],
+                                map=AffineMap.get(3, 0, idx), loc=load.loc)
+        # the buffer subscript with q := qq*g + c (every operand as a dim)
+        smap = store.map
+        kept = [v for v in store.map_operands if v is not q_iv]
+        operands = kept + [qq, c]
+        pos = {id(v): k for k, v in enumerate(kept)}
+        subst = [dim(len(kept)) * g + dim(len(kept) + 1) if v is q_iv else dim(pos[id(v)])
+                 for v in store.map_operands]
+        results = tuple(simplify_affine_expr(e.replace(subst[:smap.num_dims],
+                                                       subst[smap.num_dims:]))
+                        for e in smap.results)
+        inner.create(AffineStoreOp.build, new_load.result, store.memref, operands,
+                     map=AffineMap.get(len(operands), 0, results), loc=store.loc)
+        q_loop.erase()
+        r_loop = qq_loop.parent.parent_op
+        if m_r > 1 and isinstance(r_loop, AffineForOp) and r_loop.induction_var is r_iv:
+            panelize_rows(r_loop, m_r)
+        done += 1
+    return done
+
+
+def panelize_rows(r_loop, m_r: int) -> bool:
+    """``for r { for .. { for c { buf[.., r] = I[.., r, c] }}}`` over rows that start at a
+    multiple of ``m_r`` -> full micro-panels first, each row of a panel innermost and unrolled
+    (``for rp step m_r { for .. { for c { m_r copies }}}``): the ``m_r`` stores of one ``c``
+    are consecutive in the micro-panel and LLVM turns the ``c`` loop into contiguous vector
+    loads and interleaving shuffles instead of scatters; the rows of a last partial panel keep
+    the original loop.  Returns whether the nest was changed."""
+    from math import gcd
+
+    from ..affine.dialects.affine import AffineApplyOp, AffineForOp
+    from ..affine.loop_utils import fold_affine_apply, simplify_affine_expr, unroll_full
+    if r_loop.step != 1 or r_loop.lower_map.num_results != 1 or r_loop.inits:
+        return False
+    align = m_r
+    for t in _linear_terms(r_loop.lower_map.results[0]):
+        align = gcd(align, t)
+    if align != m_r:
+        return False
+    ub = r_loop.upper_map
+    full_ub = AffineMap.get(ub.num_dims, ub.num_symbols,
+                            tuple(simplify_affine_expr(e.floordiv(m_r) * m_r)
+                                  for e in ub.results))
+    main = r_loop.clone()
+    r_loop.parent.insert_before(r_loop, main)
+    main.set_upper_bound(full_ub, list(r_loop.upper_operands))
+    main.set_step(m_r)
+    # the remainder: rows from the last full panel's end on (a max lower bound: empty except
+    # in the block holding the last, partial panel)
+    rest = _remainder_lower_bound(r_loop, full_ub)
+    if rest is None:
+        main.erase()
+        return False
+    r_loop.set_lower_bound(*rest)
+    # rows inside a panel: innermost loop, fully unrolled
+    loads = [op for op in main.walk() if op.name == "affine.load"]
+    innermost = loads[0].parent.parent_op
+    body_ops = [op for op in innermost.body.ops if op.name != "affine.yield"]
+    rr_loop = Builder.before_terminator(innermost.body).create(AffineForOp.build_constant, 0,
+                                                              m_r, loc=r_loop.loc)
+    for op in body_ops:
+        op.move_before(rr_loop.body.terminator)
+    rp, rr = main.induction_var, rr_loop.induction_var
+    b = Builder.at_start(rr_loop.body)
+    uses = [u for u in list(rp.uses) if rr_loop.is_proper_ancestor_of(u.op)]
+    if uses:
+        apply = b.create(AffineApplyOp.build, AffineMap.get(2, 0, (dim(0) + dim(1),)), [rp, rr],
+                         loc=r_loop.loc)
+        for u in uses:
+            u.op.set_operand(u.index, apply.result)
+        fold_affine_apply(apply)
+    unroll_full(rr_loop)
+    return True
+
+
+def _remainder_lower_bound(r_loop, full_ub: AffineMap):
+    """(map, operands) of ``max(lb, full_ub...)``: the original lower bound and, as further
+    candidates of the max, the full panels' end (its results are a min: only a single-result
+    one can join a max bound)."""
+    if full_ub.num_results != 1:
+        # min(a, b) as a lower bound is not expressible; use the last result when the others
+        # are the block's own end (r_lo + M_C, already a multiple of M_R: rows past it are not
+        # this loop's), i.e. keep the candidate that depends on no loop IV
+        consts = [e for e in full_ub.results if not e.used_dims()]
+        if len(consts) != 1:
+            return None
+        target = consts[0]
+    else:
+        target = full_ub.results[0]
+    lb = r_loop.lower_map
+    shift = [dim(lb.num_dims + k) for k in range(full_ub.num_dims)]
+    sym_shift = [dim(lb.num_dims + full_ub.num_dims + k) for k in range(full_ub.num_symbols)]
+    lb_syms = [dim(lb.num_dims + full_ub.num_dims + full_ub.num_symbols + k)
+               for k in range(lb.num_symbols)]
+    first = lb.results[0].replace([dim(k) for k in range(lb.num_dims)], lb_syms)
+    second = target.replace(shift, sym_shift)
+    ordered = list(r_loop.lower_operands[:lb.num_dims]) + \
+        list(r_loop.upper_operands) + list(r_loop.lower_operands[lb.num_dims:])
+    amap = AffineMap.get(len(ordered), 0, (first, second))
+    return amap, ordered
+
+
+def _register_rows(mm, machine) -> int:
+    """The M_R the matmul expansion will use (its attribute or the model's)."""
+    from .expand import matmul_blis_params
+    return matmul_blis_params(mm, machine).M_R
+
+
+def _linear_terms(e: AffineExpr) -> list[int]:
+    """The constant and the coefficients of ``e`` as a sum of multiples (0 stands for a term
+    that is not one: g then stays ``gcd(g, 0) = g`` only for the pure linear parts)."""
+    from ..affine.affine_expr import AffineBinaryExpr, AffineConstantExpr, AffineExprKind
+    if isinstance(e, AffineConstantExpr):
+        return [e.value]
+    if isinstance(e, AffineBinaryExpr) and e.kind is AffineExprKind.ADD:
+        return _linear_terms(e.lhs) + _linear_terms(e.rhs)
+    if isinstance(e, AffineBinaryExpr) and e.kind is AffineExprKind.MUL:
+        if isinstance(e.rhs, AffineConstantExpr):
+            return [e.rhs.value]
+        if isinstance(e.lhs, AffineConstantExpr):
+            return [e.lhs.value]
+    return [1]   # a bare dim or anything else: only g = 1 is safe
+
+
+def _split_window(kind: str, shapes, strides, dilations, g: int) -> tuple:
+    """Input subscripts over (r, qq, c) with q = qq*g + c, g dividing C (no floordiv/mod on
+    the innermost c)."""
+    (rows_hw), (kw, channels) = shapes
+    r, qq, c = dim(0), dim(1), dim(2)
+    m = channels // g
+    kk = qq.floordiv(m) if m > 1 else qq              # (kh, kw) index
+    chan = (qq % m) * g + c if m > 1 else c
+    if kind == "conv2d":
+        oh, ow = rows_hw
+        (sh, sw), (dh, dw) = strides, dilations
+        return (r.floordiv(oh * ow), (r.floordiv(ow) % oh) * sh + kk.floordiv(kw) * dh,
+                (r % ow) * sw + (kk % kw) * dw, chan)
+    (ow,) = rows_hw
+    (sw,), (dw,) = strides, dilations
+    return (r.floordiv(ow), (r % ow) * sw + kk * dw, chan)
+
+
+def expand_conv_tiled(op: Operation, expand_matmul, machine=None, **matmul_options
+                      ) -> Optional[list]:
+    """Expand ``op`` (conv2d or conv1d) as an implicit GEMM with ``expand_matmul`` (the tiled
+    matmul expansion, given ``machine`` and the ``matmul_options``)."""
+    from .blis_schedule import default_blis_params
+    inp = op.input
+    kind = op.CONV_KIND
+    out_shape, flt_shape = op.output.type.shape, op.filter.type.shape
+    rows_hw = tuple(out_shape[1:-1])
+    kw, channels = flt_shape[-3] if kind == "conv2d" else flt_shape[0], flt_shape[-2]
+    rows, red, _ = window_map(op)
+    strides, dilations = op.strides, op.dilations
+    tiles = dict(getattr(op, "tile_params", {}) or {})
+    if "K_C" not in tiles:
+        elem_bytes = op.output.type.element_type.width // 8
+        model = default_blis_params(rows, out_shape[-1], red, elem_bytes, machine, tiles)
+        tiles["K_C"] = conv_k_c(channels, red, model.K_C)
+    mm, stand_in, windows = conv_as_matmul(op, tiles)
+    mm_m_r = _register_rows(mm, machine)
+    new_ops = expand_matmul(mm, machine=machine, **matmul_options)
+    split_im2col_copies(stand_in, kind, (rows_hw, (kw, channels)), strides, dilations, inp,
+                        m_r=mm_m_r)
+    rewrite_stand_in(stand_in, inp, windows)
+    return new_ops
