@@ -77,6 +77,14 @@ class Step:
     def size(self) -> str:
         return f"{self.m}x{self.n}x{self.k}"
 
+    def describe(self) -> str:
+        """What a progress line calls the step."""
+        vect = "" if self.llvm_vectorize else " [LLVM vectorizers off]"
+        return f"{self.variant.label}{vect} {self.size} {self.dtype}"
+
+    def estimate_seconds(self, reps: int) -> float:
+        return estimate_seconds(self, reps)
+
     def to_json(self) -> dict:
         v = self.variant
         return {"label": v.label, "switches": v.switches, "tiles": v.tiles,
@@ -171,10 +179,14 @@ def _clock(seconds: float) -> str:
 
 class Progress:
     """One line per finished step on stderr: how many, the elapsed time and an ETA (the
-    a-priori estimates of the steps left, scaled by how the finished ones compared)."""
+    a-priori estimates of the steps left, scaled by how the finished ones compared).  A step
+    is a :class:`Step` or anything else with ``describe()`` and ``estimate_seconds(reps)``
+    (``experiments.conv_layers.ConvStep``); ``reps`` is the repetitions of every step or,
+    when they differ between experiments, a function of the step that gives them."""
 
-    def __init__(self, steps: Sequence[Step], reps: int, stream=None):
-        self.estimates = {id(s): estimate_seconds(s, reps) for s in steps}
+    def __init__(self, steps: Sequence, reps, stream=None):
+        reps_of = reps if callable(reps) else (lambda step: reps)
+        self.estimates = {id(s): s.estimate_seconds(reps_of(s)) for s in steps}
         self.total = len(steps)
         self.left = sum(self.estimates.values())
         self.done = 0
@@ -186,7 +198,7 @@ class Progress:
         print(f"[{_clock(time.perf_counter() - self.start)}] {message}", file=self.stream,
               flush=True)
 
-    def step_done(self, name: str, step: Step, record: dict) -> None:
+    def step_done(self, name: str, step, record: dict) -> None:
         estimate = self.estimates.get(id(step), 1.0)
         self.done += 1
         self.done_estimate += estimate
@@ -198,9 +210,8 @@ class Progress:
                     f"{record['seconds']:.1f} s")
         else:
             what = f"{record['status'].upper()}: {record['reason'].splitlines()[0][:100]}"
-        vect = "" if step.llvm_vectorize else " [LLVM vectorizers off]"
         print(f"[{self.done:3d}/{self.total}  {_clock(elapsed)} elapsed, ETA {_clock(eta)}] "
-              f"{name}: {step.variant.label}{vect} {step.size} {step.dtype}: {what}",
+              f"{name}: {step.describe()}: {what}",
               file=self.stream, flush=True)
 
 

@@ -122,3 +122,59 @@ def sweep_chart(records: Sequence[dict], path: Path, *, peaks: dict, title: str)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def conv_chart(records: Sequence[dict], path: Path, *, peak: Optional[float],
+               title: str) -> None:
+    """Bars per convolution layer: polyopt against numpy im2col + matmul (and torch when it
+    ran), GFLOPS medians with min..max whiskers; polyopt's speed-up over numpy above its bar;
+    the measured FMA peak as a line."""
+    plt = _pyplot()
+    ok = [r for r in records if r["status"] == "ok"]
+    series = [("polyopt (all passes)", "", "#4c72b0"),
+              ("numpy im2col + matmul (OpenBLAS, 1 thread)", "numpy_", "green")]
+    if any(r.get("torch_gflops") for r in ok):
+        series.append(("torch conv2d (1 thread, channels_last)", "torch_", "#8172b2"))
+    labels = [r["label"] for r in records]
+    fig, ax = plt.subplots(figsize=(max(8.0, 1.5 * len(labels) + 2), 5.5))
+    width = 0.8 / len(series)
+    for s, (name, prefix, color) in enumerate(series):
+        xs, ys, lows, highs = [], [], [], []
+        for i, r in enumerate(records):
+            if r["status"] != "ok" or not r.get(f"{prefix}gflops"):
+                continue
+            y = r[f"{prefix}gflops"]
+            xs.append(i + (s - (len(series) - 1) / 2) * width)
+            ys.append(y)
+            # torch's spread is only in the harness's timing (median only here)
+            lows.append(y - r.get(f"{prefix}gflops_min", y))
+            highs.append(r.get(f"{prefix}gflops_max", y) - y)
+        bars = ax.bar(xs, ys, width=width, color=color, label=name, yerr=[lows, highs],
+                      error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "black"})
+        if prefix == "":
+            texts = [f"{y:.1f}\n{r['ratio_vs_numpy']:.2f}x numpy" if y >= 10 else
+                     f"{y:.2f}\n{r['ratio_vs_numpy']:.2f}x numpy"
+                     for y, r in zip(ys, (r for r in records if r["status"] == "ok"))]
+        else:
+            texts = [f"{y:.1f}" if y >= 10 else f"{y:.2f}" for y in ys]
+        ax.bar_label(bars, labels=texts, fontsize=7, padding=2)
+    for i, r in enumerate(records):
+        if r["status"] != "ok":
+            ax.text(i, 0, r["status"], ha="center", va="bottom", fontsize=7, color="red")
+    if peak:
+        ax.axhline(peak, color="gray", linestyle="--", linewidth=1)
+        ax.annotate(f"measured FMA peak {peak:.1f}", (len(labels) - 0.5, peak), ha="right",
+                    va="bottom", fontsize=8, color="gray")
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=20, ha="right", fontsize=8)
+    ax.set_xlim(-0.6, len(labels) - 0.4)
+    ax.set_ylabel("GFLOPS (median, whiskers: min..max)")
+    ax.set_ylim(0, max([peak or 0] + [r["gflops_max"] for r in ok]
+                       + [r["numpy_gflops_max"] for r in ok] + [1]) * 1.15)
+    ax.set_title(title, pad=20)
+    ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=len(series),
+              frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -7,20 +7,21 @@ appended in quick mode):
 
 * ``report.md``: one table per experiment (ours beside the paper's), the plots, the machine
   and the command that reproduces it;
-* ``dgemm_ladder.png``, ``sgemm_ladder.png``, ``size_sweep.png``;
+* ``dgemm_ladder.png``, ``sgemm_ladder.png``, ``size_sweep.png``, ``conv_layers.png``;
 * ``results.json``: every step's configuration and the harness's raw results;
 * ``machine.json``: CPU, caches, measured FMA peaks, versions, git commit.
 
 The full mode uses the paper's sizes (2088x2048x2048) and 5 repetitions: 20-30 minutes on a
 2-core machine, most of it in the naive and section 2.5 steps.  ``--quick`` runs the ladders
 at 1024^3 (the two slow first steps at 768^3), fewer sweep sizes and 3 repetitions, in a few
-minutes.  Progress goes to stderr, the report's path to stdout; the exit status is 1 when a
+minutes.  Both time the ResNet-50 convolution layers (f32, batch 1), with 5 and 2
+repetitions.  Progress goes to stderr, the report's path to stdout; the exit status is 1 when a
 step failed (it is in the report), 0 otherwise.
 """
 
 from __future__ import annotations
 
-from polyopt.bench import single_threaded_numpy
+from polyopt.bench import RESNET50_LAYERS, single_threaded_numpy
 
 single_threaded_numpy()  # before anything imports numpy
 
@@ -33,15 +34,14 @@ from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Optional, Sequence  # noqa: E402
 
-from experiments import ablations, dgemm_ladder, sgemm_ladder, size_sweep  # noqa: E402
+from experiments import (ablations, conv_layers, dgemm_ladder, sgemm_ladder,  # noqa: E402
+                         size_sweep)
 from experiments.common import (PAPER_MACHINE, PAPER_PEAK_GFLOPS, Progress,  # noqa: E402
                                 gflops_text, markdown_table, percent_text, run_steps,
                                 steps_notes, steps_table)
 from experiments.machine import REPO, RESULTS_DIR, machine_facts  # noqa: E402
 
 COMMAND = "python3 -m experiments.report"
-CONV_UNAVAILABLE = ("not available: hop.conv2d has no optimized pipeline yet (issue 7: "
-                    "`--hopt` expands it into its naive 7-deep loop nest only)")
 
 
 @dataclass(frozen=True)
@@ -53,15 +53,19 @@ class Mode:
     slow: tuple[int, int, int]       # the naive and section 2.5 steps
     sweep: tuple[int, ...]
     reps: int
+    conv_layers: dict         # label -> polyopt.bench.ConvShape
+    conv_reps: int
     peak_reps: int = 5
     peak_seconds: float = 0.2
 
 
-FULL = Mode("full", dgemm_ladder.PAPER_SIZE, dgemm_ladder.PAPER_SIZE, size_sweep.SIZES, 5)
+FULL = Mode("full", dgemm_ladder.PAPER_SIZE, dgemm_ladder.PAPER_SIZE, size_sweep.SIZES, 5,
+            RESNET50_LAYERS, 5)
 QUICK = Mode("quick", (1024, 1024, 1024), (768, 768, 768),
-             (256, 257, 500, 1000, 1023, 1500, 2088), 3)
-# tiny matrices for the tests: every step and every file, in seconds
-TESTS = Mode("tests", (24, 20, 16), (9, 7, 5), (8, 13), 1, peak_reps=1, peak_seconds=0.01)
+             (256, 257, 500, 1000, 1023, 1500, 2088), 3, RESNET50_LAYERS, 2)
+# tiny matrices and convolutions for the tests: every step and every file, in seconds
+TESTS = Mode("tests", (24, 20, 16), (9, 7, 5), (8, 13), 1, conv_layers.TEST_LAYERS, 1,
+             peak_reps=1, peak_seconds=0.01)
 
 
 def default_out(mode: Mode, git: dict) -> Path:
@@ -145,13 +149,33 @@ def _tuned_summary(records: Sequence[dict], paper_gflops: Optional[float], dtype
     return text
 
 
+def _conv_summary(records: Sequence[dict], dtype: str) -> str:
+    ok = [r for r in records if r["status"] == "ok"]
+    if not ok:
+        return f"- {dtype} convolution layers: none ran"
+    ratios = sorted(r["ratio_vs_numpy"] for r in ok)
+    best = max(ok, key=lambda r: r["gflops"])
+    return (f"- {dtype} convolution layers ({len(ok)} of {len(records)}), all passes: "
+            f"**{ratios[0]:.2f}x to {ratios[-1]:.2f}x** numpy's im2col + matmul; best "
+            f"{gflops_text(best['gflops'])} GFLOPS ({best['label']}, "
+            f"{percent_text(best['fraction_of_peak'])} of the measured peak)")
+
+
+def _size_text(record: dict) -> str:
+    """A step's size: the matmul's MxNxK or the convolution's shape."""
+    if "shape_text" in record:
+        return record["shape_text"]
+    return f"{record['m']}x{record['n']}x{record['k']}"
+
+
 def write_markdown(path: Path, *, mode: Mode, reps: int, command: str, machine: dict,
                    results: dict) -> None:
     git = machine["git"]
     peaks = {d: p["gflops"] for d, p in machine["peak"].items()}
     exps = results["experiments"]
-    dg, ab, sg, sw = (exps[k]["steps"] for k in ("dgemm_ladder", "ablations", "sgemm_ladder",
-                                                 "size_sweep"))
+    dg, ab, sg, sw, cv = (exps[k]["steps"] for k in ("dgemm_ladder", "ablations",
+                                                     "sgemm_ladder", "size_sweep",
+                                                     "conv_layers"))
     failed = [r for e in exps.values() for r in e.get("steps", []) if r["status"] == "error"]
     out = [f"# polyopt experiment report ({mode.name} mode)\n",
            f"{machine['date']}, commit `{git['short'] or '?'}`"
@@ -165,11 +189,12 @@ def write_markdown(path: Path, *, mode: Mode, reps: int, command: str, machine: 
                    f"run is `{COMMAND}`.\n")
     if failed:
         out.append(f"> **{len(failed)} step(s) failed**: "
-                   + "; ".join(f"{r['label']} ({r['dtype']}, {r['m']}x{r['n']}x{r['k']}): "
+                   + "; ".join(f"{r['label']} ({r['dtype']}, {_size_text(r)}): "
                                f"{r['reason']}" for r in failed) + "\n")
     out.append(
         "How to read the tables: every number is `polyopt.bench.bench_matmul`'s, the harness "
-        "behind `polyopt bench matmul`, one configuration per run: the result is checked "
+        "behind `polyopt bench matmul` (section 5: `bench_conv2d`'s, behind `polyopt bench "
+        "conv2d`), one configuration per run: the result is checked "
         f"against numpy, both warm up once, then {reps} repetition(s) alternate polyopt and "
         "numpy. **GFLOPS** is the median (min..max over the repetitions), **of peak** the "
         "fraction of the FMA peak measured on this machine, **vs numpy** numpy's time over "
@@ -184,6 +209,7 @@ def write_markdown(path: Path, *, mode: Mode, reps: int, command: str, machine: 
     out.append("## Summary\n")
     out.append(_tuned_summary(dg, dgemm_ladder.PAPER["tuned"].gflops, "f64"))
     out.append(_tuned_summary(sg, None, "f32"))
+    out.append(_conv_summary(cv, exps["conv_layers"]["dtype"]))
     out.append("")
 
     out.append(f"## 1. {dgemm_ladder.TITLE}\n")
@@ -225,8 +251,24 @@ def write_markdown(path: Path, *, mode: Mode, reps: int, command: str, machine: 
     out.append(("\n" + notes + "\n") if notes else "")
     out.append("![GFLOPS vs size](size_sweep.png)\n")
 
-    out.append("## 5. Convolution layers\n")
-    out.append(f"{CONV_UNAVAILABLE}.\n")
+    conv = exps["conv_layers"]
+    out.append(f"## 5. {conv_layers.TITLE}\n")
+    out.append(f"`hop.conv2d` with all passes, {conv['dtype']}, batch 1, NHWC input, HWCF "
+               "filter, no padding (ResNet-50's 3x3 layers get their inputs padded: 58x58 in, "
+               "56x56 out). polyopt runs it as an implicit GEMM on the matmul pipeline "
+               "(**as GEMM**: M = N·OH·OW, N = F, K = KH·KW·C), packing A being im2col, one "
+               "M_C x K_C tile at a time. Every row is one run of `polyopt.bench.bench_conv2d`, "
+               "the harness behind `polyopt bench conv2d --resnet50`: checked against numpy, "
+               f"one warm-up each, then {conv['reps']} repetition(s) alternating polyopt and "
+               "**numpy im2col+matmul** (the whole im2col matrix copied, OpenBLAS's matmul on "
+               "one thread, added into the output); **polyopt vs numpy** is numpy's time over "
+               "polyopt's (above 1: polyopt is faster), **of peak** against the measured "
+               f"{conv['dtype']} FMA peak. **polyopt vs torch** and **torch** (its version and "
+               "memory layout) when torch is installed.\n")
+    out.append(conv_layers.layers_table(cv))
+    notes = conv_layers.layers_notes(cv)
+    out.append(("\n" + notes + "\n") if notes else "")
+    out.append("![Convolution layers](conv_layers.png)\n")
 
     out.append("## Machine\n")
     out.append(_machine_section(machine) + "\n")
@@ -242,11 +284,16 @@ def run_report(mode: Mode, *, reps: Optional[int] = None, out: Optional[Path] = 
     """Run everything in ``mode`` and write the report folder; returns (folder, results)."""
     from experiments import plots
     stream = stream or sys.stderr
+    conv_reps = reps or mode.conv_reps
     reps = reps or mode.reps
     experiments = plan(mode)
-    progress = Progress([s for _, _, steps in experiments for s in steps], reps, stream)
-    progress.note(f"{mode.name} mode, {reps} repetition(s), "
-                  f"{sum(len(s) for _, _, s in experiments)} steps; measuring the FMA peak")
+    conv_steps = conv_layers.steps(mode.conv_layers)
+    progress = Progress([s for _, _, steps in experiments for s in steps] + conv_steps,
+                        lambda step: (conv_reps if isinstance(step, conv_layers.ConvStep)
+                                      else reps), stream)
+    progress.note(f"{mode.name} mode, {reps} repetition(s) ({conv_reps} for the convolution "
+                  f"layers), {sum(len(s) for _, _, s in experiments) + len(conv_steps)} steps; "
+                  "measuring the FMA peak")
     machine = machine_facts(mode.peak_reps, mode.peak_seconds)
     peaks = {d: p["gflops"] for d, p in machine["peak"].items()}
     progress.note("peak: " + ", ".join(f"{d} {g:.1f} GFLOPS" for d, g in peaks.items()))
@@ -262,8 +309,10 @@ def run_report(mode: Mode, *, reps: Optional[int] = None, out: Optional[Path] = 
     for key, title, steps in experiments:
         records = run_steps(steps, reps=reps, peaks=peaks, progress=progress, name=key)
         results["experiments"][key] = {"title": title, "steps": records}
-    results["experiments"]["conv_layers"] = {"title": "Convolution layers", "available": False,
-                                             "reason": CONV_UNAVAILABLE, "steps": []}
+    results["experiments"]["conv_layers"] = {
+        "title": conv_layers.TITLE, "dtype": conv_layers.DTYPE, "reps": conv_reps,
+        "steps": conv_layers.run_layers(conv_steps, reps=conv_reps, peaks=peaks,
+                                        progress=progress, name="conv_layers")}
     results["errors"] = [{"experiment": key, "label": r["label"], "dtype": r["dtype"],
                           "reason": r["reason"]}
                          for key, e in results["experiments"].items() for r in e["steps"]
@@ -287,6 +336,10 @@ def run_report(mode: Mode, *, reps: Optional[int] = None, out: Optional[Path] = 
                            tuned["status"] == "ok" else None)
     plots.sweep_chart(exps["size_sweep"]["steps"], folder / "size_sweep.png", peaks=peaks,
                       title=f"{size_sweep.TITLE}, {mode.name} mode")
+    plots.conv_chart(exps["conv_layers"]["steps"], folder / "conv_layers.png",
+                     peak=peaks[conv_layers.DTYPE],
+                     title=f"{conv_layers.TITLE}: {conv_layers.DTYPE}, batch 1, "
+                           f"{mode.name} mode")
     write_markdown(folder / "report.md", mode=mode, reps=reps, command=command,
                    machine=machine, results=results)
     progress.note(f"wrote {folder}")
@@ -301,7 +354,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--out", metavar="DIR", help="the report folder (default "
                         f"{RESULTS_DIR}/<date>-<short git hash>[-quick])")
     parser.add_argument("--reps", type=int, metavar="N",
-                        help="repetitions per configuration (default 5, 3 with --quick)")
+                        help="repetitions per configuration (default 5; with --quick 3, "
+                             "and 2 for the convolution layers)")
     parser.add_argument("--sizes-for-tests", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.reps is not None and args.reps < 1:

@@ -2,6 +2,7 @@
 report folder.  Speed is never asserted here; what the report says about it is checked for
 presence and consistency only."""
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -12,6 +13,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 EXPERIMENTS = ("dgemm_ladder", "ablations", "sgemm_ladder", "size_sweep", "conv_layers")
+PLOTS = ("dgemm_ladder.png", "sgemm_ladder.png", "size_sweep.png", "conv_layers.png")
+TORCH = importlib.util.find_spec("torch") is not None
+# experiments.conv_layers.TEST_LAYERS: label -> (shape text, implicit GEMM MxNxK)
+TINY_CONVS = {
+    "tiny 3x3": ("1x10x9x16 * 3x3x16x12 -> 1x8x7x12", "56x12x144"),
+    "tiny 3x3 stride 2 dilation 2": ("1x11x12x8 * 3x3x8x13 -> 1x4x4x13, stride 2, dilation 2",
+                                     "16x13x72"),
+    "tiny 1x1": ("1x7x6x24 * 1x1x24x8 -> 1x7x6x8", "42x8x24"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -27,14 +37,13 @@ def report(tmp_path_factory):
 def test_writes_every_file(report):
     out, proc = report
     assert proc.stdout.strip() == str(out)
-    for name in ("report.md", "results.json", "machine.json", "dgemm_ladder.png",
-                 "sgemm_ladder.png", "size_sweep.png"):
+    for name in ("report.md", "results.json", "machine.json", *PLOTS):
         assert (out / name).is_file(), name
 
 
 def test_plots_are_png(report):
     out, _ = report
-    for name in ("dgemm_ladder.png", "sgemm_ladder.png", "size_sweep.png"):
+    for name in PLOTS:
         data = (out / name).read_bytes()
         assert data.startswith(PNG_SIGNATURE) and len(data) > 10_000, name
 
@@ -44,8 +53,6 @@ def test_results_hold_every_experiment(report):
     results = json.loads((out / "results.json").read_text())
     assert results["mode"] == "tests" and results["reps"] == 1 and results["errors"] == []
     assert set(results["experiments"]) == set(EXPERIMENTS)
-    conv = results["experiments"]["conv_layers"]
-    assert conv["available"] is False and "hop.conv2d" in conv["reason"]
     for key in EXPERIMENTS[:4]:
         steps = results["experiments"][key]["steps"]
         assert steps, key
@@ -61,6 +68,42 @@ def test_results_hold_every_experiment(report):
             (raw,) = r["bench"]["variants"]   # the harness's own JSON, unchanged
             assert raw["label"] == r["label"] and raw["timing"]["reps"] == 1
             assert raw["gflops"] == r["gflops"] and raw["switches"] == r["switches"]
+
+
+def test_conv_layers(report):
+    out, _ = report
+    results = json.loads((out / "results.json").read_text())
+    conv = results["experiments"]["conv_layers"]
+    assert conv["dtype"] == "f32" and conv["reps"] == 1
+    steps = conv["steps"]
+    assert [r["label"] for r in steps] == list(TINY_CONVS)
+    for r in steps:
+        assert r["status"] == "ok", (r["label"], r.get("reason"))
+        assert (r["shape_text"], "{m}x{n}x{k}".format(**r["gemm"])) == TINY_CONVS[r["label"]]
+        assert r["switches"] == {"hopt": True, "copy": True, "unroll": True, "scalrep": True,
+                                 "vect": True}
+        assert r["gflops_min"] <= r["gflops"] <= r["gflops_max"]
+        assert r["numpy_gflops_min"] <= r["numpy_gflops"] <= r["numpy_gflops_max"]
+        assert r["gflops"] > 0 and r["numpy_gflops"] > 0 and r["compile_time"] > 0
+        assert 0 < r["fraction_of_peak"] and r["ratio_vs_numpy"] > 0
+        assert r["torch"] is TORCH
+        if not TORCH:
+            assert r["torch_note"] == "torch not installed" and r["ratio_vs_torch"] is None
+        raw = r["bench"]   # the harness's own JSON, unchanged
+        assert raw["polyopt"]["reps"] == 1 and raw["shape"] == r["shape"]
+        assert raw["polyopt_gflops"] == r["gflops"]
+        assert raw["ratio_vs_numpy"] == r["ratio_vs_numpy"]
+        assert r["flops"] / (raw["polyopt"]["median"] * 1e9) == pytest.approx(r["gflops"])
+
+
+def test_conv_layers_alone(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "experiments.conv_layers", "--sizes-for-tests",
+                           "--reps", "1"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.startswith("## Convolution layers (issue 7)\n")
+    for label, (shape, gemm) in TINY_CONVS.items():
+        assert f"| {label} | {shape} | {gemm} | **" in proc.stdout
+    assert proc.stderr.count("conv layers: tiny") == len(TINY_CONVS)
 
 
 def test_ladders_cover_the_paper_steps(report):
@@ -103,14 +146,23 @@ def test_markdown_has_the_tables_and_the_facts(report):
     out, _ = report
     text = (out / "report.md").read_text()
     for heading in ("DGEMM ladder (paper Figure 5)", "Ablations", "SGEMM ladder (paper Figure 6)",
-                    "GFLOPS vs size", "Convolution layers", "## Machine", "## Reproduce"):
+                    "GFLOPS vs size", "## 5. Convolution layers (issue 7)", "## Machine",
+                    "## Reproduce"):
         assert heading in text, heading
-    assert "not available: hop.conv2d has no optimized pipeline yet" in text
+    assert "not available" not in text
+    assert ("| layer | shape (NHWC * HWCF -> NHWF) | as GEMM (MxNxK) | polyopt GFLOPS | "
+            "min..max | of peak | numpy im2col+matmul GFLOPS | polyopt vs numpy | compile | "
+            "polyopt vs torch | torch |") in text
+    for label, (shape, gemm) in TINY_CONVS.items():
+        assert f"| {label} | {shape} | {gemm} | **" in text
+    if not TORCH:
+        assert text.count("| — | torch not installed |") == len(TINY_CONVS)
+    assert "- f32 convolution layers (3 of 3), all passes: **" in text
     assert "| step | LLVM vect. | size | tiles | GFLOPS | min..max | of peak | vs numpy" in text
     assert "| naive | on | 9x7x5 | naive nest |" in text
     assert "| 0.56 | 0.7% | 2.3 |" in text            # the paper's naive step, beside ours
     assert "| **off** |" in text and "numpy (OpenBLAS, 1 thread)" in text
-    for image in ("dgemm_ladder.png", "sgemm_ladder.png", "size_sweep.png"):
+    for image in PLOTS:
         assert f"]({image})" in text
     machine = json.loads((out / "machine.json").read_text())
     for fact in (machine["cpu"]["model"], machine["software"]["numpy"],
