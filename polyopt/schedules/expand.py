@@ -158,13 +158,9 @@ def expand_matmul_tiled(op: Operation, machine: Optional[MachineModel] = None,
         return new_ops
     top = nests[0]
     block = top.parent
-    before = block.ops[block.index_of(new_ops[0]) - 1] if block.index_of(new_ops[0]) else None
-    after_index = block.index_of(new_ops[-1]) + 1
-    after = block.ops[after_index] if after_index < len(block.ops) else None
+    before, after = _neighbors(block, new_ops)
     pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name=op.name)
-    start = block.index_of(before) + 1 if before is not None else 0
-    end = block.index_of(after) if after is not None else len(block.ops)
-    return list(block.ops[start:end])
+    return _nest_ops(block, before, after)
 
 
 def _expand_for_microkernel(op, machine, remark, kernel: MicroKernelChoice, steps):
@@ -218,10 +214,7 @@ def _expand_for_microkernel(op, machine, remark, kernel: MicroKernelChoice, step
                             f"nest", loc)
     top = nests[0]
     block = top.parent
-    first = block.index_of(new_ops[0])
-    before = block.ops[first - 1] if first else None
-    after_index = block.index_of(new_ops[-1]) + 1
-    after = block.ops[after_index] if after_index < len(block.ops) else None
+    before, after = _neighbors(block, new_ops)
     if not pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name=op.name):
         raise ScheduleError(f"'{op.name}' op: --hopt-blis: the tiled nest could not be packed",
                             loc)
@@ -242,10 +235,7 @@ def _with_register_tile(new_ops, operands, params, machine, remark, loc, copy, s
         return new_ops
     top = nests[0]
     block = top.parent
-    first = block.index_of(new_ops[0])
-    before = block.ops[first - 1] if first else None
-    after_index = block.index_of(new_ops[-1]) + 1
-    after = block.ops[after_index] if after_index < len(block.ops) else None
+    before, after = _neighbors(block, new_ops)
     packed = False
     if copy:
         from ..memref_layout.data_copy import alias_root
@@ -270,6 +260,16 @@ def _with_register_tile(new_ops, operands, params, machine, remark, loc, copy, s
                            packed=packed, width=max(1, machine.vector_bits // elem_bits),
                            remark=remark, loc=loc)
     return _nest_ops(block, before, after)
+
+
+def _neighbors(block, new_ops) -> tuple:
+    """The ops just before and just after ``new_ops`` in ``block`` (None at the ends): they
+    delimit the nest however passes rewrite it."""
+    first = block.index_of(new_ops[0])
+    before = block.ops[first - 1] if first else None
+    after_index = block.index_of(new_ops[-1]) + 1
+    after = block.ops[after_index] if after_index < len(block.ops) else None
+    return before, after
 
 
 def _nest_ops(block, before, after) -> list:
