@@ -2,7 +2,6 @@
 report folder.  Speed is never asserted here; what the report says about it is checked for
 presence and consistency only."""
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -14,7 +13,16 @@ REPO = Path(__file__).resolve().parents[2]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 EXPERIMENTS = ("dgemm_ladder", "ablations", "sgemm_ladder", "size_sweep", "conv_layers")
 PLOTS = ("dgemm_ladder.png", "sgemm_ladder.png", "size_sweep.png", "conv_layers.png")
-TORCH = importlib.util.find_spec("torch") is not None
+def _torch_importable() -> bool:
+    """As the harness decides (it imports torch; a broken install counts as absent)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+TORCH = _torch_importable()
 # experiments.conv_layers.TEST_LAYERS: label -> (shape text, implicit GEMM MxNxK)
 TINY_CONVS = {
     "tiny 3x3": ("1x10x9x16 * 3x3x16x12 -> 1x8x7x12", "56x12x144"),
