@@ -25,9 +25,12 @@ from ..affine.affine_expr import AffineExpr, AffineMap, dim
 from ..affine.builder import Builder
 from ..affine.dialects.affine import _AffineMemOp
 from ..affine.dialects.hop import HopMatmulOp
+from ..affine.attributes import UnitAttr
 from ..affine.dialects.memref import AllocOp
 from ..affine.ir import Operation, Value
 from ..affine.types import MemRefType
+from .expand import STAND_IN_ATTR
+from .packing_loops import linear_terms, panelize_rows
 
 
 def _collapse_to_matrix(b: Builder, v: Value, loc) -> Value:
@@ -71,6 +74,7 @@ def conv_as_matmul(op: Operation, tiles: Optional[dict] = None
     rows, red, windows = window_map(op)
     elem = op.output.type.element_type
     stand_in = b.create(AllocOp.build, MemRefType((rows, red), elem), loc=loc)
+    stand_in.attributes[STAND_IN_ATTR] = UnitAttr()
     kmat = _collapse_to_matrix(b, op.filter, loc)
     omat = _collapse_to_matrix(b, op.output, loc)
     if tiles is None:
@@ -140,7 +144,7 @@ def split_im2col_copies(stand_in: Operation, op_kind: str, shapes, strides, dila
         g = channels
         for amap in (q_loop.lower_map, q_loop.upper_map):
             for e in amap.results:
-                for t in _linear_terms(e):
+                for t in linear_terms(e):
                     g = gcd(g, t)
         if g < 8:
             continue
@@ -181,107 +185,10 @@ def split_im2col_copies(stand_in: Operation, op_kind: str, shapes, strides, dila
     return done
 
 
-def panelize_rows(r_loop, m_r: int) -> bool:
-    """``for r { for .. { for c { buf[.., r] = I[.., r, c] }}}`` over rows that start at a
-    multiple of ``m_r`` -> full micro-panels first, each row of a panel innermost and unrolled
-    (``for rp step m_r { for .. { for c { m_r copies }}}``): the ``m_r`` stores of one ``c``
-    are consecutive in the micro-panel and LLVM turns the ``c`` loop into contiguous vector
-    loads and interleaving shuffles instead of scatters; the rows of a last partial panel keep
-    the original loop.  Returns whether the nest was changed."""
-    from math import gcd
-
-    from ..affine.dialects.affine import AffineApplyOp, AffineForOp
-    from ..affine.loop_utils import fold_affine_apply, simplify_affine_expr, unroll_full
-    if r_loop.step != 1 or r_loop.lower_map.num_results != 1 or r_loop.inits:
-        return False
-    align = m_r
-    for t in _linear_terms(r_loop.lower_map.results[0]):
-        align = gcd(align, t)
-    if align != m_r:
-        return False
-    ub = r_loop.upper_map
-    full_ub = AffineMap.get(ub.num_dims, ub.num_symbols,
-                            tuple(simplify_affine_expr(e.floordiv(m_r) * m_r)
-                                  for e in ub.results))
-    main = r_loop.clone()
-    r_loop.parent.insert_before(r_loop, main)
-    main.set_upper_bound(full_ub, list(r_loop.upper_operands))
-    main.set_step(m_r)
-    # the remainder: rows from the last full panel's end on (a max lower bound: empty except
-    # in the block holding the last, partial panel)
-    rest = _remainder_lower_bound(r_loop, full_ub)
-    if rest is None:
-        main.erase()
-        return False
-    r_loop.set_lower_bound(*rest)
-    # rows inside a panel: innermost loop, fully unrolled
-    loads = [op for op in main.walk() if op.name == "affine.load"]
-    innermost = loads[0].parent.parent_op
-    body_ops = [op for op in innermost.body.ops if op.name != "affine.yield"]
-    rr_loop = Builder.before_terminator(innermost.body).create(AffineForOp.build_constant, 0,
-                                                              m_r, loc=r_loop.loc)
-    for op in body_ops:
-        op.move_before(rr_loop.body.terminator)
-    rp, rr = main.induction_var, rr_loop.induction_var
-    b = Builder.at_start(rr_loop.body)
-    uses = [u for u in list(rp.uses) if rr_loop.is_proper_ancestor_of(u.op)]
-    if uses:
-        apply = b.create(AffineApplyOp.build, AffineMap.get(2, 0, (dim(0) + dim(1),)), [rp, rr],
-                         loc=r_loop.loc)
-        for u in uses:
-            u.op.set_operand(u.index, apply.result)
-        fold_affine_apply(apply)
-    unroll_full(rr_loop)
-    return True
-
-
-def _remainder_lower_bound(r_loop, full_ub: AffineMap):
-    """(map, operands) of ``max(lb, full_ub...)``: the original lower bound and, as further
-    candidates of the max, the full panels' end (its results are a min: only a single-result
-    one can join a max bound)."""
-    if full_ub.num_results != 1:
-        # min(a, b) as a lower bound is not expressible; use the last result when the others
-        # are the block's own end (r_lo + M_C, already a multiple of M_R: rows past it are not
-        # this loop's), i.e. keep the candidate that depends on no loop IV
-        consts = [e for e in full_ub.results if not e.used_dims()]
-        if len(consts) != 1:
-            return None
-        target = consts[0]
-    else:
-        target = full_ub.results[0]
-    lb = r_loop.lower_map
-    shift = [dim(lb.num_dims + k) for k in range(full_ub.num_dims)]
-    sym_shift = [dim(lb.num_dims + full_ub.num_dims + k) for k in range(full_ub.num_symbols)]
-    lb_syms = [dim(lb.num_dims + full_ub.num_dims + full_ub.num_symbols + k)
-               for k in range(lb.num_symbols)]
-    first = lb.results[0].replace([dim(k) for k in range(lb.num_dims)], lb_syms)
-    second = target.replace(shift, sym_shift)
-    ordered = list(r_loop.lower_operands[:lb.num_dims]) + \
-        list(r_loop.upper_operands) + list(r_loop.lower_operands[lb.num_dims:])
-    amap = AffineMap.get(len(ordered), 0, (first, second))
-    return amap, ordered
-
-
 def _register_rows(mm, machine) -> int:
     """The M_R the matmul expansion will use (its attribute or the model's)."""
     from .expand import matmul_blis_params
     return matmul_blis_params(mm, machine).M_R
-
-
-def _linear_terms(e: AffineExpr) -> list[int]:
-    """The constant and the coefficients of ``e`` as a sum of multiples (0 stands for a term
-    that is not one: g then stays ``gcd(g, 0) = g`` only for the pure linear parts)."""
-    from ..affine.affine_expr import AffineBinaryExpr, AffineConstantExpr, AffineExprKind
-    if isinstance(e, AffineConstantExpr):
-        return [e.value]
-    if isinstance(e, AffineBinaryExpr) and e.kind is AffineExprKind.ADD:
-        return _linear_terms(e.lhs) + _linear_terms(e.rhs)
-    if isinstance(e, AffineBinaryExpr) and e.kind is AffineExprKind.MUL:
-        if isinstance(e.rhs, AffineConstantExpr):
-            return [e.rhs.value]
-        if isinstance(e.lhs, AffineConstantExpr):
-            return [e.lhs.value]
-    return [1]   # a bare dim or anything else: only g = 1 is safe
 
 
 def _split_window(kind: str, shapes, strides, dilations, g: int) -> tuple:

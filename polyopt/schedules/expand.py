@@ -46,6 +46,9 @@ from ..affine.types import FloatType
 from .blis_schedule import BlisParams, MachineModel, MicroKernelChoice, default_blis_params
 from .nest_building import constant_loops, mul_add
 
+# marks the im2col stand-in of a convolution (conv_gemm), whose packing nest is rewritten later
+STAND_IN_ATTR = "polyopt.im2col_stand_in"
+
 # (loc, message) sink for remarks such as the chosen tile sizes
 RemarkSink = Optional[Callable[[object, str], None]]
 
@@ -367,6 +370,16 @@ def pack_blis_operands(top: AffineForOp, a: Value, bmat: Value, params: BlisPara
                            pad_to=(params.M_R, 1))
     info_b = generate_copy(top, bmat, depth=depth_b, buffer_layout=layout_b,
                            pad_to=(1, params.N_R))
+    elem_bytes = a.type.element_type.width // 8
+    stand_in = a.defining_op is not None and STAND_IN_ATTR in a.defining_op.attributes
+    if elem_bytes == 4 and 1 < params.M_R and params.M_R * elem_bytes < 64 and not stand_in:
+        # f32 micro-panel rows narrower than a cache line: copy a whole micro-panel row per k
+        # (measured on SGEMM 1000^3: 0.93x -> 0.97x; on DGEMM with 64-byte rows the plain copy
+        # is 3% faster, and other f64 shapes were not measured)
+        from .packing_loops import panelize_rows
+        for nest in info_a.copy_in:
+            if isinstance(nest, AffineForOp):
+                panelize_rows(nest, params.M_R)
     if remark is not None:
         for what, info, depth in (("A", info_a, depth_a), ("B", info_b, depth_b)):
             if info.buffer_type is not None:
