@@ -448,17 +448,8 @@ def is_defined_outside(value: Value, op: Operation) -> bool:
 
 def describe_loop(loop: AffineForOp) -> str:
     """``'affine.for' %arg3`` with the name the printer gives the induction variable."""
-    from .printer import Printer
-    scope = loop
-    while scope.parent_op is not None and scope.name != "func.func":
-        scope = scope.parent_op
-    p = Printer()
-    p._reset_names()
-    if scope.name != "func.func":
-        for r in scope.regions:
-            for b in r.blocks:
-                p.name_region_args(b)
-    p._assign_names(scope)
+    from .printer import value_namer
+    p = value_namer(loop)
     try:
         return f"'affine.for' {p.value_name(loop.induction_var)}"
     except Exception:   # pragma: no cover - detached loops

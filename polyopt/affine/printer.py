@@ -266,3 +266,21 @@ def print_op_standalone(op: Operation) -> str:
     p._assign_names(op)
     p.print_op(op)
     return p.out.getvalue()
+
+
+def value_namer(anchor) -> Printer:
+    """A printer that has named every value of the function holding ``anchor`` (an op, or None)
+    exactly as :func:`print_module` names them (function arguments ``%argN``, then per-region
+    numbering): ``value_namer(op).value_name(v)`` for messages that quote IR."""
+    scope = anchor
+    while scope is not None and scope.name != "func.func" and scope.parent_op is not None:
+        scope = scope.parent_op
+    p = Printer()
+    if scope is not None:
+        p._reset_names()
+        if scope.name != "func.func":
+            for r in scope.regions:
+                for b in r.blocks:
+                    p.name_region_args(b)
+        p._assign_names(scope)
+    return p

@@ -65,7 +65,7 @@ from .dialects.affine import (AffineApplyOp, AffineForOp, AffineIfOp, AffineLoad
 from .dialects.arith import ConstantOp
 from .dialects.vector import BroadcastOp, VectorFMAOp
 from .ir import BlockArgument, Operation, Value
-from .printer import Printer
+from .printer import Printer, value_namer
 from .types import FloatType, IndexType, IntegerType, MemRefType, StridedLayout, Type, VectorType
 
 __all__ = ["vectorize_loop", "check_independent_iterations", "vector_element_bits",
@@ -82,21 +82,6 @@ _ACCESS = (AffineLoadOp, AffineStoreOp, AffineVectorLoadOp, AffineVectorStoreOp)
 
 # ---------------------------------------------------------------------------------------------
 # small helpers
-
-
-def _namer(anchor: Operation) -> Printer:
-    """A printer that names values as ``print_module`` does in ``anchor``'s function."""
-    scope = anchor
-    while scope.parent_op is not None and scope.name != "func.func":
-        scope = scope.parent_op
-    p = Printer()
-    p._reset_names()
-    if scope.name != "func.func":
-        for r in scope.regions:
-            for b in r.blocks:
-                p.name_region_args(b)
-    p._assign_names(scope)
-    return p
 
 
 def _iv_coefficient(e: AffineExpr, operand_coeffs: Sequence[object], num_dims: int,
@@ -340,7 +325,7 @@ class _Plan:
     # -- messages ------------------------------------------------------------------------------
     def name(self, v: Value) -> str:
         if self._names is None:
-            self._names = _namer(self.loop)
+            self._names = value_namer(self.loop)
         return self._names.value_name(v)
 
     def refuse(self, op: Operation, why: str) -> ScheduleError:
@@ -555,7 +540,7 @@ def check_independent_iterations(loop: AffineForOp) -> None:
             for other in ops:
                 if independent(s, other):
                     continue
-                names = _namer(loop)
+                names = value_namer(loop)
                 kind = "writes" if isinstance(other, AffineStoreOp) else "reads"
                 raise ScheduleError(
                     f"cannot vectorize the loop over {names.value_name(loop.induction_var)}: "

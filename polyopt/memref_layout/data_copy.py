@@ -75,6 +75,7 @@ from ..affine.dialects.affine import AffineForOp, AffineIfOp, AffineLoadOp, Affi
 from ..affine.dialects.arith import ConstantOp
 from ..affine.dialects.memref import AllocOp, DeallocOp
 from ..affine.ir import Block, BlockArgument, Operation, Value
+from ..affine.printer import value_namer
 from ..affine.types import MemRefType
 from .layout import physical_shape
 
@@ -311,11 +312,6 @@ def _defined_inside(v: Value, tops: Sequence[Operation]) -> bool:
     return v.defining_op is not None and _inside(v.defining_op, tops)
 
 
-def _namer(anchor: Operation):
-    from ..schedules.model import _value_namer
-    return _value_namer(anchor)
-
-
 def _check_uses(memref: Value, ops: Sequence[Operation], accesses, where: str, name) -> None:
     from ..schedules.model import ACCESS_OPS
     for use in memref.uses:
@@ -521,7 +517,7 @@ def generate_copy(position: Position, memref: Value, *, depth: int = 0,
     ops, loop = _resolve_position(position, memref, depth)
     if not ops:
         raise ValueError(f"generate_copy: the body of the loop at depth {depth} is empty")
-    name = _namer(ops[0]).value_name
+    name = value_namer(ops[0]).value_name
     if loop is not None:
         where = f"in 'affine.for' {name(loop.induction_var)}"
     elif isinstance(position, AffineForOp):

@@ -24,9 +24,10 @@ import islpy as isl
 
 from ..affine.diagnostics import ScheduleError, VerifyError
 from ..affine.ir import Operation, Value
+from ..affine.printer import value_namer
 from ..affine.types import MemRefType
 from .dependences import smallest_point
-from .model import ACCESS_OPS, PolyhedralModel, _value_namer, access_relation
+from .model import ACCESS_OPS, PolyhedralModel, access_relation
 
 __all__ = ["check_bounds", "find_out_of_bounds"]
 
@@ -100,7 +101,7 @@ def find_out_of_bounds(root: Union[Operation, PolyhedralModel],
             continue
         func = next((a for a in op.ancestors() if a.name == "func.func"), None)
         if id(func) not in namers:
-            namers[id(func)] = _value_namer(op)
+            namers[id(func)] = value_namer(op)
         try:
             acc = access_relation(op)
         except ScheduleError:

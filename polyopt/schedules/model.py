@@ -43,7 +43,7 @@ from ..affine.diagnostics import Location, ScheduleError
 from ..affine.dialects.affine import (AffineForOp, AffineIfOp, AffineLoadOp, AffineStoreOp,
                                       AffineVectorLoadOp, AffineVectorStoreOp)
 from ..affine.ir import BlockArgument, Operation, Value
-from ..affine.printer import Printer
+from ..affine.printer import Printer, value_namer
 
 __all__ = ["Access", "Statement", "PolyhedralModel", "OpAccess", "extract", "access_relation",
            "ACCESS_OPS"]
@@ -181,7 +181,7 @@ class PolyhedralModel:
     def describe_value(self, value: Value) -> str:
         """``%arg3``, ``%c0``, ``%0``: the name the printer gives ``value`` in its function."""
         if self._printer is None:
-            self._printer = _value_namer(self.scop_ops[0] if self.scop_ops else None)
+            self._printer = value_namer(self.scop_ops[0] if self.scop_ops else None)
         return self._printer.value_name(value)
 
     def describe_memref(self, name: str) -> str:
@@ -193,23 +193,6 @@ class PolyhedralModel:
             if n == name:
                 return self.describe_value(v)
         raise KeyError(name)
-
-
-def _value_namer(anchor: Optional[Operation]) -> Printer:
-    """A printer that has named every value of the function holding ``anchor`` exactly as
-    ``print_module`` names them (function arguments ``%argN``, then per-region numbering)."""
-    scope = anchor
-    while scope is not None and scope.name != "func.func" and scope.parent_op is not None:
-        scope = scope.parent_op
-    p = Printer()
-    if scope is not None:
-        p._reset_names()
-        if scope.name != "func.func":
-            for r in scope.regions:
-                for b in r.blocks:
-                    p.name_region_args(b)
-        p._assign_names(scope)
-    return p
 
 
 # ---------------------------------------------------------------------------------------------
@@ -329,7 +312,7 @@ class _Resolver:
             try:
                 out.append(_expr_term(e, dims, syms))
             except _NonAffine as err:
-                namer = _value_namer(user)
+                namer = value_namer(user)
                 text = e.to_str([namer.value_name(v) for v in operands[:amap.num_dims]],
                                 [f"symbol({namer.value_name(v)})"
                                  for v in operands[amap.num_dims:]])

@@ -32,8 +32,8 @@ import islpy as isl
 from ..affine.affine_rules import is_pure
 from ..affine.diagnostics import ScheduleError
 from ..affine.dialects.affine import AffineForOp, AffineIfOp, AffineYieldOp
-from ..affine.ir import BlockArgument, Operation, Value
-from ..affine.printer import Printer
+from ..affine.ir import BlockArgument, Value
+from ..affine.printer import Printer, value_namer
 from .dependences import carried_at, compute_dependences, is_parallel, smallest_point
 from .model import ACCESS_OPS, access_relation, extract
 
@@ -46,7 +46,7 @@ def check_parallel(loop: AffineForOp) -> None:
     if not isinstance(loop, AffineForOp):
         raise TypeError(f"check_parallel expects an affine.for, got '{loop.name}'")
     if loop.inits:
-        iv = _namer(loop).value_name(loop.induction_var)
+        iv = value_namer(loop).value_name(loop.induction_var)
         raise ScheduleError(f"cannot vectorize the loop over {iv}: it carries values from one "
                             f"iteration to the next (iter_args)", loop.loc)
     try:
@@ -97,20 +97,6 @@ def is_loop_parallel(loop: AffineForOp) -> bool:
 
 # ---------------------------------------------------------------------------------------------
 # the memory-based test (for nests the polyhedral model does not represent)
-
-
-def _namer(anchor: Operation) -> Printer:
-    scope = anchor
-    while scope.parent_op is not None and scope.name != "func.func":
-        scope = scope.parent_op
-    p = Printer()
-    p._reset_names()
-    if scope.name != "func.func":
-        for r in scope.regions:
-            for b in r.blocks:
-                p.name_region_args(b)
-    p._assign_names(scope)
-    return p
 
 
 def _defined_in(v: Value, inside: set[int]) -> bool:
@@ -174,7 +160,7 @@ def _check_memory_based(loop: AffineForOp) -> None:
             bad = same.intersect(other)
             if bad.is_empty():
                 continue
-            names = names or _namer(loop)
+            names = names or value_namer(loop)
             nparam = bad.dim(isl.dim_type.param)
             point = smallest_point(bad.wrap().flatten(), nparam)[nparam:]
             iv = names.value_name(loop.induction_var)
