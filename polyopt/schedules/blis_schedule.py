@@ -103,14 +103,16 @@ class BlisParams:
 _MEASURED_AVX2 = {8: [(6, 8, "ij"), (4, 12, "ij")], 4: [(4, 24, "ij"), (6, 16, "ij")]}
 
 
-# Register tiles measured on AVX-512 (Zen 5, 32 zmm registers), 2088x2048x2048 with N_C = N,
-# ratio to OpenBLAS's SkylakeX kernel in the same run: f64 8x16 1.02-1.07x, 6x32 1.03x,
-# 8x24 0.93-0.95x, 10x16 0.95x, 14x16 0.87-0.89x; f32 8x32 0.92-0.93x, 8x48 0.82x, 6x64 0.77x,
-# 14x32 0.76x.  Tall tiles lose because C's rows are often a multiple of 4 KiB apart: its
-# M_R rows then share one L1 set and evict each other (and the prefetched lines) when M_R
-# nears the associativity; wide ones because B's K_C x N_R micro-panel must stay in L1, so a
-# wider N_R shrinks K_C and multiplies C's traffic.
-_MEASURED_AVX512 = {8: [(8, 16, "ji")], 4: [(8, 32, "ji")]}
+# Register tiles measured on AVX-512 (Zen 5, 32 zmm registers, 48 KiB 12-way L1d), ratio to
+# OpenBLAS's SkylakeX kernel in the same run at 2088x2048x2048: f64 4x32 1.11-1.12x, 3x32 1.14x,
+# 4x24 1.10x, 6x32 1.05x, 4x40 1.04x, 8x16 0.97x; f32 4x64 1.03-1.05x, 3x64 1.04x, 5x64 1.03x,
+# 6x64 1.02x, 8x32 0.98-1.00x, 4x48 0.97-0.99x, 16x16 0.79x (all at 1000^3, where C stays in
+# cache, within 2% of each other).  C's rows are often a multiple of 4 KiB apart, so a tile's
+# M_R rows share L1 sets: B's K_C x N_R micro-panel takes 2/3 of every set's ways and C's rows
+# must fit in the rest, or they evict the prefetched tile of C (and B) before the k loop ends.
+# Hence few rows and wide tiles: 4 rows x 4 vectors keeps 16 accumulators and C's lines in 4
+# ways.
+_MEASURED_AVX512 = {8: [(4, 32, "ji")], 4: [(4, 64, "ji")]}
 
 
 def _register_tile(machine: MachineModel, elem_bytes: int) -> tuple[int, int, str]:
@@ -123,12 +125,12 @@ def _register_tile(machine: MachineModel, elem_bytes: int) -> tuple[int, int, st
     if measured:
         return measured[0]
     # Otherwise: the largest accumulator block that fits the register file in the permuted
-    # order, with enough independent accumulators to cover FMA latency (>= 8), at most 2/3 of
-    # L1's associativity rows (see above; a VIPT L1 has 4 KiB per way), preferring
-    # square-ish tiles (fewer loads per FMA).
+    # order, with enough independent accumulators to cover FMA latency (>= 8), at most as many
+    # rows as the L1 ways B's micro-panel leaves free (a third of them, see above; a VIPT L1
+    # has 4 KiB per way), preferring square-ish tiles (fewer loads per FMA).
     best = None
     regs = machine.num_vector_registers
-    max_rows = max(1, 2 * max(1, machine.l1d_bytes // 4096) // 3)
+    max_rows = max(1, max(1, machine.l1d_bytes // 4096) // 3)
     for nr_vecs in range(1, 5):
         for mr in range(1, max_rows + 1):
             need = mr * nr_vecs + nr_vecs + 1
