@@ -380,6 +380,13 @@ def pack_blis_operands(top: AffineForOp, a: Value, bmat: Value, params: BlisPara
         for nest in info_a.copy_in:
             if isinstance(nest, AffineForOp):
                 panelize_rows(nest, params.M_R)
+    if layout_b is not None:
+        # B's rows go to N_R-wide micro-panels: copy them one panel row at a time
+        from .packing_loops import panelize_columns
+        for nest in info_b.copy_in:
+            if isinstance(nest, AffineForOp):
+                for loop in [op for op in nest.walk() if isinstance(op, AffineForOp)]:
+                    panelize_columns(loop, params.N_R)
     if remark is not None:
         for what, info, depth in (("A", info_a, depth_a), ("B", info_b, depth_b)):
             if info.buffer_type is not None:

@@ -3,7 +3,7 @@ are scheduling decisions about the copy nests that ``affineDataCopyGenerate`` pr
 
 from __future__ import annotations
 
-from ..affine.affine_expr import AffineExpr, AffineMap, dim
+from ..affine.affine_expr import AffineExpr, AffineMap, constant, dim
 from ..affine.builder import Builder
 
 
@@ -74,6 +74,67 @@ def panelize_rows(r_loop, m_r: int) -> bool:
             u.op.set_operand(u.index, apply.result)
         fold_affine_apply(apply)
     unroll_full(rr_loop)
+    return True
+
+
+def panelize_columns(c_loop, n_r: int) -> bool:
+    """``for c = lb to ub { buf[.., c] = I[.., c] }`` with ``lb`` a multiple of ``n_r`` ->
+    ``for p = lb / n_r to ceildiv(ub, n_r) { for cr = 0 to min(n_r, ub - p * n_r) {
+    buf[.., p * n_r + cr] = I[.., p * n_r + cr] }}``: one micro-panel row per ``p``.  Once
+    the buffer's ``(c floordiv n_r, .., c mod n_r)`` layout is normalized, the subscripts
+    fold to ``[p, .., cr]`` (the range of ``cr`` is known), so LLVM copies each row with
+    contiguous vectors; over the whole ``c`` range it had to scatter.  Returns whether the
+    loop was changed."""
+    from math import gcd
+
+    from ..affine.dialects.affine import AffineApplyOp, AffineForOp
+    from ..affine.loop_utils import fold_affine_apply, simplify_affine_expr
+    if c_loop.step != 1 or c_loop.lower_map.num_results != 1 or c_loop.inits:
+        return False
+    if any(isinstance(op, AffineForOp) for op in c_loop.body.ops):
+        return False
+    align = n_r
+    for t in linear_terms(c_loop.lower_map.results[0]):
+        align = gcd(align, t)
+    if align != n_r:
+        return False
+    lb, ub = c_loop.lower_map, c_loop.upper_map
+    lb_operands, ub_operands = list(c_loop.lower_operands), list(c_loop.upper_operands)
+    body_ops = [op for op in c_loop.body.ops if op.name != "affine.yield"]
+    # the panel loop's rows: cr < n_r and cr < ub - p * n_r for each upper bound
+    # (a bound that is a multiple of n_r leaves whole panels: p * n_r + n_r <= it)
+    p_dim = dim(ub.num_dims)
+    partial = [e for e in ub.results if any(t % n_r for t in linear_terms(e))]
+    cr_ub = AffineMap.get(ub.num_dims + 1, ub.num_symbols,
+                          (constant(n_r),) +
+                          tuple(simplify_affine_expr(e - p_dim * n_r) for e in partial)) \
+        if partial else None
+    c_loop.set_lower_bound(
+        AffineMap.get(lb.num_dims, lb.num_symbols,
+                      (simplify_affine_expr(lb.results[0].floordiv(n_r)),)), lb_operands)
+    c_loop.set_upper_bound(
+        AffineMap.get(ub.num_dims, ub.num_symbols,
+                      tuple(simplify_affine_expr(e.ceildiv(n_r)) for e in ub.results)),
+        ub_operands)
+    p = c_loop.induction_var
+    cr_operands = ub_operands[:ub.num_dims] + [p] + ub_operands[ub.num_dims:]
+    if cr_ub is None:
+        cr_loop = Builder.before_terminator(c_loop.body).create(
+            AffineForOp.build_constant, 0, n_r, loc=c_loop.loc)
+    else:
+        cr_loop = Builder.before_terminator(c_loop.body).create(
+            AffineForOp.build, AffineMap.constant_map(0), [], cr_ub, cr_operands,
+            loc=c_loop.loc)
+    for op in body_ops:
+        op.move_before(cr_loop.body.terminator)
+    uses = [u for u in list(p.uses) if cr_loop.is_proper_ancestor_of(u.op)]
+    if uses:
+        b = Builder.at_start(cr_loop.body)
+        apply = b.create(AffineApplyOp.build, AffineMap.get(2, 0, (dim(0) * n_r + dim(1),)),
+                         [p, cr_loop.induction_var], loc=c_loop.loc)
+        for u in uses:
+            u.op.set_operand(u.index, apply.result)
+        fold_affine_apply(apply)
     return True
 
 

@@ -66,9 +66,11 @@ def copy_depths(module) -> dict:
         assert stores, "a packing buffer is filled by a copy nest"
         store = stores[0]
         src = store.value.defining_op.memref
-        depth = sum(1 for a in store.ancestors() if isinstance(a, AffineForOp))
-        copy_loops = 2          # the copy nest itself is 2-d
-        out[src] = (alloc.parent is body, depth - copy_loops, str(alloc.result.type))
+        # the loops around the copy nest also hold the nest that reads the buffer
+        readers = [u.op for u in buf.uses if isinstance(u.op, AffineLoadOp)]
+        depth = sum(1 for a in store.ancestors() if isinstance(a, AffineForOp)
+                    and any(a.is_proper_ancestor_of(r) for r in readers))
+        out[src] = (alloc.parent is body, depth, str(alloc.result.type))
     return out
 
 
@@ -239,3 +241,22 @@ def test_operands_with_layouts_are_absorbed_by_packing():
     expected[:, :n] += at.T @ b
     compiled["matmul"](at, b, cfull.reshape(-1)[:(m - 1) * 2 * n + n])
     np.testing.assert_allclose(cfull, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_b_is_packed_one_micro_panel_row_at_a_time():
+    """B's copy into N_R-column micro-panels runs over (panel, row, column in panel), so its
+    subscripts need no floordiv/mod (LLVM copies contiguous vectors instead of scattering);
+    the last, partial panel of a ragged N copies only the valid columns."""
+    attrs = "M_C = 16 : i32, K_C = 32 : i32, N_C = 48 : i32, M_R = 4 : i32, N_R = 16 : i32"
+    text = matmul_text(37, 100, 45, t="f32", attrs=attrs)
+    module = packed(text)
+    args = list(func_body(module).args)
+    stores = [op for op in module.walk() if isinstance(op, AffineStoreOp)
+              and isinstance(op.value.defining_op, AffineLoadOp)
+              and op.value.defining_op.memref is args[1]]
+    assert len(stores) == 1
+    subscripts = [str(e) for e in stores[0].map.results]
+    assert not any("floordiv" in s or "mod" in s for s in subscripts), subscripts
+    assert "memref<3x32x16xf32>" in str(stores[0].memref.type)
+    run_and_check(text, 37, 100, 45, "f32")
+    run_and_check(text, 37, 100, 45, "f32", unroll=True, scalrep=True, vect=True)

@@ -1,20 +1,21 @@
 #map = affine_map<(d0) -> (d0 * 32)>
 #map1 = affine_map<(d0) -> (80, d0 * 32 + 32)>
-#map2 = affine_map<(d0) -> (d0 * 24)>
-#map3 = affine_map<(d0) -> (90, d0 * 24 + 24)>
-#map4 = affine_map<(d0) -> (d0 * -32 + 80)>
-#map5 = affine_map<(d0) -> (32, d0 * -32 + 80)>
-#map6 = affine_map<(d0) -> (d0 * -24 + 90)>
-#map7 = affine_map<(d0) -> (d0 * 16)>
-#map8 = affine_map<(d0) -> (100, d0 * 16 + 16)>
-#map9 = affine_map<(d0) -> (d0 * -16 + 100)>
-#map10 = affine_map<(d0) -> (16, d0 * -16 + 100)>
-#map11 = affine_map<(d0) -> (d0 * 5 + d0 floordiv 3)>
-#map12 = affine_map<(d0) -> (34, d0 * 5 + d0 floordiv 3 + 6)>
-#map13 = affine_map<(d0, d1) -> (d0 * 24 + d1 * 8)>
-#map14 = affine_map<(d0, d1) -> (90, d0 * 24 + d1 * 8 + 8)>
-#map15 = affine_map<(d0, d1) -> (d0 * 16, d1 * 3)>
-#map16 = affine_map<(d0, d1) -> (100, d0 * 16 + 16, d1 * 3 + 3)>
+#map2 = affine_map<(d0) -> (d0 * 3)>
+#map3 = affine_map<(d0) -> (12, d0 * 3 + 3)>
+#map4 = affine_map<(d0, d1) -> (8, d1 * -8 + 90)>
+#map5 = affine_map<(d0) -> (d0 * -32 + 80)>
+#map6 = affine_map<(d0) -> (32, d0 * -32 + 80)>
+#map7 = affine_map<(d0) -> (d0 * -24 + 90)>
+#map8 = affine_map<(d0) -> (d0 * 16)>
+#map9 = affine_map<(d0) -> (100, d0 * 16 + 16)>
+#map10 = affine_map<(d0) -> (d0 * -16 + 100)>
+#map11 = affine_map<(d0) -> (16, d0 * -16 + 100)>
+#map12 = affine_map<(d0) -> (d0 * 5 + d0 floordiv 3)>
+#map13 = affine_map<(d0) -> (34, d0 * 5 + d0 floordiv 3 + 6)>
+#map14 = affine_map<(d0, d1) -> (d0 * 24 + d1 * 8)>
+#map15 = affine_map<(d0, d1) -> (90, d0 * 24 + d1 * 8 + 8)>
+#map16 = affine_map<(d0, d1) -> (d0 * 16, d1 * 3)>
+#map17 = affine_map<(d0, d1) -> (100, d0 * 16 + 16, d1 * 3 + 3)>
 module {
   func.func @matmul(%arg0: memref<100x80xf64>, %arg1: memref<80x90xf64>, %arg2: memref<100x90xf64>) {
     %alloc = memref.alloc() {alignment = 64 : i64} : memref<6x32x3xf64>
@@ -30,42 +31,44 @@ module {
       affine.for %arg4 = 0 to 3 {
         affine.for %arg5 = #map(%arg4) to min #map1(%arg4) {
           affine.for %arg6 = #map2(%arg3) to min #map3(%arg3) {
-            %0 = affine.load %arg1[%arg5, %arg6] : memref<80x90xf64>
-            affine.store %0, %alloc_0[%arg3 * -3 + %arg6 floordiv 8, %arg4 * -32 + %arg5, %arg6 mod 8] : memref<3x32x8xf64>
+            affine.for %arg7 = 0 to min #map4(%arg3, %arg6) {
+              %0 = affine.load %arg1[%arg5, %arg6 * 8 + %arg7] : memref<80x90xf64>
+              affine.store %0, %alloc_0[%arg3 * -3 + %arg6, %arg4 * -32 + %arg5, %arg7] : memref<3x32x8xf64>
+            }
           }
         }
-        affine.for %arg5 = #map4(%arg4) to 32 {
+        affine.for %arg5 = #map5(%arg4) to 32 {
           affine.for %arg6 = 0 to 24 {
             affine.store %cst_1, %alloc_0[%arg6 floordiv 8, %arg5, %arg6 mod 8] : memref<3x32x8xf64>
           }
         }
-        affine.for %arg5 = 0 to min #map5(%arg4) {
-          affine.for %arg6 = #map6(%arg3) to 24 {
+        affine.for %arg5 = 0 to min #map6(%arg4) {
+          affine.for %arg6 = #map7(%arg3) to 24 {
             affine.store %cst_1, %alloc_0[2, %arg5, %arg6 - 16] : memref<3x32x8xf64>
           }
         }
         affine.for %arg5 = 0 to 7 {
-          affine.for %arg6 = #map7(%arg5) to min #map8(%arg5) {
+          affine.for %arg6 = #map8(%arg5) to min #map9(%arg5) {
             affine.for %arg7 = #map(%arg4) to min #map1(%arg4) {
               %0 = affine.load %arg0[%arg6, %arg7] : memref<100x80xf64>
               affine.store %0, %alloc[(%arg5 * -16 + %arg6) floordiv 3, %arg4 * -32 + %arg7, (%arg5 * -16 + %arg6) mod 3] : memref<6x32x3xf64>
             }
           }
-          affine.for %arg6 = #map9(%arg5) to 16 {
+          affine.for %arg6 = #map10(%arg5) to 16 {
             affine.for %arg7 = 0 to 32 {
               affine.store %cst, %alloc[%arg6 floordiv 3, %arg7, %arg6 mod 3] : memref<6x32x3xf64>
             }
           }
-          affine.for %arg6 = 0 to min #map10(%arg5) {
-            affine.for %arg7 = #map4(%arg4) to 32 {
+          affine.for %arg6 = 0 to min #map11(%arg5) {
+            affine.for %arg7 = #map5(%arg4) to 32 {
               affine.store %cst, %alloc[%arg6 floordiv 3, %arg7, %arg6 mod 3] : memref<6x32x3xf64>
             }
           }
           affine.for %arg6 = 0 to 3 {
-            affine.for %arg7 = #map11(%arg5) to min #map12(%arg5) {
+            affine.for %arg7 = #map12(%arg5) to min #map13(%arg5) {
               affine.for %arg8 = #map(%arg4) to min #map1(%arg4) {
-                affine.for %arg9 = #map13(%arg3, %arg6) to min #map14(%arg3, %arg6) {
-                  affine.for %arg10 = max #map15(%arg5, %arg7) to min #map16(%arg5, %arg7) {
+                affine.for %arg9 = #map14(%arg3, %arg6) to min #map15(%arg3, %arg6) {
+                  affine.for %arg10 = max #map16(%arg5, %arg7) to min #map17(%arg5, %arg7) {
                     %0 = affine.load %alloc[(%arg5 * -16 + %arg10) floordiv 3, %arg4 * -32 + %arg8, (%arg5 * -16 + %arg10) mod 3] : memref<6x32x3xf64>
                     %1 = affine.load %alloc_0[%arg3 * -3 + %arg9 floordiv 8, %arg4 * -32 + %arg8, %arg9 mod 8] : memref<3x32x8xf64>
                     %2 = affine.load %arg2[%arg10, %arg9] : memref<100x90xf64>
