@@ -99,3 +99,12 @@ def test_hypothesis_shapes(kind, batch, size, c, f, k, stride, dilation, elem, s
              (dilation, dilation), elem, seed=seed, **ALL)
     else:
         case(kind, batch, (size,), c, f, (k,), (stride,), (dilation,), elem, seed=seed, **ALL)
+
+
+def test_k_c_holds_whole_channel_runs_without_padding_the_last_block():
+    from polyopt.schedules.conv_gemm import conv_k_c
+    assert conv_k_c(64, 576, 128) == 192      # 3 blocks; 128 would pad 576 to 640
+    assert conv_k_c(64, 320, 128) == 64       # the only multiple that splits 5 x 64 evenly
+    assert conv_k_c(16, 144, 128) == 144      # the whole reduction in one block
+    assert conv_k_c(256, 2304, 128) == 128    # more channels than k_c: a divisor of them
+    assert conv_k_c(3, 27, 128) == 27
