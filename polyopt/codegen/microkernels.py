@@ -43,6 +43,7 @@ from typing import Optional
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from polyopt.affine.dialects.func import BLIS_KERNEL_ATTR
 from polyopt.codegen.target import Target, host_target
 
 __all__ = [
@@ -207,7 +208,7 @@ _ELEM = {"f64": ir.DoubleType(), "f32": ir.FloatType()}
 
 #: The attribute of a ``func.func private`` declaration that the lowering defines as the wrapper
 #: of the kernel it names (see :mod:`polyopt.schedules.microkernel_call`).
-WRAPPER_ATTR = "polyopt.blis_kernel"
+WRAPPER_ATTR = BLIS_KERNEL_ATTR
 #: Parameter names of the wrapper; memrefs are ``ptr`` (their base), the rest ``i64``.
 WRAPPER_PARAMS = ("A", "a_off", "B", "b_off", "C", "c_off", "rs_c", "cs_c", "k", "m", "n",
                   "a_next_off", "b_next_off")

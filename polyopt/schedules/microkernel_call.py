@@ -31,7 +31,7 @@ from ..affine.diagnostics import ScheduleError
 from ..affine.dialects.affine import (AffineApplyOp, AffineForOp, AffineLoadOp, AffineMinOp,
                                       AffineStoreOp)
 from ..affine.dialects.arith import ConstantOp
-from ..affine.dialects.func import CallOp, FuncOp
+from ..affine.dialects.func import BLIS_KERNEL_ATTR, CallOp, FuncOp
 from ..affine.ir import Operation, Value
 from ..affine.loop_utils import simplify_affine_expr
 from ..affine.types import FunctionType, IntegerType, index
@@ -39,7 +39,7 @@ from ..affine.value_table import export_map
 from ..memref_layout.layout import linearize
 
 MARK = "polyopt.microkernel"
-WRAPPER_ATTR = "polyopt.blis_kernel"
+WRAPPER_ATTR = BLIS_KERNEL_ATTR
 
 Remark = Optional[Callable[[object, str], None]]
 

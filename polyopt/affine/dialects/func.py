@@ -13,6 +13,11 @@ from ..attributes import DictAttr, StringAttr, SymbolRefAttr, TypeAttr
 from ..ir import Block, Operation, Region, Value, register_op
 from ..types import FunctionType, Type
 
+#: The attribute of a ``func.func private`` declaration that stands for a library micro-kernel
+#: call (set by :mod:`polyopt.schedules.microkernel_call`; the LLVM lowering defines the
+#: declaration as a wrapper of the kernel it names, :mod:`polyopt.codegen.microkernels`).
+BLIS_KERNEL_ATTR = "polyopt.blis_kernel"
+
 
 @register_op
 class FuncOp(Operation):
