@@ -9,7 +9,9 @@ one).  This pass, thin over the utilities it calls, does:
    copied into an ``M_R x N_R`` buffer (zero where the tile sticks out of ``C``) around the
    ``k`` loop, and the tile loops get the constant trip counts ``M_R``/``N_R``; the packed ``A``
    and ``B`` panels are zero-padded, so the extra lanes compute zeros that are never stored
-   (the paper's question 2 of section 2.15);
+   (the paper's question 2 of section 2.15); with ``vect``, the tiles cut by a constant N
+   edge get a version of their own that is only ``N mod N_R`` rounded up to the vector width
+   wide;
 2. (``vect``) outer-loop vectorization of the ``j`` loop (:func:`vectorize_loop`);
 3. (``unroll``) full unrolling of the tile loops: the ``k`` body becomes the unrolled
    ``M_R x N_R`` tile (MLIR's unroll-and-jam of ``j`` and ``i`` into ``k``);
@@ -85,6 +87,25 @@ def _extend_to_full_tile(loop: AffineForOp, size: int) -> None:
         raise ScheduleError("tile loop with a max lower bound or a step", loop.loc)
     ub = AffineMap.get(lb.num_dims, lb.num_symbols, (lb.results[0] + size,))
     loop.set_upper_bound(ub, list(loop.lower_operands))
+
+
+def _narrow_edge_width(j_loop: AffineForOp, n_r: int, width: int) -> Optional[int]:
+    """The width, a multiple of ``width`` below ``n_r``, that covers the columns of every
+    ``j`` tile cut by a constant edge ``N`` (``lb to min(lb + N_R, N, ..)`` with ``lb`` and the
+    other bounds multiples of ``N_R``: those tiles are all ``N mod N_R`` wide); ``None`` when
+    that is not provable or the edge needs the full ``N_R``."""
+    from ..affine.affine_expr import AffineConstantExpr
+    from .packing_loops import linear_terms
+    lb, ub = j_loop.lower_map, j_loop.upper_map
+    if width <= 1 or lb.num_results != 1 or j_loop.step != 1 or \
+            any(t % n_r for t in linear_terms(lb.results[0])):
+        return None
+    ends = [e.value for e in ub.results if isinstance(e, AffineConstantExpr)]
+    others = [e for e in ub.results if not isinstance(e, AffineConstantExpr)]
+    if len(ends) != 1 or any(t % n_r for e in others for t in linear_terms(e)):
+        return None
+    narrow = -(-(ends[0] % n_r) // width) * width
+    return narrow if 0 < narrow < n_r else None
 
 
 def _full_tile_condition(loops_sizes) -> tuple:
@@ -181,8 +202,20 @@ def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c:
                     _extend_to_full_tile(loop, size)
             versions.insert(0, (fk, fj))
             generate_copy(k_loop, c, depth=0, pad_to=(m_r, n_r), hoist_alloc_to=func)
+            narrow = _narrow_edge_width(j_loop, n_r, width) if vect else None
+            if narrow is not None:
+                # the tiles cut by N's edge (all r = N mod N_R columns wide) compute only
+                # r rounded up to the vector width, not N_R: a third version, after the one
+                # for tiles whose j extent is full
+                buf = next(op.memref for op in k_loop.walk() if isinstance(op, AffineStoreOp))
+                wk, wi, wj = find_register_tile(
+                    _version_full_tiles(k_loop, [(j_loop, n_r)], c), buf)
+                for loop, size in ((wi, m_r), (wj, n_r), (wk, k_c)):
+                    if constant_trip_count(loop) != size:
+                        _extend_to_full_tile(loop, size)
+                versions.insert(1, (wk, wj))
             for loop, size in partial:
-                _extend_to_full_tile(loop, size)
+                _extend_to_full_tile(loop, narrow if loop is j_loop and narrow else size)
         except ScheduleError as e:
             note(f"partial register tiles stay partial: {e.message}")
 

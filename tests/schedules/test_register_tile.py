@@ -118,3 +118,20 @@ def test_tile_accumulates_from_zero_and_prefetches_c():
     prefetches = [op for op in outer.ops if op.name == "affine.prefetch"]
     # M_R = 4 rows x (the first element of the row's 8 f64 = one 64-byte line, and its last)
     assert len(prefetches) == 4 * 2
+
+
+def test_tiles_cut_by_n_edge_compute_only_its_vectors():
+    """N = 2 * N_R + 5: the tiles cut by N's edge are 5 columns wide, so their version of the
+    register tile holds one vector per row (5 rounded up to the vector width), not N_R's."""
+    width = host_target().vector_width(32)
+    n_r = 4 * width
+    attrs = (f"M_C = 16 : i32, K_C = 16 : i32, M_R = 4 : i32, N_R = {n_r} : i32, "
+             f"K_U = 4 : i32")
+    compiled = run(37, 2 * n_r + 5, 29, "f32", attrs, copy=True, unroll=True, scalrep=True,
+                   vect=True)
+    tiles = sorted(len(op.inits) for op in compiled.module.walk()
+                   if isinstance(op, AffineForOp) and op.inits)
+    edge = -(-5 // width)
+    assert tiles == [4 * edge, 4 * 4, 4 * 4]        # edge, M-edge and full versions
+    # without vectorization the partial tiles keep the full N_R extent
+    run(37, 2 * n_r + 5, 29, "f32", attrs, copy=True, unroll=True, scalrep=True)
