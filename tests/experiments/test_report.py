@@ -196,3 +196,15 @@ def test_rejects_nonsense_reps(tmp_path):
                           timeout=60)
     assert proc.returncode == 2 and "--reps must be at least 1, got 0" in proc.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_ab_tiles_times_each_variant_against_numpy():
+    proc = subprocess.run([sys.executable, "-m", "experiments.ab_tiles", "17", "31", "5", "f64",
+                           "", "M_R = 2 : i32, N_R = 8 : i32", "--reps", "1"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("17x31x5 f64, medians of 1 alternating runs")
+    assert lines[1].split()[0] == "numpy"
+    assert lines[2].startswith("  (the model's tiles)") and lines[2].endswith("x numpy")
+    assert lines[3].startswith("  M_R = 2 : i32, N_R = 8 : i32") and len(lines) == 4
