@@ -23,6 +23,34 @@ def linear_terms(e: AffineExpr) -> list[int]:
     return [1]   # a bare dim or anything else: only g = 1 is safe
 
 
+def _aligned_unit_loop(loop, multiple: int) -> bool:
+    """Whether ``loop`` has step 1, no iter_args and one lower bound that is a multiple of
+    ``multiple`` for any values of its operands."""
+    from math import gcd
+    if loop.step != 1 or loop.lower_map.num_results != 1 or loop.inits:
+        return False
+    align = multiple
+    for t in linear_terms(loop.lower_map.results[0]):
+        align = gcd(align, t)
+    return align == multiple
+
+
+def _rebase_inside(outer_iv, inner_loop, scale: int, loc) -> None:
+    """Uses of ``outer_iv`` inside ``inner_loop`` read ``outer_iv * scale + inner IV`` (an
+    ``affine.apply`` folded into its users)."""
+    from ..affine.dialects.affine import AffineApplyOp
+    from ..affine.loop_utils import fold_affine_apply
+    uses = [u for u in list(outer_iv.uses) if inner_loop.is_proper_ancestor_of(u.op)]
+    if not uses:
+        return
+    apply = Builder.at_start(inner_loop.body).create(
+        AffineApplyOp.build, AffineMap.get(2, 0, (dim(0) * scale + dim(1),)),
+        [outer_iv, inner_loop.induction_var], loc=loc)
+    for u in uses:
+        u.op.set_operand(u.index, apply.result)
+    fold_affine_apply(apply)
+
+
 def panelize_rows(r_loop, m_r: int) -> bool:
     """``for r { for .. { for c { buf[.., r] = I[.., r, c] }}}`` over rows that start at a
     multiple of ``m_r`` -> full micro-panels first, each row of a panel innermost and unrolled
@@ -30,16 +58,9 @@ def panelize_rows(r_loop, m_r: int) -> bool:
     are consecutive in the micro-panel and LLVM turns the ``c`` loop into contiguous vector
     loads and interleaving shuffles instead of scatters; the rows of a last partial panel keep
     the original loop.  Returns whether the nest was changed."""
-    from math import gcd
-
-    from ..affine.dialects.affine import AffineApplyOp, AffineForOp
-    from ..affine.loop_utils import fold_affine_apply, simplify_affine_expr, unroll_full
-    if r_loop.step != 1 or r_loop.lower_map.num_results != 1 or r_loop.inits:
-        return False
-    align = m_r
-    for t in linear_terms(r_loop.lower_map.results[0]):
-        align = gcd(align, t)
-    if align != m_r:
+    from ..affine.dialects.affine import AffineForOp
+    from ..affine.loop_utils import simplify_affine_expr, unroll_full
+    if not _aligned_unit_loop(r_loop, m_r):
         return False
     ub = r_loop.upper_map
     full_ub = AffineMap.get(ub.num_dims, ub.num_symbols,
@@ -64,15 +85,7 @@ def panelize_rows(r_loop, m_r: int) -> bool:
                                                               m_r, loc=r_loop.loc)
     for op in body_ops:
         op.move_before(rr_loop.body.terminator)
-    rp, rr = main.induction_var, rr_loop.induction_var
-    b = Builder.at_start(rr_loop.body)
-    uses = [u for u in list(rp.uses) if rr_loop.is_proper_ancestor_of(u.op)]
-    if uses:
-        apply = b.create(AffineApplyOp.build, AffineMap.get(2, 0, (dim(0) + dim(1),)), [rp, rr],
-                         loc=r_loop.loc)
-        for u in uses:
-            u.op.set_operand(u.index, apply.result)
-        fold_affine_apply(apply)
+    _rebase_inside(main.induction_var, rr_loop, 1, r_loop.loc)
     unroll_full(rr_loop)
     return True
 
@@ -85,18 +98,10 @@ def panelize_columns(c_loop, n_r: int) -> bool:
     fold to ``[p, .., cr]`` (the range of ``cr`` is known), so LLVM copies each row with
     contiguous vectors; over the whole ``c`` range it had to scatter.  Returns whether the
     loop was changed."""
-    from math import gcd
-
-    from ..affine.dialects.affine import AffineApplyOp, AffineForOp
-    from ..affine.loop_utils import fold_affine_apply, simplify_affine_expr
-    if c_loop.step != 1 or c_loop.lower_map.num_results != 1 or c_loop.inits:
-        return False
-    if any(isinstance(op, AffineForOp) for op in c_loop.body.ops):
-        return False
-    align = n_r
-    for t in linear_terms(c_loop.lower_map.results[0]):
-        align = gcd(align, t)
-    if align != n_r:
+    from ..affine.dialects.affine import AffineForOp
+    from ..affine.loop_utils import simplify_affine_expr
+    if not _aligned_unit_loop(c_loop, n_r) or \
+            any(isinstance(op, AffineForOp) for op in c_loop.body.ops):
         return False
     lb, ub = c_loop.lower_map, c_loop.upper_map
     lb_operands, ub_operands = list(c_loop.lower_operands), list(c_loop.upper_operands)
@@ -127,14 +132,7 @@ def panelize_columns(c_loop, n_r: int) -> bool:
             loc=c_loop.loc)
     for op in body_ops:
         op.move_before(cr_loop.body.terminator)
-    uses = [u for u in list(p.uses) if cr_loop.is_proper_ancestor_of(u.op)]
-    if uses:
-        b = Builder.at_start(cr_loop.body)
-        apply = b.create(AffineApplyOp.build, AffineMap.get(2, 0, (dim(0) * n_r + dim(1),)),
-                         [p, cr_loop.induction_var], loc=c_loop.loc)
-        for u in uses:
-            u.op.set_operand(u.index, apply.result)
-        fold_affine_apply(apply)
+    _rebase_inside(p, cr_loop, n_r, c_loop.loc)
     return True
 
 
