@@ -19,7 +19,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from polyopt.bench import single_threaded_numpy
 
@@ -215,13 +215,16 @@ class Progress:
               file=self.stream, flush=True)
 
 
-def run_steps(steps: Sequence[Step], *, reps: int, peaks: dict,
-              progress: Optional[Progress] = None, name: str = "") -> list[dict]:
-    """Time every step in order; ``peaks`` maps dtype to the measured FMA peak (GFLOPS)."""
+def run_steps(steps: Sequence, *, reps: int, peaks: dict,
+              progress: Optional[Progress] = None, name: str = "",
+              run: Optional[Callable[..., dict]] = None) -> list[dict]:
+    """Time every step in order with ``run`` (:func:`run_step` unless given, e.g.
+    ``conv_layers.run_layer``); ``peaks`` maps dtype to the measured FMA peak (GFLOPS)."""
     progress = progress or Progress(steps, reps)
+    run = run or run_step
     records = []
     for step in steps:
-        record = run_step(step, reps=reps, peak=peaks.get(step.dtype))
+        record = run(step, reps=reps, peak=peaks.get(step.dtype))
         progress.step_done(name, step, record)
         records.append(record)
     return records

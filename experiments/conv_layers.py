@@ -32,7 +32,7 @@ from typing import Mapping, Optional, Sequence  # noqa: E402
 from polyopt.bench import RESNET50_LAYERS, ConvShape, bench_conv2d  # noqa: E402
 
 from experiments.common import (ALL_PASSES, Progress, gflops_text, markdown_table,  # noqa: E402
-                                percent_text)
+                                percent_text, run_steps)
 
 TITLE = "Convolution layers (issue 7)"
 DTYPE = "f32"
@@ -129,13 +129,8 @@ def run_layer(step: ConvStep, *, reps: int, peak: Optional[float] = None) -> dic
 def run_layers(layer_steps: Sequence[ConvStep], *, reps: int, peaks: dict,
                progress: Optional[Progress] = None, name: str = "conv layers") -> list[dict]:
     """Time every layer in order; ``peaks`` maps dtype to the measured FMA peak (GFLOPS)."""
-    progress = progress or Progress(layer_steps, reps)
-    records = []
-    for step in layer_steps:
-        record = run_layer(step, reps=reps, peak=peaks.get(step.dtype))
-        progress.step_done(name, step, record)
-        records.append(record)
-    return records
+    return run_steps(layer_steps, reps=reps, peaks=peaks, progress=progress, name=name,
+                     run=run_layer)
 
 
 def layers_table(records: Sequence[dict]) -> str:

@@ -27,6 +27,17 @@ TILE_NAMES = ("M_C", "K_C", "N_C", "M_R", "N_R", "K_U")
 _PINNING_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 
+def _numpy_dtype(dtype: str, reps: int):
+    """numpy's type for ``dtype`` ("f64" or "f32"), after checking ``reps`` too."""
+    import numpy as np
+    if reps < 1:
+        raise ValueError(f"reps must be at least 1, got {reps}")
+    np_dtype = {"f64": np.float64, "f32": np.float32}.get(dtype)
+    if np_dtype is None:
+        raise ValueError(f"dtype must be f64 or f32, got {dtype!r}")
+    return np_dtype
+
+
 def single_threaded_numpy(native_openblas_kernel: bool = True) -> None:
     """Pin OpenBLAS (and friends) to one thread and, by default, let OpenBLAS pick its native
     kernel; must run before numpy is imported."""
@@ -226,11 +237,7 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
     from .pipeline import compile as compile_module
     if min(m, n, k) < 1:
         raise ValueError(f"matrix sizes must be positive, got {m}x{n}x{k}")
-    if reps < 1:
-        raise ValueError(f"reps must be at least 1, got {reps}")
-    np_dtype = {"f64": np.float64, "f32": np.float32}.get(dtype)
-    if np_dtype is None:
-        raise ValueError(f"dtype must be f64 or f32, got {dtype!r}")
+    np_dtype = _numpy_dtype(dtype, reps)
     variants = variants or [Variant("polyopt --hopt", {"hopt": True})]
 
     rng = np.random.default_rng(seed)
@@ -428,11 +435,7 @@ def bench_conv2d(s: ConvShape, dtype: str = "f32", *, reps: int = 5, seed: int =
     oh, ow = s.out_hw
     if oh < 1 or ow < 1:
         raise ValueError(f"the (dilated) window is larger than the input: {s.describe()}")
-    if reps < 1:
-        raise ValueError(f"reps must be at least 1, got {reps}")
-    np_dtype = {"f64": np.float64, "f32": np.float32}.get(dtype)
-    if np_dtype is None:
-        raise ValueError(f"dtype must be f64 or f32, got {dtype!r}")
+    np_dtype = _numpy_dtype(dtype, reps)
     switches = switches or {"hopt": True, "copy": True, "unroll": True, "scalrep": True,
                             "vect": True}
     rng = np.random.default_rng(seed)

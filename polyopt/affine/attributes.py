@@ -137,10 +137,7 @@ class DenseElementsAttr(Attribute):
 
     @property
     def num_elements(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     @property
     def is_splat(self) -> bool:

@@ -13,7 +13,7 @@ the counterpart of MLIR's ``OpAsmParser``.
 from __future__ import annotations
 
 import re
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, Union
 
 from .affine_expr import AffineExpr, AffineMap, IntegerSet, constant, dim, symbol
 from .attributes import (AffineMapAttr, ArrayAttr, Attribute, DenseArrayAttr, DenseElementsAttr,
@@ -727,26 +727,36 @@ class Parser:
             self.pos = start
             raise self.error(f"expected attribute value, found {self._describe_next()}")
 
-    def _parse_number_attr(self, type_hint: Optional[Type], start: int) -> Attribute:
-        self.skip_ws()
+    def _lex_number(self) -> Optional[tuple[str, Union[int, float], str]]:
+        """An optionally negative float or integer literal: ``("float" or "int", value, its
+        digits)`` with the position after it; ``None`` when none follows (a ``-`` is
+        consumed)."""
         neg = self.optional("-")
         self.skip_ws()
         fm = _FLOAT.match(self.text, self.pos)
         im = _INT.match(self.text, self.pos)
+        sign = -1 if neg else 1
         if fm and (not im or fm.end() > im.end()):
             self.pos = fm.end()
-            value = float(fm.group(0)) * (-1 if neg else 1)
+            return "float", float(fm.group(0)) * sign, fm.group(0)
+        if im:
+            self.pos = im.end()
+            return "int", int(im.group(0), 0) * sign, im.group(0)
+        return None
+
+    def _parse_number_attr(self, type_hint: Optional[Type], start: int) -> Attribute:
+        self.skip_ws()
+        number = self._lex_number()
+        if number is None:
+            raise self.error(f"expected attribute value, found {self._describe_next()}")
+        kind, value, text = number
+        if kind == "float":
             t = self._optional_colon_type() or type_hint
             if t is None:
                 t = FloatType(64)
             if not isinstance(t, FloatType):
                 raise self.error(f"floating point value not valid for type '{t}'", start)
             return FloatAttr(value, t)
-        if not im:
-            raise self.error(f"expected attribute value, found {self._describe_next()}")
-        self.pos = im.end()
-        text = im.group(0)
-        value = int(text, 0) * (-1 if neg else 1)
         t = self._optional_colon_type() or type_hint
         if t is None:
             t = i64
@@ -786,17 +796,9 @@ class Parser:
                 return ("bool", True, at)
             if self.optional_keyword("false"):
                 return ("bool", False, at)
-            neg = self.optional("-")
-            self.skip_ws()
-            fm = _FLOAT.match(self.text, self.pos)
-            im = _INT.match(self.text, self.pos)
-            if fm and (not im or fm.end() > im.end()):
-                self.pos = fm.end()
-                return ("float", -float(fm.group(0)) if neg else float(fm.group(0)), at)
-            if im:
-                self.pos = im.end()
-                v = int(im.group(0), 0)
-                return ("int", -v if neg else v, at)
+            number = self._lex_number()
+            if number is not None:
+                return (number[0], number[1], at)
             raise self.error(f"expected element literal of primitive type, found "
                              f"{self._describe_next()}")
 

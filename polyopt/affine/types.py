@@ -6,6 +6,7 @@ is printed by the module printer, which substitutes map aliases; ``str`` inlines
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional, Union
 
@@ -75,10 +76,7 @@ class VectorType(Type):
 
     @property
     def num_elements(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
 
 @dataclass(frozen=True)
@@ -127,10 +125,7 @@ class MemRefType(Type):
 
     @property
     def num_elements(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     def with_(self, **changes) -> "MemRefType":
         fields = dict(shape=self.shape, element_type=self.element_type, layout=self.layout,

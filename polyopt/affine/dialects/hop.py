@@ -296,8 +296,24 @@ def _int_list(attr) -> Optional[tuple[int, ...]]:
     return None
 
 
+class ConvOperands:
+    """The operands every convolution op has, in order: input, filter, output."""
+
+    @property
+    def input(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def filter(self) -> Value:
+        return self.operands[1]
+
+    @property
+    def output(self) -> Value:
+        return self.operands[2]
+
+
 @register_op
-class HopConv2DOp(_HopOp):
+class HopConv2DOp(ConvOperands, _HopOp):
     """``hop.conv2d %I, %K, %O {strides = [1, 1], dilations = [1, 1]} : (NHWC, HWCF, NHWF)``.
 
     ``strides``/``dilations`` default to ``[1, 1]``; the matmul tile sizes may also be given
@@ -318,17 +334,6 @@ class HopConv2DOp(_HopOp):
         attrs.update({k: IntegerAttr(int(v), i32) for k, v in (tile_params or {}).items()})
         return cls(operands=[input, filter, output], attributes=_normalize_attrs(attrs), loc=loc)
 
-    @property
-    def input(self) -> Value:
-        return self.operands[0]
-
-    @property
-    def filter(self) -> Value:
-        return self.operands[1]
-
-    @property
-    def output(self) -> Value:
-        return self.operands[2]
 
     @property
     def strides(self) -> tuple[int, int]:

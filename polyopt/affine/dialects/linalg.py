@@ -37,7 +37,7 @@ from ..attributes import AffineMapAttr, ArrayAttr, DenseArrayAttr, DenseElements
 from ..diagnostics import ParseError
 from ..ir import Operation, Value, register_op
 from ..types import MemRefType, Type, UnrankedMemRefType, VectorType, i64
-from .hop import verify_conv_shapes, verify_memref_operands
+from .hop import ConvOperands, verify_conv_shapes, verify_memref_operands
 
 TENSOR_MESSAGE = "linalg ops on tensors are not supported; use memrefs"
 _TENSOR_TYPE = re.compile(r"\btensor\s*<")
@@ -330,7 +330,7 @@ def _dense_i64(attr, n: int) -> Optional[tuple[int, ...]]:
     return None
 
 
-class _LinalgConvOp(Operation):
+class _LinalgConvOp(ConvOperands, Operation):
     """``linalg.<conv> {strides = dense<..>, dilations = dense<..>} ins(%I, %K) outs(%O)``
     on memrefs; O += conv(I, K).  Same accessors as ``hop.conv2d``: ``input``, ``filter``,
     ``output``, ``strides``, ``dilations`` (tuples of ``SPATIAL`` ints) and ``CONV_KIND``."""
@@ -350,18 +350,6 @@ class _LinalgConvOp(Operation):
             if vals is not None:
                 attrs[name] = DenseElementsAttr.from_ints(vals, i64)
         return cls(operands=[input, filter, output], attributes=attrs, loc=loc)
-
-    @property
-    def input(self) -> Value:
-        return self.operands[0]
-
-    @property
-    def filter(self) -> Value:
-        return self.operands[1]
-
-    @property
-    def output(self) -> Value:
-        return self.operands[2]
 
     def _window(self, name: str) -> tuple[int, ...]:
         a = self.attributes.get(name)
