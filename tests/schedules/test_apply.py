@@ -36,6 +36,8 @@ from polyopt.schedules.ast_to_affine import (AffineGenerator, canonicalize_expr,
 from polyopt.schedules.expand import expand_high_level_ops
 from polyopt.schedules.model import extract
 
+from matmul_check import check_matmul  # noqa: E402  (tests/schedules on sys.path)
+
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE_GOLDEN = os.environ.get("POLYOPT_UPDATE_GOLDEN") == "1"
 MLIR_OPT = shutil.which("mlir-opt-22")
@@ -87,15 +89,7 @@ def check_golden(name: str, text: str) -> None:
 
 
 def run_matmul(module, m, n, k, t="f64", seed=0):
-    dtype = np.float64 if t == "f64" else np.float32
-    rng = np.random.default_rng(seed)
-    a = rng.uniform(-1, 1, (m, k)).astype(dtype)
-    b = rng.uniform(-1, 1, (k, n)).astype(dtype)
-    c = rng.uniform(-1, 1, (m, n)).astype(dtype)
-    expected = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
-    polyopt.compile(module)["matmul"](a, b, c)
-    tol = (1e-12 if t == "f64" else 2e-6) * max(k, 1)
-    np.testing.assert_allclose(c, expected, rtol=tol, atol=tol)
+    check_matmul(polyopt.compile(module)["matmul"], m, n, k, t, seed, f32_tol=2e-6)
 
 
 def loops_of(op) -> list[AffineForOp]:

@@ -6,10 +6,7 @@ against numpy (``conv_reference``) and against upstream MLIR (mlir-opt-22's
 
 from __future__ import annotations
 
-import glob
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -27,6 +24,7 @@ from polyopt.affine.verifier import verify
 from polyopt.cli import main
 from polyopt.schedules.conv_loops import (CONV_LOOP_ORDERS, expand_conv_naive,
                                           vectorize_depthwise)
+from upstream_mlir import lower_and_run  # noqa: E402  (tests/schedules on sys.path)
 
 OP_NAMES = {"conv2d": "linalg.conv_2d_nhwc_hwcf", "conv1d": "linalg.conv_1d_nwc_wcf",
             "depthwise2d": "linalg.depthwise_conv_2d_nhwc_hwc"}
@@ -195,29 +193,11 @@ func.func private @{printer}(memref<*x{elem}>)
 """
 
 
-def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"{name} not found: install Debian's mlir-22-tools (scripts/setup.sh does)")
-    return path
-
-
 def run_upstream(text: str) -> str:
-    lowered = subprocess.run(
-        [_tool("mlir-opt-22"), "--convert-linalg-to-affine-loops", "--lower-affine",
-         "--convert-scf-to-cf", "--finalize-memref-to-llvm", "--convert-arith-to-llvm",
-         "--convert-func-to-llvm", "--convert-cf-to-llvm", "--reconcile-unrealized-casts", "-"],
-        input=text, capture_output=True, text=True, timeout=120)
-    assert lowered.returncode == 0, lowered.stderr
-    libs = [sorted(glob.glob(f"/usr/lib/llvm-*/lib/{n}*"))[-1:] for n in
-            ("libmlir_c_runner_utils.so", "libmlir_runner_utils.so")]
-    if not all(libs):
-        pytest.fail("MLIR runner utils not found (Debian package mlir-22-tools)")
-    ran = subprocess.run([_tool("mlir-runner-22"), "-e", "main", "-entry-point-result=void",
-                          "-shared-libs=" + ",".join(lib[0] for lib in libs)],
-                         input=lowered.stdout, capture_output=True, text=True, timeout=120)
-    assert ran.returncode == 0, ran.stderr
-    return ran.stdout
+    return lower_and_run(text, [
+        "--convert-linalg-to-affine-loops", "--lower-affine", "--convert-scf-to-cf",
+        "--finalize-memref-to-llvm", "--convert-arith-to-llvm", "--convert-func-to-llvm",
+        "--convert-cf-to-llvm", "--reconcile-unrealized-casts"])
 
 
 UPSTREAM_CASES = {   # kind: (spatial, channels, filters, kernel, strides, dilations)

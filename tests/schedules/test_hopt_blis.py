@@ -20,6 +20,7 @@ from polyopt.codegen import microkernels
 from polyopt.codegen.target import host_target
 
 from test_hopt_copy import MLIR_OPT, check_golden, matmul_text  # noqa: E402
+from matmul_check import check_matmul  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 HASWELL = "bli_dgemm_haswell_asm_6x8"
@@ -34,17 +35,9 @@ def runnable_kernels():
 
 
 def run_blis(m, n, k, t, kernel=None, attrs="", seed=0):
-    dtype = np.float64 if t == "f64" else np.float32
-    rng = np.random.default_rng(seed)
-    a = rng.uniform(-1, 1, (m, k)).astype(dtype)
-    b = rng.uniform(-1, 1, (k, n)).astype(dtype)
-    c = rng.uniform(-1, 1, (m, n)).astype(dtype)
-    expected = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
     compiled = polyopt.compile(matmul_text(m, n, k, t, attrs), hopt=True, blis=True,
                                blis_kernel=kernel)
-    compiled["matmul"](a, b, c)
-    tol = (1e-12 if t == "f64" else 1e-5) * max(k, 1)
-    np.testing.assert_allclose(c, expected, rtol=tol, atol=tol)
+    check_matmul(compiled["matmul"], m, n, k, t, seed)
     return compiled
 
 

@@ -20,6 +20,8 @@ from polyopt.affine.dialects.affine import AffineForOp, AffineLoadOp, AffineStor
 from polyopt.cli import main as cli_main
 from polyopt.pipeline import PipelineOptions, run_passes
 
+from matmul_check import check_matmul  # noqa: E402  (tests/schedules on sys.path)
+
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE_GOLDEN = os.environ.get("POLYOPT_UPDATE_GOLDEN") == "1"
 MLIR_OPT = shutil.which("mlir-opt-22")
@@ -75,16 +77,8 @@ def copy_depths(module) -> dict:
 
 
 def run_and_check(text, m, n, k, t, seed=0, **switches):
-    dtype = np.float64 if t == "f64" else np.float32
-    rng = np.random.default_rng(seed)
-    a = rng.uniform(-1, 1, (m, k)).astype(dtype)
-    b = rng.uniform(-1, 1, (k, n)).astype(dtype)
-    c = rng.uniform(-1, 1, (m, n)).astype(dtype)
-    expected = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
     compiled = polyopt.compile(text, hopt=True, copy=True, **switches)
-    compiled["matmul"](a, b, c)
-    tol = (1e-12 if t == "f64" else 1e-5) * max(k, 1)
-    np.testing.assert_allclose(c, expected, rtol=tol, atol=tol)
+    check_matmul(compiled["matmul"], m, n, k, t, seed)
     return compiled
 
 

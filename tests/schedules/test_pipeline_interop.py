@@ -2,16 +2,15 @@
 accepts it), and the fully optimized module, lowered by mlir-opt-22 and run by mlir-runner-22,
 prints what `polyopt run` prints."""
 
-import glob
 import itertools
 import re
-import shutil
 import subprocess
 
 import pytest
 
 import polyopt
 from polyopt.cli import main
+from upstream_mlir import lower_and_run, tool  # noqa: E402  (tests/schedules on sys.path)
 
 FLAGS = ("copy", "unroll", "scalrep", "vect")
 
@@ -52,13 +51,6 @@ func.func private @printMemrefF64(memref<*xf64>)
 """
 
 
-def _tool(name):
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"{name} not found: install Debian's mlir-22-tools (scripts/setup.sh does)")
-    return path
-
-
 def _optimized(**switches) -> str:
     module = polyopt.parse(PROGRAM, "interop.mlir")
     from polyopt.pipeline import PipelineOptions, run_passes
@@ -70,7 +62,7 @@ def _optimized(**switches) -> str:
                          ids=lambda c: "-".join(f for f, on in zip(FLAGS, c) if on) or "tiling")
 def test_every_flag_combination_prints_upstream_mlir(combo):
     text = _optimized(**dict(zip(FLAGS, combo)))
-    proc = subprocess.run([_tool("mlir-opt-22"), "-"], input=text, capture_output=True,
+    proc = subprocess.run([tool("mlir-opt-22"), "-"], input=text, capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stderr
     assert polyopt.parse(proc.stdout) is not None  # and mlir-opt's print parses back
@@ -78,25 +70,15 @@ def test_every_flag_combination_prints_upstream_mlir(combo):
 
 def test_upstream_lowering_of_the_optimized_module_runs_identically(tmp_path, capfd):
     text = _optimized(copy=True, unroll=True, scalrep=True, vect=True)
-    lowered = subprocess.run(
-        [_tool("mlir-opt-22"), "--convert-linalg-to-loops", "--lower-affine",
-         "--convert-vector-to-llvm", "--convert-scf-to-cf", "--finalize-memref-to-llvm",
-         "--convert-math-to-llvm", "--convert-arith-to-llvm", "--convert-func-to-llvm",
-         "--convert-cf-to-llvm", "--reconcile-unrealized-casts", "-"],
-        input=text, capture_output=True, text=True)
-    assert lowered.returncode == 0, lowered.stderr
-    libs = [sorted(glob.glob(f"/usr/lib/llvm-*/lib/{n}*"))[-1:] for n in
-            ("libmlir_c_runner_utils.so", "libmlir_runner_utils.so")]
-    if not all(libs):
-        pytest.fail("MLIR runner utils not found (Debian package mlir-22-tools)")
-    ran = subprocess.run([_tool("mlir-runner-22"), "-e", "main", "-entry-point-result=void",
-                          "-shared-libs=" + ",".join(l[0] for l in libs)],
-                         input=lowered.stdout, capture_output=True, text=True)
-    assert ran.returncode == 0, ran.stderr
+    upstream = lower_and_run(text, [
+        "--convert-linalg-to-loops", "--lower-affine", "--convert-vector-to-llvm",
+        "--convert-scf-to-cf", "--finalize-memref-to-llvm", "--convert-math-to-llvm",
+        "--convert-arith-to-llvm", "--convert-func-to-llvm", "--convert-cf-to-llvm",
+        "--reconcile-unrealized-casts"])
     path = tmp_path / "optimized.mlir"
     path.write_text(text)
     assert main(["run", str(path)]) == 0
     ours = capfd.readouterr().out.split("\n", 1)[1]      # drop "Compilation time"
     mask = lambda s: re.sub(r"base@ = 0x[0-9a-f]+", "base@ = 0x?", s)  # noqa: E731
-    assert mask(ours) == mask(ran.stdout)
+    assert mask(ours) == mask(upstream)
     assert "affine.vector_load" in text and "iter_args" in text   # it was optimized
