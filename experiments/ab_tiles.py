@@ -12,6 +12,7 @@ register tiles in ``polyopt/schedules/blis_schedule.py`` (``_MEASURED_AVX512``) 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from polyopt.bench import blas_description, single_threaded_numpy
@@ -37,8 +38,12 @@ def main(argv=None) -> int:
         body = f" {{{attrs}}}" if attrs.strip() else ""
         text = (f"func.func @matmul(%A: {ta}, %B: {tb}, %C: {tc}) {{\n"
                 f"  hop.matmul %A, %B, %C{body} : ({ta}, {tb}, {tc})\n  return\n}}\n")
-        fns.append(polyopt.compile(text, hopt=True, copy=True, unroll=True, scalrep=True,
-                                   vect=True)["matmul"])
+        try:
+            fns.append(polyopt.compile(text, hopt=True, copy=True, unroll=True, scalrep=True,
+                                       vect=True, filename="<variant>")["matmul"])
+        except polyopt.PolyoptError as e:
+            print(e.render("<variant>"), file=sys.stderr)
+            return 1
     dtype = np.float64 if t == "f64" else np.float32
     rng = np.random.default_rng(0)
     a, b = rng.random((m, k)).astype(dtype), rng.random((k, n)).astype(dtype)

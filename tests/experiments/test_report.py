@@ -208,3 +208,11 @@ def test_ab_tiles_times_each_variant_against_numpy():
     assert lines[1].split()[0] == "numpy"
     assert lines[2].startswith("  (the model's tiles)") and lines[2].endswith("x numpy")
     assert lines[3].startswith("  M_R = 2 : i32, N_R = 8 : i32") and len(lines) == 4
+
+
+def test_ab_tiles_reports_a_bad_variant_without_a_traceback():
+    proc = subprocess.run([sys.executable, "-m", "experiments.ab_tiles", "17", "31", "5", "f64",
+                           "M_R = x", "--reps", "1"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("<variant>:2:") and ": error: " in proc.stderr.splitlines()[0]
