@@ -1,0 +1,152 @@
+"""Lowering of the vector dialect: broadcast, reduction, print, load/store (MLIR's
+convert-vector-to-llvm); ``vector.fma`` is in :mod:`lower_math`."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from polyopt.affine.ir import Operation
+from polyopt.affine.types import FloatType, IndexType, IntegerType, Type, VectorType
+from polyopt.codegen.llvm_helpers import (
+    I32,
+    I64,
+    Unsupported,
+    call_intrinsic,
+    check_float,
+    fastmath_flags,
+    int_const,
+    intrinsic_suffix,
+)
+from polyopt.codegen.lowering import FunctionLowering, handles
+
+
+@handles("vector.broadcast")
+def _lower_broadcast(L: FunctionLowering, op: Operation) -> None:
+    src = op.operands[0]
+    dst_t = op.results[0].type
+    L.ml.type(dst_t)
+    L.bind(op.results[0], L.broadcast(L.get(src), src.type, tuple(dst_t.shape),
+                                      dst_t.element_type))
+
+
+_REDUCE = {  # kind -> (int intrinsic, float intrinsic, combining op for the accumulator)
+    "add": ("vector.reduce.add", "vector.reduce.fadd", None),
+    "mul": ("vector.reduce.mul", "vector.reduce.fmul", None),
+    "minui": ("vector.reduce.umin", None, "umin"), "minsi": ("vector.reduce.smin", None, "smin"),
+    "maxui": ("vector.reduce.umax", None, "umax"), "maxsi": ("vector.reduce.smax", None, "smax"),
+    "and": ("vector.reduce.and", None, "and"), "or": ("vector.reduce.or", None, "or"),
+    "xor": ("vector.reduce.xor", None, "xor"),
+    "minnumf": (None, "vector.reduce.fmin", "minnum"),
+    "maxnumf": (None, "vector.reduce.fmax", "maxnum"),
+    "minimumf": (None, "vector.reduce.fminimum", "minimum"),
+    "maximumf": (None, "vector.reduce.fmaximum", "maximum"),
+}
+
+
+@handles("vector.reduction")
+def _lower_reduction(L: FunctionLowering, op: Operation) -> None:
+    kind = op.kind
+    vec = op.operands[0]
+    acc = op.operands[1] if len(op.operands) > 1 else None
+    vt = vec.type
+    if not isinstance(vt, VectorType) or len(vt.shape) != 1:
+        raise Unsupported(f"only 1-D vector reductions are supported, got '{vt}'")
+    rt = op.results[0].type
+    is_float = isinstance(rt, FloatType)
+    if is_float:
+        check_float(rt)
+    ety = L.ml.scalar_type(rt)
+    v = L.get(vec)
+    b = L.b
+    entry = _REDUCE.get(kind)
+    if entry is None or entry[1 if is_float else 0] is None:
+        raise Unsupported(f"reduction kind '{kind}' on '{rt}' is not supported")
+    iname, fname, combine = entry
+    suffix = intrinsic_suffix(v.type)
+    fm = tuple(f for f in fastmath_flags(op) if f != "contract")
+    if is_float and kind in ("add", "mul"):
+        start = L.get(acc) if acc is not None else ir.Constant(ety, 0.0 if kind == "add" else 1.0)
+        fn = L.ml.intrinsic(f"llvm.{fname}.{suffix}", ety, [ety, v.type])
+        L.bind(op.results[0], b.call(fn, [start, v], fastmath=fm))
+        return
+    fn = L.ml.intrinsic(f"llvm.{fname if is_float else iname}.{suffix}", ety, [v.type])
+    r = b.call(fn, [v], fastmath=fm)
+    if acc is not None:
+        a = L.get(acc)
+        if kind == "add":
+            r = b.add(r, a)
+        elif kind == "mul":
+            r = b.mul(r, a)
+        elif combine in ("and", "or", "xor"):
+            r = {"and": b.and_, "or": b.or_, "xor": b.xor}[combine](r, a)
+        else:
+            r = call_intrinsic(L, combine, [r, a])
+    L.bind(op.results[0], r)
+
+
+def print_scalar(L: FunctionLowering, v: ir.Value, t: Type) -> None:
+    ml, b = L.ml, L.b
+    if isinstance(t, FloatType):
+        check_float(t)
+        b.call(ml.runtime("polyopt_print_f64" if t.width == 64 else "polyopt_print_f32"), [v])
+    elif isinstance(t, IndexType):
+        b.call(ml.runtime("polyopt_print_u64"), [v])
+    elif isinstance(t, IntegerType):
+        if t.width > 64:
+            raise Unsupported(f"printing '{t}' is not supported")
+        if t.width < 64:
+            v = (b.zext if t.width == 1 else b.sext)(v, I64)
+        b.call(ml.runtime("polyopt_print_i64"), [v])
+    else:
+        raise Unsupported(f"printing '{t}' is not supported")
+
+
+def _print_vector(L: FunctionLowering, v: ir.Value, t: VectorType) -> None:
+    b, ml = L.b, L.ml
+    b.call(ml.runtime("polyopt_print_open"), [])
+    for i in range(t.shape[0]):
+        if i:
+            b.call(ml.runtime("polyopt_print_comma"), [])
+        if len(t.shape) == 1:
+            print_scalar(L, b.extract_element(v, int_const(I32, i)), t.element_type)
+        else:
+            _print_vector(L, b.extract_value(v, [i]), VectorType(t.shape[1:], t.element_type))
+    b.call(ml.runtime("polyopt_print_close"), [])
+
+
+@handles("vector.print")
+def _lower_print(L: FunctionLowering, op: Operation) -> None:
+    ml, b = L.ml, L.b
+    src = op.operands[0] if op.operands else None
+    if src is not None:
+        t = src.type
+        if isinstance(t, VectorType):
+            ml.type(t)
+            _print_vector(L, L.get(src), t)
+        else:
+            print_scalar(L, L.get(src), t)
+    string = getattr(op, "string", None)
+    if string is not None:  # MLIR 22 prints a string literal without any punctuation
+        b.call(ml.runtime("polyopt_print_string"), [ml.c_string(string)])
+        return
+    punct = getattr(op, "punctuation", "newline")
+    helper = {"newline": "polyopt_print_newline", "comma": "polyopt_print_comma",
+              "open": "polyopt_print_open", "close": "polyopt_print_close"}.get(punct)
+    if helper is not None:
+        b.call(ml.runtime(helper), [])
+
+
+@handles("vector.load", "vector.store")
+def _lower_vector_memop(L: FunctionLowering, op: Operation) -> None:
+    if op.name == "vector.load":
+        mem = L.mem(op.operands[0])
+        subs = [L.form_of(v) for v in op.operands[1:]]
+        vt = op.results[0].type
+        L.ml.type(vt)
+        L.bind(op.results[0], L.load_vector(mem, subs, vt))
+    else:
+        value = op.operands[0]
+        mem = L.mem(op.operands[1])
+        subs = [L.form_of(v) for v in op.operands[2:]]
+        L.ml.type(value.type)
+        L.store_vector(L.get(value), mem, subs, value.type)
