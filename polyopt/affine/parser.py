@@ -319,6 +319,8 @@ class Parser:
             return IntegerType(int(m.group(1)))
         if word in ("f16", "f32", "f64"):
             return FloatType(int(word[1:]))
+        if word == "bf16":
+            return FloatType(16, brain=True)
         return None
 
     def _parse_dims_and_element(self, start: int, allow_dynamic: bool) -> tuple[list, Type]:

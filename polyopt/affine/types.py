@@ -52,10 +52,14 @@ class IntegerType(Type):
 
 @dataclass(frozen=True)
 class FloatType(Type):
+    """``f16``, ``f32``, ``f64``, and ``bf16`` (``FloatType(16, brain=True)``: bfloat16, the
+    8-bit-exponent 16-bit format; a different type from ``f16``)."""
+
     width: int  # 16, 32 or 64
+    brain: bool = False
 
     def __str__(self) -> str:
-        return f"f{self.width}"
+        return "bf16" if self.brain else f"f{self.width}"
 
 
 @dataclass(frozen=True)
@@ -186,6 +190,7 @@ i16 = IntegerType(16)
 i32 = IntegerType(32)
 i64 = IntegerType(64)
 f16 = FloatType(16)
+bf16 = FloatType(16, brain=True)
 f32 = FloatType(32)
 f64 = FloatType(64)
 

@@ -488,6 +488,12 @@ def _numpy_dtype_name(t: Type) -> Optional[str]:
 # ---------------------------------------------------------------------------------------------
 
 
+#: Ops that end a block; the op owning the region lowers them (a ``yield`` hands its operands
+#: to the parent op, ``func.return`` returns).
+TERMINATORS = {"func.return", "affine.yield", "scf.yield", "scf.condition", "scf.reduce",
+               "linalg.yield", "memref.alloca_scope.return"}
+
+
 class FunctionLowering(IndexFormLowering, MemRefAccessLowering):
     def __init__(self, ml: ModuleLowering, func, llfn: ir.Function):
         self.ml = ml
@@ -581,7 +587,7 @@ class FunctionLowering(IndexFormLowering, MemRefAccessLowering):
     def lower_ops(self, block: Block) -> Optional[Operation]:
         """Lower every op of ``block`` but its terminator, which is returned."""
         ops = block.ops
-        term = ops[-1] if ops and ops[-1].name in ("func.return", "affine.yield") else None
+        term = ops[-1] if ops and ops[-1].name in TERMINATORS else None
         for op in ops:
             if op is term:
                 break
