@@ -863,3 +863,79 @@ def layout_injectivity_error(memref_type: MemRefType) -> Optional[str]:
         return "(" + ", ".join(str(x) for x in v) + ")"
     return (f"memref layout {memref_type.layout} of {memref_type} is not injective: indices "
             f"{tup(first)} and {tup(second)} both map to {tup(place)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# dim
+
+
+@register_op
+class DimOp(Operation):
+    """``%d = memref.dim %A, %c0 : memref<?x4xf64>``: the size of a dimension (an ``index``);
+    a constant for a static dimension, the run-time size for a ``?``."""
+
+    OP_NAME = "memref.dim"
+
+    @classmethod
+    def build(cls, memref: Value, dim_index: Value, loc=None) -> "DimOp":
+        return cls(operands=[memref, dim_index], result_types=[index], loc=loc)
+
+    @property
+    def memref(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def index(self) -> Value:
+        return self.operands[1]
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        attrs = p.parse_optional_attr_dict()
+        p.skip_ws()
+        start = p.pos
+        m = p.parse_operand()
+        p.expect(",")
+        i = p.parse_operand(index)
+        p.expect(":")
+        p.skip_ws()
+        tstart = p.pos
+        t = p.parse_type()
+        if not isinstance(t, (MemRefType, UnrankedMemRefType)):
+            raise p.error(f"invalid kind of type specified: expected builtin.memref, but found "
+                          f"'{t}'", tstart)
+        p.check_type(m, t, start)
+        return cls(operands=[m, i], result_types=[index], attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("memref.dim")
+        p.print_attr_dict(self.attributes)
+        p.print(" ")
+        p.print_operands(self.operands)
+        p.print(" : " + p.type_str(self.memref.type))
+
+    def result_name_hint(self):
+        return "dim"
+
+    def constant_index(self) -> Optional[int]:
+        """The dimension asked for, when it is an ``arith.constant``."""
+        d = self.index.defining_op
+        if d is not None and d.name == "arith.constant" and isinstance(d.attributes.get("value"),
+                                                                       IntegerAttr):
+            return d.attributes["value"].value
+        return None
+
+    def verify_op(self) -> None:
+        if len(self.operands) != 2 or len(self.results) != 1:
+            raise self.error("expects two operands and one result")
+        t = self.memref.type
+        if not isinstance(t, (MemRefType, UnrankedMemRefType)):
+            raise self.error(f"operand #0 must be unranked.memref of any type values or "
+                             f"non-0-ranked.memref of any type values, but got '{t}'")
+        if not isinstance(self.index.type, IndexType):
+            raise self.error(f"operand #1 must be index, but got '{self.index.type}'")
+        if not isinstance(self.results[0].type, IndexType):
+            raise self.error(f"result #0 must be index, but got '{self.results[0].type}'")
+        k = self.constant_index()
+        if isinstance(t, MemRefType) and k is not None and not 0 <= k < t.rank:
+            # stricter than mlir-opt-22, which accepts it (undefined behaviour when it runs)
+            raise self.error("index is out of range")
