@@ -111,6 +111,10 @@ class IndexFormLowering:
         self.leaf_values[id(llv)] = llv
         return Lin.term(("v", id(llv)))
 
+    def index_form(self, x) -> Lin:
+        """The form of an ``int`` or of an ``i64`` LLVM value (a descriptor field)."""
+        return Lin.constant(int(x)) if isinstance(x, int) else self.leaf(x)
+
     def form_of(self, v: Value) -> Lin:
         f = self.forms.get(v)
         if f is not None:

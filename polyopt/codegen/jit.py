@@ -314,31 +314,46 @@ class _ElemType:
     mlir: str  # MLIR spelling: f64, i32, index, i1...
     dtype: np.dtype  # numpy dtype of a value / memref element
     llvm: str  # LLVM scalar type when passed by value
-    ctype: Any  # ctypes type used to pass it by value
+    ctype: Any  # ctypes type used to pass it by value (None: not passable from Python)
     ret_ctype: Any  # ctypes type used to read it back (return / out-ptr)
     kind: str  # "float", "int", "bool"
     bits: int
+    scalar: Any = None  # numpy scalar type a result is returned as
+
+
+def _bfloat16_dtype():
+    """``ml_dtypes.bfloat16`` when that package is installed, else None."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
 
 
 _ELEM_TYPES: dict[str, _ElemType] = {
     t.mlir: t
     for t in [
-        _ElemType("f64", np.dtype(np.float64), "double", ctypes.c_double, ctypes.c_double, "float", 64),
-        _ElemType("f32", np.dtype(np.float32), "float", ctypes.c_float, ctypes.c_float, "float", 32),
-        _ElemType("i64", np.dtype(np.int64), "i64", ctypes.c_int64, ctypes.c_int64, "int", 64),
-        _ElemType("index", np.dtype(np.int64), "i64", ctypes.c_int64, ctypes.c_int64, "int", 64),
-        _ElemType("i32", np.dtype(np.int32), "i32", ctypes.c_int32, ctypes.c_int32, "int", 32),
-        _ElemType("i16", np.dtype(np.int16), "i16", ctypes.c_int16, ctypes.c_int16, "int", 16),
-        _ElemType("i8", np.dtype(np.int8), "i8", ctypes.c_int8, ctypes.c_int8, "int", 8),
+        _ElemType("f64", np.dtype(np.float64), "double", ctypes.c_double, ctypes.c_double, "float", 64, np.float64),
+        _ElemType("f32", np.dtype(np.float32), "float", ctypes.c_float, ctypes.c_float, "float", 32, np.float32),
+        # half/bfloat travel in vector registers in the C ABI, which ctypes cannot do:
+        # f16/bf16 scalars are not passed from Python (a 0-d memref is)
+        _ElemType("f16", np.dtype(np.float16), "half", None, None, "float", 16, np.float16),
+        _ElemType("bf16", np.dtype(np.uint16), "bfloat", None, None, "float", 16, None),
+        _ElemType("i64", np.dtype(np.int64), "i64", ctypes.c_int64, ctypes.c_int64, "int", 64, np.int64),
+        _ElemType("index", np.dtype(np.int64), "i64", ctypes.c_int64, ctypes.c_int64, "int", 64, np.int64),
+        _ElemType("i32", np.dtype(np.int32), "i32", ctypes.c_int32, ctypes.c_int32, "int", 32, np.int32),
+        _ElemType("i16", np.dtype(np.int16), "i16", ctypes.c_int16, ctypes.c_int16, "int", 16, np.int16),
+        _ElemType("i8", np.dtype(np.int8), "i8", ctypes.c_int8, ctypes.c_int8, "int", 8, np.int8),
         # i1 results are read back as a byte and masked: LLVM does not
         # guarantee the upper bits of a returned i1.
-        _ElemType("i1", np.dtype(np.bool_), "i1", ctypes.c_bool, ctypes.c_uint8, "bool", 1),
+        _ElemType("i1", np.dtype(np.bool_), "i1", ctypes.c_bool, ctypes.c_uint8, "bool", 1, np.bool_),
     ]
 }
 
 _DTYPE_TO_MLIR = {
     np.dtype(np.float64): "f64",
     np.dtype(np.float32): "f32",
+    np.dtype(np.float16): "f16",
     np.dtype(np.int64): "i64",
     np.dtype(np.int32): "i32",
     np.dtype(np.int16): "i16",
@@ -349,7 +364,7 @@ _DTYPE_TO_MLIR = {
 
 def _elem_type(spec: Any) -> _ElemType:
     """Resolve a dtype spec: numpy dtype-like, ``bool``, or an MLIR element
-    type name (``f64``, ``i32``, ``index``, ``i1``...)."""
+    type name (``f64``, ``i32``, ``index``, ``i1``, ``bf16``...)."""
     if isinstance(spec, str) and spec in _ELEM_TYPES:
         return _ELEM_TYPES[spec]
     if spec is bool:
@@ -359,10 +374,12 @@ def _elem_type(spec: Any) -> _ElemType:
     except TypeError:
         raise TypeError(f"unsupported dtype {spec!r}") from None
     mlir = _DTYPE_TO_MLIR.get(dt)
+    if mlir is None and dt == _bfloat16_dtype():
+        mlir = "bf16"
     if mlir is None:
         raise TypeError(
             f"unsupported dtype {dt}; expected one of int8, int16, int32, "
-            "int64, bool, float32, float64 or 'index'"
+            "int64, bool, float16, float32, float64, bfloat16 or 'index'"
         )
     return _ELEM_TYPES[mlir]
 
@@ -373,12 +390,19 @@ class MemRefArg:
 
     ``dtype`` may be a numpy dtype-like (``np.float64``, ``"float32"``,
     ``bool``...) or an MLIR element type name (``"f64"``, ``"i1"``,
-    ``"index"``); it is normalised to a numpy dtype (``index`` -> int64,
-    remembered in ``is_index``).  A ``None`` entry in ``shape`` accepts any
-    extent in that dimension (shown as ``?``).  ``physical_shape``, when given,
-    is the shape of the physical buffer of a memref with a non-identity layout
-    (``shape`` stays the logical one): any C-contiguous array with at least
-    that many elements is accepted (see the module docstring, ABI).
+    ``"index"``, ``"bf16"``); it is normalised to a numpy dtype (``index`` -> int64,
+    remembered in ``is_index``; ``bf16`` -> uint16 bits, ``ml_dtypes.bfloat16`` arrays
+    are accepted too).  A ``None`` entry in ``shape`` is a ``?``: any extent.
+
+    The layout decides which arrays are accepted (see the module docstring, ABI):
+
+    * ``strides=None`` (the identity layout): a C-contiguous array;
+    * ``physical_shape`` (a static layout that is not the identity): the physical buffer,
+      or, when ``strides`` is also given (a static ``strided<...>`` layout), a view of the
+      logical shape whose element strides are exactly those;
+    * ``descriptor=True`` (a ``?`` in the shape or the layout): the array's own sizes and
+      strides are passed; ``strides`` gives the static element strides the layout fixes
+      (``None`` entries: any stride), ``offset`` the static offset (``None``: ``?``).
     """
 
     name: str
@@ -386,9 +410,14 @@ class MemRefArg:
     dtype: Any
     is_index: bool = field(default=False, compare=False)
     physical_shape: Any = field(default=None, compare=False)
+    strides: Any = field(default=None, compare=False)
+    offset: Any = field(default=0, compare=False)
+    descriptor: bool = field(default=False, compare=False)
+    element: str = field(default="", compare=False)
 
     def __post_init__(self):
         et = _elem_type(self.dtype)
+        object.__setattr__(self, "element", "index" if self.is_index else et.mlir)
         object.__setattr__(self, "dtype", et.dtype)
         object.__setattr__(self, "is_index", et.mlir == "index" or self.is_index)
         shape = tuple(None if s is None else int(s) for s in self.shape)
@@ -397,15 +426,30 @@ class MemRefArg:
         object.__setattr__(self, "shape", shape)
         if self.physical_shape is not None:
             object.__setattr__(self, "physical_shape", tuple(int(s) for s in self.physical_shape))
+        if self.strides is not None:
+            object.__setattr__(self, "strides",
+                               tuple(None if s is None else int(s) for s in self.strides))
 
     @property
     def element_mlir_type(self) -> str:
-        return "index" if self.is_index else _DTYPE_TO_MLIR[self.dtype]
+        return self.element
 
     @property
     def mlir_type(self) -> str:
         dims = "".join(("?" if s is None else str(s)) + "x" for s in self.shape)
-        return f"memref<{dims}{self.element_mlir_type}>"
+        layout = ""
+        if self.strides is not None:
+            strides = ", ".join("?" if s is None else str(s) for s in self.strides)
+            offset = "" if self.offset == 0 else \
+                f", offset: {'?' if self.offset is None else self.offset}"
+            layout = f", strided<[{strides}]{offset}>"
+        return f"memref<{dims}{self.element_mlir_type}{layout}>"
+
+    @property
+    def num_params(self) -> int:
+        """How many C parameters the argument takes (a descriptor: ptr, offset, sizes,
+        strides)."""
+        return 2 + 2 * len(self.shape) if self.descriptor else 1
 
 
 @dataclass(frozen=True)
@@ -416,15 +460,17 @@ class ScalarArg:
     name: str
     dtype: Any
     is_index: bool = field(default=False, compare=False)
+    element: str = field(default="", compare=False)
 
     def __post_init__(self):
         et = _elem_type(self.dtype)
+        object.__setattr__(self, "element", "index" if self.is_index else et.mlir)
         object.__setattr__(self, "dtype", et.dtype)
         object.__setattr__(self, "is_index", et.mlir == "index" or self.is_index)
 
     @property
     def mlir_type(self) -> str:
-        return "index" if self.is_index else _DTYPE_TO_MLIR[self.dtype]
+        return self.element
 
     @property
     def _elem(self) -> _ElemType:
@@ -440,9 +486,60 @@ def _type_name(value: Any) -> str:
     return f"{t.__module__}.{t.__qualname__}"
 
 
-def _memref_converter(arg: MemRefArg) -> Callable[[Any], int]:
+def _accepted_dtypes(arg: MemRefArg) -> tuple[tuple, str]:
+    """The numpy dtypes an argument takes, and how to name them in a message."""
+    if arg.element == "bf16":
+        bf16 = _bfloat16_dtype()
+        if bf16 is None:
+            return (np.dtype(np.uint16),), ("uint16 (bf16 bits; ml_dtypes is not installed, so "
+                                            "ml_dtypes.bfloat16 arrays are not known)")
+        return (bf16, np.dtype(np.uint16)), "ml_dtypes.bfloat16 or uint16 (bf16 bits)"
+    return (arg.dtype,), str(arg.dtype)
+
+
+def _check_array(value: Any, label: str, dtypes: tuple, dtype_name: str) -> None:
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"{label}: expected a numpy.ndarray, got {_type_name(value)}")
+    if value.dtype not in dtypes:
+        raise TypeError(f"{label}: expected dtype {dtype_name}, got {value.dtype}")
+
+
+def _check_writeable_aligned(value: np.ndarray, label: str, name: str, dtype_name: str) -> None:
+    flags = value.flags
+    if not flags.writeable:
+        raise ValueError(
+            f"{label}: array is not writeable (read-only); pass a "
+            f"writeable array, e.g. {name}.copy()"
+        )
+    if not flags.aligned:
+        raise ValueError(
+            f"{label}: array data is not aligned for dtype {dtype_name}; "
+            f"pass {name}.copy()"
+        )
+
+
+def _element_strides(value: np.ndarray, label: str) -> tuple:
+    itemsize = value.itemsize
+    if any(s % itemsize for s in value.strides):
+        raise ValueError(f"{label}: array strides {value.strides} are not multiples of the "
+                         f"element size ({itemsize} bytes)")
+    return tuple(s // itemsize for s in value.strides)
+
+
+def _strides_mismatch(want: tuple, got: tuple, shape: tuple) -> Any:
+    """The first dimension whose static stride the array does not have (extents <= 1 have
+    any stride), or None."""
+    for k, (w, g, n) in enumerate(zip(want, got, shape)):
+        if w is not None and w != g and n > 1:
+            return k
+    return None
+
+
+def _memref_converter(arg: MemRefArg) -> Callable[[Any], Any]:
+    if arg.descriptor:
+        return _descriptor_converter(arg)
     label = f"argument {arg.name!r} ({arg.mlir_type})"
-    want_dtype = arg.dtype
+    dtypes, dtype_name = _accepted_dtypes(arg)
     want_shape = arg.shape
     if arg.physical_shape is not None:  # the array holds the physical buffer
         label = f"argument {arg.name!r} ({arg.mlir_type}, physical buffer {arg.physical_shape})"
@@ -453,6 +550,7 @@ def _memref_converter(arg: MemRefArg) -> Callable[[Any], int]:
     from_buffer = ctypes.c_char.from_buffer
     addressof = ctypes.addressof
     ndarray = np.ndarray
+    view_strides = arg.strides if arg.physical_shape is not None else None
 
     def shape_ok(shape: tuple) -> bool:
         if shape == want_shape:
@@ -460,6 +558,17 @@ def _memref_converter(arg: MemRefArg) -> Callable[[Any], int]:
         if not wildcard or len(shape) != ndim:
             return False
         return all(w is None or w == s for w, s in zip(want_shape, shape))
+
+    def view_address(value: np.ndarray) -> Any:
+        """A view of the logical shape with the layout's strides: the address its buffer
+        would start at (element [0, ...] minus the layout's offset), else None."""
+        if view_strides is None or value.shape != arg.shape:
+            return None
+        strides = _element_strides(value, label)
+        if _strides_mismatch(view_strides, strides, value.shape) is not None:
+            return None
+        _check_writeable_aligned(value, label, arg.name, dtype_name)
+        return value.ctypes.data - (arg.offset or 0) * value.itemsize
 
     if arg.physical_shape is not None:
         need = 1
@@ -478,6 +587,8 @@ def _memref_converter(arg: MemRefArg) -> Callable[[Any], int]:
                     f"{label}: got an array of the logical shape {value.shape}; this "
                     f"argument takes the physical buffer, of shape {shape_str} (e.g. "
                     f"numpy.ascontiguousarray(A.T) for a transposed layout)"
+                    + (", or a view of the logical shape with element strides "
+                       f"{view_strides}" if view_strides is not None else "")
                 )
     else:
 
@@ -488,8 +599,12 @@ def _memref_converter(arg: MemRefArg) -> Callable[[Any], int]:
     def convert(value: Any) -> int:
         if not isinstance(value, ndarray):
             raise TypeError(f"{label}: expected a numpy.ndarray, got {_type_name(value)}")
-        if value.dtype != want_dtype:
-            raise TypeError(f"{label}: expected dtype {want_dtype}, got {value.dtype}")
+        if value.dtype not in dtypes:
+            raise TypeError(f"{label}: expected dtype {dtype_name}, got {value.dtype}")
+        if view_strides is not None and not value.flags.c_contiguous:
+            address = view_address(value)
+            if address is not None:
+                return address
         shape_check(value)
         flags = value.flags
         if not flags.carray:  # C-contiguous, aligned and writeable
@@ -498,18 +613,56 @@ def _memref_converter(arg: MemRefArg) -> Callable[[Any], int]:
                     f"{label}: array is not C-contiguous; pass "
                     f"numpy.ascontiguousarray({arg.name}) instead"
                 )
-            if not flags.writeable:
-                raise ValueError(
-                    f"{label}: array is not writeable (read-only); pass a "
-                    f"writeable array, e.g. {arg.name}.copy()"
-                )
-            raise ValueError(
-                f"{label}: array data is not aligned for dtype {want_dtype}; "
-                f"pass {arg.name}.copy()"
-            )
+            _check_writeable_aligned(value, label, arg.name, dtype_name)
         if value.nbytes:
             return addressof(from_buffer(value))
         return value.ctypes.data
+
+    return convert
+
+
+def _descriptor_converter(arg: MemRefArg) -> Callable[[Any], tuple]:
+    """A memref type with ``?``: (pointer, offset, sizes..., strides...) of the array."""
+    label = f"argument {arg.name!r} ({arg.mlir_type})"
+    dtypes, dtype_name = _accepted_dtypes(arg)
+    ndim = len(arg.shape)
+    shape_str = "(" + ", ".join("?" if s is None else str(s) for s in arg.shape) + \
+        ("," if ndim == 1 else "") + ")"
+    static_offset = arg.offset
+
+    def convert(value: Any) -> tuple:
+        _check_array(value, label, dtypes, dtype_name)
+        shape = value.shape
+        if len(shape) != ndim or any(w is not None and w != s for w, s in zip(arg.shape, shape)):
+            raise ValueError(f"{label}: expected shape {shape_str}, got {shape}")
+        _check_writeable_aligned(value, label, arg.name, dtype_name)
+        if arg.strides is None:  # identity layout: the data must be row-major
+            if not value.flags.c_contiguous:
+                raise ValueError(
+                    f"{label}: array is not C-contiguous, and this memref type has the "
+                    f"identity (row-major) layout; pass numpy.ascontiguousarray({arg.name}), or "
+                    f"declare the argument with a strided layout (e.g. strided<[{', '.join('?' * ndim)}], "
+                    f"offset: ?>) to take views without a copy"
+                )
+            strides = []
+            acc = 1
+            for extent in reversed(shape):
+                strides.append(acc)
+                acc *= extent
+            strides.reverse()
+        else:
+            strides = _element_strides(value, label)
+            k = _strides_mismatch(arg.strides, strides, shape)
+            if k is not None:
+                raise ValueError(
+                    f"{label}: the layout fixes the stride of dimension {k} to "
+                    f"{arg.strides[k]} elements, the array's is {strides[k]}; pass a copy "
+                    f"(numpy.ascontiguousarray({arg.name})) or a view with that stride"
+                )
+        address = value.ctypes.data
+        if static_offset:
+            address -= static_offset * value.itemsize
+        return (address, static_offset or 0, *shape, *strides)
 
     return convert
 
@@ -566,16 +719,23 @@ def _scalar_converter(arg: ScalarArg) -> Callable[[Any], Any]:
 
 
 def _result_reader(res: ScalarArg) -> Callable[[Any], Any]:
+    """Results come back as numpy scalars of their type (``numpy.float32`` for ``f32``,
+    ``numpy.int64`` for ``index``, ``numpy.bool_`` for ``i1``)."""
     et = res._elem
+    scalar = et.scalar
     if et.kind == "bool":
-        return lambda v: bool(v & 1)
-    if et.kind == "int":
-        return int
-    return float
+        return lambda v: scalar(v & 1)
+    return scalar
+
+
+def _param_types(a: "MemRefArg | ScalarArg") -> list[str]:
+    if isinstance(a, MemRefArg):
+        return ["ptr"] + ["i64"] * (a.num_params - 1)
+    return [a._elem.llvm]
 
 
 def _expected_signature(args: Sequence, results: Sequence[ScalarArg]) -> str:
-    params = ["ptr" if isinstance(a, MemRefArg) else a._elem.llvm for a in args]
+    params = [p for a in args for p in _param_types(a)]
     if len(results) == 0:
         ret = "void"
     elif len(results) == 1:
@@ -625,10 +785,21 @@ class JITFunction:
         self.address = engine.function_address(func_name)
         self._arg_names = tuple(names)
         self._nargs = len(args)
+        for a in list(args) + list(results):
+            if isinstance(a, ScalarArg) and a._elem.ctype is None:
+                raise TypeError(f"{a.name}: {a.mlir_type} scalars cannot be passed to or returned "
+                                "from Python (ctypes has no half-precision type); use a 0-d "
+                                f"memref<{a.mlir_type}> instead")
         self._converters = tuple(
             _memref_converter(a) if isinstance(a, MemRefArg) else _scalar_converter(a) for a in args
         )
-        argtypes = [ctypes.c_void_p if isinstance(a, MemRefArg) else a._elem.ctype for a in args]
+        self._expands = tuple(isinstance(a, MemRefArg) and a.descriptor for a in args)
+        argtypes = []
+        for a in args:
+            if isinstance(a, MemRefArg):
+                argtypes += [ctypes.c_void_p] + [ctypes.c_int64] * (a.num_params - 1)
+            else:
+                argtypes.append(a._elem.ctype)
         self._out_types: tuple = ()
         if len(results) == 0:
             restype = None
@@ -673,7 +844,15 @@ class JITFunction:
                     f"but {len(args)} {'was' if len(args) == 1 else 'were'} given"
                 )
             args = self._bind_keywords(args, kwargs)
-        cargs = [conv(v) for conv, v in zip(self._converters, args)]
+        if True in self._expands:
+            cargs = []
+            for conv, v, expands in zip(self._converters, args, self._expands):
+                if expands:
+                    cargs.extend(conv(v))
+                else:
+                    cargs.append(conv(v))
+        else:
+            cargs = [conv(v) for conv, v in zip(self._converters, args)]
         nres = self._nresults
         if nres <= 1:
             ret = self._cfunc(*cargs)

@@ -9,10 +9,8 @@ from llvmlite import ir
 from polyopt.affine.affine_expr import AffineMap
 from polyopt.affine.diagnostics import CodegenError
 from polyopt.affine.ir import Operation
-from polyopt.affine.types import MemRefType
 from polyopt.codegen.llvm_helpers import I32, I64, NSW, VOID, i64
 from polyopt.codegen.lowering import FunctionLowering, handles
-from polyopt.codegen.memref_access import Mem
 
 
 @handles("affine.for")
@@ -39,11 +37,8 @@ def _lower_for(L: FunctionLowering, op: Operation) -> None:
     L.leaf_values[id(iv)] = iv
     hi = None if ub_range[1] is None else ub_range[1] - 1
     L.leaf_ranges[id(iv)] = (lb_range[0], hi)
-    for arg, phi, init in zip(iter_args, phis, inits):
-        if isinstance(arg.type, MemRefType):
-            L.bind(arg, Mem(phi, arg.type, L.ml.scalar_align(arg.type)))
-        else:
-            L.bind(arg, phi)
+    for arg, phi in zip(iter_args, phis):
+        L.bind_llvm(arg, phi)
     yielded = L.lower_region_block(op.body)
     nxt = b.add(iv, i64(step), name="iv.next", flags=NSW)
     latch = b.block

@@ -155,7 +155,11 @@ def _lower_select(L: FunctionLowering, op: Operation) -> None:
     t = op.results[0].type
     if isinstance(t, MemRefType):
         mx, my = L.mem(op.operands[1]), L.mem(op.operands[2])
-        L.bind(op.results[0], Mem(L.b.select(cond, mx.ptr, my.ptr), t, min(mx.align, my.align)))
+        if mx.has_descriptor:
+            L.bind_llvm(op.results[0], L.b.select(cond, x, y))
+        else:
+            L.bind(op.results[0], Mem(L.b.select(cond, mx.ptr, my.ptr), t,
+                                      min(mx.align, my.align)))
         return
     L.ml.type(t)
     if isinstance(t, VectorType) and not isinstance(op.operands[0].type, VectorType):

@@ -9,9 +9,9 @@ from llvmlite import ir
 from polyopt.affine.diagnostics import CodegenError
 from polyopt.affine.ir import Operation
 from polyopt.affine.types import IntegerType
-from polyopt.codegen.llvm_helpers import I1, I8, I64, i64, opaque_alloca
+from polyopt.codegen.llvm_helpers import I1, I8, i64, opaque_alloca
 from polyopt.codegen.lowering import FunctionLowering, handles
-from polyopt.memref_layout.layout import is_identity_layout
+from polyopt.memref_layout.layout import strided_form
 
 
 @handles("func.call")
@@ -25,13 +25,16 @@ def _lower_call(L: FunctionLowering, op: Operation) -> None:
         src = op.operands[0]
         mem = L.mem(src)
         t = mem.type
-        if not is_identity_layout(t):
-            raise CodegenError(f"'{op.name}' @{name}: printing a memref with a non-identity "
-                               f"layout ('{t}') is not supported", op.loc)
-        sizes = ir.Constant(ir.ArrayType(I64, max(1, t.rank)), [i64(d) for d in t.shape] or
-                            [i64(0)])
-        gv = L.ml.global_constant(sizes, "sizes")
-        b.call(callee.llfn, [mem.ptr, i64(t.rank), gv])
+        if mem.has_descriptor:
+            sizes, strides, offset = mem.sizes, mem.strides, mem.offset
+        else:
+            form = strided_form(t)
+            if form is None:
+                raise CodegenError(f"'{op.name}' @{name}: printing a memref with a layout map "
+                                   f"that is not strided ('{t}') is not supported", op.loc)
+            sizes, (strides, offset) = t.shape, form
+        b.call(callee.llfn, [mem.ptr, i64(t.rank), L.i64_array(sizes), L.i64_array(strides),
+                             offset if isinstance(offset, ir.Value) else i64(offset)])
         return
     if callee.kind == "rtclock":
         L.bind(op.results[0], b.call(callee.llfn, []))
@@ -40,7 +43,7 @@ def _lower_call(L: FunctionLowering, op: Operation) -> None:
         b.call(callee.llfn, [L.get(v) for v in op.operands])
         return
     ft = callee.func.function_type
-    args = [L.get(v) for v in op.operands]
+    args = L.call_args(op.operands)
     results = op.results
     if len(results) <= 1:
         r = b.call(callee.llfn, args)

@@ -16,6 +16,7 @@ from polyopt.affine.attributes import StringAttr
 from polyopt.affine.diagnostics import CodegenError
 from polyopt.affine.ir import Block, Operation, Value
 from polyopt.affine.types import (
+    StridedLayout,
     FloatType,
     FunctionType,
     IndexType,
@@ -41,12 +42,14 @@ from polyopt.codegen.llvm_helpers import (
     i64,
     index_space,
     int_const,
+    opaque_alloca,
     llvm_str,
 )
 from polyopt.codegen.memref_access import Mem, MemRefAccessLowering
 from polyopt.codegen.runtime import runtime_symbols
 from polyopt.codegen.target import Target, create_target_machine
-from polyopt.memref_layout.layout import DYNAMIC_DIMS_MESSAGE, linearize, physical_shape
+from polyopt.memref_layout.layout import (linearize, needs_descriptor,
+                                          physical_shape, strided_form)
 
 #: Alignment (bytes) of ``memref.alloc`` buffers without an ``alignment`` attribute.
 DEFAULT_ALLOC_ALIGNMENT = 64
@@ -203,9 +206,25 @@ class ModuleLowering:
             for d in reversed(t.shape[:-1]):
                 ty = ir.ArrayType(ty, d)
             return ty
+        if isinstance(t, MemRefType) and needs_descriptor(t):
+            return self.descriptor_type(t)
         if isinstance(t, (MemRefType, UnrankedMemRefType)):
             return PTR
         return self.scalar_type(t)
+
+    def descriptor_type(self, t: MemRefType) -> ir.LiteralStructType:
+        """A memref with ``?`` as one LLVM value: ``{ptr, offset, [rank x size], [rank x
+        stride]}`` (MLIR's descriptor without its allocated pointer)."""
+        return ir.LiteralStructType([PTR, I64, ir.ArrayType(I64, t.rank),
+                                     ir.ArrayType(I64, t.rank)])
+
+    def abi_param_types(self, t: Type) -> list[ir.Type]:
+        """The parameters one argument of type ``t`` takes: a memref with ``?`` is expanded
+        into ``ptr, offset, sizes..., strides...`` (MLIR's expanded descriptor minus the
+        allocated pointer); everything else is one parameter."""
+        if isinstance(t, MemRefType) and needs_descriptor(t):
+            return [PTR, I64] + [I64] * (2 * t.rank)
+        return [self.type(t)]
 
     def mem_type(self, t: Type) -> ir.Type:
         """In-memory type of a memref element (``i1`` is stored as a byte, as numpy does)."""
@@ -240,7 +259,7 @@ class ModuleLowering:
     # -- function types (ABI) ----------------------------------------------------------------
 
     def abi_function_type(self, ft: FunctionType, loc) -> ir.FunctionType:
-        params = [self.type(t) for t in ft.inputs]
+        params = [p for t in ft.inputs for p in self.abi_param_types(t)]
         if len(ft.results) == 0:
             ret = VOID
         elif len(ft.results) == 1:
@@ -272,7 +291,7 @@ class ModuleLowering:
             "aligned_alloc": (PTR, [I64, I64]), "free": (VOID, [PTR]),
         }
         if name.startswith("polyopt_print_memref_"):
-            ret, params = VOID, [PTR, I64, PTR]
+            ret, params = VOID, [PTR, I64, PTR, PTR, I64]
         else:
             ret, params = sigs[name]
         return self.get_function(name, ir.FunctionType(ret, params))
@@ -317,9 +336,11 @@ class ModuleLowering:
         return LoweredModule(str(self.llmod), signatures)
 
     def _check_static_types(self, f, types) -> None:
+        """Memrefs with ``?`` are descriptors, except under a layout map that is not strided."""
         for t in types:
-            if isinstance(t, MemRefType) and not t.has_static_shape:
-                raise CodegenError(DYNAMIC_DIMS_MESSAGE, f.loc)
+            if isinstance(t, MemRefType) and needs_descriptor(t) and strided_form(t) is None:
+                raise CodegenError(f"function @{f.sym_name}: '{t}': dynamic sizes under a "
+                                   "layout map that is not strided are not supported", f.loc)
 
     def _definition(self, f) -> _Callee:
         ft = f.function_type
@@ -455,9 +476,22 @@ class ModuleLowering:
                     problems.append(f"argument #{i} has unsupported element type '{et}'")
                     continue
                 shape = tuple(t.shape) + vshape
+                form = strided_form(t)
+                if needs_descriptor(t):
+                    if vshape:
+                        problems.append(f"argument #{i} is a memref of vectors with '?' ('{t}')")
+                        continue
+                    identity = t.layout is None or not isinstance(t.layout, StridedLayout)
+                    args.append(MemRefArg(name, shape, dtype, descriptor=True,
+                                          strides=None if identity else form[0],
+                                          offset=form[1]))
+                    continue
                 phys = tuple(physical_shape(t, f.loc)) + vshape
+                view = form if isinstance(t.layout, StridedLayout) and not vshape else None
                 args.append(MemRefArg(name, shape, dtype,
-                                      physical_shape=None if phys == shape else phys))
+                                      physical_shape=None if phys == shape else phys,
+                                      strides=None if view is None or phys == shape else view[0],
+                                      offset=0 if view is None else view[1]))
             else:
                 dtype = _numpy_dtype_name(t)
                 if dtype is None:
@@ -480,8 +514,8 @@ def _numpy_dtype_name(t: Type) -> Optional[str]:
         return "index"
     if isinstance(t, IntegerType) and t.width in (1, 8, 16, 32, 64):
         return f"i{t.width}"
-    if isinstance(t, FloatType) and t.width in (32, 64):
-        return f"f{t.width}"
+    if isinstance(t, FloatType) and t.width in (16, 32, 64):
+        return str(t)
     return None
 
 
@@ -520,14 +554,21 @@ class FunctionLowering(IndexFormLowering, MemRefAccessLowering):
         self.b = ir.IRBuilder(body)
         ft = f.function_type
         block = region.blocks[0]
+        params = iter(self.fn.args)
         for i, (arg, t) in enumerate(zip(block.args, ft.inputs)):
-            llarg = self.fn.args[i]
+            llarg = next(params)
             llarg.name = f"arg{i}"
-            if isinstance(t, MemRefType):
+            if isinstance(t, MemRefType) and needs_descriptor(t):
+                fields = [next(params) for _ in range(1 + 2 * t.rank)]
+                for k, v in enumerate(fields):
+                    v.name = f"arg{i}.{'offset' if k == 0 else 'size' if k <= t.rank else 'stride'}"
+                self.values[arg] = self.descriptor_mem(llarg, t, fields[1:1 + t.rank],
+                                                       fields[1 + t.rank:], fields[0])
+            elif isinstance(t, MemRefType):
                 self.values[arg] = Mem(llarg, t, self.ml.scalar_align(t))
             else:
                 self.values[arg] = llarg
-        self.out_ptrs = list(self.fn.args[len(ft.inputs):]) if len(ft.results) > 1 else []
+        self.out_ptrs = list(params) if len(ft.results) > 1 else []
         for i, p in enumerate(self.out_ptrs):
             p.name = f"out{i}"
         term = self.lower_ops(block)
@@ -539,12 +580,81 @@ class FunctionLowering(IndexFormLowering, MemRefAccessLowering):
     # -- value access --------------------------------------------------------------------------
 
     def get(self, v: Value) -> ir.Value:
+        """The LLVM value of ``v``: a memref is its pointer, or its descriptor struct when its
+        type has a ``?`` (:meth:`ModuleLowering.descriptor_type`)."""
         x = self.values.get(v)
         if x is None:
             raise CodegenError(f"value used before its definition while lowering "
                                f"'{self.op.name if self.op else '?'}'",
                                self.op.loc if self.op else None)
-        return x.ptr if isinstance(x, Mem) else x
+        if isinstance(x, Mem):
+            return self.pack_descriptor(x) if x.has_descriptor else x.ptr
+        return x
+
+    def descriptor_mem(self, ptr: ir.Value, t: MemRefType, sizes, strides, offset,
+                       align: Optional[int] = None) -> Mem:
+        """A memref with a descriptor; the static sizes, strides and offset of ``t`` replace
+        the given ones (they are constants the code can fold)."""
+        form = strided_form(t)
+        if form is None:
+            raise Unsupported(f"'{t}': dynamic sizes under a layout map that is not strided "
+                              "are not supported")
+        static_strides, static_offset = form
+        sizes = tuple(s if d is None else d for s, d in zip(sizes, t.shape))
+        for s in sizes:
+            if isinstance(s, ir.Value):
+                self.leaf_ranges.setdefault(id(s), (0, None))
+        strides = tuple(s if d is None else d for s, d in zip(strides, static_strides))
+        offset = offset if static_offset is None else static_offset
+        return Mem(ptr, t, self.ml.scalar_align(t) if align is None else align, sizes, strides,
+                   offset)
+
+    def i64_array(self, values: Sequence) -> ir.Value:
+        """A pointer to ``values`` (ints or ``i64`` values) in memory: a constant global when
+        they are all constants, else a stack slot filled here."""
+        values = list(values) or [0]
+        if all(isinstance(v, int) for v in values):
+            return self.ml.global_constant(ir.Constant(ir.ArrayType(I64, len(values)),
+                                                       [i64(v) for v in values]), "i64s")
+        ty = ir.ArrayType(I64, len(values))
+        slot = opaque_alloca(self.entry_builder, ty)
+        for k, v in enumerate(values):
+            ptr = self.b.gep(slot, [i64(0), ir.Constant(I32, k)], source_etype=ty)
+            self.b.store(v if isinstance(v, ir.Value) else i64(v), ptr)
+        return slot
+
+    def pack_descriptor(self, m: Mem) -> ir.Value:
+        """The descriptor struct of ``m`` (what flows through phis, selects and returns)."""
+        b = self.b
+        agg = ir.Constant(self.ml.descriptor_type(m.type), ir.Undefined)
+        agg = b.insert_value(agg, m.ptr, 0)
+        fields = m.descriptor_values()
+        agg = b.insert_value(agg, fields[0], 1)
+        rank = m.type.rank
+        for k in range(rank):
+            agg = b.insert_value(agg, fields[1 + k], [2, k])
+            agg = b.insert_value(agg, fields[1 + rank + k], [3, k])
+        return agg
+
+    def unpack_descriptor(self, agg: ir.Value, t: MemRefType) -> Mem:
+        b = self.b
+        rank = t.rank
+        return self.descriptor_mem(b.extract_value(agg, 0), t,
+                                   [b.extract_value(agg, [2, k]) for k in range(rank)],
+                                   [b.extract_value(agg, [3, k]) for k in range(rank)],
+                                   b.extract_value(agg, 1))
+
+    def call_args(self, values: Sequence[Value]) -> list[ir.Value]:
+        """The ABI arguments for ``values``: memrefs with ``?`` expanded into their fields."""
+        out: list[ir.Value] = []
+        for v in values:
+            x = self.values.get(v)
+            if isinstance(x, Mem) and x.has_descriptor:
+                out.append(x.ptr)
+                out.extend(x.descriptor_values())
+            else:
+                out.append(self.get(v))
+        return out
 
     def mem(self, v: Value) -> Mem:
         x = self.values.get(v)
@@ -560,9 +670,10 @@ class FunctionLowering(IndexFormLowering, MemRefAccessLowering):
         """Bind an LLVM value of MLIR type ``v.type`` (wrapping memref pointers)."""
         t = v.type
         if isinstance(t, MemRefType):
-            if not t.has_static_shape:
-                raise CodegenError(DYNAMIC_DIMS_MESSAGE, self.op.loc)
-            self.values[v] = Mem(llv, t, self.ml.scalar_align(t))
+            if needs_descriptor(t):
+                self.values[v] = self.unpack_descriptor(llv, t)
+            else:
+                self.values[v] = Mem(llv, t, self.ml.scalar_align(t))
         elif isinstance(t, UnrankedMemRefType):
             raise CodegenError(f"'{self.op.name}': unranked memref values can only come from "
                                "'memref.cast'", self.op.loc)
@@ -669,9 +780,16 @@ class FunctionLowering(IndexFormLowering, MemRefAccessLowering):
 
     # -- allocation --------------------------------------------------------------------------
 
-    def heap_alloc(self, builder: ir.IRBuilder, nbytes: int, align: int) -> ir.Value:
-        size = max(align, -(-nbytes // align) * align)
-        return builder.call(self.ml.runtime("aligned_alloc"), [i64(align), i64(size)])
+    def heap_alloc(self, builder: ir.IRBuilder, nbytes, align: int) -> ir.Value:
+        """``aligned_alloc(align, bytes rounded up to align)`` (at least ``align`` bytes);
+        ``nbytes`` is an ``int`` or an ``i64`` value."""
+        if isinstance(nbytes, int):
+            size = i64(max(align, -(-nbytes // align) * align))
+        else:
+            rounded = builder.and_(builder.add(nbytes, i64(align - 1)), i64(-align))
+            size = builder.call(self.ml.intrinsic("llvm.umax.i64", I64, [I64, I64]),
+                                [rounded, i64(align)])
+        return builder.call(self.ml.runtime("aligned_alloc"), [i64(align), size])
 
     # -- return ------------------------------------------------------------------------------
 

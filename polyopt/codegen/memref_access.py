@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Optional, Sequence
 
 from llvmlite import ir
 
@@ -15,11 +15,38 @@ from polyopt.codegen.llvm_helpers import I1, I8, Unsupported, index_space, lowbi
 
 @dataclass
 class Mem:
-    """A memref SSA value: base pointer, static (ranked) type and the proven base alignment."""
+    """A memref SSA value: base pointer, ranked type and the proven base alignment.
+
+    A memref whose type has a ``?`` (:func:`~polyopt.memref_layout.layout.needs_descriptor`)
+    also carries MLIR's descriptor: ``sizes`` and ``strides`` (one per dimension) and ``offset``,
+    each an ``int`` or an ``i64`` LLVM value; element ``[i0, ...]`` is at
+    ``ptr + offset + sum(ik * strides[k])``.  Other memrefs are their pointer alone: the type's
+    layout gives every offset (:func:`~polyopt.memref_layout.layout.linearize`).
+    """
 
     ptr: ir.Value
     type: MemRefType
     align: int
+    sizes: Optional[tuple] = None
+    strides: Optional[tuple] = None
+    offset: Any = None
+
+    @property
+    def has_descriptor(self) -> bool:
+        return self.strides is not None
+
+    def size(self, k: int):
+        """The extent of dimension ``k``: an ``int`` when static, else an ``i64`` value."""
+        if self.sizes is not None:
+            return self.sizes[k]
+        return self.type.shape[k]
+
+    def descriptor_values(self) -> tuple:
+        """(offset, sizes..., strides...) as ``i64`` LLVM values, in the ABI's order."""
+        if not self.has_descriptor:
+            raise ValueError("a memref without descriptor")
+        return tuple(v if isinstance(v, ir.Value) else ir.Constant(ir.IntType(64), int(v))
+                     for v in (self.offset, *self.sizes, *self.strides))
 
 
 class MemRefAccessLowering:
@@ -32,11 +59,16 @@ class MemRefAccessLowering:
                 inbounds: bool = True) -> tuple[ir.Value, int]:
         """Pointer to the element at logical ``subscripts`` and the alignment it is known to
         have for an access of type ``access_ty``."""
-        lin = self.ml.linearize(mem.type, self.op.loc)
         if len(subscripts) != mem.type.rank:
             raise CodegenError(f"'{self.op.name}': {len(subscripts)} subscripts for a memref of "
                                f"rank {mem.type.rank}", self.op.loc)
-        off = self.flatten(lin.results[0], list(subscripts), [])
+        if mem.has_descriptor:
+            off = self.index_form(mem.offset)
+            for sub, stride in zip(subscripts, mem.strides):
+                off = off.add(self.lin_mul(sub, self.index_form(stride)))
+        else:
+            lin = self.ml.linearize(mem.type, self.op.loc)
+            off = self.flatten(lin.results[0], list(subscripts), [])
         elem_ty = self.ml.mem_type(mem.type.element_type)
         esize = self.ml.abi_size(elem_ty)
         g = off.divisor() * esize

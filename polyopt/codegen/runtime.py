@@ -10,13 +10,10 @@ and by the CLI, and it interleaves correctly with Python ``print`` calls.
 
 LLVM-level signatures (opaque pointers)::
 
-    ; printMemref* equivalents: data points to the first element of a
-    ; C-contiguous (row-major, offset 0) buffer, sizes to `rank` i64 values.
-    declare void @polyopt_print_memref_f64(ptr %data, i64 %rank, ptr %sizes)
-    declare void @polyopt_print_memref_f32(ptr %data, i64 %rank, ptr %sizes)
-    declare void @polyopt_print_memref_i64(ptr %data, i64 %rank, ptr %sizes)
-    declare void @polyopt_print_memref_i32(ptr %data, i64 %rank, ptr %sizes)
-    declare void @polyopt_print_memref_index(ptr %data, i64 %rank, ptr %sizes)
+    ; printMemref* equivalents: element [i0, ...] is at data + offset + sum(ik * strides[k])
+    ; (in elements); sizes and strides point to `rank` i64 values each.
+    declare void @polyopt_print_memref_f64(ptr %data, i64 %rank, ptr %sizes, ptr %strides, i64 %offset)
+    (and _f32, _i64, _i32, _index with the same parameters)
 
     declare double @polyopt_rtclock()         ; seconds since the epoch
 
@@ -125,12 +122,13 @@ def _nested_template(shape: tuple[int, ...], placeholder: str) -> str:
     return inner
 
 
-def format_memref(array: np.ndarray, address: int = 0, kind: str | None = None) -> str:
+def format_memref(array: np.ndarray, address: int = 0, kind: str | None = None,
+                  strides: tuple | None = None, offset: int = 0) -> str:
     """Return exactly what MLIR's ``printMemref*`` prints for ``array``.
 
-    ``array`` is treated as a C-contiguous memref (offset 0, row-major
-    strides); ``address`` is shown in the ``base@`` field (``0x...`` like C++
-    prints a ``void *``, ``0`` for null).  ``kind`` is one of ``f64``,
+    ``strides`` and ``offset`` are the descriptor's, shown in the header (default: those of
+    a C-contiguous memref, offset 0); ``address`` is shown in the ``base@`` field (``0x...``
+    like C++ prints a ``void *``, ``0`` for null).  ``kind`` is one of ``f64``,
     ``f32``, ``i64``, ``i32``, ``index`` (default: from the dtype).
     """
     array = np.asarray(array)
@@ -146,15 +144,16 @@ def format_memref(array: np.ndarray, address: int = 0, kind: str | None = None) 
             raise TypeError(f"cannot print memref of dtype {array.dtype}")
     shape = tuple(int(s) for s in array.shape)
     rank = len(shape)
-    strides = []
-    acc = 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= s
-    strides.reverse()
+    if strides is None:
+        strides = []
+        acc = 1
+        for s in reversed(shape):
+            strides.append(acc)
+            acc *= s
+        strides.reverse()
     base = hex(address) if address else "0"
     header = (
-        f"Unranked Memref base@ = {base} rank = {rank} offset = 0 "
+        f"Unranked Memref base@ = {base} rank = {rank} offset = {offset} "
         f"sizes = [{', '.join(map(str, shape))}] "
         f"strides = [{', '.join(map(str, strides))}] data = \n"
     )
@@ -196,29 +195,42 @@ def print_memref(array: np.ndarray, address: int = 0, kind: str | None = None) -
 # ctypes callbacks
 # ---------------------------------------------------------------------------
 
-_PRINT_MEMREF_T = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p)
+_PRINT_MEMREF_T = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                                   ctypes.c_void_p, ctypes.c_int64)
 
 
 def _make_memref_printer(kind: str):
     dtype = _ELEMENT_DTYPES[kind]
 
-    def _print(data, rank, sizes):
+    def _print(data, rank, sizes, strides, offset):
         rank = int(rank)
         if rank < 0:
             raise ValueError(f"polyopt_print_memref_{kind}: negative rank {rank}")
         if rank:
             shape = tuple((ctypes.c_int64 * rank).from_address(sizes))
+            steps = tuple((ctypes.c_int64 * rank).from_address(strides))
         else:
-            shape = ()
+            shape = steps = ()
         count = 1
         for s in shape:
             count *= s
         if count > 0 and data:
-            buf = (ctypes.c_char * (count * dtype.itemsize)).from_address(data)
-            array = np.frombuffer(buf, dtype=dtype, count=count).reshape(shape)
+            # the elements the view reaches, from its lowest to its highest address
+            lo = offset + sum(st * (n - 1) for st, n in zip(steps, shape) if st < 0)
+            hi = offset + sum(st * (n - 1) for st, n in zip(steps, shape) if st > 0)
+            buf = (ctypes.c_char * ((hi - lo + 1) * dtype.itemsize)).from_address(
+                data + lo * dtype.itemsize)
+            flat = np.frombuffer(buf, dtype=dtype, count=hi - lo + 1)
+            array = np.lib.stride_tricks.as_strided(
+                flat[offset - lo:], shape=shape, strides=[st * dtype.itemsize for st in steps])
         else:
             array = np.zeros(shape, dtype=dtype)
-        print_memref(array, data or 0, kind)
+        out = sys.stdout
+        out.write(format_memref(array, data or 0, kind, list(steps), int(offset)))
+        try:
+            out.flush()
+        except (AttributeError, ValueError, OSError):
+            pass
 
     return _print
 

@@ -50,6 +50,8 @@ from polyopt.affine.types import MemRefType, StridedLayout
 __all__ = [
     "DYNAMIC_DIMS_MESSAGE",
     "expr_bounds",
+    "needs_descriptor",
+    "strided_form",
     "is_identity_layout",
     "is_injective",
     "layout_collision",
@@ -61,6 +63,40 @@ __all__ = [
 ]
 
 DYNAMIC_DIMS_MESSAGE = "dynamic memref dimensions ('?') are not supported yet"
+
+
+def strided_form(memref_type: MemRefType) -> Optional[tuple[tuple[Optional[int], ...],
+                                                             Optional[int]]]:
+    """``(strides, offset)`` in elements for the identity and ``strided<...>`` layouts, with
+    ``None`` for a value only known at run time (``?``, or a row-major stride over a ``?`` size);
+    ``None`` for a layout map that is not the identity.
+
+        memref<?x4x5xf64>                       ->  ((20, 5, 1), 0)
+        memref<4x?xf64>                         ->  ((None, 1), 0)
+        memref<?x?xf32, strided<[?, 1], offset: ?>>  ->  ((None, 1), None)
+    """
+    layout = memref_type.layout
+    if isinstance(layout, StridedLayout):
+        return tuple(layout.strides), layout.offset
+    if layout is not None and not (isinstance(layout, AffineMap) and layout.is_identity()
+                                   and layout.num_symbols == 0):
+        return None
+    strides: list[Optional[int]] = []
+    acc: Optional[int] = 1
+    for extent in reversed(memref_type.shape):
+        strides.append(acc)
+        acc = None if acc is None or extent is None else acc * extent
+    return tuple(reversed(strides)), 0
+
+
+def needs_descriptor(memref_type: MemRefType) -> bool:
+    """Does code need MLIR's memref descriptor (sizes, strides, offset at run time) for this
+    type: a ``?`` dimension, stride or offset.  Other memrefs are one pointer to their buffer."""
+    if any(d is None for d in memref_type.shape):
+        return True
+    layout = memref_type.layout
+    return isinstance(layout, StridedLayout) and \
+        (layout.offset is None or any(s is None for s in layout.strides))
 
 
 def is_identity_layout(memref_type: MemRefType) -> bool:

@@ -141,10 +141,10 @@ exit:
 """
 
 PRINT_IR = r"""
-declare void @polyopt_print_memref_f64(ptr, i64, ptr)
-declare void @polyopt_print_memref_f32(ptr, i64, ptr)
-declare void @polyopt_print_memref_i32(ptr, i64, ptr)
-declare void @polyopt_print_memref_i64(ptr, i64, ptr)
+declare void @polyopt_print_memref_f64(ptr, i64, ptr, ptr, i64)
+declare void @polyopt_print_memref_f32(ptr, i64, ptr, ptr, i64)
+declare void @polyopt_print_memref_i32(ptr, i64, ptr, ptr, i64)
+declare void @polyopt_print_memref_i64(ptr, i64, ptr, ptr, i64)
 declare void @polyopt_print_f64(double)
 declare void @polyopt_print_f32(float)
 declare void @polyopt_print_i64(i64)
@@ -157,29 +157,30 @@ declare void @polyopt_print_string(ptr)
 declare double @polyopt_rtclock()
 
 @sizes23 = private constant [2 x i64] [i64 2, i64 3]
+@strides23 = private constant [2 x i64] [i64 3, i64 1]
 @hello = private constant [7 x i8] c"hello\0A\00"
 
 ; print a 2x3 f64 memref passed in, like printMemrefF64
 define void @print23(ptr %a) {
-  call void @polyopt_print_memref_f64(ptr %a, i64 2, ptr @sizes23)
+  call void @polyopt_print_memref_f64(ptr %a, i64 2, ptr @sizes23, ptr @strides23, i64 0)
   ret void
 }
 
 ; print a memref of any rank whose sizes are passed as an i64 array
-define void @print_f32(ptr %a, i64 %rank, ptr %sizes) {
-  call void @polyopt_print_memref_f32(ptr %a, i64 %rank, ptr %sizes)
+define void @print_f32(ptr %a, i64 %rank, ptr %sizes, ptr %strides) {
+  call void @polyopt_print_memref_f32(ptr %a, i64 %rank, ptr %sizes, ptr %strides, i64 0)
   ret void
 }
-define void @print_i32(ptr %a, i64 %rank, ptr %sizes) {
-  call void @polyopt_print_memref_i32(ptr %a, i64 %rank, ptr %sizes)
+define void @print_i32(ptr %a, i64 %rank, ptr %sizes, ptr %strides) {
+  call void @polyopt_print_memref_i32(ptr %a, i64 %rank, ptr %sizes, ptr %strides, i64 0)
   ret void
 }
-define void @print_i64(ptr %a, i64 %rank, ptr %sizes) {
-  call void @polyopt_print_memref_i64(ptr %a, i64 %rank, ptr %sizes)
+define void @print_i64(ptr %a, i64 %rank, ptr %sizes, ptr %strides) {
+  call void @polyopt_print_memref_i64(ptr %a, i64 %rank, ptr %sizes, ptr %strides, i64 0)
   ret void
 }
-define void @print_f64(ptr %a, i64 %rank, ptr %sizes) {
-  call void @polyopt_print_memref_f64(ptr %a, i64 %rank, ptr %sizes)
+define void @print_f64(ptr %a, i64 %rank, ptr %sizes, ptr %strides) {
+  call void @polyopt_print_memref_f64(ptr %a, i64 %rank, ptr %sizes, ptr %strides, i64 0)
   ret void
 }
 
@@ -361,7 +362,7 @@ def test_scalar_args_and_results(scalar_engine):
     assert addi(2, 40) == 42
     assert addi(np.int32(-5), np.int64(3)) == -2
     assert addi(2**31 - 1, 1) == -(2**31)  # wraps like i32
-    assert type(addi(1, 1)) is int
+    assert type(addi(1, 1)) is np.int32  # results are numpy scalars of their type
 
     twice = make_callable(e, "twice_index", [ScalarArg("n", "index")], [ScalarArg("r", "index")])
     assert twice(2**40) == 2**41
@@ -373,16 +374,16 @@ def test_scalar_args_and_results(scalar_engine):
     )
     assert axpb(2.0, 3, np.float32(0.5)) == 6.5
     r = axpb(0.1, 1.0, 0.0)
-    assert r == float(np.float32(0.1)) and type(r) is float
+    assert r == np.float32(0.1) and type(r) is np.float32
 
     lt = make_callable(e, "lt_f64", [ScalarArg("a", F64), ScalarArg("b", F64)], [ScalarArg("r", bool)])
-    assert lt(1.0, 2.0) is True
-    assert lt(2.0, 1.0) is False
-    assert lt(np.float64(1), 2) is True
+    assert lt(1.0, 2.0) is np.True_
+    assert lt(2.0, 1.0) is np.False_
+    assert lt(np.float64(1), 2) is np.True_
 
     neg = make_callable(e, "not_i1", [ScalarArg("a", np.bool_)], [ScalarArg("r", "i1")])
-    assert neg(True) is False and neg(False) is True
-    assert neg(np.bool_(True)) is False and neg(0) is True and neg(1) is False
+    assert neg(True) is np.False_ and neg(False) is np.True_
+    assert neg(np.bool_(True)) is np.False_ and neg(0) is np.True_ and neg(1) is np.False_
 
     assert make_callable(e, "neg_i8", [ScalarArg("a", np.int8)], [ScalarArg("r", np.int8)])(100) == -100
     assert make_callable(e, "neg_i8", [ScalarArg("a", np.int8)], [ScalarArg("r", np.int8)])(-128) == -128
@@ -412,7 +413,7 @@ def test_multiple_results_via_out_pointers():
     assert stats(a, 10) == (10.5, True, 4)
     np.testing.assert_array_equal(a, [2.0, 4.0, 6.0, 9.0])
     s, big, n = stats(a, 100)
-    assert (s, big, n) == (21.0, False, 4) and type(big) is bool and type(n) is int
+    assert (s, big, n) == (21.0, False, 4) and type(big) is np.bool_ and type(n) is np.int64
 
 
 def test_engine_introspection(add_fn):
@@ -680,8 +681,10 @@ def test_print_memref_ranks_and_types(print_engine, capsys):
     eng = print_engine
     def run(fn, arr):
         sizes = np.array(arr.shape or (0,), dtype=np.int64)
-        sig = [MemRefArg("a", arr.shape, arr.dtype), ScalarArg("rank", "index"), MemRefArg("sizes", sizes.shape, np.int64)]
-        make_callable(eng, fn, sig)(arr, arr.ndim, sizes)
+        strides = np.array([s // arr.itemsize for s in arr.strides] or (0,), dtype=np.int64)
+        sig = [MemRefArg("a", arr.shape, arr.dtype), ScalarArg("rank", "index"), MemRefArg("sizes", sizes.shape, np.int64),
+               MemRefArg("strides", strides.shape, np.int64)]
+        make_callable(eng, fn, sig)(arr, arr.ndim, sizes, strides)
         return capsys.readouterr().out.replace(hex(arr.ctypes.data), "0xADDR")
 
     hdr = "Unranked Memref base@ = 0xADDR rank = {r} offset = 0 sizes = [{s}] strides = [{t}] data = \n"
@@ -774,11 +777,13 @@ def test_runtime_symbols_registry():
 def test_print_large_memref_is_fast(print_engine, capsys):
     a = np.random.default_rng(0).random((2048, 2048))
     p = make_callable(
-        print_engine, "print_f64", [MemRefArg("a", (2048, 2048), F64), ScalarArg("r", "index"), MemRefArg("s", (2,), np.int64)]
+        print_engine, "print_f64", [MemRefArg("a", (2048, 2048), F64), ScalarArg("r", "index"), MemRefArg("s", (2,), np.int64),
+                                    MemRefArg("t", (2,), np.int64)]
     )
     sizes = np.array(a.shape, dtype=np.int64)
+    strides = np.array([2048, 1], dtype=np.int64)
     t0 = time.perf_counter()
-    p(a, 2, sizes)
+    p(a, 2, sizes, strides)
     elapsed = time.perf_counter() - t0
     out = capsys.readouterr().out
     assert elapsed < 5.0, elapsed
@@ -899,7 +904,7 @@ def test_matches_mlir_runner():
     # Our output: memrefs through the registered callbacks, vectors through the
     # vector.print helpers in the order MLIR's lowering calls them.
     syms = runtime.runtime_symbols()
-    memref_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p)
+    memref_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
     void_t = ctypes.CFUNCTYPE(None)
     scalar_t = {
         "f64": ctypes.CFUNCTYPE(None, ctypes.c_double),
@@ -914,7 +919,8 @@ def test_matches_mlir_runner():
     with contextlib.redirect_stdout(buf):
         for a, kind in memrefs:
             keep, addr = _sizes(a.shape)
-            call(f"polyopt_print_memref_{kind}", a.ctypes.data, a.ndim, addr, proto=memref_t)
+            keep2, saddr = _sizes([s // a.itemsize for s in a.strides])
+            call(f"polyopt_print_memref_{kind}", a.ctypes.data, a.ndim, addr, saddr, 0, proto=memref_t)
         for v, kind in vectors:
             call("polyopt_print_open")
             for i, x in enumerate(v.tolist()):

@@ -1,0 +1,223 @@
+"""Memrefs with '?' (issue 13): MLIR's descriptor semantics in the lowering (sizes, strides and
+offset at run time) and the numpy calling convention (any array whose static dims match;
+strided views where the layout allows them, without a copy)."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import polyopt
+from polyopt.cli import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "schedules"))
+from upstream_mlir import lower_and_run  # noqa: E402
+
+UPSTREAM_LOWERING = ["--lower-affine", "--convert-scf-to-cf", "--finalize-memref-to-llvm",
+                     "--convert-arith-to-llvm", "--convert-vector-to-llvm",
+                     "--convert-func-to-llvm", "--convert-cf-to-llvm",
+                     "--reconcile-unrealized-casts"]
+
+MATMUL = """
+func.func @matmul(%A: memref<?x?xf64>, %B: memref<?x?xf64>, %C: memref<?x?xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %M = memref.dim %A, %c0 : memref<?x?xf64>
+  %K = memref.dim %A, %c1 : memref<?x?xf64>
+  %N = memref.dim %B, %c1 : memref<?x?xf64>
+  affine.for %i = 0 to %M {
+    affine.for %j = 0 to %N {
+      affine.for %k = 0 to %K {
+        %a = affine.load %A[%i, %k] : memref<?x?xf64>
+        %b = affine.load %B[%k, %j] : memref<?x?xf64>
+        %c = affine.load %C[%i, %j] : memref<?x?xf64>
+        %p = arith.mulf %a, %b : f64
+        %s = arith.addf %c, %p : f64
+        affine.store %s, %C[%i, %j] : memref<?x?xf64>
+      }
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def matmul():
+    return polyopt.compile(MATMUL)["matmul"]
+
+
+@pytest.mark.parametrize("m, n, k", [(1, 1, 1), (17, 31, 5), (300, 200, 64), (3, 0, 4)])
+def test_one_compilation_runs_every_size(matmul, m, n, k):
+    rng = np.random.default_rng(m * 1000 + n)
+    A, B, C = rng.random((m, k)), rng.random((k, n)), rng.random((m, n))
+    expected = C + A @ B
+    matmul(A, B, C)
+    np.testing.assert_allclose(C, expected, rtol=1e-12)
+
+
+def test_identity_layout_refuses_a_view_naming_the_argument(matmul):
+    A = np.zeros((8, 8))[:, ::2]
+    with pytest.raises(ValueError, match=r"argument 'arg0' \(memref<\?x\?xf64>\): array is not "
+                                         r"C-contiguous.*strided<\[\?, \?\], offset: \?>"):
+        matmul(A, np.zeros((4, 3)), np.zeros((8, 3)))
+    with pytest.raises(ValueError, match=r"argument 'arg1'.*expected shape \(\?, \?\), got \(4,\)"):
+        matmul(np.zeros((2, 4)), np.zeros(4), np.zeros((2, 3)))
+
+
+STRIDED = """
+func.func @scale(%A: memref<?x?xf64, strided<[?, ?], offset: ?>>, %s: f64) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %M = memref.dim %A, %c0 : memref<?x?xf64, strided<[?, ?], offset: ?>>
+  %N = memref.dim %A, %c1 : memref<?x?xf64, strided<[?, ?], offset: ?>>
+  affine.for %i = 0 to %M {
+    affine.for %j = 0 to %N {
+      %a = affine.load %A[%i, %j] : memref<?x?xf64, strided<[?, ?], offset: ?>>
+      %p = arith.mulf %a, %s : f64
+      affine.store %p, %A[%i, %j] : memref<?x?xf64, strided<[?, ?], offset: ?>>
+    }
+  }
+  return
+}
+func.func @total(%A: memref<?x4xf32, strided<[?, 1], offset: 2>>) -> f32 {
+  %c0 = arith.constant 0 : index
+  %M = memref.dim %A, %c0 : memref<?x4xf32, strided<[?, 1], offset: 2>>
+  %z = arith.constant 0.0 : f32
+  %r = affine.for %i = 0 to %M iter_args(%acc = %z) -> f32 {
+    %r2 = affine.for %j = 0 to 4 iter_args(%acc2 = %acc) -> f32 {
+      %a = affine.load %A[%i, %j] : memref<?x4xf32, strided<[?, 1], offset: 2>>
+      %t = arith.addf %acc2, %a : f32
+      affine.yield %t : f32
+    }
+    affine.yield %r2 : f32
+  }
+  return %r : f32
+}
+"""
+
+
+def test_strided_views_are_taken_without_a_copy():
+    compiled = polyopt.compile(STRIDED)
+    big = np.arange(60.0).reshape(6, 10)
+    expected = big.copy()
+    expected[1:5:2, 8:1:-3] *= 3
+    compiled["scale"](big[1:5:2, 8:1:-3], 3.0)  # writes through the view: no copy was made
+    np.testing.assert_array_equal(big, expected)
+
+    X = np.arange(50, dtype=np.float32).reshape(5, 10)
+    r = compiled["total"](X[:, 2:6])
+    assert r == X[:, 2:6].sum() and type(r) is np.float32
+    with pytest.raises(ValueError, match=r"argument 'arg0' \(memref<\?x4xf32, strided<\[\?, 1\], "
+                                         r"offset: 2>>\): the layout fixes the stride of "
+                                         r"dimension 1 to 1 elements, the array's is 2"):
+        compiled["total"](X[:, 2:10:2])
+
+
+def test_static_strided_layout_takes_a_matching_view():
+    text = """
+func.func @inc(%A: memref<3x4xf64, strided<[10, 1], offset: 0>>) {
+  affine.for %i = 0 to 3 {
+    affine.for %j = 0 to 4 {
+      %a = affine.load %A[%i, %j] : memref<3x4xf64, strided<[10, 1], offset: 0>>
+      %c = arith.constant 1.0 : f64
+      %s = arith.addf %a, %c : f64
+      affine.store %s, %A[%i, %j] : memref<3x4xf64, strided<[10, 1], offset: 0>>
+    }
+  }
+  return
+}"""
+    inc = polyopt.compile(text)["inc"]
+    big = np.zeros((3, 10))
+    inc(big[:, 3:7])  # a view of the logical shape with the layout's strides
+    assert big[:, 3:7].sum() == 12 and big.sum() == 12
+    buf = np.zeros(24)
+    inc(buf)  # the physical buffer, as before
+    assert buf.sum() == 12 and buf[:4].sum() == 4 and buf[10:14].sum() == 4
+
+
+PROGRAM = """
+func.func @fill(%A: memref<?x?xf32>, %v: f32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %M = memref.dim %A, %c0 : memref<?x?xf32>
+  %N = memref.dim %A, %c1 : memref<?x?xf32>
+  affine.for %i = 0 to %M {
+    affine.for %j = 0 to %N {
+      %ii = arith.index_cast %i : index to i32
+      %jj = arith.index_cast %j : index to i32
+      %x = arith.muli %ii, %jj : i32
+      %f = arith.sitofp %x : i32 to f32
+      %g = arith.addf %f, %v : f32
+      affine.store %g, %A[%i, %j] : memref<?x?xf32>
+    }
+  }
+  return
+}
+func.func @main() {
+  %c3 = arith.constant 3 : index
+  %c5 = arith.constant 5 : index
+  %A = memref.alloc(%c3, %c5) : memref<?x?xf32>
+  %h = arith.constant 0.5 : f32
+  call @fill(%A, %h) : (memref<?x?xf32>, f32) -> ()
+  %U = memref.cast %A : memref<?x?xf32> to memref<*xf32>
+  call @printMemrefF32(%U) : (memref<*xf32>) -> ()
+  %c1 = arith.constant 1 : index
+  %d = memref.dim %A, %c1 : memref<?x?xf32>
+  vector.print %d : index
+  %i = arith.index_cast %c1 : index to i64
+  %k = arith.index_cast %i : i64 to index
+  %e = memref.dim %A, %k : memref<?x?xf32>
+  vector.print %e : index
+  %S = memref.cast %A : memref<?x?xf32> to memref<3x5xf32>
+  %D = memref.cast %S : memref<3x5xf32> to memref<?x5xf32>
+  %U2 = memref.cast %D : memref<?x5xf32> to memref<*xf32>
+  call @printMemrefF32(%U2) : (memref<*xf32>) -> ()
+  %B = memref.alloca(%c5) : memref<?xf32>
+  affine.for %j = 0 to %c5 {
+    %x = affine.load %A[2, %j] : memref<?x?xf32>
+    affine.store %x, %B[%j] : memref<?xf32>
+  }
+  %U3 = memref.cast %B : memref<?xf32> to memref<*xf32>
+  call @printMemrefF32(%U3) : (memref<*xf32>) -> ()
+  memref.dealloc %A : memref<?x?xf32>
+  return
+}
+func.func private @printMemrefF32(memref<*xf32>)
+"""
+
+
+def test_alloc_dim_cast_call_and_print_match_mlir_runner(tmp_path, capfd):
+    expected = lower_and_run(PROGRAM, UPSTREAM_LOWERING)
+    path = tmp_path / "dyn.mlir"
+    path.write_text(PROGRAM)
+    assert main(["run", str(path)]) == 0
+    ours = capfd.readouterr().out
+    ours = ours[ours.index("\n") + 1:]  # after "Compilation time: ..."
+    mask = lambda s: __import__("re").sub(r"0x[0-9a-f]+", "ADDR", s).rstrip("\n")
+    assert mask(ours) == mask(expected)
+
+
+def test_descriptors_flow_through_iter_args_selects_and_calls():
+    text = """
+func.func @pick(%c: i1, %A: memref<?xf64>, %B: memref<?xf64>) -> f64 {
+  %M = arith.select %c, %A, %B : memref<?xf64>
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %M, %c0 : memref<?xf64>
+  %z = arith.constant 0.0 : f64
+  %r = affine.for %i = 0 to %n iter_args(%acc = %z) -> f64 {
+    %x = affine.load %M[%i] : memref<?xf64>
+    %t = arith.addf %acc, %x : f64
+    affine.yield %t : f64
+  }
+  return %r : f64
+}
+func.func @twice(%c: i1, %A: memref<?xf64>, %B: memref<?xf64>) -> f64 {
+  %r = call @pick(%c, %A, %B) : (i1, memref<?xf64>, memref<?xf64>) -> f64
+  %s = arith.addf %r, %r : f64
+  return %s : f64
+}"""
+    f = polyopt.compile(text)["twice"]
+    A, B = np.arange(5.0), np.arange(100.0, 103.0)
+    assert f(True, A, B) == 20.0 and f(False, A, B) == 606.0
