@@ -8,39 +8,79 @@ from llvmlite import ir
 from polyopt.affine.diagnostics import CodegenError
 from polyopt.affine.ir import Operation
 from polyopt.affine.types import MemRefType, UnrankedMemRefType
-from polyopt.codegen.llvm_helpers import Unsupported, attr_int, is_pow2, opaque_alloca
+from polyopt.codegen.llvm_helpers import (I64, NSW, PTR, Unsupported, attr_int, i64, is_pow2,
+                                          opaque_alloca)
 from polyopt.codegen.lowering import DEFAULT_ALLOC_ALIGNMENT, FunctionLowering, handles
 from polyopt.codegen.memref_access import Mem
-from polyopt.memref_layout.layout import DYNAMIC_DIMS_MESSAGE, linearize, physical_size
+from polyopt.memref_layout.layout import linearize, needs_descriptor, physical_size, strided_form
 
 
 def _alloc_info(L: FunctionLowering, op: Operation, default_align: int):
     t = op.results[0].type
     if not isinstance(t, MemRefType):
         raise Unsupported(f"result type '{t}' is not a ranked memref")
-    if not t.has_static_shape:
-        raise CodegenError(DYNAMIC_DIMS_MESSAGE, op.loc)
-    if op.operands:
+    dynamic = [k for k, d in enumerate(t.shape) if d is None]
+    if len(op.operands) != len(dynamic):
         raise CodegenError(f"'{op.name}': layout symbol operands are not supported", op.loc)
     elem_ty = L.ml.mem_type(t.element_type)
-    n = physical_size(t, op.loc)
     align = attr_int(op.attributes.get("alignment")) or default_align
     align = max(align, L.ml.abi_align(elem_ty))
     if not is_pow2(align):
         raise CodegenError(f"'{op.name}': alignment must be a power of two, got {align}", op.loc)
-    return t, elem_ty, n, align
+    return t, elem_ty, align
+
+
+def _dynamic_layout(L: FunctionLowering, op: Operation, t: MemRefType):
+    """Sizes and row-major strides of an allocation with ``?`` dims, and its element count:
+    ``int`` or ``i64`` values (the sizes are the op's operands, in order)."""
+    if t.layout is not None:
+        raise CodegenError(f"'{op.name}': allocating '{t}' with '?' sizes under a layout is not "
+                           "supported (allocate the identity layout and take a view)", op.loc)
+    operands = iter(op.operands)
+    sizes = [d if d is not None else L.get(next(operands)) for d in t.shape]
+    strides = []
+    acc = 1
+    for s in reversed(sizes):
+        strides.append(acc)
+        acc = _mul(L, acc, s)
+    strides.reverse()
+    return sizes, strides, acc
+
+
+def _mul(L: FunctionLowering, a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    return L.b.mul(a if isinstance(a, ir.Value) else i64(a),
+                   b if isinstance(b, ir.Value) else i64(b), flags=NSW)
 
 
 @handles("memref.alloc")
 def _lower_alloc(L: FunctionLowering, op: Operation) -> None:
-    t, elem_ty, n, align = _alloc_info(L, op, DEFAULT_ALLOC_ALIGNMENT)
-    ptr = L.heap_alloc(L.b, n * L.ml.abi_size(elem_ty), align)
+    t, elem_ty, align = _alloc_info(L, op, DEFAULT_ALLOC_ALIGNMENT)
+    esize = L.ml.abi_size(elem_ty)
+    if needs_descriptor(t):
+        sizes, strides, count = _dynamic_layout(L, op, t)
+        ptr = L.heap_alloc(L.b, _mul(L, count, esize), align)
+        L.bind(op.results[0], L.descriptor_mem(ptr, t, sizes, strides, 0, align))
+        return
+    ptr = L.heap_alloc(L.b, physical_size(t, op.loc) * esize, align)
     L.bind(op.results[0], Mem(ptr, t, align))
 
 
 @handles("memref.alloca")
 def _lower_alloca(L: FunctionLowering, op: Operation) -> None:
-    t, elem_ty, n, align = _alloc_info(L, op, 64)
+    t, elem_ty, align = _alloc_info(L, op, 64)
+    if needs_descriptor(t):
+        # as MLIR: a stack allocation where the op is (in a loop, the stack grows each
+        # iteration unless a memref.alloca_scope around it gives it back)
+        sizes, strides, count = _dynamic_layout(L, op, t)
+        n = count if isinstance(count, ir.Value) else i64(count)
+        ptr = L.b.alloca(elem_ty, size=n)
+        ptr.align = align
+        ptr.type = PTR
+        L.bind(op.results[0], L.descriptor_mem(ptr, t, sizes, strides, 0, align))
+        return
+    n = physical_size(t, op.loc)
     nbytes = n * L.ml.abi_size(elem_ty)
     if nbytes > L.ml.max_stack_bytes:
         ptr = L.heap_alloc(L.entry_builder, nbytes, align)
@@ -73,24 +113,147 @@ def _lower_memref_cast(L: FunctionLowering, op: Operation) -> None:
     src = L.mem(op.operands[0])
     dst_t = op.results[0].type
     if isinstance(dst_t, UnrankedMemRefType):
-        L.bind(op.results[0], Mem(src.ptr, src.type, src.align))  # remember the static type
+        L.bind(op.results[0], src)  # printMemref* reads the ranked value behind it
         return
-    if not isinstance(dst_t, MemRefType) or not dst_t.has_static_shape:
-        raise CodegenError(DYNAMIC_DIMS_MESSAGE, op.loc)
-    if linearize(dst_t, op.loc) != L.ml.linearize(src.type, op.loc) or \
-            dst_t.element_type != src.type.element_type:
+    if not isinstance(dst_t, MemRefType) or dst_t.element_type != src.type.element_type:
+        raise CodegenError(f"'memref.cast' from '{src.type}' to '{dst_t}' is not supported",
+                           op.loc)
+    if needs_descriptor(dst_t) or src.has_descriptor:
+        sizes, strides, offset = _descriptor_of(L, op, src)
+        if needs_descriptor(dst_t):
+            L.bind(op.results[0], L.descriptor_mem(src.ptr, dst_t, sizes, strides, offset,
+                                                   src.align))
+        else:  # the static type is a promise about the run-time values (MLIR's semantics)
+            L.bind(op.results[0], Mem(src.ptr, dst_t, src.align))
+        return
+    if linearize(dst_t, op.loc) != L.ml.linearize(src.type, op.loc):
         raise CodegenError(f"'memref.cast' from '{src.type}' to '{dst_t}' changes the data "
                            "layout, which is not supported", op.loc)
     L.bind(op.results[0], Mem(src.ptr, dst_t, src.align))
+
+
+def _descriptor_of(L: FunctionLowering, op: Operation, m: Mem) -> tuple:
+    """(sizes, strides, offset) of a memref value, from its descriptor or its static type."""
+    if m.has_descriptor:
+        return m.sizes, m.strides, m.offset
+    form = strided_form(m.type)
+    if form is None:
+        raise CodegenError(f"'{op.name}': '{m.type}' has a layout map that is not strided, "
+                           "which this op does not support", op.loc)
+    return m.type.shape, form[0], form[1]
+
+
+@handles("memref.dim")
+def _lower_dim(L: FunctionLowering, op: Operation) -> None:
+    m = L.mem(op.memref)
+    res = op.results[0]
+    k = op.constant_index()
+    if k is not None:
+        size = m.size(k)
+        L.bind(res, size if isinstance(size, ir.Value) else i64(size))
+        L.forms[res] = L.index_form(size)
+        return
+    # a run-time dimension number: read the sizes as an array
+    sizes = [m.size(j) for j in range(m.type.rank)]
+    ty = ir.ArrayType(I64, max(1, len(sizes)))
+    ptr = L.b.gep(L.i64_array(sizes), [i64(0), L.get(op.index)], source_etype=ty)
+    L.bind(res, L.b.load(ptr, typ=I64))
 
 
 @handles("memref.collapse_shape")
 def _lower_memref_collapse_shape(L: FunctionLowering, op: Operation) -> None:
     """A view: the same pointer with the collapsed type.  The verifier proved that the
     collapsed dims are contiguous, so the result's layout gives every element the flat offset
-    it has in the source (row-major within each group; a strided source keeps its offset)."""
+    it has in the source (row-major within each group; a strided source keeps its offset).
+    With a descriptor, a group's size is the product of its sizes and its stride the stride
+    of its innermost dimension."""
     src = L.mem(op.operands[0])
     dst_t = op.results[0].type
-    if not isinstance(dst_t, MemRefType) or not dst_t.has_static_shape:
-        raise CodegenError(DYNAMIC_DIMS_MESSAGE, op.loc)
-    L.bind(op.results[0], Mem(src.ptr, dst_t, src.align))
+    if not needs_descriptor(dst_t) and not src.has_descriptor:
+        L.bind(op.results[0], Mem(src.ptr, dst_t, src.align))
+        return
+    sizes, strides, offset = _descriptor_of(L, op, src)
+    new_sizes, new_strides = [], []
+    for group in op.reassociation:
+        acc = 1
+        for d in group:
+            acc = _mul(L, acc, sizes[d])
+        new_sizes.append(acc)
+        new_strides.append(strides[group[-1]] if group else 1)
+    if needs_descriptor(dst_t):
+        L.bind(op.results[0], L.descriptor_mem(src.ptr, dst_t, new_sizes, new_strides, offset,
+                                               src.align))
+    else:
+        L.bind(op.results[0], Mem(src.ptr, dst_t, src.align))
+
+
+# -- views -----------------------------------------------------------------------------------
+
+
+def _add(L: FunctionLowering, a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    return L.b.add(a if isinstance(a, ir.Value) else i64(a),
+                   b if isinstance(b, ir.Value) else i64(b), flags=NSW)
+
+
+def _mixed(L: FunctionLowering, entries) -> list:
+    """``int`` entries as they are, ``Value`` entries as their LLVM values."""
+    return [e if isinstance(e, int) else L.get(e) for e in entries]
+
+
+def _bind_view(L: FunctionLowering, op: Operation, src: Mem, sizes, strides, offset) -> None:
+    """Bind the op's result: the source's buffer seen with these sizes, strides and offset
+    (a descriptor when the result type has a ``?``; else its static type says them all)."""
+    t = op.results[0].type
+    if needs_descriptor(t):
+        L.bind(op.results[0], L.descriptor_mem(src.ptr, t, sizes, strides, offset, src.align))
+    else:
+        L.bind(op.results[0], Mem(src.ptr, t, src.align))
+
+
+@handles("memref.subview")
+def _lower_subview(L: FunctionLowering, op: Operation) -> None:
+    """MLIR's subview lowering: offset += sum(offset_k * stride_k), stride_k *= step_k, the
+    dropped unit dimensions of a rank-reduced result left out."""
+    src = L.mem(op.source)
+    sizes, strides, offset = _descriptor_of(L, op, src)
+    offs, steps = _mixed(L, op.mixed_offsets()), _mixed(L, op.mixed_strides())
+    new_sizes = _mixed(L, op.mixed_sizes())
+    for off, stride in zip(offs, strides):
+        offset = _add(L, offset, _mul(L, off, stride))
+    new_strides = [_mul(L, s, step) for s, step in zip(strides, steps)]
+    dropped = op.dropped_dims()
+    keep = [k for k in range(len(new_sizes)) if k not in dropped]
+    _bind_view(L, op, src, [new_sizes[k] for k in keep], [new_strides[k] for k in keep], offset)
+
+
+@handles("memref.reinterpret_cast")
+def _lower_reinterpret_cast(L: FunctionLowering, op: Operation) -> None:
+    src = L.mem(op.source)
+    (offset,) = _mixed(L, op.mixed_offsets())
+    _bind_view(L, op, src, _mixed(L, op.mixed_sizes()), _mixed(L, op.mixed_strides()), offset)
+
+
+@handles("memref.expand_shape")
+def _lower_expand_shape(L: FunctionLowering, op: Operation) -> None:
+    """Each source dimension of stride ``s`` becomes dimensions with strides ``s`` times the
+    sizes to their right in the group."""
+    src = L.mem(op.source)
+    _, strides, offset = _descriptor_of(L, op, src)
+    sizes = _mixed(L, op.mixed_output_shape())
+    new_strides: list = [None] * len(sizes)
+    for group, stride in zip(op.reassociation, strides):
+        acc = stride
+        for d in reversed(group):
+            new_strides[d] = acc
+            acc = _mul(L, acc, sizes[d])
+    _bind_view(L, op, src, sizes, new_strides, offset)
+
+
+@handles("memref.transpose")
+def _lower_transpose(L: FunctionLowering, op: Operation) -> None:
+    src = L.mem(op.source)
+    sizes, strides, offset = _descriptor_of(L, op, src)
+    dims = op.dims()
+    _bind_view(L, op, src, [sizes[d] for d in dims], [strides[d] for d in dims], offset)
