@@ -197,8 +197,10 @@ class Printer:
 
     @staticmethod
     def _elide_terminator(op: Operation, block: Block) -> bool:
-        """Implicit terminators (``affine.yield`` with no operands) are not printed."""
-        return op is block.ops[-1] and op.name == "affine.yield" and not op.operands \
+        """Implicit terminators (``affine.yield`` with no operands, and ops whose class says
+        ``IMPLICIT_TERMINATOR``) are not printed."""
+        return op is block.ops[-1] and not op.operands and \
+            (op.name == "affine.yield" or getattr(type(op), "IMPLICIT_TERMINATOR", False)) \
             and getattr(op, "elide_when_empty", True)
 
     # -- ops ------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ from llvmlite import ir
 from polyopt.affine.diagnostics import CodegenError
 from polyopt.affine.ir import Operation
 from polyopt.affine.types import MemRefType, UnrankedMemRefType
-from polyopt.codegen.llvm_helpers import (I64, NSW, PTR, Unsupported, attr_int, i64, is_pow2,
-                                          opaque_alloca)
+from polyopt.codegen.llvm_helpers import (I1, I64, NSW, PTR, VOID, Unsupported, attr_int, i64,
+                                          is_pow2, opaque_alloca)
 from polyopt.codegen.lowering import DEFAULT_ALLOC_ALIGNMENT, FunctionLowering, handles
 from polyopt.codegen.memref_access import Mem
 from polyopt.memref_layout.layout import linearize, needs_descriptor, physical_size, strided_form
@@ -257,3 +257,37 @@ def _lower_transpose(L: FunctionLowering, op: Operation) -> None:
     sizes, strides, offset = _descriptor_of(L, op, src)
     dims = op.dims()
     _bind_view(L, op, src, [sizes[d] for d in dims], [strides[d] for d in dims], offset)
+
+
+# -- copy and alloca_scope -------------------------------------------------------------------
+
+
+@handles("memref.copy")
+def _lower_copy(L: FunctionLowering, op: Operation) -> None:
+    """One ``llvm.memcpy`` when both sides are row-major (MLIR does the same for contiguous
+    memrefs), else a loop nest over the source's sizes."""
+    src, dst = L.mem(op.source), L.mem(op.target)
+    sizes = [src.size(k) for k in range(src.type.rank)]
+    if all(m.type.layout is None for m in (src, dst)):
+        count = 1
+        for s in sizes:
+            count = _mul(L, count, s)
+        elem = L.ml.mem_type(src.type.element_type)
+        nbytes = _mul(L, count, L.ml.abi_size(elem))
+        fn = L.ml.intrinsic("llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, I1])
+        L.b.call(fn, [dst.ptr, src.ptr, nbytes if isinstance(nbytes, ir.Value) else i64(nbytes),
+                      ir.Constant(I1, 0)])
+        return
+    L.emit_loops(list(sizes), lambda ivs: L.store_elem(L.load_elem(src, ivs), dst, ivs),
+                 name="copy")
+
+
+@handles("memref.alloca_scope")
+def _lower_alloca_scope(L: FunctionLowering, op: Operation) -> None:
+    """``llvm.stacksave`` before the region, ``llvm.stackrestore`` after it (MLIR's
+    lowering): the dynamic ``alloca``s made inside are given back."""
+    saved = L.b.call(L.ml.intrinsic("llvm.stacksave.p0", PTR, []), [])
+    values = L.lower_region_block(op.body)
+    L.b.call(L.ml.intrinsic("llvm.stackrestore.p0", VOID, [PTR]), [saved])
+    for res, v in zip(op.results, values):
+        L.bind_llvm(res, v)

@@ -623,6 +623,40 @@ class FunctionLowering(IndexFormLowering, MemRefAccessLowering):
             self.b.store(v if isinstance(v, ir.Value) else i64(v), ptr)
         return slot
 
+    def emit_loops(self, bounds: Sequence, body: Callable, name: str = "loop") -> None:
+        """``for i0 in [0, bounds[0]) ... body([i0, ...] as linear forms)``; a bound is an
+        ``int`` or an ``i64`` value."""
+        b = self.b
+        ivs: list = []
+
+        def level(k):
+            if k == len(bounds):
+                body(ivs)
+                return
+            bound = bounds[k]
+            pre = b.block
+            header = self.fn.append_basic_block(f"{name}.header")
+            bodyb = self.fn.append_basic_block(f"{name}.body")
+            exit_ = self.fn.append_basic_block(f"{name}.exit")
+            b.branch(header)
+            b.position_at_end(header)
+            iv = b.phi(I64)
+            limit = bound if isinstance(bound, ir.Value) else i64(bound)
+            b.cbranch(b.icmp_signed("<", iv, limit), bodyb, exit_)
+            b.position_at_end(bodyb)
+            form = self.leaf(iv)
+            self.leaf_ranges[id(iv)] = (0, bound - 1 if isinstance(bound, int) else None)
+            ivs.append(form)
+            level(k + 1)
+            ivs.pop()
+            nxt = b.add(iv, i64(1), flags=("nuw", "nsw"))
+            latch = b.block
+            b.branch(header)
+            iv.add_incoming(i64(0), pre)
+            iv.add_incoming(nxt, latch)
+            b.position_at_end(exit_)
+        level(0)
+
     def pack_descriptor(self, m: Mem) -> ir.Value:
         """The descriptor struct of ``m`` (what flows through phis, selects and returns)."""
         b = self.b

@@ -939,3 +939,150 @@ class DimOp(Operation):
         if isinstance(t, MemRefType) and k is not None and not 0 <= k < t.rank:
             # stricter than mlir-opt-22, which accepts it (undefined behaviour when it runs)
             raise self.error("index is out of range")
+
+
+# ---------------------------------------------------------------------------------------------
+# copy
+
+
+def _shapes_compatible(a: Sequence[Optional[int]], b: Sequence[Optional[int]]) -> bool:
+    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
+
+
+@register_op
+class CopyOp(Operation):
+    """``memref.copy %src, %dst : memref<8x16xf32> to memref<?x?xf32>``: every element of
+    ``src`` into ``dst`` (same shape at run time; the layouts may differ)."""
+
+    OP_NAME = "memref.copy"
+
+    @classmethod
+    def build(cls, source: Value, target: Value, loc=None) -> "CopyOp":
+        return cls(operands=[source, target], loc=loc)
+
+    @property
+    def source(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def target(self) -> Value:
+        return self.operands[1]
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        p.skip_ws()
+        start = p.pos
+        src = p.parse_operand()
+        p.expect(",")
+        p.skip_ws()
+        dstart = p.pos
+        dst = p.parse_operand()
+        attrs = p.parse_optional_attr_dict()
+        p.expect(":")
+        st = p.parse_type()
+        p.check_type(src, st, start)
+        p.expect_keyword("to")
+        dt = p.parse_type()
+        p.check_type(dst, dt, dstart)
+        return cls(operands=[src, dst], attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("memref.copy ")
+        p.print_operands(self.operands)
+        p.print_attr_dict(self.attributes)
+        p.print(f" : {p.type_str(self.source.type)} to {p.type_str(self.target.type)}")
+
+    def verify_op(self) -> None:
+        if len(self.operands) != 2 or self.results:
+            raise self.error("expects two operands and no results")
+        for k, v in enumerate(self.operands):
+            if not isinstance(v.type, (MemRefType, UnrankedMemRefType)):
+                raise self.error(f"operand #{k} must be ranked or unranked memref of any type "
+                                 f"values, but got '{v.type}'")
+        s, d = self.source.type, self.target.type
+        if s.element_type != d.element_type:
+            raise self.error("requires the same element type for all operands")
+        if isinstance(s, MemRefType) and isinstance(d, MemRefType) and \
+                not _shapes_compatible(s.shape, d.shape):
+            raise self.error("requires the same shape for all operands")
+
+
+# ---------------------------------------------------------------------------------------------
+# alloca_scope
+
+
+@register_op
+class AllocaScopeOp(Operation):
+    """``memref.alloca_scope -> (f32) { ... memref.alloca_scope.return %v : f32 }``: the stack
+    allocations made in the region are freed when it ends (a loop body with
+    ``memref.alloca`` does not grow the stack)."""
+
+    OP_NAME = "memref.alloca_scope"
+
+    @property
+    def body(self):
+        return self.regions[0].blocks[0]
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        results = []
+        if p.optional("->"):
+            results = p.parse_result_types()
+        region = p.parse_region()
+        block = region.blocks[0]
+        if not block.ops or block.ops[-1].name != "memref.alloca_scope.return":
+            block.append(AllocaScopeReturnOp(loc=loc))
+        attrs = p.parse_optional_attr_dict()
+        return cls(result_types=results, attributes=attrs, regions=[region], loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("memref.alloca_scope ")
+        if self.results:
+            p.print(" -> (" + ", ".join(p.type_str(r.type) for r in self.results) + ")")
+        p.print(" ")
+        p.print_region(self.regions[0])
+        p.print_attr_dict(self.attributes)
+
+    def verify_op(self) -> None:
+        if len(self.regions) != 1 or len(self.regions[0].blocks) != 1:
+            raise self.error("expects one region with one block")
+        term = self.body.ops[-1] if self.body.ops else None
+        if term is None or term.name != "memref.alloca_scope.return":
+            raise self.error("expects the region to end with 'memref.alloca_scope.return'")
+        if [v.type for v in term.operands] != [r.type for r in self.results]:
+            raise self.error("expects the types of 'memref.alloca_scope.return' to match its "
+                             "results")
+
+
+@register_op
+class AllocaScopeReturnOp(Operation):
+    """``memref.alloca_scope.return %v : f32`` (printed only when it has operands)."""
+
+    OP_NAME = "memref.alloca_scope.return"
+    IMPLICIT_TERMINATOR = True  # not printed when it has no operands
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        attrs = p.parse_optional_attr_dict()
+        values = []
+        if p.peek("%"):
+            values = p.parse_operand_list()
+            p.expect(":")
+            types = p.parse_type_list()
+            if len(types) != len(values):
+                raise p.error(f"{len(values)} operands present, but expected {len(types)}")
+            for v, t in zip(values, types):
+                p.check_type(v, t)
+        return cls(operands=values, attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("memref.alloca_scope.return")
+        p.print_attr_dict(self.attributes)
+        if self.operands:
+            p.print(" ")
+            p.print_operands(self.operands)
+            p.print(" : " + ", ".join(p.type_str(v.type) for v in self.operands))
+
+    def verify_op(self) -> None:
+        if self.parent_op is None or self.parent_op.name != "memref.alloca_scope":
+            raise self.error("expects parent op 'memref.alloca_scope'")
