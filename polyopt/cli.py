@@ -234,8 +234,14 @@ def cmd_run(args: argparse.Namespace) -> int:
                          "without arguments (call functions with arguments from Python)")
     print(f"Compilation time: {seconds:.4f} s", flush=True)
     fn = compiled[args.entry]
+    from .codegen.jit import AssertionFailure
     for _ in range(args.reps):
-        result = fn()
+        try:
+            result = fn()
+        except AssertionFailure as failure:  # a cf.assert of the program failed
+            sys.stdout.flush()
+            print("\n".join(failure.messages), file=sys.stderr)
+            return 1
         sys.stdout.flush()
         if result is not None:
             print(result if not isinstance(result, tuple) else " ".join(map(str, result)))

@@ -89,7 +89,8 @@ from typing import Any, Callable, Sequence
 import llvmlite.binding as llvm
 import numpy as np
 
-from polyopt.codegen.runtime import register_runtime_symbols, runtime_symbols
+from polyopt.codegen.runtime import (register_runtime_symbols, runtime_symbols,
+                                     take_assert_failures)
 from polyopt.codegen.target import (
     Target,
     create_target_machine,
@@ -99,6 +100,7 @@ from polyopt.codegen.target import (
 )
 
 __all__ = [
+    "AssertionFailure",
     "JITCompileError",
     "optimize_module",
     "JITEngine",
@@ -856,13 +858,31 @@ class JITFunction:
         nres = self._nresults
         if nres <= 1:
             ret = self._cfunc(*cargs)
+            _raise_assert_failures(self.name)
             if nres == 0:
                 return None
             return self._readers[0](ret)
         outs = [t() for t in self._out_types]
         cargs.extend(ctypes.byref(o) for o in outs)
         self._cfunc(*cargs)
+        _raise_assert_failures(self.name)
         return tuple(read(o.value) for read, o in zip(self._readers, outs))
+
+
+class AssertionFailure(RuntimeError):
+    """A ``cf.assert`` failed while the called function ran; ``messages`` holds every failure
+    (``FILE:LINE:COL: error: message`` of each op), the exception's text the first one."""
+
+    def __init__(self, messages: list[str]):
+        more = f" (and {len(messages) - 1} more)" if len(messages) > 1 else ""
+        super().__init__(messages[0] + more)
+        self.messages = messages
+
+
+def _raise_assert_failures(name: str) -> None:
+    failures = take_assert_failures()
+    if failures:
+        raise AssertionFailure(failures)
 
 
 class _Missing:

@@ -288,6 +288,7 @@ class ModuleLowering:
             "polyopt_print_open": (VOID, []), "polyopt_print_close": (VOID, []),
             "polyopt_print_comma": (VOID, []), "polyopt_print_newline": (VOID, []),
             "polyopt_print_string": (VOID, [PTR]), "polyopt_rtclock": (F64, []),
+            "polyopt_assert_fail": (VOID, [PTR]),
             "aligned_alloc": (PTR, [I64, I64]), "free": (VOID, [PTR]),
         }
         if name.startswith("polyopt_print_memref_"):

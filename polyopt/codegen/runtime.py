@@ -27,6 +27,7 @@ LLVM-level signatures (opaque pointers)::
     declare void @polyopt_print_comma()       ; ", "
     declare void @polyopt_print_newline()     ; "\\n"
     declare void @polyopt_print_string(ptr)   ; NUL-terminated C string
+    declare void @polyopt_assert_fail(ptr)    ; cf.assert failed: the message (C string)
 
 (The lowering maps MLIR's ``printMemrefF64``, the paper-era
 ``print_memref_2d_f64`` alias, ``rtclock``, ``printF64``... onto these.)
@@ -276,6 +277,28 @@ def _rtclock():
     return time.time()
 
 
+_failures = threading.local()
+
+
+def _assert_fail(ptr):
+    """``cf.assert`` whose condition is false: remember the message for the Python call that
+    is running the code (:func:`take_assert_failures`)."""
+    message = ctypes.string_at(ptr).decode("utf-8", errors="replace") if ptr else "assertion"
+    pending = getattr(_failures, "messages", None)
+    if pending is None:
+        pending = _failures.messages = []
+    pending.append(message)
+
+
+def take_assert_failures() -> list[str]:
+    """The messages of the ``cf.assert`` failures since the last call, in this thread."""
+    pending = getattr(_failures, "messages", None)
+    if not pending:
+        return []
+    _failures.messages = []
+    return pending
+
+
 _VOID_T = ctypes.CFUNCTYPE(None)
 
 # (name, CFUNCTYPE prototype, python implementation)
@@ -295,6 +318,7 @@ _RUNTIME_SPECS = [
     ("polyopt_print_comma", _VOID_T, _print_comma),
     ("polyopt_print_newline", _VOID_T, _print_newline),
     ("polyopt_print_string", ctypes.CFUNCTYPE(None, ctypes.c_void_p), _print_string),
+    ("polyopt_assert_fail", ctypes.CFUNCTYPE(None, ctypes.c_void_p), _assert_fail),
 ]
 
 

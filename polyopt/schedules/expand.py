@@ -44,7 +44,7 @@ from ..affine.diagnostics import ScheduleError
 from ..affine.ir import Operation, Value
 from ..affine.types import FloatType
 from .blis_schedule import BlisParams, MachineModel, MicroKernelChoice, default_blis_params
-from .nest_building import constant_loops, mul_add
+from .nest_building import constant_loops, extent_loops, guard_equal_extents, memref_size, mul_add
 
 # marks the im2col stand-in of a convolution (conv_gemm), whose packing nest is rewritten later
 STAND_IN_ATTR = "polyopt.im2col_stand_in"
@@ -57,15 +57,14 @@ def expand_matmul(op: Operation) -> list[AffineForOp]:
     """Replace a ``hop.matmul``/``linalg.matmul`` by its (i, j, k) nest; returns the loops of
     the product nest (the ``C *= beta`` nest, when present, comes before it)."""
     a, bmat, c = op.operands
-    m, k = a.type.shape
-    n = bmat.type.shape[1]
     loc = op.loc
     alpha = getattr(op, "alpha", None)
     beta = getattr(op, "beta", None)
     b = Builder.before(op)
+    m, n, k = _extents(b, op, loc)
     etype = c.type.element_type
     if beta is not None and beta != 1:
-        loops, body = constant_loops(b, (m, n), loc)
+        loops, body = extent_loops(b, (m, n), loc)
         i, j = (l.induction_var for l in loops)
         beta_v = body.create(ConstantOp, beta, etype, loc=loc).result
         scaled = beta_v  # beta = 0: C is overwritten, not read (BLAS: NaNs in C do not survive)
@@ -74,7 +73,7 @@ def expand_matmul(op: Operation) -> list[AffineForOp]:
             mul = FLOAT_BINARY["mulf"] if isinstance(etype, FloatType) else INT_BINARY["muli"]
             scaled = body.create(mul, cij, beta_v, loc=loc).result
         body.create(AffineStoreOp, scaled, c, [i, j], loc=loc)
-    loops, body = constant_loops(b, (m, n, k), loc)
+    loops, body = extent_loops(b, (m, n, k), loc)
     i, j, kk = (l.induction_var for l in loops)
     av = body.create(AffineLoadOp, a, [i, kk], loc=loc).result
     bv = body.create(AffineLoadOp, bmat, [kk, j], loc=loc).result
@@ -86,6 +85,24 @@ def expand_matmul(op: Operation) -> list[AffineForOp]:
     body.create(AffineStoreOp, mul_add(body, av, bv, cv, loc), c, [i, j], loc=loc)
     op.erase()
     return loops
+
+
+def _extents(b: Builder, op: Operation, loc):
+    """(M, N, K) of a matmul: ``int`` when static, else ``memref.dim`` values; with a ``?``,
+    the rest of the expansion is built under a run-time check that the operands' sizes agree
+    (the returned builder is inside it)."""
+    a, bmat, c = op.operands
+    if all(v.type.has_static_shape for v in op.operands):
+        (m, k), n = a.type.shape, bmat.type.shape[1]
+        return m, n, k
+    sizes = {(v, axis): memref_size(b, v, axis, loc) for v in (a, bmat, c) for axis in (0, 1)}
+    m, k, n = sizes[(a, 0)], sizes[(a, 1)], sizes[(bmat, 1)]
+    inner = guard_equal_extents(b, [(m, sizes[(c, 0)]), (k, sizes[(bmat, 0)]),
+                                    (n, sizes[(c, 1)])],
+                                f"'{op.name}' operands have sizes that do not agree at run time "
+                                "(A: M x K, B: K x N, C: M x N)", loc)
+    b.block, b.index = inner.block, inner.index
+    return m, n, k
 
 
 def matmul_blis_params(op: Operation, machine: Optional[MachineModel] = None) -> BlisParams:
@@ -410,6 +427,12 @@ def expand_high_level_ops(module: Operation, *, tiled: bool = False,
     for op in todo:
         if hasattr(op, "CONV_KIND"):
             _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for)
+        elif tiled and not all(v.type.has_static_shape for v in op.operands):
+            if remark is not None:
+                remark(op.loc, f"{op.name} with '?' operands runs as a naive nest: the BLIS "
+                               "pipeline needs static shapes (one compiled GEMM for every size "
+                               "is the subject of the 'Every shape' issue)")
+            expand_matmul(op)
         elif tiled:
             kernel = None
             if microkernel_for is not None:

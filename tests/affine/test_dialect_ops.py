@@ -431,10 +431,19 @@ def test_error_hop_matmul_attributes(attrs, message):
 
 
 def test_error_hop_matmul_dynamic_and_mixed_types():
+    # '?' operands are accepted (their sizes are checked at run time) when the static ones agree
     dyn = func("hop.matmul %D, %A, %D : (memref<?x4xf64>, memref<4x4xf64>, memref<?x4xf64>)",
                args="%A: memref<4x4xf64>, %D: memref<?x4xf64>")
-    assert "'hop.matmul' op operand #0 (A) has a dynamic shape 'memref<?x4xf64>'; dynamic " \
-           "shapes are not supported" in error_of(dyn)
+    polyopt.parse(dyn)
+    bad = func("hop.matmul %D, %B, %D : (memref<?x4xf64>, memref<5x4xf64>, memref<?x4xf64>)",
+               args="%B: memref<5x4xf64>, %D: memref<?x4xf64>")
+    assert "'hop.matmul' op operand #1 (B) has 5 rows but A has 4 columns" in error_of(bad)
+    conv = func("hop.conv2d %I, %K, %O : (memref<1x?x32x3xf32>, memref<3x3x3x16xf32>, "
+                "memref<1x30x30x16xf32>)",
+                args="%I: memref<1x?x32x3xf32>, %K: memref<3x3x3x16xf32>, "
+                     "%O: memref<1x30x30x16xf32>")
+    assert "'hop.conv2d' op operand #0 (input) has a dynamic shape 'memref<1x?x32x3xf32>'; " \
+           "dynamic shapes are not supported" in error_of(conv)
     mixed = func("hop.matmul %A, %S, %A : (memref<4x4xf64>, memref<4x4xf32>, memref<4x4xf64>)",
                  args="%A: memref<4x4xf64>, %S: memref<4x4xf32>")
     assert "operands must have the same element type, got 'f64', 'f32', 'f64'" in error_of(mixed)

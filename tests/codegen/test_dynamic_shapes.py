@@ -221,3 +221,77 @@ func.func @twice(%c: i1, %A: memref<?xf64>, %B: memref<?xf64>) -> f64 {
     f = polyopt.compile(text)["twice"]
     A, B = np.arange(5.0), np.arange(100.0, 103.0)
     assert f(True, A, B) == 20.0 and f(False, A, B) == 606.0
+
+
+HOP_DYNAMIC = """
+func.func @mm(%A: memref<?x?xf64>, %B: memref<?x?xf64>, %C: memref<?x?xf64>) {
+  hop.matmul %A, %B, %C {alpha = 2.5 : f64, beta = 0.5 : f64}
+    : (memref<?x?xf64>, memref<?x?xf64>, memref<?x?xf64>)
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("switches", [{}, dict(hopt=True, copy=True, unroll=True, scalrep=True,
+                                                vect=True)], ids=["plain", "hopt"])
+def test_hop_matmul_on_dynamic_operands_runs_every_size(switches):
+    remarks = []
+    mm = polyopt.compile(HOP_DYNAMIC, remark=lambda loc, msg: remarks.append(msg),
+                         **switches)["mm"]
+    if switches:
+        assert any("'?' operands runs as a naive nest" in r for r in remarks)
+    for m, n, k in [(1, 1, 1), (17, 31, 5), (97, 101, 103)]:
+        rng = np.random.default_rng(m)
+        A, B, C = rng.random((m, k)), rng.random((k, n)), rng.random((m, n))
+        expected = 0.5 * C + 2.5 * A @ B
+        mm(A, B, C)
+        np.testing.assert_allclose(C, expected, rtol=1e-12)
+
+
+def test_hop_matmul_with_disagreeing_sizes_raises_and_writes_nothing():
+    mm = polyopt.compile(HOP_DYNAMIC, filename="mm.mlir")["mm"]
+    C = np.ones((3, 6))
+    with pytest.raises(RuntimeError, match=r"^mm.mlir:3:3: error: 'hop.matmul' operands have "
+                                           r"sizes that do not agree at run time"):
+        mm(np.zeros((3, 4)), np.zeros((5, 6)), C)
+    assert (C == 1).all()
+
+
+def test_cf_assert_failure_is_an_error_of_the_call_and_of_polyopt_run(tmp_path, capfd):
+    text = """func.func @main() {
+  %c5 = arith.constant 5 : index
+  %c3 = arith.constant 3 : index
+  %ok = arith.cmpi slt, %c5, %c3 : index
+  cf.assert %ok, "five is not below three"
+  return
+}
+"""
+    with pytest.raises(RuntimeError, match=r"^t.mlir:5:3: error: five is not below three$"):
+        polyopt.compile(text, filename="t.mlir")["main"]()
+    path = tmp_path / "t.mlir"
+    path.write_text(text)
+    assert main(["run", str(path)]) == 1
+    assert capfd.readouterr().err == f"{path}:5:3: error: five is not below three\n"
+
+
+def test_zero_d_i1_and_index_memrefs_from_numpy():
+    text = """
+func.func @f(%s: memref<f64>, %b: memref<4xi1>, %ix: memref<3xindex>) -> (f64, index) {
+  %v = affine.load %s[] : memref<f64>
+  %t = arith.constant 2.0 : f64
+  %w = arith.mulf %v, %t : f64
+  affine.store %w, %s[] : memref<f64>
+  %x = affine.load %b[1] : memref<4xi1>
+  %z = arith.constant true
+  %q = arith.xori %x, %z : i1
+  affine.store %q, %b[2] : memref<4xi1>
+  %i = affine.load %ix[0] : memref<3xindex>
+  %j = affine.load %ix[1] : memref<3xindex>
+  %k = arith.addi %i, %j : index
+  affine.store %k, %ix[2] : memref<3xindex>
+  return %w, %k : f64, index
+}"""
+    f = polyopt.compile(text)["f"]
+    s, b, ix = np.array(1.5), np.array([False, True, True, True]), np.array([5, 7, 0])
+    assert f(s, b, ix) == (3.0, 12)
+    assert s == 3.0 and list(b) == [False, True, False, True] and list(ix) == [5, 7, 12]

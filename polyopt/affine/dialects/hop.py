@@ -88,8 +88,8 @@ class _HopOp(Operation):
                 if isinstance(self.attributes.get(k), IntegerAttr)}
 
     # -- verification helpers ---------------------------------------------------------------
-    def _verify_operands(self, rank: int) -> list[MemRefType]:
-        return verify_memref_operands(self, self.OPERAND_NAMES, (rank,) * 3)
+    def _verify_operands(self, rank: int, allow_dynamic: bool = False) -> list[MemRefType]:
+        return verify_memref_operands(self, self.OPERAND_NAMES, (rank,) * 3, allow_dynamic)
 
     def _verify_attr_names(self) -> None:
         for k in self.attributes:
@@ -168,14 +168,20 @@ class HopMatmulOp(_HopOp):
         (m, k), (_, n) = self.a.type.shape, self.b.type.shape
         return m, n, k
 
+    @property
+    def has_dynamic_shape(self) -> bool:
+        """A ``?`` in an operand: the sizes are only known at run time."""
+        return any(not v.type.has_static_shape for v in self.operands)
+
     def verify_op(self) -> None:
-        ta, tb, tc = self._verify_operands(rank=2)
+        ta, tb, tc = self._verify_operands(rank=2, allow_dynamic=True)
         (m, k), (kb, n), (mc, nc) = ta.shape, tb.shape, tc.shape
-        if kb != k:
+        # a '?' agrees with anything here; the expansion checks it at run time
+        if None not in (kb, k) and kb != k:
             raise self.error(f"operand #1 (B) has {kb} rows but A has {k} columns")
-        if mc != m:
+        if None not in (mc, m) and mc != m:
             raise self.error(f"operand #2 (C) has {mc} rows but A has {m} rows")
-        if nc != n:
+        if None not in (nc, n) and nc != n:
             raise self.error(f"operand #2 (C) has {nc} columns but B has {n} columns")
         self._verify_attr_names()
         self._verify_tile_params()
@@ -197,11 +203,11 @@ class HopMatmulOp(_HopOp):
                 raise self.error(f"{k_} must be a number, got {a}")
 
 
-def verify_memref_operands(op: Operation, names: Sequence[str],
-                           ranks: Sequence[int]) -> list[MemRefType]:
+def verify_memref_operands(op: Operation, names: Sequence[str], ranks: Sequence[int],
+                           allow_dynamic: bool = False) -> list[MemRefType]:
     """The operand checks of ``hop.*`` and of linalg's convolutions: ``len(names)`` operands,
-    no results or regions, static-shaped memrefs of rank ``ranks[i]`` with one element type,
-    f32 or f64; returns their types."""
+    no results or regions, memrefs of rank ``ranks[i]`` (static shapes unless
+    ``allow_dynamic``) with one element type, f32 or f64; returns their types."""
     def desc(i: int) -> str:
         return f"operand #{i} ({names[i]})"
     if len(op.operands) != len(names):
@@ -218,7 +224,7 @@ def verify_memref_operands(op: Operation, names: Sequence[str],
             raise op.error(f"{desc(i)} must be a memref, got '{t}'")
         if t.rank != ranks[i]:
             raise op.error(f"{desc(i)} must have rank {ranks[i]}, got '{t}'")
-        if not t.has_static_shape:
+        if not t.has_static_shape and not allow_dynamic:
             raise op.error(f"{desc(i)} has a dynamic shape '{t}'; dynamic shapes are not "
                            "supported")
         if not isinstance(t.element_type, FloatType) or t.element_type.width not in (32, 64):
