@@ -3,6 +3,7 @@ load, store and the views (cast, collapse_shape)."""
 
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 
 from polyopt.affine.diagnostics import CodegenError
@@ -10,7 +11,8 @@ from polyopt.affine.ir import Operation
 from polyopt.affine.types import MemRefType, UnrankedMemRefType
 from polyopt.codegen.llvm_helpers import (I1, I64, NSW, PTR, VOID, Unsupported, attr_int, i64,
                                           is_pow2, opaque_alloca)
-from polyopt.codegen.lowering import DEFAULT_ALLOC_ALIGNMENT, FunctionLowering, handles
+from polyopt.codegen.lowering import (DEFAULT_ALLOC_ALIGNMENT, FunctionLowering, handles,
+                                      handles_module_op)
 from polyopt.codegen.memref_access import Mem
 from polyopt.memref_layout.layout import linearize, needs_descriptor, physical_size, strided_form
 
@@ -291,3 +293,69 @@ def _lower_alloca_scope(L: FunctionLowering, op: Operation) -> None:
     L.b.call(L.ml.intrinsic("llvm.stackrestore.p0", VOID, [PTR]), [saved])
     for res, v in zip(op.results, values):
         L.bind_llvm(res, v)
+
+
+# -- globals ---------------------------------------------------------------------------------
+
+
+def _element_bytes(t: MemRefType, values) -> bytes:
+    """The initializer of a global, as the bytes of its elements in memory."""
+    et = t.element_type
+    name = str(et)
+    if name == "bf16":
+        bits = np.asarray(values, np.float32).view(np.uint32)
+        # round to nearest even, as a truncf to bf16 does (NaNs stay NaNs)
+        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+        nan = np.isnan(np.asarray(values, np.float32))
+        rounded[nan] = ((bits[nan] >> 16) | 0x40).astype(np.uint16)
+        return rounded.tobytes()
+    dtype = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "index": np.int64,
+             "i1": np.uint8, "i8": np.int8, "i16": np.int16, "i32": np.int32,
+             "i64": np.int64}.get(name)
+    if dtype is None:
+        raise Unsupported(f"memref.global of element type '{et}' is not supported")
+    if np.issubdtype(dtype, np.integer):
+        width = 64 if name == "index" else (8 if name == "i1" else et.width)
+        values = [int(v) & ((1 << width) - 1) for v in values]
+        return np.asarray(values, np.uint64).astype(dtype.__name__.replace("int", "uint")
+                                                   if name != "i1" else np.uint8).tobytes()
+    return np.asarray(values, dtype).tobytes()
+
+
+@handles_module_op("memref.global")
+def _lower_global(ml, op: Operation) -> None:
+    """An LLVM global of the buffer's bytes (zeros for ``uninitialized``), constant when the
+    op says so, aligned as asked (default 64)."""
+    t = op.memref_type
+    init = op.initial_value
+    if init is None:
+        raise CodegenError(f"memref.global @{op.sym_name} has no initial value: external globals "
+                           "are not supported", op.loc)
+    elem = ml.mem_type(t.element_type)
+    nbytes = physical_size(t, op.loc) * ml.abi_size(elem)
+    if init == "uninitialized":
+        data = bytes(nbytes)
+    else:
+        values = list(init.values)
+        if len(values) == 1 and init.num_elements != 1:
+            values = values * init.num_elements
+        data = _element_bytes(t, values)
+    ty = ir.ArrayType(ir.IntType(8), max(1, nbytes))
+    name = f"__polyopt_global.{op.sym_name}"
+    gv = ir.GlobalVariable(ml.llmod, ty, name)
+    gv.initializer = ir.Constant(ty, bytearray(data or bytes(1)))
+    gv.global_constant = op.is_constant
+    gv.linkage = "internal"
+    align = attr_int(op.attributes.get("alignment")) or DEFAULT_ALLOC_ALIGNMENT
+    gv.align = max(align, ml.abi_align(elem))
+    gv.type = PTR  # opaque pointers (llvmlite types the global as a pointer to its array)
+    ml.memref_globals[op.sym_name] = gv
+
+
+@handles("memref.get_global")
+def _lower_get_global(L: FunctionLowering, op: Operation) -> None:
+    gv = L.ml.memref_globals.get(op.global_name)
+    if gv is None:
+        raise CodegenError(f"memref.get_global: no memref.global @{op.global_name} was lowered",
+                           op.loc)
+    L.bind(op.results[0], Mem(gv, op.results[0].type, gv.align))

@@ -181,6 +181,7 @@ class ModuleLowering:
             self.fn_attr_strings.append(f'"target-features"={llvm_str(target.features)}')
         self.callees: dict[str, _Callee] = {}
         self._globals = 0
+        self.memref_globals: dict[str, ir.GlobalVariable] = {}
         self._linearize_cache: dict = {}
 
     # -- types -------------------------------------------------------------------------------
@@ -315,9 +316,13 @@ class ModuleLowering:
     def run(self) -> LoweredModule:
         funcs = []
         for op in self.module.regions[0].blocks[0].ops:
+            if op.name in MODULE_HANDLERS:
+                MODULE_HANDLERS[op.name](self, op)
+                continue
             if op.name != "func.func":
                 raise CodegenError(f"cannot lower '{op.name}' at module level (only 'func.func' "
-                                   "is supported)", op.loc)
+                                   f"and {', '.join(sorted(MODULE_HANDLERS))} are supported)",
+                                   op.loc)
             funcs.append(op)
         # pass 1: declare every function so that calls can refer to any of them
         for f in funcs:
@@ -853,11 +858,22 @@ class FunctionLowering(IndexFormLowering, MemRefAccessLowering):
 # Op handlers: handler(lowering, op)
 
 HANDLERS: dict[str, Callable] = {}
+#: Ops at module level other than functions: ``handler(module lowering, op)``.
+MODULE_HANDLERS: dict[str, Callable] = {}
 
 
 def handles(*names):
     def deco(fn):
         for n in names:
             HANDLERS[n] = fn
+        return fn
+    return deco
+
+
+def handles_module_op(*names):
+    """Register a handler for ops that live at module level (``memref.global``)."""
+    def deco(fn):
+        for n in names:
+            MODULE_HANDLERS[n] = fn
         return fn
     return deco

@@ -129,3 +129,75 @@ func.func @f(%A: memref<?x?xf32, strided<[?, ?], offset: ?>>, %B: memref<?x?xf32
     out = np.zeros((3, 4), np.float32)
     f(big[1:7:2, 9:1:-2], out)
     np.testing.assert_array_equal(out, big[1:7:2, 9:1:-2])
+
+
+GLOBALS = """\
+memref.global "private" constant @cst : memref<2x3xf32> = dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> {alignment = 64 : i64}
+memref.global @var : memref<4xi32> = dense<-7>
+memref.global "private" @uninit : memref<2xf64> = uninitialized
+memref.global "private" constant @s : memref<f64> = dense<2.5>
+memref.global "private" constant @b : memref<3xi1> = dense<[true, false, true]>
+memref.global "private" constant @ix : memref<2xindex> = dense<[5, -1]>
+func.func @main() {
+  %0 = memref.get_global @cst : memref<2x3xf32>
+  %U = memref.cast %0 : memref<2x3xf32> to memref<*xf32>
+  call @printMemrefF32(%U) : (memref<*xf32>) -> ()
+  %1 = memref.get_global @var : memref<4xi32>
+  %c9 = arith.constant 9 : i32
+  affine.store %c9, %1[2] : memref<4xi32>
+  %U1 = memref.cast %1 : memref<4xi32> to memref<*xi32>
+  call @printMemrefI32(%U1) : (memref<*xi32>) -> ()
+  %2 = memref.get_global @uninit : memref<2xf64>
+  %3 = memref.get_global @s : memref<f64>
+  %v = affine.load %3[] : memref<f64>
+  affine.store %v, %2[1] : memref<2xf64>
+  %U2 = memref.cast %2 : memref<2xf64> to memref<*xf64>
+  call @printMemrefF64(%U2) : (memref<*xf64>) -> ()
+  %4 = memref.get_global @b : memref<3xi1>
+  %x = affine.load %4[2] : memref<3xi1>
+  vector.print %x : i1
+  %5 = memref.get_global @ix : memref<2xindex>
+  %y = affine.load %5[1] : memref<2xindex>
+  vector.print %y : index
+  return
+}
+func.func private @printMemrefF32(memref<*xf32>)
+func.func private @printMemrefI32(memref<*xi32>)
+func.func private @printMemrefF64(memref<*xf64>)
+"""
+
+
+def test_globals_round_trip_with_mlir_opt():
+    upstream = _mlir_opt(GLOBALS)
+    assert str(polyopt.parse(GLOBALS)).strip() == upstream.strip()
+    assert str(polyopt.parse(_mlir_opt(GLOBALS, "--mlir-print-op-generic"))).strip() == \
+        upstream.strip()
+
+
+@pytest.mark.parametrize("text", [
+    "memref.global @v : memref<4xi32> = dense<7>\nfunc.func @f() {\n"
+    "  %0 = memref.get_global @v : memref<4xi64>\n  return\n}\n",
+    "memref.global @v : memref<4xi32> = dense<[1,2]>\n",
+    "func.func @f() {\n  %0 = memref.get_global @nope : memref<4xi64>\n  return\n}\n",
+])
+def test_global_errors_are_mlir_opt_s(text):
+    proc = subprocess.run([tool("mlir-opt-22"), "-"], input=text, capture_output=True, text=True)
+    assert proc.returncode != 0
+    expected = proc.stderr.split("\n")[0].replace("<stdin>", "t.mlir")
+    with pytest.raises(PolyoptError) as info:
+        polyopt.parse(text, "t.mlir")
+    assert info.value.render().split("\n")[0] == expected
+
+
+def test_globals_run_as_mlir_runner_runs_them(tmp_path, capfd):
+    expected = lower_and_run(GLOBALS, [
+        "--lower-affine", "--finalize-memref-to-llvm", "--convert-vector-to-llvm",
+        "--convert-arith-to-llvm", "--convert-func-to-llvm", "--convert-cf-to-llvm",
+        "--reconcile-unrealized-casts"])
+    path = tmp_path / "globals.mlir"
+    path.write_text(GLOBALS)
+    assert main(["run", str(path)]) == 0
+    ours = capfd.readouterr().out
+    ours = ours[ours.index("\n") + 1:]
+    mask = lambda s: re.sub(r"0x[0-9a-f]+", "ADDR", s).rstrip("\n")
+    assert mask(ours) == mask(expected)

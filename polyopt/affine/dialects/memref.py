@@ -1086,3 +1086,172 @@ class AllocaScopeReturnOp(Operation):
     def verify_op(self) -> None:
         if self.parent_op is None or self.parent_op.name != "memref.alloca_scope":
             raise self.error("expects parent op 'memref.alloca_scope'")
+
+
+# ---------------------------------------------------------------------------------------------
+# global / get_global
+
+
+def _parse_elements_for(p, t: MemRefType, start: int):
+    """``dense<...>`` after ``memref.global ... =``: its type is the memref's as a tensor.  The
+    literal is read by the attribute parser, given that type."""
+    from ..parser import Parser
+    literal = p._skip_balanced_attr()
+    dims = "".join(f"{d}x" for d in t.shape)
+    sub = Parser(f"{literal} : tensor<{dims}{t.element_type}>", p.file.name)
+    try:
+        attr = sub.parse_attribute()
+    except ParseError as exc:
+        raise p.error(exc.message, start) from None
+    from ..attributes import DenseElementsAttr
+    if not isinstance(attr, DenseElementsAttr):
+        raise p.error(f"expected a dense elements literal of the memref's type, got "
+                      f"'{literal}'", start)
+    return attr
+
+
+@register_op
+class GlobalOp(Operation):
+    """``memref.global "private" constant @cst : memref<2x3xf32> = dense<...>`` (a buffer
+    that lives as long as the program; ``= uninitialized`` or no initializer at all, which
+    declares an external one)."""
+
+    OP_NAME = "memref.global"
+
+    @property
+    def sym_name(self) -> str:
+        return self.attributes["sym_name"].value
+
+    @property
+    def memref_type(self) -> MemRefType:
+        return self.attributes["type"].value
+
+    @property
+    def initial_value(self):
+        """The ``DenseElementsAttr``, ``"uninitialized"``, or ``None`` (an external global)."""
+        from ..attributes import UnitAttr
+        v = self.attributes.get("initial_value")
+        if isinstance(v, UnitAttr):
+            return "uninitialized"
+        return v
+
+    @property
+    def is_constant(self) -> bool:
+        return "constant" in self.attributes
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        from ..attributes import StringAttr, TypeAttr, UnitAttr
+        attrs = {}
+        if p.peek('"'):
+            attrs["sym_visibility"] = StringAttr(p.parse_string())
+        if p.optional_keyword("constant"):
+            attrs["constant"] = UnitAttr()
+        attrs["sym_name"] = StringAttr(p.parse_symbol_name())
+        p.expect(":")
+        t = parse_memref_type(p)
+        attrs["type"] = TypeAttr(t)
+        if p.optional("="):
+            p.skip_ws()
+            start = p.pos
+            if p.optional_keyword("uninitialized"):
+                attrs["initial_value"] = UnitAttr()
+            else:
+                if not t.has_static_shape:
+                    raise p.error("type should be static shaped memref, but got " f"'{t}'",
+                                  start)
+                attrs["initial_value"] = _parse_elements_for(p, t, start)
+        attrs.update(p.parse_optional_attr_dict())
+        return cls(attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        vis = self.attributes.get("sym_visibility")
+        p.print("memref.global ")
+        if vis is not None:
+            p.print(f"{vis} ")
+        if self.is_constant:
+            p.print("constant ")
+        p.print(f"@{self.sym_name} : {p.type_str(self.memref_type)}")
+        init = self.initial_value
+        if init == "uninitialized":
+            p.print(" = uninitialized")
+        elif init is not None:
+            text = str(init)
+            p.print(" = " + text[:text.rindex(" : tensor<")] if " : tensor<" in text else
+                    " = " + text)
+        p.print_attr_dict(self.attributes, elide=("sym_visibility", "constant", "sym_name",
+                                                  "type", "initial_value"))
+
+    def verify_op(self) -> None:
+        from ..attributes import DenseElementsAttr, StringAttr, TypeAttr
+        if self.operands or self.results:
+            raise self.error("expects no operands and no results")
+        if not isinstance(self.attributes.get("sym_name"), StringAttr):
+            raise self.error("requires attribute 'sym_name'")
+        ta = self.attributes.get("type")
+        if not isinstance(ta, TypeAttr) or not isinstance(ta.value, MemRefType):
+            raise self.error(f"type should be static shaped memref, but got '{ta}'")
+        t = ta.value
+        if not t.has_static_shape:
+            raise self.error(f"type should be static shaped memref, but got '{t}'")
+        init = self.initial_value
+        if isinstance(init, DenseElementsAttr):
+            if tuple(init.shape) != tuple(t.shape) or init.element_type != t.element_type:
+                raise self.error(f"initial value expected to be of type "
+                                 f"'tensor<{''.join(f'{d}x' for d in t.shape)}"
+                                 f"{t.element_type}>', but was of type "
+                                 f"'tensor<{''.join(f'{d}x' for d in init.shape)}"
+                                 f"{init.element_type}>'")
+        elif init not in (None, "uninitialized"):
+            raise self.error("initial value should be a unit or elements attribute")
+        if self.is_constant and init in (None, "uninitialized"):
+            pass  # MLIR accepts an uninitialized constant
+
+
+def find_global(op: Operation, name: str) -> Optional[GlobalOp]:
+    """The ``memref.global @name`` of the module around ``op`` (MLIR's nearest symbol
+    table)."""
+    parent = op.parent_op
+    while parent is not None and parent.name != "builtin.module":
+        parent = parent.parent_op
+    if parent is None:
+        return None
+    for o in parent.regions[0].blocks[0].ops:
+        if isinstance(o, GlobalOp) and o.attributes.get("sym_name") is not None and \
+                o.sym_name == name:
+            return o
+    return None
+
+
+@register_op
+class GetGlobalOp(Operation):
+    """``%0 = memref.get_global @cst : memref<2x3xf32>``."""
+
+    OP_NAME = "memref.get_global"
+
+    @property
+    def global_name(self) -> str:
+        return self.attributes["name"].name
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        from ..attributes import SymbolRefAttr
+        sym = p.parse_symbol_name()
+        attrs = p.parse_optional_attr_dict()
+        p.expect(":")
+        t = parse_memref_type(p)
+        attrs["name"] = SymbolRefAttr(sym)
+        return cls(result_types=[t], attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print(f"memref.get_global @{self.global_name}")
+        p.print_attr_dict(self.attributes, elide=("name",))
+        p.print(f" : {p.type_str(self.results[0].type)}")
+
+    def verify_op(self) -> None:
+        g = find_global(self, self.global_name)
+        if g is None:
+            raise self.error(f"'{self.global_name}' does not reference a valid global memref")
+        if g.memref_type != self.results[0].type:
+            raise self.error(f"result type '{self.results[0].type}' does not match type "
+                             f"'{g.memref_type}' of the global memref @{self.global_name}")
