@@ -287,6 +287,10 @@ NEGATIVE = [
                                     "    affine.yield %v : f32\n  }"),
      "bad.mlir:4:5: error: 'affine.yield' op parent of yield must have same number of results "
      "as the yield operands", True),
+    ("yield_not_last", _func('affine.parallel (%i) = (0) to (10) {\n    "affine.yield"() : () -> ()'
+                             '\n    %c = arith.constant 1 : i32\n  }'),
+     "bad.mlir:3:5: error: 'affine.yield' op must be the last operation in the parent block",
+     True),
     # generic form: the ODS constraints
     ("generic_no_reductions", _generic(_LB0 + "steps = [1], " + _UBN),
      "bad.mlir:2:3: error: 'affine.parallel' op requires attribute 'reductions'", True),

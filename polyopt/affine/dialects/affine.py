@@ -1048,6 +1048,9 @@ class AffineParallelOp(Operation):
         if term is None or term.name != "affine.yield":
             found = f"'{term.name}'" if term is not None else "nothing"
             raise self.error(f"expects regions to end with 'affine.yield', found {found}")
+        for inner in body.ops[:-1]:
+            if inner.name == "affine.yield":
+                raise inner.error("must be the last operation in the parent block")
         n = self.num_dims
         lgroups, ugroups = self.lower_groups, self.upper_groups
         if len(lgroups) != n or len(ugroups) != n or len(body.args) != n:
