@@ -17,6 +17,11 @@ parameters ``p0, p1, ...``; ``arith.constant``s fold to numbers and ``affine.app
 the expressions that use them.  Memrefs are the tuples ``M0, M1, ...``.  Distinct memref values
 are assumed not to alias (as MLIR's affine dependence analysis does).
 
+Each dimension of an ``affine.parallel`` is a loop of the model, as if the op were the nest of
+``affine.for``s it runs as (its :class:`~polyopt.affine.dialects.affine.AffineParallelDim`s
+stand in ``Statement.loops``); a schedule applied to its statements generates ``affine.for``s.
+An ``affine.parallel`` with reductions is refused, as an ``affine.for`` with ``iter_args`` is.
+
 Pure ops whose results are used by another statement (an ``affine.apply`` or a constant computed
 in an outer loop body) are *rematerialized*: they appear in front of the using statement's
 ``ops`` as well, so that instantiating a statement on its own (cloning its ops) is self-contained;
@@ -24,14 +29,9 @@ a group that only holds such pure ops is not a statement.  A non-pure value flow
 statements through SSA (a load in an outer loop used in an inner one) is refused: that is a
 scalar dependence the model does not track.
 
-Each dimension of an ``affine.parallel`` is a loop of the model, as if the op were the nest of
-``affine.for``s it runs as (its :class:`~polyopt.affine.dialects.affine.AffineParallelDim`s
-stand in ``Statement.loops``); a schedule applied to its statements generates ``affine.for``s.
-
 Anything non-affine in the scop is refused with a :class:`ScheduleError` that points at the op:
-``memref.load``/``store``, calls, allocations, region ops other than ``affine.for``/``affine.if``/
-``affine.parallel``, ``affine.for`` with ``iter_args``, ``affine.parallel`` with reductions, ops
-with unknown memory effects, semi-affine subscripts.
+``memref.load``/``store``, calls, allocations, region ops other than ``affine.for``/``affine.if``,
+``affine.for`` with ``iter_args``, ops with unknown memory effects, semi-affine subscripts.
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ from ..affine.affine_expr import (AffineConstantExpr, AffineDimExpr, AffineExpr,
                                   AffineMap, AffineSymbolExpr, IntegerSet)
 from ..affine.affine_rules import is_constant_like, is_pure
 from ..affine.diagnostics import Location, ScheduleError
-from ..affine.dialects.affine import (AffineForOp, AffineIfOp, AffineLoadOp, AffineParallelDim,
-                                      AffineParallelOp, AffineStoreOp, AffineVectorLoadOp,
-                                      AffineVectorStoreOp)
+from ..affine.dialects.affine import (AffineForOp, AffineIfOp, AffineLoadOp, AffineStoreOp,
+                                      AffineVectorLoadOp, AffineVectorStoreOp)
+from ..affine.dialects.affine import AffineParallelDim, AffineParallelOp
 from ..affine.ir import BlockArgument, Operation, Value
 from ..affine.printer import Printer, value_namer
 
@@ -89,12 +89,12 @@ class Statement:
 
     ``ops`` are the group's ops in order, preceded by the pure ops of other groups it uses
     (rematerialized, see the module docstring); ``loops``/``ivs`` are the enclosing loops of the
-    scop (``affine.for`` ops and ``affine.parallel`` dimensions), outermost first (the domain's
-    dimensions ``i0, i1, ...``).  ``schedule`` is the
+    scop, outermost first (the domain's dimensions ``i0, i1, ...``).  ``schedule`` is the
     original textual order as a 2d+1 schedule ``[c0, i0, c1, i1, ..., cd]`` padded with zeros to
     the deepest statement.  ``conditions`` are the enclosing ``affine.if``s inside the scop with
     the branch taken (True: then); ``position`` the ``c`` constants of the original schedule;
     ``group`` the statement's own ops (``ops`` without the rematerialized ones).
+    A loop is an ``affine.for`` or a dimension of an ``affine.parallel`` (``AffineParallelDim``).
     """
 
     name: str

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import polyopt
-from polyopt.affine.diagnostics import CodegenError
+from polyopt.affine.diagnostics import CodegenError, VerifyError
 from polyopt.cli import main
 from polyopt.codegen.to_llvm import lower_module
 
@@ -276,6 +278,76 @@ def test_minmax_bounds_and_steps_against_numpy(a, b, n, m):
             want[i, j] += A[i, j]
     polyopt.compile(ELEMENTWISE)["k"](A, B, a, b, n, m)
     assert np.array_equal(B, want)
+
+
+# random bounds: each dimension's lower group is a max and its upper group a min of 1-3
+# expressions over the symbols (constants, s + c, s floordiv k + c, c - s), with random steps
+_LOWER_EXPRS = st.one_of(
+    st.integers(-3, 12).map(lambda c: (str(c), lambda s, c=c: c)),
+    st.tuples(st.integers(0, 2), st.integers(-4, 6)).map(
+        lambda t: (f"symbol(%s{t[0]}) + {t[1]}", lambda s, t=t: s[t[0]] + t[1])),
+    st.tuples(st.integers(0, 2), st.integers(2, 5), st.integers(-2, 3)).map(
+        lambda t: (f"symbol(%s{t[0]}) floordiv {t[1]} + {t[2]}",
+                   lambda s, t=t: s[t[0]] // t[1] + t[2])))
+_UPPER_EXPRS = st.one_of(
+    _LOWER_EXPRS,
+    st.tuples(st.integers(0, 2), st.integers(10, 30)).map(
+        lambda t: (f"{t[1]} - symbol(%s{t[0]})", lambda s, t=t: t[1] - s[t[0]])))
+
+
+def _group(exprs, keyword: str) -> str:
+    texts = [t for t, _ in exprs]
+    return texts[0] if len(texts) == 1 else f"{keyword}({', '.join(texts)})"
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(lower=st.lists(st.lists(_LOWER_EXPRS, min_size=1, max_size=3), min_size=2, max_size=2),
+       upper=st.lists(st.lists(_UPPER_EXPRS, min_size=1, max_size=3), min_size=2, max_size=2),
+       steps=st.lists(st.integers(1, 5), min_size=2, max_size=2),
+       symbols=st.lists(st.lists(st.integers(0, 25), min_size=3, max_size=3), min_size=1,
+                        max_size=3))
+def test_random_bounds_and_steps_against_python(lower, upper, steps, symbols):
+    """Every point of the iteration space is visited once (a count per element of a padded
+    buffer: the bounds keep every index in [-4, 31]), and an ``addi`` reduction sees the same
+    points."""
+    src = f"""\
+func.func @k(%B: memref<40x40xi64>, %s0: index, %s1: index, %s2: index) -> i64 {{
+  %one = arith.constant 1 : i64
+  %r = affine.parallel (%i, %j) = ({", ".join(_group(g, "max") for g in lower)}) to ({
+      ", ".join(_group(g, "min") for g in upper)}) step ({steps[0]}, {steps[1]}) reduce ("addi") -> (i64) {{
+    %b = affine.load %B[%i + 8, %j + 8] : memref<40x40xi64>
+    %c = arith.addi %b, %one : i64
+    affine.store %c, %B[%i + 8, %j + 8] : memref<40x40xi64>
+    %x = affine.apply affine_map<(d0, d1) -> (d0 * 64 + d1)>(%i, %j)
+    %xi = arith.index_cast %x : index to i64
+    affine.yield %xi : i64
+  }}
+  return %r : i64
+}}
+"""
+    spaces = []
+    for s in symbols:
+        lo = [max(f(s) for _, f in g) for g in lower]
+        hi = [min(f(s) for _, f in g) for g in upper]
+        spaces.append((s, lo, hi))
+    try:
+        k = polyopt.compile(src)["k"]
+    except VerifyError as e:
+        # memref-bound-check: out of bounds whenever it runs (for symbols that make it run,
+        # which these are not)
+        assert "out-of-bounds access" in str(e)
+        assert all(not range(lo[0], hi[0]) or not range(lo[1], hi[1]) for _, lo, hi in spaces)
+        return
+    for s, lo, hi in spaces:
+        want = np.zeros((40, 40), dtype=np.int64)
+        total = 0
+        for i in range(lo[0], hi[0], steps[0]):
+            for j in range(lo[1], hi[1], steps[1]):
+                want[i + 8, j + 8] += 1
+                total += i * 64 + j
+        B = np.zeros((40, 40), dtype=np.int64)
+        assert k(B, *s) == total
+        assert np.array_equal(B, want)
 
 
 def test_no_dimension_runs_the_body_once():
