@@ -10,8 +10,8 @@ constants, sizes).  The rules, as in ``mlir/lib/Dialect/Affine/IR/AffineOps.cpp`
 * constants are valid symbols anywhere, and so is the result of a ``Pure`` op (``arith.addi``,
   ``affine.apply``, ``affine.min``, casts, ...) whose operands are all valid symbols;
 * ``memref.dim`` of a top-level memref (or of an ``alloc`` whose size is a valid symbol);
-* a valid dimension is a valid symbol, an ``affine.for`` induction variable, or an
-  ``affine.apply`` whose operands are all valid dimensions.
+* a valid dimension is a valid symbol, an ``affine.for``/``affine.parallel`` induction
+  variable, or an ``affine.apply`` whose operands are all valid dimensions.
 
 So ``%k = arith.addi %i, %j`` inside a loop nest (``%i``, ``%j`` induction variables) is neither,
 and cannot subscript an ``affine.load``; ``%i`` itself is a dimension but not a symbol.
@@ -246,11 +246,18 @@ def _is_dim_op_valid_symbol(dim_op: Operation, region: Optional[Region], memo: d
     return dyn_pos < op.num_operands and _valid_symbol(op.operands[dyn_pos], region, memo)
 
 
+def _is_parallel_iv(value: Value) -> bool:
+    """An argument of an ``affine.parallel`` body (one of its induction variables)."""
+    region = value.block.parent if isinstance(value, BlockArgument) else None
+    return region is not None and region.parent is not None and \
+        region.parent.name == "affine.parallel"
+
+
 def is_valid_dim(value: Value, region=_UNSET) -> bool:
     """May ``value`` be used as an affine dimension?
 
-    Valid symbols, ``affine.for`` induction variables, and ``affine.apply`` results whose
-    operands are valid dimensions.  ``region`` as in :func:`is_valid_symbol`.
+    Valid symbols, ``affine.for``/``affine.parallel`` induction variables, and ``affine.apply``
+    results whose operands are valid dimensions.  ``region`` as in :func:`is_valid_symbol`.
     """
     if not isinstance(value.type, IndexType):
         return False
@@ -258,7 +265,7 @@ def is_valid_dim(value: Value, region=_UNSET) -> bool:
         op = value.defining_op
         if op is not None:
             return _valid_dim(value, get_affine_scope(op), {}, {})
-        if is_affine_induction_var(value):
+        if is_affine_induction_var(value) or _is_parallel_iv(value):
             return True
         owner = value.block.parent.parent if value.block.parent is not None else None
         return is_affine_scope(owner)
@@ -277,7 +284,7 @@ def _valid_dim(value: Value, region: Optional[Region], memo: dict, sym_memo: dic
     else:
         op = value.defining_op
         if op is None:
-            result = is_affine_induction_var(value)
+            result = is_affine_induction_var(value) or _is_parallel_iv(value)
         elif op.name == "affine.apply":
             result = all(_valid_dim(v, region, memo, sym_memo) for v in op.operands)
         elif op.name == "memref.dim":

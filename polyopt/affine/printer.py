@@ -225,6 +225,10 @@ class Printer:
         self.print(f'"{op.name}"(')
         self.print_operands(op.operands)
         self.print(")")
+        properties = getattr(op, "generic_properties", None)  # what must be in <{...}>
+        if properties is not None:
+            self.print(" <{" + ", ".join(format_named_attr(k, v, self.alias)
+                                         for k, v in sorted(properties().items())) + "}>")
         if op.regions:
             self.print(" (")
             for i, r in enumerate(op.regions):

@@ -1,15 +1,21 @@
 """Lowering of the affine dialect (MLIR's lower-affine, then to LLVM): ``affine.for`` as a
-canonical loop with header phis, ``affine.if`` as branches, ``affine.apply/min/max`` and
-subscripts through linear forms, loads, stores and prefetches."""
+canonical loop with header phis, ``affine.parallel`` as a nest of such loops (run in order for
+now) with its reductions in accumulators, ``affine.if`` as branches, ``affine.apply/min/max``,
+``affine.delinearize_index``/``linearize_index`` and subscripts through linear forms, loads,
+stores and prefetches."""
 
 from __future__ import annotations
+
+import math
 
 from llvmlite import ir
 
 from polyopt.affine.affine_expr import AffineMap
 from polyopt.affine.diagnostics import CodegenError
 from polyopt.affine.ir import Operation
-from polyopt.codegen.llvm_helpers import I32, I64, NSW, VOID, i64
+from polyopt.codegen.index_forms import Lin
+from polyopt.codegen.llvm_helpers import (I32, I64, NSW, VOID, call_intrinsic, i64,
+                                          int_const)
 from polyopt.codegen.lowering import FunctionLowering, handles
 
 
@@ -51,6 +57,87 @@ def _lower_for(L: FunctionLowering, op: Operation) -> None:
     b.position_at_end(exit_)
     for res, phi in zip(op.results, phis):
         L.bind_llvm(res, phi)
+
+
+#: The value each reduction of ``affine.parallel`` starts from (MLIR's ``getIdentityValue``;
+#: ``addf`` starts from +0.0 as upstream does, not from the true identity -0.0).
+_REDUCTION_IDENTITY = {"addf": 0.0, "mulf": 1.0, "maximumf": -math.inf, "minimumf": math.inf,
+                       "addi": 0, "muli": 1, "ori": 0, "andi": -1}
+
+
+def _combine(L: FunctionLowering, kind: str, acc: ir.Value, value: ir.Value) -> ir.Value:
+    """``acc <kind> value``: the reduction step (MLIR's ``getReductionOp``; arith semantics:
+    ``maximumf``/``minimumf`` propagate NaN and order -0.0 below +0.0)."""
+    b = L.b
+    if kind == "addf":
+        return b.fadd(acc, value, flags=("contract",))
+    if kind == "mulf":
+        return b.fmul(acc, value, flags=("contract",))
+    if kind in ("maximumf", "minimumf"):
+        return call_intrinsic(L, kind[:7], [acc, value])
+    return {"addi": b.add, "muli": b.mul, "ori": b.or_, "andi": b.and_}[kind](acc, value)
+
+
+@handles("affine.parallel")
+def _lower_parallel(L: FunctionLowering, op: Operation) -> None:
+    """As MLIR's lower-affine (scf.parallel over max/min bounds, scf.reduce from the identity),
+    with the scf.parallel run as a nest of sequential loops, outermost dimension first: each
+    iteration's yielded values are combined into the accumulators (``acc = acc <kind> v``)."""
+    inits = []
+    for kind, res in zip(op.reductions, op.results):
+        if kind not in _REDUCTION_IDENTITY:
+            raise CodegenError(f"'affine.parallel' reduction \"{kind}\" has no identity value "
+                               f"and cannot be lowered (nor can MLIR's lower-affine)", op.loc)
+        ty = L.ml.scalar_type(res.type)
+        value = _REDUCTION_IDENTITY[kind]
+        inits.append(ir.Constant(ty, value) if isinstance(value, float)
+                     else int_const(ty, value))
+    # the bounds are computed once, before the nest (their operands are defined above it)
+    bounds = []
+    for k, step in enumerate(op.steps):
+        if step <= 0:
+            raise CodegenError(f"'affine.parallel' step #{k} must be positive, got {step}",
+                               op.loc)
+        lb = L.combine_bound(L.map_forms(op.lower_bound_map(k), op.lower_operands), True)
+        ub = L.combine_bound(L.map_forms(op.upper_bound_map(k), op.upper_operands), False)
+        bounds.append((lb, ub, step))
+    for res, v in zip(op.results, _lower_parallel_dims(L, op, bounds, 0, inits)):
+        L.bind_llvm(res, v)
+
+
+def _lower_parallel_dims(L: FunctionLowering, op: Operation, bounds: list, k: int,
+                         accs: list) -> list:
+    """Dimensions ``k...`` of ``op`` around its body, from accumulators ``accs``; returns the
+    accumulators after them."""
+    if k == len(bounds):
+        yielded = L.lower_region_block(op.body)
+        return [_combine(L, kind, a, y) for kind, a, y in zip(op.reductions, accs, yielded)]
+    b = L.b
+    (lb, lb_range), (ub, ub_range), step = bounds[k]
+    pre = b.block
+    header = L.fn.append_basic_block("par.header")
+    body = L.fn.append_basic_block("par.body")
+    exit_ = L.fn.append_basic_block("par.exit")
+    b.branch(header)
+    b.position_at_end(header)
+    iv = b.phi(I64, "piv")
+    phis = [b.phi(a.type) for a in accs]
+    b.cbranch(b.icmp_signed("<", iv, ub), body, exit_)
+    b.position_at_end(body)
+    L.bind(op.ivs[k], iv)
+    L.leaf_values[id(iv)] = iv
+    L.leaf_ranges[id(iv)] = (lb_range[0], None if ub_range[1] is None else ub_range[1] - 1)
+    inner = _lower_parallel_dims(L, op, bounds, k + 1, phis)
+    nxt = b.add(iv, i64(step), name="piv.next", flags=NSW)
+    latch = b.block
+    b.branch(header)
+    iv.add_incoming(lb, pre)
+    iv.add_incoming(nxt, latch)
+    for phi, a, v in zip(phis, accs, inner):
+        phi.add_incoming(a, pre)
+        phi.add_incoming(v, latch)
+    b.position_at_end(exit_)
+    return phis
 
 
 @handles("affine.if")
@@ -157,3 +244,51 @@ def _lower_affine_prefetch(L: FunctionLowering, op: Operation) -> None:
     fn = L.ml.intrinsic("llvm.prefetch.p0", VOID, [ptr.type, I32, I32, I32])
     L.b.call(fn, [ptr, ir.Constant(I32, int(op.is_write)), ir.Constant(I32, op.locality),
                   ir.Constant(I32, int(op.is_data_cache))])
+
+
+def _product(L: FunctionLowering, factors: list) -> Lin:
+    out = Lin.constant(1)
+    for f in factors:
+        out = L.lin_mul(out, f)
+    return out
+
+
+def _basis_forms(L: FunctionLowering, op: Operation) -> list:
+    """The basis of an index op as linear forms (constants, or the dynamic operands' forms)."""
+    return [L.form_of(b) if not isinstance(b, int) else Lin.constant(b) for b in op.basis()]
+
+
+@handles("affine.delinearize_index")
+def _lower_delinearize(L: FunctionLowering, op: Operation) -> None:
+    """As MLIR's affine-expand-index-ops: with strides ``S_k`` (the product of the basis entries
+    after result ``k``'s), result 0 is ``x floordiv S_0``, result ``k`` is ``(x mod S_{k-1})
+    floordiv S_k`` and the last ``x mod S_{n-2}``; the basis must be positive (as MLIR assumes).
+    The results keep their linear forms, so subscripts built from them fold."""
+    basis = _basis_forms(L, op)
+    if not op.has_outer_bound:
+        basis = [None] + basis        # the first result is unbounded
+    x = L.form_of(op.linear_index)
+    n = len(op.results)
+    strides = [_product(L, basis[k + 1:]) for k in range(n)]
+    cache: dict = {}
+    for k, res in enumerate(op.results):
+        form = x if k == 0 else L.lin_mod(x, strides[k - 1])
+        if k < n - 1:
+            form = L.lin_floordiv(form, strides[k])
+        L.bind(res, L.emit_lin(form, cache))
+        L.forms[res] = form
+
+
+@handles("affine.linearize_index")
+def _lower_linearize(L: FunctionLowering, op: Operation) -> None:
+    """``sum(index_k * S_k)``, ``S_k`` the product of the basis entries after index ``k``'s
+    (the outer bound, when given, takes no part), as MLIR's affine-expand-index-ops."""
+    basis = _basis_forms(L, op)
+    indices = op.multi_index
+    if len(basis) < len(indices):
+        basis = [None] + basis
+    form = Lin.constant(0)
+    for k, v in enumerate(indices):
+        form = form.add(L.lin_mul(L.form_of(v), _product(L, basis[k + 1:])))
+    L.bind(op.results[0], L.emit_lin(form))
+    L.forms[op.results[0]] = form

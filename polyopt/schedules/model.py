@@ -17,6 +17,11 @@ parameters ``p0, p1, ...``; ``arith.constant``s fold to numbers and ``affine.app
 the expressions that use them.  Memrefs are the tuples ``M0, M1, ...``.  Distinct memref values
 are assumed not to alias (as MLIR's affine dependence analysis does).
 
+Each dimension of an ``affine.parallel`` is a loop of the model, as if the op were the nest of
+``affine.for``s it runs as (its :class:`~polyopt.affine.dialects.affine.AffineParallelDim`s
+stand in ``Statement.loops``); a schedule applied to its statements generates ``affine.for``s.
+An ``affine.parallel`` with reductions is refused, as an ``affine.for`` with ``iter_args`` is.
+
 Pure ops whose results are used by another statement (an ``affine.apply`` or a constant computed
 in an outer loop body) are *rematerialized*: they appear in front of the using statement's
 ``ops`` as well, so that instantiating a statement on its own (cloning its ops) is self-contained;
@@ -42,6 +47,7 @@ from ..affine.affine_rules import is_constant_like, is_pure
 from ..affine.diagnostics import Location, ScheduleError
 from ..affine.dialects.affine import (AffineForOp, AffineIfOp, AffineLoadOp, AffineStoreOp,
                                       AffineVectorLoadOp, AffineVectorStoreOp)
+from ..affine.dialects.affine import AffineParallelDim, AffineParallelOp
 from ..affine.ir import BlockArgument, Operation, Value
 from ..affine.printer import Printer, value_namer
 
@@ -50,6 +56,9 @@ __all__ = ["Access", "Statement", "PolyhedralModel", "OpAccess", "extract", "acc
 
 #: The memory accesses the model understands.
 ACCESS_OPS = (AffineLoadOp, AffineStoreOp, AffineVectorLoadOp, AffineVectorStoreOp)
+#: What the model treats as a loop: an ``affine.for``, or one dimension of an ``affine.parallel``.
+LoopLike = Union[AffineForOp, AffineParallelDim]
+_LOOPS = (AffineForOp, AffineParallelDim)
 
 _ALLOC_OPS = frozenset({"memref.alloc", "memref.alloca", "memref.dealloc", "memref.realloc",
                         "alloc", "alloca", "dealloc"})
@@ -85,11 +94,12 @@ class Statement:
     the deepest statement.  ``conditions`` are the enclosing ``affine.if``s inside the scop with
     the branch taken (True: then); ``position`` the ``c`` constants of the original schedule;
     ``group`` the statement's own ops (``ops`` without the rematerialized ones).
+    A loop is an ``affine.for`` or a dimension of an ``affine.parallel`` (``AffineParallelDim``).
     """
 
     name: str
     ops: list[Operation]
-    loops: list[AffineForOp]
+    loops: list[LoopLike]
     ivs: list[Value]
     domain: isl.Set
     reads: isl.UnionMap
@@ -327,11 +337,12 @@ class _Resolver:
         return [f"{t} {'=' if eq else '>='} 0" for t, eq in zip(terms, cond.eq_flags)]
 
 
-def _loop_constraints(loop: AffineForOp, name: str, resolver: _Resolver, ivs: dict[Value, str],
+def _loop_constraints(loop: LoopLike, name: str, resolver: _Resolver, ivs: dict[Value, str],
                       exists_name: str) -> list[str]:
     """``lb <= iv < ub`` for every result of the bound maps, and ``iv = lb + step * e``."""
-    lbs = resolver.map(loop.lower_map, loop.lower_operands, ivs, loop, "lower bound")
-    ubs = resolver.map(loop.upper_map, loop.upper_operands, ivs, loop, "upper bound")
+    user = loop.op if isinstance(loop, AffineParallelDim) else loop
+    lbs = resolver.map(loop.lower_map, loop.lower_operands, ivs, user, "lower bound")
+    ubs = resolver.map(loop.upper_map, loop.upper_operands, ivs, user, "upper bound")
     cons = [f"{name} >= {lb}" for lb in lbs] + [f"{name} < {ub}" for ub in ubs]
     if loop.step != 1:
         lb = lbs[0] if len(lbs) == 1 else f"max({', '.join(map(str, lbs))})"
@@ -356,12 +367,12 @@ class _ChainTexts:
 
 
 def _chain_texts(chain: Sequence[tuple[Operation, Optional[bool]]], resolver: _Resolver,
-                 ivs: dict[Value, str], iv_name: Callable[[AffineForOp], str],
+                 ivs: dict[Value, str], iv_name: Callable[[LoopLike], str],
                  exists_prefix: str = "e") -> _ChainTexts:
     loop_cons: list[str] = []
     conds: list[tuple[list[str], bool]] = []
     for k, (op, branch) in enumerate(chain):
-        if isinstance(op, AffineForOp):
+        if isinstance(op, _LOOPS):
             loop_cons += _loop_constraints(op, iv_name(op), resolver, ivs, f"{exists_prefix}{k}")
         else:
             conds.append((resolver.integer_set(op.condition, op.cond_operands, ivs, op), branch))
@@ -369,8 +380,9 @@ def _chain_texts(chain: Sequence[tuple[Operation, Optional[bool]]], resolver: _R
 
 
 def _enclosing_chain(op: Operation) -> list[tuple[Operation, Optional[bool]]]:
-    """The ``affine.for``/``affine.if`` ops around ``op``, outermost first, up to the first
-    other op; ifs come with the branch ``op`` is in (True: then)."""
+    """The ``affine.for``/``affine.if`` ops (and ``affine.parallel`` dimensions) around ``op``,
+    outermost first, up to the first other op; ifs come with the branch ``op`` is in (True:
+    then)."""
     chain: list[tuple[Operation, Optional[bool]]] = []
     cur = op
     while True:
@@ -379,6 +391,8 @@ def _enclosing_chain(op: Operation) -> list[tuple[Operation, Optional[bool]]]:
             break
         if isinstance(parent, AffineForOp):
             chain.append((parent, None))
+        elif isinstance(parent, AffineParallelOp):
+            chain.extend((d, None) for d in reversed(parent.dims()))
         elif isinstance(parent, AffineIfOp):
             chain.append((parent, cur.parent is parent.then_block))
         else:
@@ -414,7 +428,7 @@ def _access_texts(op: Operation, resolver: _Resolver, ivs: dict[Value, str]
 @dataclass
 class _Group:
     ops: list[Operation]
-    loops: list[AffineForOp]
+    loops: list[LoopLike]
     chain: list[tuple[Operation, Optional[bool]]]
     position: list[int]
 
@@ -436,6 +450,11 @@ def _check_supported(op: Operation) -> None:
         if op.results:
             raise ScheduleError("'affine.if' op with results is not supported by the polyhedral "
                                 "model yet", op.loc)
+        return
+    if isinstance(op, AffineParallelOp):
+        if op.results:
+            raise ScheduleError("'affine.parallel' op with reductions is not supported by the "
+                                "polyhedral model yet", op.loc)
         return
     if name == "affine.yield" or isinstance(op, ACCESS_OPS):
         return
@@ -462,7 +481,7 @@ def _scop_of(root: Union[Operation, Sequence[Operation]]) -> list[Operation]:
             body = root.regions[0].blocks[0].ops if root.regions and root.regions[0].blocks \
                 else []
             marks = [k for k, op in enumerate(body)
-                     if isinstance(op, (AffineForOp, AffineIfOp) + ACCESS_OPS)]
+                     if isinstance(op, (AffineForOp, AffineIfOp, AffineParallelOp) + ACCESS_OPS)]
             if not marks:
                 sym = getattr(root.attributes.get("sym_name"), "value", "?")
                 raise ScheduleError(f"function @{sym} has no affine loop nest to model", root.loc)
@@ -541,6 +560,16 @@ def extract(root: Union[Operation, Sequence[Operation]], *,
                 pos = counter[0]
                 counter[0] += 1
                 walk_seq(op.body.ops, loops + [op], chain + [(op, None)], prefix + [pos], [0])
+            elif isinstance(op, AffineParallelOp):
+                flush()
+                dims = op.dims()     # one loop per dimension, each with a 0 position inside
+                if not dims:         # no dimension: the body runs once, in place
+                    walk_seq(op.body.ops, loops, chain, prefix, counter)
+                    continue
+                pos = counter[0]
+                counter[0] += 1
+                walk_seq(op.body.ops, loops + dims, chain + [(d, None) for d in dims],
+                         prefix + [pos] + [0] * (len(dims) - 1), [0])
             elif isinstance(op, AffineIfOp):
                 flush()
                 walk_seq(op.then_block.ops, loops, chain + [(op, True)], prefix, counter)
@@ -693,7 +722,7 @@ def access_relation(op: Operation) -> OpAccess:
     if not isinstance(op, ACCESS_OPS):
         raise TypeError(f"access_relation: '{op.name}' is not an affine memory access")
     chain = _enclosing_chain(op)
-    loops = [c for c, _ in chain if isinstance(c, AffineForOp)]
+    loops = [c for c, _ in chain if isinstance(c, _LOOPS)]
     ivs = {loop.induction_var: f"i{d}" for d, loop in enumerate(loops)}
     depth_of = {id(loop): d for d, loop in enumerate(loops)}
     params: list[Value] = []

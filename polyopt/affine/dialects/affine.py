@@ -1,5 +1,7 @@
-"""The affine dialect: ``affine.for``, ``affine.if``, ``affine.yield``, ``affine.load``/``store``,
-``affine.vector_load``/``vector_store``, ``affine.apply``, ``affine.min``, ``affine.max``.
+"""The affine dialect: ``affine.for``, ``affine.parallel``, ``affine.if``, ``affine.yield``,
+``affine.load``/``store``, ``affine.vector_load``/``vector_store``, ``affine.prefetch``,
+``affine.apply``, ``affine.min``, ``affine.max``, ``affine.delinearize_index``,
+``affine.linearize_index``.
 
 Custom forms parse and print exactly as ``mlir-opt-22`` does; the generic forms parse too.
 Maps live in ``attributes`` under MLIR's names (``lowerBoundMap``, ``upperBoundMap``, ``step``,
@@ -11,8 +13,10 @@ The 2020 spellings of the paper parse as well: bare maps and sets written in pla
 (``affine.for %i = (d0) -> (d0 * 16)(%j) to ...``, ``affine.if (d0) : (d0 >= 0)(%i)``).
 
 Validity of map operands as dimensions or symbols follows :mod:`polyopt.affine.affine_rules`.
-Deliberate difference from mlir-opt-22: ``affine.for`` with ``step 0`` is rejected by the
-verifier (mlir-opt-22 accepts it and loops forever).
+Deliberate differences from mlir-opt-22: ``affine.for`` with ``step 0`` is rejected by the
+verifier (mlir-opt-22 accepts it and loops forever), and so is an ``affine.parallel`` with a
+non-positive step, with operands that do not match its bound maps (mlir-opt-22 crashes when it
+prints one) or with non-``index`` body arguments.
 """
 
 from __future__ import annotations
@@ -23,14 +27,18 @@ from ..affine_expr import (AffineConstantExpr, AffineExpr, AffineMap, AffineSymb
                            IntegerSet, dim, symbol)
 from ..affine_rules import get_affine_scope, is_valid_dim, is_valid_symbol, \
     verify_dim_and_symbol_identifiers
-from ..attributes import AffineMapAttr, DenseArrayAttr, IntegerAttr, IntegerSetAttr
+from ..attributes import (AffineMapAttr, ArrayAttr, DenseArrayAttr, DenseElementsAttr,
+                          IntegerAttr, IntegerSetAttr, UnitAttr)
 from ..diagnostics import Location, ParseError, VerifyError
 from ..ir import Block, Operation, Region, Value, register_op
-from ..types import FunctionType, IndexType, IntegerType, MemRefType, Type, VectorType, index
+from ..types import (FloatType, FunctionType, IndexType, IntegerType, MemRefType, Type,
+                     VectorType, i1, i64, index)
 
 __all__ = [
     "AffineForOp", "AffineIfOp", "AffineYieldOp", "AffineLoadOp", "AffineStoreOp",
     "AffineVectorLoadOp", "AffineVectorStoreOp", "AffinePrefetchOp", "AffineApplyOp", "AffineMinOp", "AffineMaxOp",
+    "AffineParallelOp", "AffineParallelDim", "AffineDelinearizeIndexOp", "AffineLinearizeIndexOp",
+    "ATOMIC_RMW_KINDS",
 ]
 
 
@@ -74,18 +82,22 @@ def _parse_map_ref(p) -> tuple[AffineMap, int]:
     return p.parse_affine_map_or_set_ref(want="map"), start
 
 
-def _parse_subscripts(p) -> tuple[AffineMap, list[Value]]:
-    """``[%i + 1, %j * 2, symbol(%n)]`` (MLIR's ``parseAffineMapOfSSAIds``).
+class _SsaIds:
+    """The dimensions and symbols of one ``parseAffineMapOfSSAIds``/``parseAffineExprOfSSAIds``.
 
     Each SSA name becomes a dimension in order of first appearance, or a symbol when its first
     appearance is wrapped in ``symbol(...)``; later uses of the same name reuse that position.
     Operands are ``index`` values (checked where they are written).
     """
-    seen: dict[str, AffineExpr] = {}
-    dims: list[Value] = []
-    syms: list[Value] = []
 
-    def lookup(name: str, offset: int) -> Optional[AffineExpr]:
+    def __init__(self, p):
+        self.p = p
+        self.seen: dict[str, AffineExpr] = {}
+        self.dims: list[Value] = []
+        self.syms: list[Value] = []
+
+    def lookup(self, name: str, offset: int) -> Optional[AffineExpr]:
+        p = self.p
         if name.startswith("symbol:"):
             key, is_symbol = name[len("symbol:"):], True
             offset = p.text.find("%", offset)
@@ -93,20 +105,34 @@ def _parse_subscripts(p) -> tuple[AffineMap, list[Value]]:
             key, is_symbol = name[1:], False
         else:
             return None
-        if key in seen:
-            return seen[key]
+        if key in self.seen:
+            return self.seen[key]
         value = _resolve(p, key, offset, index)
         if is_symbol:
-            expr = symbol(len(syms))
-            syms.append(value)
+            expr = symbol(len(self.syms))
+            self.syms.append(value)
         else:
-            expr = dim(len(dims))
-            dims.append(value)
-        seen[key] = expr
+            expr = dim(len(self.dims))
+            self.dims.append(value)
+        self.seen[key] = expr
         return expr
 
-    results = p.parse_comma_separated("[", "]", lambda: p.parse_affine_expr(lookup))
-    return AffineMap.get(len(dims), len(syms), tuple(results)), dims + syms
+    def map(self, results: Sequence[AffineExpr]) -> tuple[AffineMap, list[Value]]:
+        return AffineMap.get(len(self.dims), len(self.syms), tuple(results)), \
+            self.dims + self.syms
+
+
+def _parse_ssa_exprs(p, open_: str = "[", close: str = "]") -> tuple[AffineMap, list[Value]]:
+    """``[%i + 1, %j * 2, symbol(%n)]`` (MLIR's ``parseAffineMapOfSSAIds``): the map over the
+    names used (see :class:`_SsaIds`) and its operands, dimensions first."""
+    ids = _SsaIds(p)
+    results = p.parse_comma_separated(open_, close, lambda: p.parse_affine_expr(ids.lookup))
+    return ids.map(results)
+
+
+def _parse_subscripts(p) -> tuple[AffineMap, list[Value]]:
+    """``[%i + 1, %j * 2, symbol(%n)]``: the subscripts of an affine memory access."""
+    return _parse_ssa_exprs(p)
 
 
 def _parse_typed_type(p, op_name: str, kind, kind_name: str, lead: str) -> Type:
@@ -677,6 +703,387 @@ class AffineIfOp(Operation):
 
 
 # ---------------------------------------------------------------------------------------------
+# affine.parallel
+
+#: MLIR's ``arith::AtomicRMWKind``, in the order of its integer values (how ``reductions`` stores
+#: them in the generic form).
+ATOMIC_RMW_KINDS = ("addf", "addi", "andi", "assign", "maximumf", "maxnumf", "maxs", "maxu",
+                    "minimumf", "minnumf", "mins", "minu", "mulf", "muli", "ori", "xori")
+_FLOAT_REDUCTIONS = frozenset({"addf", "mulf", "maximumf", "minimumf"})
+_INT_REDUCTIONS = frozenset({"addi", "muli", "ori", "andi"})
+
+
+def reduction_matches(kind: str, t: Type) -> bool:
+    """MLIR's ``isResultTypeMatchAtomicRMWKind``: may a result of type ``t`` be reduced with
+    ``kind``?  ``maxs``/``mins``/``maxu``/``minu`` want signed/unsigned integer types (``si32``),
+    which polyopt does not have; ``maxnumf``/``minnumf``/``xori`` are never accepted."""
+    if kind == "assign":
+        return True
+    if kind in _FLOAT_REDUCTIONS:
+        return isinstance(t, FloatType)
+    if kind in _INT_REDUCTIONS:
+        return isinstance(t, IntegerType)
+    return False
+
+
+def _parse_parallel_bound(p, keyword: str) -> tuple[AffineMap, list[Value], list[int]]:
+    """``(%a, max(%b, 2), %n + 1)`` (MLIR's ``parseAffineMapWithMinMax``): one map with every
+    expression, the size of each group, and the operands (dimensions, then symbols) shared by
+    all groups, each value once."""
+    entries: list[tuple[AffineExpr, list[Value], list[Value]]] = []
+    groups: list[int] = []
+
+    def group():
+        if p.optional_keyword(keyword):
+            amap, operands = _parse_ssa_exprs(p, "(", ")")
+            nd = amap.num_dims
+            entries.extend((e, operands[:nd], operands[nd:]) for e in amap.results)
+            groups.append(amap.num_results)
+        else:
+            ids = _SsaIds(p)
+            entries.append((p.parse_affine_expr(ids.lookup), ids.dims, ids.syms))
+            groups.append(1)
+
+    p.parse_comma_separated("(", ")", group)
+    dims: list[Value] = []
+    syms: list[Value] = []
+
+    def position(values: list[Value], v: Value) -> int:
+        for k, w in enumerate(values):
+            if w is v:
+                return k
+        values.append(v)
+        return len(values) - 1
+
+    exprs = [e.replace([dim(position(dims, v)) for v in ds], [symbol(position(syms, v))
+                                                               for v in ss])
+             for e, ds, ss in entries]
+    return AffineMap.get(len(dims), len(syms), tuple(exprs)), dims + syms, groups
+
+
+def _group_slices(groups: Sequence[int]) -> list[tuple[int, int]]:
+    out, start = [], 0
+    for size in groups:
+        out.append((start, size))
+        start += size
+    return out
+
+
+def _print_parallel_bound(p, amap: AffineMap, groups: Sequence[int], operands: Sequence[Value],
+                          keyword: str) -> None:
+    """MLIR's ``printMinMaxBound``: a lone expression as is, a group as ``max(...)``."""
+    dim_names = [p.value_name(v) for v in operands[:amap.num_dims]]
+    sym_names = [f"symbol({p.value_name(v)})" for v in operands[amap.num_dims:]]
+    parts = []
+    for start, size in _group_slices(groups):
+        texts = [e.to_str(dim_names, sym_names) for e in amap.results[start:start + size]]
+        parts.append(texts[0] if size == 1 else f"{keyword}({', '.join(texts)})")
+    p.print(", ".join(parts))
+
+
+class AffineParallelDim:
+    """Dimension ``index`` of an ``affine.parallel``, seen as the loop it runs sequentially
+    (what the polyhedral model reads of an ``affine.for``: ``induction_var``, the bound maps
+    and operands, ``step``, ``name`` and ``loc``).  A view: create one per dimension and use
+    that object throughout an analysis (it compares by identity)."""
+
+    name = "affine.parallel"
+
+    def __init__(self, op: "AffineParallelOp", index: int):
+        self.op = op
+        self.index = index
+
+    @property
+    def loc(self):
+        return self.op.loc
+
+    @property
+    def induction_var(self) -> Value:
+        return self.op.ivs[self.index]
+
+    @property
+    def lower_map(self) -> AffineMap:
+        return self.op.lower_bound_map(self.index)
+
+    @property
+    def upper_map(self) -> AffineMap:
+        return self.op.upper_bound_map(self.index)
+
+    @property
+    def lower_operands(self) -> tuple[Value, ...]:
+        return self.op.lower_operands
+
+    @property
+    def upper_operands(self) -> tuple[Value, ...]:
+        return self.op.upper_operands
+
+    @property
+    def step(self) -> int:
+        return self.op.steps[self.index]
+
+    def __repr__(self) -> str:
+        return f"<affine.parallel dim {self.index} at {self.op.loc}>"
+
+
+@register_op
+class AffineParallelOp(Operation):
+    """``affine.parallel (%i, %j) = (0, max(%a, 2)) to (min(%n, 64), 10) step (2, 3)
+    reduce ("addf") -> (f32) { ... affine.yield %v : f32 }``.
+
+    A multi-dimensional loop whose iterations may run in any order (MLIR's ``AffineParallelOp``).
+    Dimension ``k`` runs from the max of its lower-bound group to the min of its upper-bound
+    group.  All lower-bound expressions share one map (``lowerBoundsMap``, split into groups by
+    ``lowerBoundsGroups``) over the first operands, the upper bounds likewise over the rest.
+    Each result combines the values yielded by every iteration with its reduction
+    (``reductions``: :data:`ATOMIC_RMW_KINDS` by number), starting from the reduction's identity.
+
+    Stricter than mlir-opt-22 (which accepts these and crashes or loops forever later): the
+    operands must match the bound maps' inputs, the body arguments must be ``index`` and the
+    steps positive.
+    """
+
+    OP_NAME = "affine.parallel"
+
+    @classmethod
+    def build(cls, lower_maps: Sequence[AffineMap], lower_operands: Sequence[Value],
+              upper_maps: Sequence[AffineMap], upper_operands: Sequence[Value],
+              steps: Optional[Sequence[int]] = None, reductions: Sequence[str] = (),
+              result_types: Sequence[Type] = (), loc=None) -> "AffineParallelOp":
+        """One dimension per lower map (each map with one result per group member; all lower
+        maps over ``lower_operands``, all upper maps over ``upper_operands``).  The body is
+        empty (an ``affine.yield`` unless there are results: the caller then appends one)."""
+        n = len(lower_maps)
+        steps = [1] * n if steps is None else list(steps)
+        if len(upper_maps) != n or len(steps) != n:
+            raise ValueError("one lower map, upper map and step per dimension")
+        if len(reductions) != len(result_types):
+            raise ValueError("one reduction per result")
+        for maps, operands in ((lower_maps, lower_operands), (upper_maps, upper_operands)):
+            if any(m.num_inputs != len(operands) for m in maps):
+                raise ValueError("bound maps must have as many inputs as their operands")
+
+        def concat(maps, operands):
+            nd = maps[0].num_dims if maps else 0
+            ns = len(operands) - nd
+            exprs = tuple(e for m in maps for e in m.results)
+            return (AffineMapAttr(AffineMap.get(nd, ns, exprs)),
+                    DenseElementsAttr((n,), IntegerType(32), tuple(m.num_results for m in maps)))
+
+        lb_map, lb_groups = concat(lower_maps, lower_operands)
+        ub_map, ub_groups = concat(upper_maps, upper_operands)
+        attrs = {"lowerBoundsMap": lb_map, "lowerBoundsGroups": lb_groups,
+                 "upperBoundsMap": ub_map, "upperBoundsGroups": ub_groups,
+                 "steps": ArrayAttr(tuple(IntegerAttr(int(s), i64) for s in steps)),
+                 "reductions": ArrayAttr(tuple(IntegerAttr(ATOMIC_RMW_KINDS.index(r), i64)
+                                               for r in reductions))}
+        op = cls(operands=list(lower_operands) + list(upper_operands),
+                 result_types=list(result_types), attributes=attrs,
+                 regions=[Region([Block([index] * n)])], loc=loc)
+        if not result_types:
+            op.body.append(AffineYieldOp.build(loc=loc))
+        return op
+
+    # -- accessors -----------------------------------------------------------------------------
+    @property
+    def lower_map(self) -> AffineMap:
+        return self.attributes["lowerBoundsMap"].value
+
+    @property
+    def upper_map(self) -> AffineMap:
+        return self.attributes["upperBoundsMap"].value
+
+    @property
+    def lower_groups(self) -> tuple[int, ...]:
+        return tuple(self.attributes["lowerBoundsGroups"].values)
+
+    @property
+    def upper_groups(self) -> tuple[int, ...]:
+        return tuple(self.attributes["upperBoundsGroups"].values)
+
+    @property
+    def steps(self) -> tuple[int, ...]:
+        return tuple(a.value for a in self.attributes["steps"].elements)
+
+    @property
+    def reductions(self) -> tuple[str, ...]:
+        """The reduction of each result, by name (``"addf"``...)."""
+        return tuple(ATOMIC_RMW_KINDS[a.value] for a in self.attributes["reductions"].elements)
+
+    @property
+    def num_dims(self) -> int:
+        return len(self.steps)
+
+    @property
+    def lower_operands(self) -> tuple[Value, ...]:
+        return self.operands[:self.lower_map.num_inputs]
+
+    @property
+    def upper_operands(self) -> tuple[Value, ...]:
+        return self.operands[self.lower_map.num_inputs:]
+
+    @property
+    def body(self) -> Block:
+        return self.regions[0].blocks[0]
+
+    @property
+    def ivs(self) -> list[Value]:
+        return list(self.body.args)
+
+    @property
+    def yield_op(self) -> AffineYieldOp:
+        return self.body.ops[-1]
+
+    def _group_map(self, amap: AffineMap, groups: Sequence[int], k: int) -> AffineMap:
+        start, size = _group_slices(groups)[k]
+        return AffineMap.get(amap.num_dims, amap.num_symbols, amap.results[start:start + size])
+
+    def lower_bound_map(self, k: int) -> AffineMap:
+        """The lower bounds of dimension ``k`` (their max), over all of ``lower_operands``."""
+        return self._group_map(self.lower_map, self.lower_groups, k)
+
+    def upper_bound_map(self, k: int) -> AffineMap:
+        """The upper bounds of dimension ``k`` (their min), over all of ``upper_operands``."""
+        return self._group_map(self.upper_map, self.upper_groups, k)
+
+    def dims(self) -> list[AffineParallelDim]:
+        """A fresh :class:`AffineParallelDim` per dimension, outermost first."""
+        return [AffineParallelDim(self, k) for k in range(self.num_dims)]
+
+    # -- syntax --------------------------------------------------------------------------------
+    @classmethod
+    def parse_custom(cls, p, loc, name) -> "AffineParallelOp":
+        iv_names = p.parse_comma_separated("(", ")", lambda: _parse_use(p))
+        p.expect("=")
+        lb_map, lb_ops, lb_groups = _parse_parallel_bound(p, "max")
+        p.expect_keyword("to")
+        ub_map, ub_ops, ub_groups = _parse_parallel_bound(p, "min")
+        steps = [1] * len(iv_names)
+        if p.optional_keyword("step"):
+            amap, _ = _parse_ssa_exprs(p, "(", ")")
+            if not all(isinstance(e, AffineConstantExpr) for e in amap.results):
+                raise _custom_error(cls.OP_NAME, "steps must be constant integers", loc)
+            steps = [e.value for e in amap.results]
+        reductions: list[int] = []
+        if p.optional_keyword("reduce"):
+            def reduction():
+                p.skip_ws()
+                at = p.pos
+                kind = p.parse_string()
+                if kind not in ATOMIC_RMW_KINDS:
+                    raise _custom_error(cls.OP_NAME, f'invalid reduction value: "{kind}"',
+                                        p.loc(at))
+                reductions.append(ATOMIC_RMW_KINDS.index(kind))
+            p.parse_comma_separated("(", ")", reduction, allow_empty=False)
+        result_types = _parse_optional_arrow_types(p)
+        body = Block([index] * len(iv_names))
+        region = p.parse_region(entry_args=[(n, a) for (n, _), a in zip(iv_names, body.args)]) \
+            if iv_names else p.parse_region()
+        _ensure_terminator(region, loc)
+        attrs = p.parse_optional_attr_dict()
+        attrs.update({
+            "lowerBoundsMap": AffineMapAttr(lb_map),
+            "lowerBoundsGroups": DenseElementsAttr((len(lb_groups),), IntegerType(32),
+                                                   tuple(lb_groups)),
+            "upperBoundsMap": AffineMapAttr(ub_map),
+            "upperBoundsGroups": DenseElementsAttr((len(ub_groups),), IntegerType(32),
+                                                   tuple(ub_groups)),
+            "steps": ArrayAttr(tuple(IntegerAttr(s, i64) for s in steps)),
+            "reductions": ArrayAttr(tuple(IntegerAttr(r, i64) for r in reductions))})
+        return cls(operands=lb_ops + ub_ops, result_types=result_types, attributes=attrs,
+                   regions=[region], loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("affine.parallel (" + ", ".join(p.value_name(a) for a in self.body.args)
+                + ") = (")
+        _print_parallel_bound(p, self.lower_map, self.lower_groups, self.lower_operands, "max")
+        p.print(") to (")
+        _print_parallel_bound(p, self.upper_map, self.upper_groups, self.upper_operands, "min")
+        p.print(")")
+        if any(s != 1 for s in self.steps):
+            p.print(" step (" + ", ".join(str(s) for s in self.steps) + ")")
+        if self.results:
+            p.print(" reduce (" + ", ".join(f'"{r}"' for r in self.reductions) + ") -> ("
+                    + ", ".join(p.type_str(r.type) for r in self.results) + ")")
+        p.print(" ")
+        p.print_region(self.regions[0])
+        p.print_attr_dict(self.attributes, elide=("reductions", "lowerBoundsMap",
+                                                  "lowerBoundsGroups", "upperBoundsMap",
+                                                  "upperBoundsGroups", "steps"))
+
+    # -- verification --------------------------------------------------------------------------
+    def _verify_attributes(self) -> None:
+        """The ODS constraints of the op's attributes."""
+        red = self.attributes.get("reductions")
+        if red is None:
+            raise self.error("requires attribute 'reductions'")
+        if not isinstance(red, ArrayAttr) or not all(
+                isinstance(a, IntegerAttr) and a.type == i64 and 0 <= a.value < len(
+                    ATOMIC_RMW_KINDS) for a in red.elements):
+            raise self.error("attribute 'reductions' failed to satisfy constraint: Reduction ops")
+        for which in ("lower", "upper"):
+            _attr(self, f"{which}BoundsMap", AffineMapAttr, "AffineMap attribute")
+            name = f"{which}BoundsGroups"
+            groups = self.attributes.get(name)
+            if groups is None:
+                raise self.error(f"requires attribute '{name}'")
+            if not isinstance(groups, DenseElementsAttr) or groups.element_type != IntegerType(32):
+                raise self.error(f"attribute '{name}' failed to satisfy constraint: 32-bit "
+                                 f"signless integer elements attribute")
+        steps = self.attributes.get("steps")
+        if steps is None:
+            raise self.error("requires attribute 'steps'")
+        if not isinstance(steps, ArrayAttr) or not all(
+                isinstance(a, IntegerAttr) and a.type == i64 for a in steps.elements):
+            raise self.error("attribute 'steps' failed to satisfy constraint: 64-bit integer "
+                             "array attribute")
+
+    def verify_op(self) -> None:
+        self._verify_attributes()
+        _check_index_operands(self, 0, self.num_operands)
+        if len(self.regions) != 1 or len(self.regions[0].blocks) != 1:
+            raise self.error("region #0 ('region') failed to verify constraint: region with 1 "
+                             "blocks")
+        body = self.body
+        term = body.terminator
+        if term is None or term.name != "affine.yield":
+            found = f"'{term.name}'" if term is not None else "nothing"
+            raise self.error(f"expects regions to end with 'affine.yield', found {found}")
+        for inner in body.ops[:-1]:
+            if inner.name == "affine.yield":
+                raise inner.error("must be the last operation in the parent block")
+        n = self.num_dims
+        lgroups, ugroups = self.lower_groups, self.upper_groups
+        if len(lgroups) != n or len(ugroups) != n or len(body.args) != n:
+            raise self.error(f"the number of region arguments ({len(body.args)}) and the number "
+                             f"of map groups for lower ({len(lgroups)}) and upper bound "
+                             f"({len(ugroups)}), and the number of steps ({n}) must all match")
+        for which, groups, amap in (("lower", lgroups, self.lower_map),
+                                    ("upper", ugroups, self.upper_map)):
+            if any(g <= 0 for g in groups):
+                raise self.error(f"expected {which} bound map to have at least one result")
+            if sum(groups) != amap.num_results:
+                raise self.error(f"expected {which} bounds map to have {sum(groups)} results")
+        if len(self.reductions) != len(self.results):
+            raise self.error("a reduction must be specified for each output")
+        for kind, r in zip(self.reductions, self.results):
+            if not reduction_matches(kind, r.type):
+                raise self.error("result type cannot match reduction attribute")
+        # stricter than mlir-opt-22 (see the class docstring)
+        n_inputs = self.lower_map.num_inputs + self.upper_map.num_inputs
+        if self.num_operands != n_inputs:
+            raise self.error(f"operand count ({self.num_operands}) does not match the inputs of "
+                             f"the bound maps ({n_inputs})")
+        for k, a in enumerate(body.args):
+            if not isinstance(a.type, IndexType):
+                raise self.error(f"region argument #{k} must be of 'index' type, got '{a.type}'")
+        for k, s in enumerate(self.steps):
+            if s <= 0:
+                raise self.error(f"step #{k} must be positive, got {s}")
+        verify_dim_and_symbol_identifiers(self, self.lower_operands, self.lower_map.num_dims)
+        verify_dim_and_symbol_identifiers(self, self.upper_operands, self.upper_map.num_dims)
+
+
+# ---------------------------------------------------------------------------------------------
 # memory accesses
 
 
@@ -1108,3 +1515,295 @@ class AffineMaxOp(_MinMaxOp):
     """``%r = affine.max #map(%i)[%n]``: the largest of the map's results."""
 
     OP_NAME = "affine.max"
+
+
+# ---------------------------------------------------------------------------------------------
+# affine.delinearize_index / affine.linearize_index
+
+#: ``ShapedType::kDynamic``: a basis entry given by an operand in ``static_basis``.
+DYNAMIC = -(1 << 63)
+
+
+def _parse_dynamic_index_list(p, op_name: str) -> tuple[list[int], list[Value]]:
+    """``(%n, 4, 3)`` (MLIR's ``parseDynamicIndexList``): the static basis with
+    :data:`DYNAMIC` for each operand, and those operands (``index``)."""
+    static: list[int] = []
+    dynamic: list[Value] = []
+    if not p.optional("("):
+        raise p.error("expected '(' in dynamic index list", _after_previous_token(p))
+    if p.optional(")"):
+        return static, dynamic
+    while True:
+        p.skip_ws()
+        at = p.pos
+        if p.peek("%"):
+            dynamic.append(p.parse_operand(index))
+            static.append(DYNAMIC)
+        else:
+            value = p.parse_integer("integer or SSA value in dynamic index list")
+            if not -(1 << 63) <= value < (1 << 63):
+                raise _custom_error(op_name, "integer value too large", p.loc(at))
+            static.append(value)
+        if p.optional(")"):
+            return static, dynamic
+        if not p.optional(","):
+            raise p.error("expected ')' in dynamic index list", _after_previous_token(p))
+
+
+def _expect_keyword(p, op_name: str, keyword: str) -> None:
+    p.skip_ws()
+    at = p.pos
+    if not p.optional_keyword(keyword):
+        raise _custom_error(op_name, f"expected '{keyword}'", p.loc(at))
+
+
+def _after_previous_token(p) -> int:
+    """Where MLIR reports a wrong token: just after the previous one (``emitWrongTokenError``)."""
+    p.skip_ws()
+    at = p.pos
+    while at > 0 and p.text[at - 1].isspace():
+        at -= 1
+    return at
+
+
+def _check_parsed_basis(op_name: str, static: Sequence[int], dynamic: Sequence[Value],
+                        loc) -> None:
+    """A literal ``-9223372036854775808`` is the dynamic marker, with no operand for it."""
+    if sum(1 for s in static if s == DYNAMIC) != len(dynamic):
+        raise VerifyError(f"'{op_name}' op {_BASIS_MISMATCH}", loc)
+
+
+def _print_dynamic_index_list(p, static: Sequence[int], dynamic: Sequence[Value]) -> None:
+    it = iter(dynamic)
+    p.print("(" + ", ".join(p.value_name(next(it)) if s == DYNAMIC else str(s)
+                            for s in static) + ")")
+
+
+def _static_basis(op: Operation) -> tuple[int, ...]:
+    """The ``static_basis`` attribute, checked (ODS: an i64 dense array)."""
+    a = op.attributes.get("static_basis")
+    if a is None:
+        raise op.error("requires attribute 'static_basis'")
+    if not isinstance(a, DenseArrayAttr) or a.element_type != i64:
+        raise op.error("attribute 'static_basis' failed to satisfy constraint: i64 dense array "
+                       "attribute")
+    return tuple(a.values)
+
+
+_BASIS_MISMATCH = ("mismatch between dynamic and static basis (kDynamic marker but no "
+                   "corresponding dynamic basis entry) -- this can only happen due to an "
+                   "incorrect fold/rewrite")
+
+
+def _check_dynamic_basis(op: Operation, static: Sequence[int], dynamic: Sequence[Value]) -> None:
+    if sum(1 for s in static if s == DYNAMIC) != len(dynamic):
+        raise op.error(_BASIS_MISMATCH)
+
+
+class _BasisOp(Operation):
+    """What the two index ops share: a basis of static sizes and ``index`` operands."""
+
+    DYNAMIC_FIRST = 0   # position of the first dynamic basis operand
+
+    @property
+    def static_basis(self) -> tuple[int, ...]:
+        return tuple(self.attributes["static_basis"].values)
+
+    @property
+    def dynamic_basis(self) -> tuple[Value, ...]:
+        n = sum(1 for s in self.static_basis if s == DYNAMIC)
+        return self.operands[len(self.operands) - n:] if n else ()
+
+    def basis(self) -> list:
+        """The basis, outermost first: an ``int`` for a static entry, the ``Value`` otherwise."""
+        it = iter(self.dynamic_basis)
+        return [next(it) if s == DYNAMIC else s for s in self.static_basis]
+
+
+@register_op
+class AffineDelinearizeIndexOp(_BasisOp):
+    """``%q:3 = affine.delinearize_index %x into (%n, 4, 3) : index, index, index``.
+
+    The coordinates of the linear index ``%x`` in a row-major space of the given basis: with
+    as many results as basis entries, the first entry is an outer bound that does not take
+    part in the computation (``%q#0 = %x floordiv 12``); with one more result, the first result
+    is unbounded (``into (4, 3) : index, index, index``: ``%x floordiv 12``, then
+    ``(%x mod 12) floordiv 3``, ``%x mod 3``).  Basis entries must be positive.
+    """
+
+    OP_NAME = "affine.delinearize_index"
+
+    @classmethod
+    def build(cls, linear_index: Value, basis: Sequence, num_results: Optional[int] = None,
+              loc=None) -> "AffineDelinearizeIndexOp":
+        """``basis``: ints and ``index`` values; ``num_results`` defaults to ``len(basis)``."""
+        static = [DYNAMIC if isinstance(b, Value) else int(b) for b in basis]
+        dynamic = [b for b in basis if isinstance(b, Value)]
+        n = len(basis) if num_results is None else num_results
+        return cls(operands=[linear_index, *dynamic], result_types=[index] * n,
+                   attributes={"static_basis": DenseArrayAttr(i64, tuple(static))}, loc=loc)
+
+    @property
+    def linear_index(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def has_outer_bound(self) -> bool:
+        """Does the first basis entry bound the first result (as many results as entries)?"""
+        return len(self.results) == len(self.static_basis)
+
+    @classmethod
+    def parse_custom(cls, p, loc, name) -> "AffineDelinearizeIndexOp":
+        x = p.parse_operand(index)
+        _expect_keyword(p, cls.OP_NAME, "into")
+        static, dynamic = _parse_dynamic_index_list(p, cls.OP_NAME)
+        _check_parsed_basis(cls.OP_NAME, static, dynamic, loc)
+        attrs = {"static_basis": DenseArrayAttr(i64, tuple(static))}
+        attrs.update(p.parse_optional_attr_dict())
+        p.expect(":")
+        types = p.parse_type_list()
+        return cls(operands=[x, *dynamic], result_types=types, attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("affine.delinearize_index ")
+        p.print_operand(self.linear_index)
+        p.print(" into ")
+        _print_dynamic_index_list(p, self.static_basis, self.dynamic_basis)
+        p.print_attr_dict(self.attributes, elide=("static_basis",))
+        p.print(" : ")
+        p.print_types(r.type for r in self.results)
+
+    def verify_op(self) -> None:
+        static = _static_basis(self)
+        if not self.operands:
+            raise self.error("expected 1 or more operands, but found 0")
+        if not isinstance(self.operands[0].type, IndexType):
+            raise self.error(f"operand #0 must be index, but got '{self.operands[0].type}'")
+        _check_index_operands(self, 1, self.num_operands - 1)
+        for k, r in enumerate(self.results):
+            if not isinstance(r.type, IndexType):
+                raise self.error(f"result #{k} must be variadic of index, but got '{r.type}'")
+        if len(self.results) not in (len(static), len(static) + 1):
+            raise self.error("should return an index for each basis element and up to one "
+                             "extra index")
+        _check_dynamic_basis(self, static, self.operands[1:])
+        if any(s != DYNAMIC and s <= 0 for s in static):
+            raise self.error("no basis element may be statically non-positive")
+
+
+@register_op
+class AffineLinearizeIndexOp(_BasisOp):
+    """``%l = affine.linearize_index [%i, %j, %k] by (%n, 4, 3) : index``: the linear index of
+    coordinates in a row-major space, ``%i * 12 + %j * 3 + %k`` (the inverse of
+    ``affine.delinearize_index``).  The basis has an entry per index, or one fewer (the outer
+    bound, which does not take part in the computation, left out).  ``disjoint`` asserts that
+    each index is within its bound (a hint; it changes nothing here).
+
+    Operands: the indices, then the dynamic basis entries; ``operandSegmentSizes`` is not kept
+    (it follows from ``static_basis``) and is recomputed for the generic form.
+    """
+
+    OP_NAME = "affine.linearize_index"
+
+    @classmethod
+    def build(cls, indices: Sequence[Value], basis: Sequence, disjoint: bool = False,
+              loc=None) -> "AffineLinearizeIndexOp":
+        static = [DYNAMIC if isinstance(b, Value) else int(b) for b in basis]
+        dynamic = [b for b in basis if isinstance(b, Value)]
+        attrs = {"static_basis": DenseArrayAttr(i64, tuple(static))}
+        if disjoint:
+            attrs["disjoint"] = UnitAttr()
+        return cls(operands=[*indices, *dynamic], result_types=[index], attributes=attrs,
+                   loc=loc)
+
+    @property
+    def disjoint(self) -> bool:
+        return "disjoint" in self.attributes
+
+    @property
+    def multi_index(self) -> tuple[Value, ...]:
+        return self.operands[:len(self.operands) - len(self.dynamic_basis)]
+
+    @classmethod
+    def parse_custom(cls, p, loc, name) -> "AffineLinearizeIndexOp":
+        disjoint = p.optional_keyword("disjoint")
+        indices = p.parse_comma_separated("[", "]", lambda: p.parse_operand(index))
+        _expect_keyword(p, cls.OP_NAME, "by")
+        static, dynamic = _parse_dynamic_index_list(p, cls.OP_NAME)
+        _check_parsed_basis(cls.OP_NAME, static, dynamic, loc)
+        attrs = {"static_basis": DenseArrayAttr(i64, tuple(static))}
+        if disjoint:
+            attrs["disjoint"] = UnitAttr()
+        attrs.update(p.parse_optional_attr_dict())
+        p.expect(":")
+        p.skip_ws()
+        at = p.pos
+        t = p.parse_type()
+        if not isinstance(t, IndexType):
+            raise _custom_error(cls.OP_NAME, f"invalid kind of type specified: expected "
+                                f"builtin.index, but found '{t}'", p.loc(at))
+        return cls(operands=[*indices, *dynamic], result_types=[index], attributes=attrs,
+                   loc=loc)
+
+    @classmethod
+    def from_generic(cls, p, loc, operands, result_types, attrs, regions):
+        attrs = dict(attrs)
+        seg = attrs.pop("operandSegmentSizes", None)
+        sizes = tuple(seg.values) if isinstance(seg, DenseArrayAttr) else ()
+        if any(s < 0 for s in sizes):
+            raise ParseError(f"'{cls.OP_NAME}' op 'operandSegmentSizes' attribute cannot have "
+                             f"negative elements", loc)
+        if len(sizes) != 2 or sum(sizes) != len(operands):
+            total = sum(sizes) if len(sizes) == 2 else 0
+            raise ParseError(f"'{cls.OP_NAME}' op operand count ({len(operands)}) does not match "
+                             f"with the total size ({total}) specified in attribute "
+                             f"'operandSegmentSizes'", loc)
+        basis = attrs.get("static_basis")
+        if isinstance(basis, DenseArrayAttr) and \
+                sum(1 for s in basis.values if s == DYNAMIC) != sizes[1]:
+            raise ParseError(f"'{cls.OP_NAME}' op {_BASIS_MISMATCH}", loc)
+        # the property is a unit: ``disjoint`` or ``disjoint = true``; false is its absence
+        flag = attrs.pop("disjoint", None)
+        if isinstance(flag, UnitAttr) or isinstance(flag, IntegerAttr) and flag.type == i1 \
+                and flag.value:
+            attrs["disjoint"] = UnitAttr()
+        elif flag is not None and not (isinstance(flag, IntegerAttr) and flag.type == i1):
+            raise ParseError(f"invalid properties for op {cls.OP_NAME}: 'disjoint' must be a "
+                             f"unit or boolean attribute, got {flag}", loc)
+        return cls(operands=operands, result_types=result_types, attributes=attrs,
+                   regions=regions, loc=loc)
+
+    def generic_properties(self) -> dict:
+        """What MLIR's generic form writes in ``<{...}>``: the properties (``disjoint`` must be
+        there: in the attribute dictionary mlir-opt would keep it as a discardable attribute)."""
+        props = {"operandSegmentSizes": DenseArrayAttr(
+                     IntegerType(32), (len(self.multi_index), len(self.dynamic_basis))),
+                 "static_basis": self.attributes["static_basis"]}
+        if self.disjoint:
+            props["disjoint"] = UnitAttr()
+        return props
+
+    def generic_attributes(self) -> dict:
+        return {k: v for k, v in self.attributes.items() if k not in ("static_basis", "disjoint")}
+
+    def print_custom(self, p) -> None:
+        p.print("affine.linearize_index ")
+        if self.disjoint:
+            p.print("disjoint ")
+        p.print("[")
+        p.print_operands(self.multi_index)
+        p.print("] by ")
+        _print_dynamic_index_list(p, self.static_basis, self.dynamic_basis)
+        p.print_attr_dict(self.attributes, elide=("static_basis", "disjoint"))
+        p.print(" : index")
+
+    def verify_op(self) -> None:
+        static = _static_basis(self)
+        _check_index_operands(self, 0, self.num_operands)
+        if len(self.results) != 1 or not isinstance(self.results[0].type, IndexType):
+            got = self.results[0].type if len(self.results) == 1 else "no result"
+            raise self.error(f"result #0 must be index, but got '{got}'")
+        n_indices = len(self.multi_index)
+        if n_indices not in (len(static), len(static) + 1):
+            raise self.error("should be passed a basis element for each index except possibly "
+                             "the first")
