@@ -26,6 +26,10 @@ What is raised (outer ops first, so that an inner loop's bounds may use the rais
 * ``memref.load``/``memref.store`` whose subscripts are such expressions -> ``affine.load``/
   ``affine.store``.
 
+Expressions also take ``mod``, ``floordiv`` and ``ceildiv`` by positive constants written as
+the exact ``arith`` sequences ``--lower-affine`` expands them into, so that affine code lowered
+by upstream comes back as it was.
+
 Index arithmetic left without users by the raising (the bounds' constants, the subscripts'
 ``arith.addi``) is erased.  What cannot be raised stays as written; it is executed as written
 and the polyhedral passes leave nests that contain it alone (``--remarks`` says why).
@@ -35,12 +39,14 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from .affine_expr import AffineExpr, AffineMap, IntegerSet, constant, dim, symbol
+from .affine_expr import (AffineConstantExpr, AffineDimExpr, AffineExpr, AffineExprKind,
+                          AffineMap, AffineSymbolExpr, IntegerSet, constant, dim, symbol)
 from .affine_rules import is_pure, is_valid_dim, is_valid_symbol
 from .attributes import IntegerAttr
 from .dialects.affine import (AffineForOp, AffineIfOp, AffineLoadOp, AffineStoreOp,
                               AffineYieldOp)
 from .ir import Block, Operation, Value
+from .linear_form import add_forms, constant_of, is_constant_form, scale_form
 from .types import IndexType, IntegerType
 
 __all__ = ["raise_scf_to_affine", "raise_memref_accesses"]
@@ -91,6 +97,12 @@ class _MapOperands:
                 if lhs.is_symbolic_or_constant() or rhs.is_symbolic_or_constant():
                     return lhs * rhs
             del self.dims[saved[0]:], self.symbols[saved[1]:]
+        if self.extended and op is not None and op.name == "arith.select":
+            saved = (len(self.dims), len(self.symbols))
+            e = self._division(op)
+            if e is not None:
+                return e
+            del self.dims[saved[0]:], self.symbols[saved[1]:]
         if self.extended and op is not None and op.name == "affine.apply":
             saved = (len(self.dims), len(self.symbols))
             amap = op.map
@@ -104,9 +116,107 @@ class _MapOperands:
             return dim(_position(self.dims, v))
         return None
 
+    def _division(self, select: Operation) -> Optional[AffineExpr]:
+        """``x mod c``, ``x floordiv c`` or ``x ceildiv c`` (``c`` a positive constant) from the
+        exact ``arith`` sequences ``--lower-affine`` expands them into:
+
+            mod:      r = remsi x, c;  select (r < 0), r + c, r
+            floordiv: n = x < 0;  q = divsi (select n, -1 - x, x), c;  select n, -1 - q, q
+            ceildiv:  p = x <= 0;  q = divsi (select p, 0 - x, x - 1), c;  select p, 0 - q, q + 1
+        """
+        cond, t, f = select.operands
+        cmp = _cmpi(cond)
+        if cmp is None or _constant_int(cmp[2]) != 0:
+            return None
+        pred, x = cmp[0], cmp[1]
+        if pred == "slt" and _is(x, "arith.remsi") and f is x and _is(t, "arith.addi") and \
+                t.defining_op.operands[0] is x:
+            rem = x.defining_op
+            c = _constant_int(rem.operands[1])
+            if c is not None and c > 0 and _constant_int(t.defining_op.operands[1]) == c:
+                lhs = self.expr(rem.operands[0])
+                return None if lhs is None else lhs % c
+        if pred not in ("slt", "sle") or not _is(t, "arith.subi"):
+            return None
+        if pred == "slt":     # floordiv
+            quotient, corrected, bias = f, t, -1
+        else:                 # ceildiv
+            if not _is(f, "arith.addi") or _constant_int(f.defining_op.operands[1]) != 1:
+                return None
+            quotient, corrected, bias = f.defining_op.operands[0], t, 0
+        sub = corrected.defining_op
+        if not _is(quotient, "arith.divsi") or _constant_int(sub.operands[0]) != bias or \
+                sub.operands[1] is not quotient:
+            return None
+        div = quotient.defining_op
+        c = _constant_int(div.operands[1])
+        dividend = div.operands[0]
+        if c is None or c <= 0 or not _is(dividend, "arith.select"):
+            return None
+        inner_cond, neg, pos = dividend.defining_op.operands
+        if inner_cond is not cond or not _is(neg, "arith.subi"):
+            return None
+        negated = neg.defining_op
+        if _constant_int(negated.operands[0]) != bias or negated.operands[1] is not x:
+            return None
+        if pred == "slt" and pos is not x:
+            return None
+        if pred == "sle" and not (_is(pos, "arith.subi") and pos.defining_op.operands[0] is x
+                                  and _constant_int(pos.defining_op.operands[1]) == 1):
+            return None
+        lhs = self.expr(x)
+        if lhs is None:
+            return None
+        return lhs.floordiv(c) if pred == "slt" else lhs.ceildiv(c)
+
     def map(self, exprs) -> tuple[AffineMap, list[Value]]:
+        if self.extended:
+            exprs = [_simplified(e) for e in exprs]
         return AffineMap.get(len(self.dims), len(self.symbols), tuple(exprs)), \
             self.dims + self.symbols
+
+
+def _linear(e: AffineExpr) -> Optional[dict]:
+    """``{("d"|"s", position) | None: coefficient}`` of an expression without divisions or
+    products of non-constants, else None."""
+    if isinstance(e, AffineConstantExpr):
+        return {None: e.value} if e.value else {}
+    if isinstance(e, AffineDimExpr):
+        return {("d", e.position): 1}
+    if isinstance(e, AffineSymbolExpr):
+        return {("s", e.position): 1}
+    lhs, rhs = _linear(e.lhs), _linear(e.rhs)
+    if lhs is None or rhs is None:
+        return None
+    if e.kind is AffineExprKind.ADD:
+        return add_forms(lhs, rhs)
+    if e.kind is AffineExprKind.MUL:
+        if is_constant_form(rhs):
+            return scale_form(lhs, constant_of(rhs))
+        if is_constant_form(lhs):
+            return scale_form(rhs, constant_of(lhs))
+    return None
+
+
+def _simplified(e: AffineExpr) -> AffineExpr:
+    """A linear expression as ``dims + symbols + constant`` (what MLIR's ``simplifyAffineExpr``
+    makes of it: ``s0 - (d0 + 1) - 1`` becomes ``-d0 + s0 - 2``); others as they are."""
+    form = _linear(e)
+    if form is None:
+        return e
+    out: Optional[AffineExpr] = None
+    for key in sorted(k for k in form if k is not None):
+        base = dim(key[1]) if key[0] == "d" else symbol(key[1])
+        term = base * form[key] if form[key] != 1 else base
+        out = term if out is None else out + term
+    c = constant_of(form)
+    if out is None:
+        return constant(c)
+    return out + c if c else out
+
+
+def _is(v: Value, name: str) -> bool:
+    return v.defining_op is not None and v.defining_op.name == name
 
 
 def _position(values: list[Value], v: Value) -> int:
@@ -188,7 +298,8 @@ def _condition(v: Value) -> Optional[tuple[IntegerSet, list[Value], bool]]:
         if a is None or b is None:
             return None
         constraints, eqs, swap = [a - b], [True], True
-    iset = IntegerSet.get(len(ops.dims), len(ops.symbols), constraints, eqs)
+    iset = IntegerSet.get(len(ops.dims), len(ops.symbols),
+                          [_simplified(e) for e in constraints], eqs)
     return iset, ops.dims + ops.symbols, swap
 
 
