@@ -331,8 +331,9 @@ def _replace(old: Operation, new: Operation, dead: list[Operation]) -> None:
     old.erase()
 
 
-def _for_obstacle(op: Operation) -> Optional[str]:
-    """Why the ``scf.for`` cannot become an ``affine.for`` (None: it can)."""
+def _for_plan(op: Operation):
+    """The bounds and step of the ``affine.for`` the ``scf.for`` becomes, or why it cannot
+    become one (a string)."""
     if not isinstance(op.induction_var.type, IndexType):
         return f"its induction variable is '{op.induction_var.type}', not index"
     if op.is_unsigned:
@@ -340,18 +341,18 @@ def _for_obstacle(op: Operation) -> Optional[str]:
     step = _constant_int(op.step)
     if step is None or step <= 0:
         return "its step is not a positive constant"
-    if _bound(op.lower_bound, True) is None:
+    lower = _bound(op.lower_bound, True)
+    if lower is None:
         return "its lower bound is not an affine function of dims and symbols"
-    if _bound(op.upper_bound, False) is None:
+    upper = _bound(op.upper_bound, False)
+    if upper is None:
         return "its upper bound is not an affine function of dims and symbols"
-    return None
+    return lower, upper, step
 
 
-def _raise_for(op: Operation, dead: list[Operation]) -> Operation:
-    lb_map, lb_ops = _bound(op.lower_bound, True)
-    ub_map, ub_ops = _bound(op.upper_bound, False)
-    new = AffineForOp.build(lb_map, lb_ops, ub_map, ub_ops, _constant_int(op.step),
-                            inits=op.inits, loc=op.loc)
+def _raise_for(op: Operation, plan, dead: list[Operation]) -> Operation:
+    (lb_map, lb_ops), (ub_map, ub_ops), step = plan
+    new = AffineForOp.build(lb_map, lb_ops, ub_map, ub_ops, step, inits=op.inits, loc=op.loc)
     new.attributes.update({k: v for k, v in op.attributes.items() if k != "unsignedCmp"})
     term = _move_region_body(op.body, new.body)
     if op.inits:
@@ -383,15 +384,15 @@ def _raise_control_flow(block: Block, dead: list[Operation], remark: Remark,
                         counts: dict) -> None:
     for op in list(block.ops):
         if op.name == "scf.for":
-            why = _for_obstacle(op)
-            if why is None:
-                op = _raise_for(op, dead)
+            plan = _for_plan(op)
+            if not isinstance(plan, str):
+                op = _raise_for(op, plan, dead)
                 counts["scf.for"] += 1
             elif remark is not None:
-                remark(op.loc, f"raise-scf-to-affine: 'scf.for' not raised: {why}")
+                remark(op.loc, f"raise-scf-to-affine: 'scf.for' not raised: {plan}")
         elif op.name == "scf.if":
             cond = _condition(op.condition)
-            if cond is not None and not (cond[2] and op.results and not op.has_else):
+            if cond is not None:
                 op = _raise_if(op, cond, dead)
                 counts["scf.if"] += 1
             elif remark is not None:

@@ -588,6 +588,13 @@ ERRORS = {
         }
         default {
         }""", "5:8: error: custom op 'scf.index_switch' expected integer value"),
+    "switch_case_too_large": ("""
+        scf.index_switch %n
+        case 99999999999999999999 {
+          scf.yield
+        }
+        default {
+        }""", "5:8: error: custom op 'scf.index_switch' integer value too large"),
     "switch_empty_case": ("""
         scf.index_switch %n
         case 0 {

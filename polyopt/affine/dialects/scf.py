@@ -1015,6 +1015,8 @@ class IndexSwitchOp(Operation):
             value = p.optional_integer()
             if value is None:
                 raise _custom_error(cls.OP_NAME, "expected integer value", p.loc(at))
+            if not -(1 << 63) <= value < (1 << 63):
+                raise _custom_error(cls.OP_NAME, "integer value too large", p.loc(at))
             cases.append(value)
             regions.append(p.parse_region(allow_empty=True))
         _keyword(p, cls.OP_NAME, "default")
