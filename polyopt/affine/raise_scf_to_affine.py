@@ -239,6 +239,19 @@ def _leaves(v: Value, combine: str) -> list[Value]:
     return [v]
 
 
+def _guarded(fn):
+    """``fn``, returning None instead of exceeding Python's recursion limit on expressions
+    thousands of ops deep (they are left as they are)."""
+    def guarded(*args):
+        try:
+            return fn(*args)
+        except RecursionError:
+            return None
+    guarded.__doc__ = fn.__doc__
+    return guarded
+
+
+@_guarded
 def _bound(v: Value, is_lower: bool) -> Optional[tuple[AffineMap, list[Value]]]:
     """The bound map of ``v`` (a max of lower bounds or a min of upper bounds)."""
     for leaves in (_leaves(v, "arith.maxsi" if is_lower else "arith.minsi"), [v]):
@@ -266,6 +279,7 @@ def _cmpi(v: Value) -> Optional[tuple[str, Value, Value]]:
     return op.predicate, op.operands[0], op.operands[1]
 
 
+@_guarded
 def _condition(v: Value) -> Optional[tuple[IntegerSet, list[Value], bool]]:
     """(set, operands, swap): the integer set that holds exactly when the ``i1`` value ``v``
     does; ``swap`` when it is the set of the negation (a lone ``cmpi ne``)."""
@@ -403,17 +417,25 @@ def _raise_control_flow(block: Block, dead: list[Operation], remark: Remark,
                 _raise_control_flow(inner, dead, remark, counts)
 
 
-def _raise_access(op: Operation, extended: bool, dead: list[Operation]) -> bool:
-    """``memref.load``/``store`` -> ``affine.load``/``store`` when every subscript is an affine
-    expression of valid dims and symbols (upstream's rules unless ``extended``)."""
+@_guarded
+def _access_map(op: Operation, extended: bool) -> Optional[tuple[AffineMap, list[Value]]]:
     ops = _MapOperands(extended)
     exprs = []
     for v in op.indices:
         e = ops.expr(v)
         if e is None:
-            return False
+            return None
         exprs.append(e)
-    amap, operands = ops.map(exprs)
+    return ops.map(exprs)
+
+
+def _raise_access(op: Operation, extended: bool, dead: list[Operation]) -> bool:
+    """``memref.load``/``store`` -> ``affine.load``/``store`` when every subscript is an affine
+    expression of valid dims and symbols (upstream's rules unless ``extended``)."""
+    access = _access_map(op, extended)
+    if access is None:
+        return False
+    amap, operands = access
     if op.name == "memref.load":
         new = AffineLoadOp.build(op.memref, operands, amap, loc=op.loc)
     else:

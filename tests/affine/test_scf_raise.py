@@ -532,3 +532,23 @@ def test_raise_pass_in_the_pipeline_and_cli(tmp_path, capsys):
     from polyopt.pipeline import PipelineOptions, run_passes
     run_passes(module, PipelineOptions(hopt=True))   # --hopt raises first
     assert print_module(module) == GOLDEN[1][1]
+
+
+def test_expressions_too_deep_to_analyse_stay_as_written():
+    # 3000 chained arith.addi inside a loop: the subscript is affine, but analysing it would
+    # exceed Python's recursion limit; it is left a memref.load instead of an internal error
+    chain = "\n".join(f"    %v{k} = arith.addi %v{k - 1}, %c1 : index" for k in range(1, 3000))
+    text = f"""\
+func.func @f(%A: memref<10xf32>, %n: index) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %n step %c1 {{
+    %v0 = arith.addi %n, %i : index
+{chain}
+    %x = memref.load %A[%v2999] : memref<10xf32>
+  }}
+  return
+}}
+"""
+    out = raised(text)
+    assert "affine.for %arg2 = 0 to %arg1 {" in out and "memref.load %arg0[%2999]" in out
