@@ -190,6 +190,8 @@ def _transform(args: argparse.Namespace):
     from .pipeline import load, run_passes
     text, name = _read_source(args.file)
     module = load(text, name)
+    options, remark = _options(args), _remark_printer(args)
+    raised = False
     if args.schedule:
         from .schedules.apply import apply_schedule, parse_schedule_option
         schedules = parse_schedule_option(args.schedule)
@@ -198,9 +200,13 @@ def _transform(args: argparse.Namespace):
             funcs = [f for f in funcs if f.sym_name == args.schedule_func]
             if not funcs:
                 raise UsageError(f"--func: no function @{args.schedule_func} with a body")
+        if options.raise_scf or options.hopt:   # the schedules apply to the raised nests
+            from .affine.raise_scf_to_affine import raise_scf_to_affine
+            raise_scf_to_affine(module, remark)
+            raised = True
         for f in funcs:
-            apply_schedule(f, schedules)
-    run_passes(module, _options(args), _remark_printer(args))
+            apply_schedule(f, schedules, remark=remark)
+    run_passes(module, options, remark, raised=raised)
     return module
 
 
@@ -269,7 +275,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for name, v in tiles.items():
         if v < 1:
             raise UsageError(f"--{name.lower().replace('_', '')} must be positive, got {v}")
-    switches = {name: v for name, v in _pipeline_switches(args).items() if v is not None}
+    switches = {name: v for name, v in _pipeline_switches(args).items()
+                if v is not None and name != "raise_scf"}   # implied by --hopt
     if args.steps:
         if tiles or args.schedule:
             raise UsageError("--steps times fixed configurations; drop the tile options")
@@ -286,7 +293,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         else:
             flags = " ".join(flag if switches[name] else "--no-" + flag[2:]
                              for name, flag, _ in PipelineOptions.flag_fields()
-                             if name != "blis")
+                             if name not in ("blis", "raise_scf"))
         variants = [Variant(f"polyopt {flags}", switches, tiles, args.schedule)]
     if not args.llvm_vectorize:
         variants = [replace(v, switches=dict(v.switches, llvm_vectorize=False))

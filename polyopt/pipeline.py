@@ -4,7 +4,8 @@ Options are data: :class:`PipelineOptions` is a frozen dataclass whose fields ar
 switches; the CLI flags (``--hopt``, and ``--no-hopt`` to turn one off) are generated from its
 fields, so the two cannot drift.
 
-    MLIR text --parse--> Module --[--hopt: expand hop/linalg ops]
+    MLIR text --parse--> Module --[--raise-scf-to-affine, --hopt: raise affine scf to affine]
+              --[--hopt: expand hop/linalg ops]
               --[--hopt-copy: pack A and B, normalize the buffers' layouts]--> affine IR
               --(expand what is left, naively)--> lower to LLVM --O3--> JIT
 """
@@ -30,6 +31,11 @@ class PipelineOptions:
         "help": "expand hop.matmul and linalg.matmul into BLIS-tiled affine loop nests through "
                 "ISL (tile attributes or the op's schedule, defaults from the machine model), "
                 "hop.conv2d into its loop nest (the paper's -hopt)"})
+    raise_scf: bool = field(default=False, metadata={
+        "flag": "--raise-scf-to-affine", "standalone": True,
+        "help": "raise scf.for/scf.if with affine bounds and conditions, and memref.load/store "
+                "with affine subscripts, to the affine dialect so that the polyhedral passes see "
+                "them (Polygeist's raise-scf-to-affine); --hopt runs it first as well"})
     copy: bool = field(default=False, metadata={
         "flag": "--hopt-copy",
         "help": "with --hopt: pack the operands of BLIS-tiled matmuls (paper section 2.6): A "
@@ -65,7 +71,8 @@ class PipelineOptions:
         if self.blis_kernel is not None and not self.blis:
             raise ValueError("--hopt-blis-kernel needs --hopt-blis")
         needs_hopt = [f.metadata["flag"] for f in fields(self)
-                      if "flag" in f.metadata and f.name != "hopt" and getattr(self, f.name)]
+                      if "flag" in f.metadata and f.name != "hopt" and getattr(self, f.name)
+                      and not f.metadata.get("standalone")]
         if needs_hopt and not self.hopt:
             verb = "needs" if len(needs_hopt) == 1 else "need"
             raise ValueError(f"{', '.join(needs_hopt)} {verb} --hopt (they transform the loop "
@@ -94,17 +101,25 @@ def machine_model(target=None):
                         l3_bytes=t.l3_cache_bytes)
 
 
-def run_passes(module: Operation, options: PipelineOptions, remark=None) -> Operation:
+def run_passes(module: Operation, options: PipelineOptions, remark=None, *,
+               raised: bool = False) -> Operation:
     """Apply the enabled passes, in order, to ``module`` (in place) and re-verify it.
 
     ``remark(loc, message)``, when given, receives what the passes decided (tile sizes...).
+    ``raised``: the caller ran raise-scf-to-affine already (the CLI does, before
+    ``--schedule``).
     """
     from .schedules.bounds_check import check_bounds
     from .schedules.expand import expand_high_level_ops
+    if (options.raise_scf or options.hopt) and not raised:
+        from .affine.raise_scf_to_affine import raise_scf_to_affine
+        raise_scf_to_affine(module, remark)
     # MLIR's memref-bound-check: an access that is out of bounds whenever it runs is an error
     check_bounds(module, only_certain=True)
     if options.hopt:
         from .schedules.expand import RegisterTileSteps
+        from .schedules.scops import report_opaque_nests
+        report_opaque_nests(module, remark)
         steps = RegisterTileSteps(vect=options.vect, unroll=options.unroll,
                                   scalrep=options.scalrep)
         chooser = _microkernel_chooser(options.blis_kernel) if options.blis else None

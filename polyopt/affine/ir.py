@@ -9,6 +9,8 @@ Op classes may define:
   * ``parse_custom(parser, loc, name)`` (classmethod): parse the custom assembly form;
   * ``print_custom(printer)``: print it (ops without one print in generic form);
   * ``verify_op()``: op-specific checks, raising :class:`VerifyError` via ``self.error(...)``;
+  * ``verify_regions()``: checks that look into the op's regions (the types its terminators
+    yield), run after the nested ops are verified;
   * ``result_name_hint()``: the name mlir-opt gives the first result (``c0``, ``cst``, ``alloc``).
 """
 
@@ -274,6 +276,10 @@ class Operation:
     # -- hooks for subclasses ------------------------------------------------------------------
     def verify_op(self) -> None:
         """Op-specific checks (overridden)."""
+
+    def verify_regions(self) -> None:
+        """Checks that look into the op's regions, run after the ops nested in it are verified
+        (MLIR's ``verifyRegions``; overridden)."""
 
     def result_name_hint(self) -> Optional[str]:
         return None

@@ -14,7 +14,7 @@ the counterpart of MLIR's ``OpAsmPrinter``.
 from __future__ import annotations
 
 import io
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
 
 from .affine_expr import AffineMap, IntegerSet
 from .attributes import Attribute, format_named_attr
@@ -168,7 +168,11 @@ class Printer:
             self.print("[" + ", ".join(self.value_name(v) for v in operands[num_dims:]) + "]")
 
     def print_region(self, region: Region, print_entry_args: bool = False,
-                     print_empty_block: bool = False) -> None:
+                     print_empty_block: bool = False,
+                     print_block_terminators: Optional[bool] = None) -> None:
+        """``{ ops }``; ``print_block_terminators`` as MLIR's ``printRegion``: False omits each
+        block's terminator, True prints it, None (the default) omits only an empty
+        ``affine.yield``."""
         if not region.blocks:
             self.print("{")
             self.newline()
@@ -187,7 +191,8 @@ class Printer:
                 self.print(":")
                 self.indent += 1
             for op in block.ops:
-                if not self.generic and self._elide_terminator(op, block):
+                if not self.generic and self._elide_terminator(op, block,
+                                                               print_block_terminators):
                     continue
                 self.newline()
                 self.print_op(op)
@@ -196,9 +201,12 @@ class Printer:
         self.print("}")
 
     @staticmethod
-    def _elide_terminator(op: Operation, block: Block) -> bool:
+    def _elide_terminator(op: Operation, block: Block,
+                          print_terminators: Optional[bool] = None) -> bool:
         """Implicit terminators (``affine.yield`` with no operands, and ops whose class says
         ``IMPLICIT_TERMINATOR``) are not printed."""
+        if print_terminators is not None:
+            return not print_terminators and op is block.ops[-1]
         return op is block.ops[-1] and not op.operands and \
             (op.name == "affine.yield" or getattr(type(op), "IMPLICIT_TERMINATOR", False)) \
             and getattr(op, "elide_when_empty", True)

@@ -24,14 +24,34 @@ _TERMINATORS = {
 
 
 def verify(root: Operation) -> None:
-    """Raise :class:`VerifyError` at the first invalid op under ``root`` (pre-order)."""
+    """Raise :class:`VerifyError` at the first invalid op under ``root``: each op's own rules
+    (``verify_op``) before the ops nested in it, and the rules that look into its regions
+    (``verify_regions``, e.g. the types its terminators yield) after them, as MLIR's
+    ``verify``/``verifyRegions``."""
     positions: dict[int, dict[int, int]] = {}
-    for op in root.walk():
+    for op, entering in _enter_exit(root):
+        if not entering:
+            op.verify_regions()
+            continue
         _verify_structure(op)
         for i, v in enumerate(op.operands):
             _verify_dominance(op, i, v, positions)
         _verify_memref_layouts(op)
         op.verify_op()
+
+
+def _enter_exit(root: Operation):
+    """(op, True) when the walk enters ``op``, (op, False) after everything nested in it."""
+    stack = [(root, True)]
+    while stack:
+        op, entering = stack.pop()
+        yield op, entering
+        if entering:
+            stack.append((op, False))
+            for region in reversed(op.regions):
+                for block in reversed(region.blocks):
+                    for inner in reversed(block.ops):
+                        stack.append((inner, True))
 
 
 def _layout_error(t) -> str | None:

@@ -27,7 +27,7 @@ several statements combine (:func:`build_schedule`):
 from __future__ import annotations
 
 import re
-from typing import Mapping, Optional, Sequence, Union
+from typing import Callable, Mapping, Optional, Sequence, Union
 
 import islpy as isl
 
@@ -228,10 +228,11 @@ def build_schedule(model: PolyhedralModel, schedules: Mapping[str, ScheduleLike]
 
 
 def apply_schedule(root: Operation, schedules: Mapping[str, ScheduleLike], *, check: bool = True,
-                   keep_nest_order: bool = True, normalize: bool = True) -> list[Operation]:
-    """Reschedule the affine scop of ``root`` (a ``func.func``: its body's nests; or a single
-    top-level ``affine.for`` nest) and replace its ops by the generated loops; returns the new
-    top-level ops.
+                   keep_nest_order: bool = True, normalize: bool = True,
+                   remark: Optional[Callable[[object, str], None]] = None) -> list[Operation]:
+    """Reschedule the affine scops of ``root`` (a ``func.func``: its body's nests; or a single
+    top-level ``affine.for`` nest) and replace their ops by the generated loops; returns the
+    new top-level ops.
 
     ``schedules`` maps statement names (``"S0"``, in textual order, see
     :func:`polyopt.schedules.model.extract`) to an :class:`AffineMap` or its text (modern
@@ -242,14 +243,51 @@ def apply_schedule(root: Operation, schedules: Mapping[str, ScheduleLike], *, ch
     ``keep_nest_order``/``normalize``: see :func:`build_schedule` and
     :func:`~polyopt.schedules.ast_to_affine.generate_affine`.
 
+    In a function, nests the model cannot represent (``scf`` loops, calls...) are left alone
+    and split it into scops (:func:`polyopt.schedules.scops.function_scops`); ``remark``
+    hears about them, and about schedules naming statements that may be inside them (which
+    are then not applied).  Scops that no schedule names are not regenerated.
+
         apply_schedule(f, {"S0": "(d0, d1, d2) -> (d2 floordiv 256, d0 floordiv 64, d1, d0, d2)"})
     """
-    model = extract(root if root.name == "func.func" else [root])
-    schedule = build_schedule(model, schedules, keep_nest_order=keep_nest_order)
-    if check:
-        from .dependences import check_legality, compute_dependences
-        check_legality(model, schedule, compute_dependences(model))
+    opaque: list = []
+    if root.name == "func.func":
+        from .scops import function_scops
+        models, opaque = function_scops(root, remark)
+        if not models and not opaque:
+            extract(root)   # raises: the function has no affine loop nest to model
+    else:
+        models = [extract([root])]
+    owner = {s.name: m for m in models for s in m.statements}
+    for name in schedules:
+        if name in owner:
+            continue
+        loc = models[0].scop_ops[0].loc if models else root.loc
+        if not opaque:
+            raise ScheduleError(f"schedule given for unknown statement {name} (the scop has "
+                                f"{', '.join(owner) or 'none'})", loc)
+        if remark is not None:
+            remark(loc, f"schedule for {name} not applied: no statement {name} outside the "
+                        f"nests left alone (statements: {', '.join(owner) or 'none'})")
+    plans = []
+    for model in models:
+        mine = {n: v for n, v in schedules.items() if owner.get(n) is model}
+        if not mine:
+            continue
+        schedule = build_schedule(model, mine, keep_nest_order=keep_nest_order)
+        if check:
+            from .dependences import check_legality, compute_dependences
+            check_legality(model, schedule, compute_dependences(model))
+        plans.append((model, schedule))
+    new_ops: list[Operation] = []
+    for model, schedule in plans:
+        new_ops += _generate(model, schedule, normalize)
+    return new_ops
 
+
+def _generate(model: PolyhedralModel, schedule: isl.UnionMap, normalize: bool
+              ) -> list[Operation]:
+    """Replace ``model``'s ops by the loops ``schedule`` generates; returns them."""
     # generate into a detached block: a failure leaves the function untouched
     scratch = Block()
     gen = AffineGenerator(model)

@@ -44,7 +44,7 @@ from ..affine.diagnostics import ScheduleError
 from ..affine.ir import Operation, Value
 from ..affine.types import FloatType
 from .blis_schedule import BlisParams, MachineModel, MicroKernelChoice, default_blis_params
-from .nest_building import constant_loops, extent_loops, guard_equal_extents, memref_size, mul_add
+from .nest_building import extent_loops, guard_equal_extents, memref_size, mul_add
 
 # marks the im2col stand-in of a convolution (conv_gemm), whose packing nest is rewritten later
 STAND_IN_ATTR = "polyopt.im2col_stand_in"

@@ -52,7 +52,7 @@ from ..affine.ir import BlockArgument, Operation, Value
 from ..affine.printer import Printer, value_namer
 
 __all__ = ["Access", "Statement", "PolyhedralModel", "OpAccess", "extract", "access_relation",
-           "ACCESS_OPS"]
+           "unsupported_op", "ACCESS_OPS"]
 
 #: The memory accesses the model understands.
 ACCESS_OPS = (AffineLoadOp, AffineStoreOp, AffineVectorLoadOp, AffineVectorStoreOp)
@@ -467,12 +467,27 @@ def _check_supported(op: Operation) -> None:
     if name in _ALLOC_OPS:
         raise ScheduleError(f"'{name}' op inside the scop: allocations are not modelled (hoist "
                             f"them out of the loop nest)", op.loc)
+    if name.startswith("scf."):
+        raise ScheduleError(f"'{name}' op is structured control flow the model cannot represent "
+                            f"(--raise-scf-to-affine raises scf.for/scf.if with affine bounds "
+                            f"and conditions)", op.loc)
     if op.regions:
         raise ScheduleError(f"'{name}' op holds regions: only affine.for and affine.if may be "
                             f"nested inside the scop", op.loc)
     if not _effect_free(op):
         raise ScheduleError(f"'{name}' op inside the scop has unknown memory effects and cannot "
                             f"be modelled", op.loc)
+
+
+def unsupported_op(root: Operation) -> Optional[ScheduleError]:
+    """The refusal :func:`extract` gives for the first op under ``root`` (pre-order) of a kind
+    the model cannot represent (an ``scf.for``, a call, a ``memref.load``...), or ``None``."""
+    for op in root.walk():
+        try:
+            _check_supported(op)
+        except ScheduleError as err:
+            return err
+    return None
 
 
 def _scop_of(root: Union[Operation, Sequence[Operation]]) -> list[Operation]:
@@ -500,7 +515,7 @@ def _scop_of(root: Union[Operation, Sequence[Operation]]) -> list[Operation]:
 
 
 def extract(root: Union[Operation, Sequence[Operation]], *,
-            scalar_flows: bool = False) -> PolyhedralModel:
+            scalar_flows: bool = False, first_statement: int = 0) -> PolyhedralModel:
     """The polyhedral model of an affine scop.
 
     ``root`` is a ``func.func`` (the scop is its body from the first affine loop/if/access to
@@ -508,7 +523,9 @@ def extract(root: Union[Operation, Sequence[Operation]], *,
     block.  Raises :class:`ScheduleError` at the first op the model cannot represent.
     ``scalar_flows=True`` accepts values flowing between statements through SSA registers
     (they are not modelled: only for analyses they cannot affect, such as unroll-and-jam
-    legality, and the statements' ``ops`` then lack those producers).
+    legality, and the statements' ``ops`` then lack those producers).  Statements are named
+    from ``S{first_statement}`` on (a function's scops number theirs in one sequence, see
+    :func:`polyopt.schedules.scops.function_scops`).
 
         affine.for %i = 0 to 4 {            S0: { S0[i0] : 0 <= i0 <= 3 }
           %x = affine.load %A[%i]               reads  { S0[i0] -> M0[i0] }
@@ -599,8 +616,10 @@ def extract(root: Union[Operation, Sequence[Operation]], *,
                 if scalar_flows:
                     return
                 other = group_of.get(id(d))
+                other = "?" if other is None else first_statement + other
                 raise ScheduleError(f"'{d.name}' op result (in S{other}) is used by "
-                                    f"'{user.name}' in S{k}: values flowing between statements "
+                                    f"'{user.name}' in S{first_statement + k}: values flowing "
+                                    f"between statements "
                                     f"through SSA registers (scalar dependences) are not "
                                     f"modelled; store the value to a memref or recompute it "
                                     f"where it is used", d.loc)
@@ -646,7 +665,7 @@ def extract(root: Union[Operation, Sequence[Operation]], *,
     depth = max((len(g.loops) for g in stmt_groups), default=0)
     statements: list[Statement] = []
     for k, ((g, texts, acc), ops) in enumerate(zip(pending, full_ops)):
-        name = f"S{k}"
+        name = f"S{first_statement + k}"
         dims = [f"i{d}" for d in range(len(g.loops))]
         tup = f"{name}[{', '.join(dims)}]"
         domain = _chain_domain(space, tup, texts)

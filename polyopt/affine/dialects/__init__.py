@@ -1,4 +1,4 @@
 """Importing this package registers every op polyopt knows (see ``ir.register_op``)."""
 
 from . import builtin, func, arith, cf  # noqa: F401
-from . import affine, memref, memref_views, vector, math, linalg, hop  # noqa: F401
+from . import affine, memref, memref_views, vector, math, linalg, hop, scf  # noqa: F401

@@ -1,0 +1,237 @@
+"""Lowering of the scf dialect (MLIR's convert-scf-to-cf, then to LLVM), executed as written:
+
+* ``scf.for``: a loop with header phis for the induction variable and the ``iter_args``,
+  ``iv < ub`` compared signed (unsigned with ``unsigned``), ``iv + step`` without overflow
+  flags (a wrapping induction variable behaves as upstream's);
+* ``scf.if``: branches, results through phis at the join;
+* ``scf.while``: the before region as the loop header (its ``scf.condition`` branches to the
+  after region or out of the loop, passing its values), the after region as the latch;
+* ``scf.parallel``: sequential nested loops in dimension order (as convert-scf-to-cf's
+  ``scf.parallel`` -> ``scf.for`` rewrite), each reduction applied in iteration order as
+  ``acc = region(acc, value)`` starting from its init;
+* ``scf.execute_region`` (one block): its ops in place; ``scf.index_switch``: an LLVM
+  ``switch``, results through phis.
+
+Index-typed induction variables with constant-ish bounds and a positive constant step get a
+value range, so affine subscripts and bounds that use them fold as those of ``affine.for`` do.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from llvmlite import ir
+
+from polyopt.affine.diagnostics import CodegenError
+from polyopt.affine.ir import Block, Operation, Value
+from polyopt.affine.types import IndexType
+from polyopt.codegen.lowering import TERMINATORS, FunctionLowering, handles
+
+# the terminators of the scf regions, handled by the op that owns the region
+TERMINATORS.update({"scf.yield", "scf.condition", "scf.reduce", "scf.reduce.return"})
+
+
+def _constant_step(op_step: Value) -> Optional[int]:
+    d = op_step.defining_op
+    if d is None or d.name != "arith.constant":
+        return None
+    v = getattr(d.attributes.get("value"), "value", None)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _bind_iv(L: FunctionLowering, iv: Value, llv: ir.Value, lb: Value, ub: Value,
+             step: Value, signed: bool = True) -> None:
+    """Bind an induction variable; an ``index`` one whose step is a positive constant gets the
+    range ``[min lb, max ub - 1]`` for the folding of affine expressions."""
+    L.bind(iv, llv)
+    if not isinstance(iv.type, IndexType):
+        return
+    L.leaf_values[id(llv)] = llv
+    s = _constant_step(step)
+    if signed and s is not None and s > 0:
+        lo, _ = L.lin_range(L.form_of(lb))
+        _, hi = L.lin_range(L.form_of(ub))
+        L.leaf_ranges[id(llv)] = (lo, None if hi is None else hi - 1)
+
+
+def _bind_all(L: FunctionLowering, values: Sequence[Value], llvs: Sequence[ir.Value]) -> None:
+    for v, x in zip(values, llvs):
+        L.bind_llvm(v, x)
+
+
+def _phis(L: FunctionLowering, inits: Sequence[ir.Value]) -> list:
+    return [L.b.phi(x.type) for x in inits]
+
+
+@handles("scf.for")
+def _lower_for(L: FunctionLowering, op: Operation) -> None:
+    b = L.b
+    lb, ub, step = (L.get(v) for v in (op.lower_bound, op.upper_bound, op.step))
+    inits = [L.get(v) for v in op.inits]
+    pre = b.block
+    header = L.fn.append_basic_block("scf.for.header")
+    body = L.fn.append_basic_block("scf.for.body")
+    exit_ = L.fn.append_basic_block("scf.for.exit")
+    b.branch(header)
+    b.position_at_end(header)
+    iv = b.phi(lb.type, "iv")
+    phis = _phis(L, inits)
+    less = b.icmp_unsigned if op.is_unsigned else b.icmp_signed
+    b.cbranch(less("<", iv, ub), body, exit_)
+    b.position_at_end(body)
+    _bind_iv(L, op.induction_var, iv, op.lower_bound, op.upper_bound, op.step,
+             signed=not op.is_unsigned)
+    _bind_all(L, op.region_iter_args, phis)
+    yielded = L.lower_region_block(op.body)
+    nxt = b.add(iv, step, name="iv.next")
+    latch = b.block
+    b.branch(header)
+    iv.add_incoming(lb, pre)
+    iv.add_incoming(nxt, latch)
+    for phi, init, y in zip(phis, inits, yielded):
+        phi.add_incoming(init, pre)
+        phi.add_incoming(y, latch)
+    b.position_at_end(exit_)
+    _bind_all(L, op.results, phis)
+
+
+def _join(L: FunctionLowering, results: Sequence[Value], merge: ir.Block,
+          arms: Sequence[tuple[list, ir.Block]]) -> None:
+    """At ``merge``, each result is the phi of the values the arms (values, end block) yield."""
+    L.b.position_at_end(merge)
+    for k, res in enumerate(results):
+        phi = L.b.phi(arms[0][0][k].type)
+        for vals, end in arms:
+            phi.add_incoming(vals[k], end)
+        L.bind_llvm(res, phi)
+
+
+@handles("scf.if")
+def _lower_if(L: FunctionLowering, op: Operation) -> None:
+    b = L.b
+    cond = L.get(op.condition)
+    then_bb = L.fn.append_basic_block("scf.if.then")
+    else_bb = L.fn.append_basic_block("scf.if.else") if op.has_else else None
+    merge = L.fn.append_basic_block("scf.if.end")
+    b.cbranch(cond, then_bb, else_bb if else_bb is not None else merge)
+    arms = []
+    for bb, block in ((then_bb, op.then_block), (else_bb, op.else_block)):
+        if bb is None:
+            continue
+        b.position_at_end(bb)
+        vals = L.lower_region_block(block)
+        arms.append((vals, b.block))
+        b.branch(merge)
+    _join(L, op.results, merge, arms)
+
+
+@handles("scf.while")
+def _lower_while(L: FunctionLowering, op: Operation) -> None:
+    b = L.b
+    inits = [L.get(v) for v in op.inits]
+    pre = b.block
+    before_bb = L.fn.append_basic_block("scf.while.before")
+    after_bb = L.fn.append_basic_block("scf.while.after")
+    exit_ = L.fn.append_basic_block("scf.while.exit")
+    b.branch(before_bb)
+    b.position_at_end(before_bb)
+    phis = _phis(L, inits)
+    _bind_all(L, op.before_block.args, phis)
+    cond_op = L.lower_ops(op.before_block)
+    cond = L.get(cond_op.operands[0])
+    passed = [L.get(v) for v in cond_op.operands[1:]]
+    b.cbranch(cond, after_bb, exit_)
+    # the after region and the exit are only entered from the end of the before region, which
+    # dominates them: the condition's values are used directly
+    b.position_at_end(after_bb)
+    _bind_all(L, op.after_block.args, passed)
+    yielded = L.lower_region_block(op.after_block)
+    latch = b.block
+    b.branch(before_bb)
+    for phi, init, y in zip(phis, inits, yielded):
+        phi.add_incoming(init, pre)
+        phi.add_incoming(y, latch)
+    b.position_at_end(exit_)
+    _bind_all(L, op.results, passed)
+
+
+@handles("scf.parallel")
+def _lower_parallel(L: FunctionLowering, op: Operation) -> None:
+    b = L.b
+    n = op.num_dims
+    lbs = [L.get(v) for v in op.lower_bounds]
+    ubs = [L.get(v) for v in op.upper_bounds]
+    steps = [L.get(v) for v in op.steps]
+
+    def loop(d: int, accs: list) -> list:
+        """The loop of dimension ``d`` carrying the reductions ``accs``; returns their values
+        after it."""
+        pre = b.block
+        header = L.fn.append_basic_block(f"scf.parallel.header{d}")
+        body = L.fn.append_basic_block(f"scf.parallel.body{d}")
+        exit_ = L.fn.append_basic_block(f"scf.parallel.exit{d}")
+        b.branch(header)
+        b.position_at_end(header)
+        iv = b.phi(lbs[d].type, f"iv{d}")
+        phis = _phis(L, accs)
+        b.cbranch(b.icmp_signed("<", iv, ubs[d]), body, exit_)
+        b.position_at_end(body)
+        _bind_iv(L, op.induction_vars[d], iv, op.lower_bounds[d], op.upper_bounds[d],
+                 op.steps[d])
+        if d + 1 < n:
+            nxt_accs = loop(d + 1, phis)
+        else:
+            nxt_accs = _reduce(L, L.lower_ops(op.body), phis)
+        nxt = b.add(iv, steps[d], name=f"iv{d}.next")
+        latch = b.block
+        b.branch(header)
+        iv.add_incoming(lbs[d], pre)
+        iv.add_incoming(nxt, latch)
+        for phi, acc, new in zip(phis, accs, nxt_accs):
+            phi.add_incoming(acc, pre)
+            phi.add_incoming(new, latch)
+        b.position_at_end(exit_)
+        return phis
+
+    results = loop(0, [L.get(v) for v in op.inits])
+    _bind_all(L, op.results, results)
+
+
+def _reduce(L: FunctionLowering, reduce_op: Operation, accs: list) -> list:
+    """``acc_k = region_k(acc_k, operand_k)`` for every reduction of ``scf.reduce``."""
+    out = []
+    for acc, value, region in zip(accs, reduce_op.operands, reduce_op.regions):
+        block: Block = region.blocks[0]
+        L.bind_llvm(block.args[0], acc)
+        L.bind_llvm(block.args[1], L.get(value))
+        ret = L.lower_ops(block)
+        out.append(L.get(ret.operands[0]))
+    return out
+
+
+@handles("scf.execute_region")
+def _lower_execute_region(L: FunctionLowering, op: Operation) -> None:
+    blocks = op.regions[0].blocks
+    if len(blocks) != 1:
+        raise CodegenError(f"'scf.execute_region' with {len(blocks)} blocks is not supported by "
+                           f"the LLVM lowering (one block only)", op.loc)
+    _bind_all(L, op.results, L.lower_region_block(blocks[0]))
+
+
+@handles("scf.index_switch")
+def _lower_index_switch(L: FunctionLowering, op: Operation) -> None:
+    b = L.b
+    arg = L.get(op.arg)
+    default_bb = L.fn.append_basic_block("scf.switch.default")
+    case_bbs = [L.fn.append_basic_block(f"scf.switch.case{v}") for v in op.cases]
+    merge = L.fn.append_basic_block("scf.switch.end")
+    sw = b.switch(arg, default_bb)
+    for value, bb in zip(op.cases, case_bbs):
+        sw.add_case(ir.Constant(arg.type, value), bb)
+    arms = []
+    for bb, region in zip([*case_bbs, default_bb], [*op.case_regions, op.default_region]):
+        b.position_at_end(bb)
+        vals = L.lower_region_block(region.blocks[0])
+        arms.append((vals, b.block))
+        b.branch(merge)
+    _join(L, op.results, merge, arms)
