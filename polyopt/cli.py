@@ -28,11 +28,14 @@ def _add_pipeline_flags(parser: argparse.ArgumentParser) -> None:
                            help=help_)
     for name, option, help_ in PipelineOptions.value_fields():
         group.add_argument(option, dest=name, default=None, metavar="NAME", help=help_)
+    for name, flag, help_ in PipelineOptions.pass_fields():
+        group.add_argument(flag, dest=name, action="store_true", help=help_)
 
 
 def _pipeline_switches(args: argparse.Namespace) -> dict:
     names = [name for name, _, _ in PipelineOptions.flag_fields()] + \
-        [name for name, _, _ in PipelineOptions.value_fields()]
+        [name for name, _, _ in PipelineOptions.value_fields()] + \
+        [name for name, _, _ in PipelineOptions.pass_fields()]
     return {name: getattr(args, name) for name in names}
 
 
