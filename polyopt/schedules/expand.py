@@ -431,8 +431,8 @@ def expand_high_level_ops(module: Operation, *, tiled: bool = False,
 
 def _blis_takes(op, remark: RemarkSink) -> bool:
     """Does the BLIS pipeline take the linalg op ``op`` (``--hopt``)?  ``linalg.matmul`` with
-    its default maps, one element type and static shapes, and the convolutions; a remark
-    says why another matmul stays a naive nest."""
+    its default maps, one element type (f32 or f64) and static shapes, and the convolutions;
+    a remark says why another matmul stays a naive nest."""
     if hasattr(op, "CONV_KIND"):
         return True
     if not isinstance(op, (LinalgMatmulOp, BatchMatmulOp)):
@@ -444,6 +444,8 @@ def _blis_takes(op, remark: RemarkSink) -> bool:
         why = "its indexing_maps transpose or broadcast operands"
     elif not op.is_plain:
         why = "its operands have different element types"
+    elif str(op.c.type.element_type) not in ("f32", "f64"):
+        why = f"its element type is {op.c.type.element_type} (the pipeline takes f32 and f64)"
     elif not all(v.type.has_static_shape for v in op.operands):
         why = "its operands have '?' sizes"
     if why is None:
