@@ -351,3 +351,14 @@ def test_hopt_leaves_batch_matmul_and_dynamic_matmul_naive():
     run_passes(module, PipelineOptions(hopt=True), remark=lambda loc, m: remarks.append(m))
     assert sum("batch loop is not BLIS-tiled" in m for m in remarks) == 2
     assert sum("'?' sizes" in m for m in remarks) == 1
+
+
+def test_llvm_lowering_names_the_pass_for_an_unconverted_op():
+    from polyopt.affine.diagnostics import CodegenError
+    from polyopt.codegen.to_llvm import lower_module
+    module = polyopt.parse(PROGRAMS["map_reduce"], "mr.mlir")
+    with pytest.raises(CodegenError) as info:
+        lower_module(module)
+    assert info.value.render().startswith(
+        "mr.mlir:3:3: error: 'linalg.map' must be lowered to affine loops before LLVM "
+        "(polyopt.pipeline.prepare_for_lowering, or --convert-linalg-to-affine-loops)")
