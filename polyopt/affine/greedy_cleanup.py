@@ -100,40 +100,68 @@ def _constant_key(op: Operation) -> Optional[tuple]:
 def unique_constants(root: Operation) -> None:
     """One population walk of the greedy driver (``OperationFolder::insertKnownConstant`` on
     every constant, in post-order): constants move to the start of their function's entry
-    block, and duplicates within a function are replaced by the first one met."""
-    owned: set[int] = set()
-    seen: dict[tuple[int, tuple], Operation] = {}
+    block, and duplicates within a function are replaced by the first one met.
+
+    A constant of the entry block stays where it is when it is the block's first op or the
+    op before it is a constant that stayed; every other one moves to the very front (so
+    constants met later end up first).  Linear in the number of ops: the moves are recorded
+    and the blocks rebuilt once."""
+    states: dict[int, _Scope] = {}
+    touched: dict[int, Block] = {}
     for op in _post_order(root):
-        if not is_constant_like(op) or len(op.results) != 1 or op.parent is None:
-            continue
-        key = _constant_key(op)
         block = op.parent
-        region = _insertion_region(block)
-        if key is None or region is None or not region.blocks:
+        if block is None:
             continue
-        existing = seen.get((id(region), key))
+        region = _insertion_region(block)
+        if region is None or not region.blocks:
+            continue
+        scope = states.get(id(region))
+        if scope is None:
+            scope = states[id(region)] = _Scope(region.blocks[0])
+        in_entry = block is scope.entry
+        key = _constant_key(op) if is_constant_like(op) and len(op.results) == 1 else None
+        if key is None:
+            if in_entry:
+                scope.last = op
+            continue
+        existing = scope.seen.get(key)
         if existing is not None:
             op.results[0].replace_all_uses_with(existing.results[0])
-            op.erase()
+            op.drop_all_operand_uses()
+            op.parent = None
+            scope.removed.add(id(op))
+            touched[id(block)] = block
             continue
-        entry = region.blocks[0]
-        if block is not entry:
-            _move_to_front(op, entry)
-        elif entry.ops[0] is not op and id(_previous(op)) not in owned:
-            _move_to_front(op, entry)
-        seen[(id(region), key)] = op
-        owned.add(id(op))
+        scope.seen[key] = op
+        if in_entry and (scope.last is None or id(scope.last) in scope.stayed):
+            scope.stayed.add(id(op))
+            scope.last = op
+            continue
+        scope.front.append(op)
+        scope.removed.add(id(op))
+        touched[id(block)] = block
+    removed = set().union(*(scope.removed for scope in states.values()))
+    for block in touched.values():
+        block.ops = [o for o in block.ops if id(o) not in removed]
+    for scope in states.values():
+        if scope.front:
+            for op in scope.front:
+                op.parent = scope.entry
+            scope.entry.ops = scope.front[::-1] + scope.entry.ops
 
 
-def _previous(op: Operation) -> Optional[Operation]:
-    block = op.parent
-    i = block.index_of(op)
-    return block.ops[i - 1] if i else None
+class _Scope:
+    """The folder's state for one function body: its entry block, the constants seen (by
+    value), those that stayed in place, those moved to the front (in move order), and the
+    last entry-block op left in place."""
 
-
-def _move_to_front(op: Operation, block: Block) -> None:
-    op.detach()
-    block.insert(0, op)
+    def __init__(self, entry: Block):
+        self.entry = entry
+        self.seen: dict[tuple, Operation] = {}
+        self.stayed: set[int] = set()
+        self.removed: set[int] = set()
+        self.front: list[Operation] = []
+        self.last: Optional[Operation] = None
 
 
 def fold_dims(root: Operation) -> bool:
