@@ -344,3 +344,73 @@ def test_convolutions_in_mlir_loop_order():
     np.testing.assert_allclose(O, e_o, rtol=1e-12)
     np.testing.assert_allclose(Od, e_od, rtol=1e-12)
     np.testing.assert_allclose(O1, e_o1, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# random contractions: any permutation/broadcast of the loops in each operand's map, the
+# loops an output does not index are reductions; checked against numpy.einsum and against
+# mlir-opt-22's lowering of the same op
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def contractions(draw):
+    n = draw(st.integers(1, 4))
+    extents = draw(st.lists(st.integers(1, 6), min_size=n, max_size=n))
+    loops = list(range(n))
+    out = draw(st.permutations(loops))[:draw(st.integers(0, n))]
+    ins = []
+    for _ in range(draw(st.integers(1, 2))):
+        ins.append(draw(st.permutations(loops))[:draw(st.integers(1, n))])
+    # every loop must size some operand: give the first input the loops nobody indexes
+    missing = [d for d in loops if d not in out and not any(d in i for i in ins)]
+    ins[0] = list(ins[0]) + missing
+    return extents, [list(i) for i in ins], list(out)
+
+
+def _generic_text(extents, ins, out):
+    n = len(extents)
+    dims = ", ".join(f"d{d}" for d in range(n))
+
+    def mp(ix):
+        return f"affine_map<({dims}) -> ({', '.join(f'd{d}' for d in ix)})>"
+
+    def ty(ix):
+        return "memref<" + "".join(f"{extents[d]}x" for d in ix) + "f64>"
+    args = ", ".join(f"%I{k}: {ty(ix)}" for k, ix in enumerate(ins)) + f", %O: {ty(out)}"
+    iters = ", ".join('"parallel"' if d in out else '"reduction"' for d in range(n))
+    names = [f"%a{k}" for k in range(len(ins))]
+    body = [f"%p0 = arith.mulf {names[0]}, {names[0]} : f64"] if len(ins) == 1 else \
+        [f"%p0 = arith.mulf {names[0]}, {names[1]} : f64"]
+    body.append("%s = arith.addf %o, %p0 : f64")
+    return (f"func.func @f({args}) {{\n"
+            f"  linalg.generic {{indexing_maps = [{', '.join(mp(ix) for ix in ins + [out])}], "
+            f"iterator_types = [{iters}]}}\n"
+            f"      ins({', '.join(f'%I{k}' for k in range(len(ins)))} : "
+            f"{', '.join(ty(ix) for ix in ins)}) outs(%O : {ty(out)}) {{\n"
+            f"  ^bb0({', '.join(f'{a}: f64' for a in names)}, %o: f64):\n"
+            + "".join(f"    {line}\n" for line in body)
+            + "    linalg.yield %s : f64\n  }\n  return\n}\n")
+
+
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(contractions())
+def test_random_contractions(case):
+    from linalg_oracle import mlir_opt
+    from polyopt.affine.linalg_to_affine import convert_linalg_to_affine_loops
+    extents, ins, out = case
+    text = _generic_text(extents, ins, out)
+    module = polyopt.parse(text)
+    convert_linalg_to_affine_loops(module)
+    assert str(module) == str(polyopt.parse(mlir_opt(text, "--convert-linalg-to-affine-loops")))
+    arrays = [rand(*[extents[d] for d in ix]) for ix in ins]
+    o = rand(*[extents[d] for d in out])
+    expect = o.copy()
+    for it in np.ndindex(*extents):       # the loop nest the op means, in numpy
+        vals = [a[tuple(it[d] for d in ix)] for a, ix in zip(arrays, ins)]
+        expect[tuple(it[d] for d in out)] += vals[0] * vals[-1]
+    run(text, "f", *arrays, o)
+    np.testing.assert_allclose(o, expect, rtol=1e-12, atol=1e-12)
