@@ -753,6 +753,7 @@ class GenericOp(LinalgStructuredOp):
                 raise _custom_error(p, name, f"expected \"iterator_types\" to be an array of "
                                     f"strings, got {e}", start)
             if e.value not in ITERATOR_TYPES:
+                p.skip_ws()
                 raise _custom_error(p, name, f"unexpected iterator_type ({e.value})")
             names.append(e.value)
         maps = attrs.get("indexing_maps")
@@ -1158,6 +1159,8 @@ class TransposeOp(_NamedOp):
     @property
     def indexing_maps(self) -> tuple[AffineMap, ...]:
         perm = self.permutation
+        if sorted(perm) != list(range(len(perm))):   # the verifier reports it
+            return (AffineMap.identity(len(perm)),) * 2
         inverse = [0] * len(perm)
         for k, p_ in enumerate(perm):
             inverse[p_] = k
@@ -1277,8 +1280,8 @@ class CopyOp(_UnaryNamedOp):
 
     @property
     def indexing_maps(self) -> tuple[AffineMap, ...]:
-        rank = _rank(self.operands[1].type)
-        return (AffineMap.identity(_rank(self.operands[0].type)), AffineMap.identity(rank))
+        rank = _rank(self.operands[1].type)   # rank-polymorphic: the output's rank
+        return (AffineMap.identity(rank),) * 2
 
     @property
     def iterator_types(self) -> tuple[str, ...]:
