@@ -162,7 +162,11 @@ class _ContractionOp(_NamedOp):
         if len(ins) != 2 or len(outs) != 1:
             raise _custom_error(p, name, f"[parseNamedStructuredOpRegion] ods-gen generated "
                                 f"region expects 3 args, got {len(ins) + len(outs)}", start)
-        return cls(operands=ins + outs, attributes=cls._drop_default_maps(attrs), loc=loc)
+        op = cls(operands=ins + outs, attributes=cls._drop_default_maps(attrs), loc=loc)
+        msg = op.payload_type_error()
+        if msg is not None:   # MLIR's region builder fails while parsing
+            raise _custom_error(p, name, msg, start)
+        return op
 
     @classmethod
     def _drop_default_maps(cls, attrs: dict) -> dict:
@@ -218,13 +222,17 @@ class _ContractionOp(_NamedOp):
         self._verify_operand_kinds()
         self.verify_structured()
 
-    def _verify_payload_types(self) -> None:
+    def payload_type_error(self) -> Optional[str]:
+        """Why the payload cannot be built for these element types, else ``None``."""
         out = _element_type(self.c.type)
         for v in (self.a, self.b):
             src = _element_type(v.type)
             if cast_op_name(src, out, self.unsigned_cast) is None:
-                raise self.error(f"cannot cast '{src}' to the output element type '{out}'")
-        msg = binary_error(out, out)
+                return f"cannot cast '{src}' to the output element type '{out}'"
+        return binary_error(out, out)
+
+    def _verify_payload_types(self) -> None:
+        msg = self.payload_type_error()
         if msg:
             raise self.error(msg)
 
