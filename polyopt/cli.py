@@ -30,9 +30,16 @@ def _add_pipeline_flags(parser: argparse.ArgumentParser) -> None:
         group.add_argument(option, dest=name, default=None, metavar="NAME", help=help_)
 
 
+def _add_pass_flags(parser: argparse.ArgumentParser) -> None:
+    """The stand-alone passes (opt, run, translate): ``--convert-linalg-to-affine-loops``."""
+    for name, flag, help_ in PipelineOptions.pass_fields():
+        parser.add_argument(flag, dest=name, action="store_true", help=help_)
+
+
 def _pipeline_switches(args: argparse.Namespace) -> dict:
     names = [name for name, _, _ in PipelineOptions.flag_fields()] + \
-        [name for name, _, _ in PipelineOptions.value_fields()]
+        [name for name, _, _ in PipelineOptions.value_fields()] + \
+        [name for name, _, _ in PipelineOptions.pass_fields() if hasattr(args, name)]
     return {name: getattr(args, name) for name in names}
 
 
@@ -59,6 +66,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                         help="with --schedule: the function to schedule (default: every "
                              "function with a body)")
     _add_pipeline_flags(parser)
+    _add_pass_flags(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:

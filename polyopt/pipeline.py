@@ -7,6 +7,7 @@ fields, so the two cannot drift.
     MLIR text --parse--> Module --[--raise-scf-to-affine, --hopt: raise affine scf to affine]
               --[--hopt: expand hop/linalg ops]
               --[--hopt-copy: pack A and B, normalize the buffers' layouts]--> affine IR
+              --[--convert-linalg-to-affine-loops]
               --(expand what is left, naively)--> lower to LLVM --O3--> JIT
 """
 
@@ -62,6 +63,11 @@ class PipelineOptions:
         "help": "with --hopt: tile and pack as --hopt-copy does, with the register tile of a "
                 "BLIS micro-kernel (the PyPI package 'blis'), and call that hand-written kernel "
                 "for each M_R x N_R x K_C tile (paper section 2.12, 'outer MLIR, inner BLIS')"})
+    linalg_to_affine: bool = field(default=False, metadata={
+        "pass_flag": "--convert-linalg-to-affine-loops",
+        "help": "lower the linalg ops on memrefs to affine loop nests, as mlir-opt's "
+                "-convert-linalg-to-affine-loops does (after the --hopt passes, which take "
+                "linalg.matmul and the convolutions first); compiling does it anyway"})
     blis_kernel: Optional[str] = field(default=None, metadata={
         "option": "--hopt-blis-kernel",
         "help": "with --hopt-blis: the micro-kernel to call (default: the best one this CPU "
@@ -83,6 +89,12 @@ class PipelineOptions:
         """(name, --flag, help) of the on/off switches."""
         return [(f.name, f.metadata["flag"], f.metadata["help"]) for f in fields(cls)
                 if "flag" in f.metadata]
+
+    @classmethod
+    def pass_fields(cls):
+        """(name, --flag, help) of the switches of passes that stand alone (no --hopt)."""
+        return [(f.name, f.metadata["pass_flag"], f.metadata["help"]) for f in fields(cls)
+                if "pass_flag" in f.metadata]
 
     @classmethod
     def value_fields(cls):
@@ -131,6 +143,9 @@ def run_passes(module: Operation, options: PipelineOptions, remark=None, *,
         if options.blis:
             from .schedules.microkernel_call import map_to_microkernels
             map_to_microkernels(module, remark)
+    if options.linalg_to_affine:
+        from .affine.linalg_to_affine import convert_linalg_to_affine_loops
+        convert_linalg_to_affine_loops(module)
     verify(module)
     return module
 
@@ -178,9 +193,14 @@ def _normalize_memrefs(module: Operation, remark=None) -> None:
 
 
 def prepare_for_lowering(module: Operation) -> Operation:
-    """What must hold before LLVM lowering: no high-level ops are left."""
+    """What must hold before LLVM lowering: no high-level ops are left (``hop.*`` expanded,
+    linalg ops lowered to affine loops as --convert-linalg-to-affine-loops does)."""
+    from .affine.dialects.linalg import LinalgStructuredOp
     from .schedules.expand import expand_high_level_ops
     expand_high_level_ops(module)
+    if any(isinstance(op, LinalgStructuredOp) for op in module.walk()):
+        from .affine.linalg_to_affine import convert_linalg_to_affine_loops
+        convert_linalg_to_affine_loops(module)
     return module
 
 

@@ -90,10 +90,15 @@ class Printer:
         and results of a whole region first, then the regions nested in its ops; sibling
         regions restart from the same counters and do not see each other's names."""
         start = (self.next_value, self.next_arg, self.next_conflict, self.used_names)
+        hints_of = getattr(op, "block_arg_name_hints", None) if not self.generic else None
         for region in op.regions:
             self.next_value, self.next_arg, self.next_conflict = start[:3]
             self.used_names = set(start[3])
+            hints = hints_of(region) if hints_of is not None else None
             for block in region.blocks:
+                if hints and block is region.blocks[0]:   # OpAsmOpInterface's argument names
+                    for a, hint in zip(block.args, hints):
+                        self.names[a] = self._unique(hint)
                 self.name_region_args(block)
                 for inner in block.ops:
                     self.name_results(inner)

@@ -1,10 +1,15 @@
 """Lowering of what is left of linalg at LLVM time: ``linalg.fill`` as a loop over the
-buffer (the other linalg ops are expanded into affine nests before lowering)."""
+buffer.  The other linalg ops become affine nests before lowering
+(:func:`polyopt.pipeline.prepare_for_lowering` runs
+:func:`polyopt.affine.linalg_to_affine.convert_linalg_to_affine_loops`); one that reaches
+this point is an error naming that pass."""
 
 from __future__ import annotations
 
 from typing import Callable
 
+from polyopt.affine.diagnostics import CodegenError
+from polyopt.affine.dialects.linalg import STRUCTURED_OPS
 from polyopt.affine.ir import Operation
 from polyopt.affine.types import MemRefType
 from polyopt.codegen.llvm_helpers import I64, Unsupported, i64
@@ -30,6 +35,13 @@ def _lower_fill(L: FunctionLowering, op: Operation) -> None:
         emit_loop_nest(L, (flat.shape[0],), lambda ivs: L.store_elem(value, target, ivs))
     else:
         emit_loop_nest(L, tuple(t.shape), lambda ivs: L.store_elem(value, mem, ivs))
+
+
+@handles(*(name for name in STRUCTURED_OPS if name != "linalg.fill"))
+def _refuse_unconverted(L: FunctionLowering, op: Operation) -> None:
+    raise CodegenError(f"'{op.name}' must be lowered to affine loops before LLVM "
+                       f"(polyopt.pipeline.prepare_for_lowering, or "
+                       f"--convert-linalg-to-affine-loops)", op.loc)
 
 
 def emit_loop_nest(L: FunctionLowering, shape: tuple, body: Callable) -> None:

@@ -39,7 +39,7 @@ from ..affine.builder import Builder
 from ..affine.dialects.affine import AffineForOp, AffineLoadOp, AffineStoreOp
 from ..affine.dialects.arith import FLOAT_BINARY, INT_BINARY, ConstantOp
 from ..affine.dialects.hop import HopMatmulOp
-from ..affine.dialects.linalg import LinalgMatmulOp
+from ..affine.dialects.linalg import BatchMatmulOp, LinalgMatmulOp, LinalgStructuredOp
 from ..affine.diagnostics import ScheduleError
 from ..affine.ir import Operation, Value
 from ..affine.types import FloatType
@@ -417,13 +417,21 @@ def expand_high_level_ops(module: Operation, *, tiled: bool = False,
                           remark: RemarkSink = None, copy: bool = False,
                           steps: RegisterTileSteps = RegisterTileSteps(),
                           microkernel_for: Optional[Callable] = None) -> int:
-    """Expand every ``hop.matmul``, ``linalg.matmul`` and ``hop.conv2d`` under ``module``
-    into affine nests (BLIS-tiled matmuls with ``tiled``, naive otherwise; with ``copy`` too,
-    tiled matmuls pack A and B, see :func:`pack_blis_operands`; with ``microkernel_for``,
+    """Expand every ``hop.matmul`` and ``hop.conv2d`` under ``module`` into affine nests
+    (BLIS-tiled matmuls with ``tiled``, naive otherwise; with ``copy`` too, tiled matmuls pack
+    A and B, see :func:`pack_blis_operands`; with ``microkernel_for``,
     ``(element type, loc) -> MicroKernelChoice``, tiled matmuls call that micro-kernel);
-    returns how many ops were expanded."""
-    todo = [op for op in module.walk()
-            if isinstance(op, (HopMatmulOp, LinalgMatmulOp)) or hasattr(op, "CONV_KIND")]
+    with ``tiled``, ``linalg.matmul`` (default maps, one element type, static shapes) and the
+    linalg convolutions too.  Other linalg ops keep their form: they become their naive nest
+    in :func:`polyopt.affine.linalg_to_affine.convert_linalg_to_affine_loops` (with a remark
+    under ``tiled`` for the matmuls it leaves).  Returns how many ops were expanded."""
+    todo = []
+    for op in module.walk():
+        if isinstance(op, LinalgStructuredOp):
+            if tiled and _blis_takes(op, remark):
+                todo.append(op)
+        elif isinstance(op, HopMatmulOp) or hasattr(op, "CONV_KIND"):
+            todo.append(op)
     for op in todo:
         if hasattr(op, "CONV_KIND"):
             _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for)
@@ -442,6 +450,33 @@ def expand_high_level_ops(module: Operation, *, tiled: bool = False,
         else:
             expand_matmul(op)
     return len(todo)
+
+
+def _blis_takes(op, remark: RemarkSink) -> bool:
+    """Does the BLIS pipeline take the linalg op ``op`` (``--hopt``)?  ``linalg.matmul`` with
+    its default maps, one element type (f32 or f64) and static shapes, and the convolutions;
+    a remark says why another matmul stays a naive nest."""
+    if hasattr(op, "CONV_KIND"):
+        return True
+    if not isinstance(op, (LinalgMatmulOp, BatchMatmulOp)):
+        return False
+    why = None
+    if isinstance(op, BatchMatmulOp):
+        why = "the batch loop is not BLIS-tiled"
+    elif not op.has_default_maps:
+        why = "its indexing_maps transpose or broadcast operands"
+    elif not op.is_plain:
+        why = "its operands have different element types"
+    elif str(op.c.type.element_type) not in ("f32", "f64"):
+        why = f"its element type is {op.c.type.element_type} (the pipeline takes f32 and f64)"
+    elif not all(v.type.has_static_shape for v in op.operands):
+        why = "its operands have '?' sizes"
+    if why is None:
+        return True
+    if remark is not None:
+        remark(op.loc, f"{op.name}: naive loop nest (--convert-linalg-to-affine-loops), not the "
+                       f"BLIS pipeline: {why}")
+    return False
 
 
 def _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for) -> None:

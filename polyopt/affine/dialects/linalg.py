@@ -1,30 +1,43 @@
-"""The linalg ops polyopt takes as input, on memrefs: ``linalg.fill``, ``linalg.matmul`` and
-three convolutions.
+"""The linalg dialect on memrefs: the structured-op interface, ``linalg.yield`` and
+``linalg.index``, and the syntax and payload helpers the ops share.
 
-Custom form as MLIR 22 prints it::
+Every linalg op here is a *structured op* (MLIR's ``LinalgOp`` interface,
+:class:`LinalgStructuredOp`): inputs and outputs (``ins(...)``/``outs(...)``, destination
+style), one indexing map per operand over the op's loops, an iterator type per loop
+(``parallel`` or ``reduction``; MLIR 22 has no ``window`` any more), and a payload computing
+the new output elements from one element of each operand.  The ops live in three modules and
+are re-exported here:
 
-    linalg.fill ins(%cst : f64) outs(%A : memref<2048x2048xf64>)
-    linalg.matmul ins(%A, %B : memref<MxKxf64>, memref<KxNxf64>) outs(%C : memref<MxNxf64>)
-    linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<2> :
-        tensor<2xi64>} ins(%I, %K : memref<NxHxWxC>, memref<KHxKWxCxF>) outs(%O : memref<NxOHxOWxF>)
-    linalg.conv_1d_nwc_wcf ins(%I, %K : memref<NxWxC>, memref<KWxCxF>) outs(%O : memref<NxOWxF>)
-    linalg.depthwise_conv_2d_nhwc_hwc ins(%I, %K : memref<NxHxWxC>, memref<KHxKWxC>)
-        outs(%O : memref<NxOHxOWxC>)
+* :mod:`~polyopt.affine.dialects.linalg_generic`, payload written as a region::
 
-(the attribute dictionary, sorted by name, comes first; ``strides``/``dilations`` are optional,
-1 by default, and printed only when given; MLIR prints ``dense<[2, 2]>`` as ``dense<2>``).
-The convolutions accumulate, without padding::
+    linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]}
+        ins(%A : memref<5x7xf64>) outs(%y : memref<5xf64>) {
+    ^bb0(%in: f64, %out: f64):
+      %0 = arith.addf %in, %out : f64
+      linalg.yield %0 : f64
+    }
+    linalg.map { arith.addf } ins(%A, %B : memref<5x7xf64>, memref<5x7xf64>)
+        outs(%C : memref<5x7xf64>)
+    linalg.reduce { arith.addf } ins(%A : memref<5x7xf64>) outs(%y : memref<5xf64>)
+        dimensions = [1]
 
-    conv_2d_nhwc_hwcf:  O[n, oh, ow, f] += I[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * K[kh, kw, c, f]
-    conv_1d_nwc_wcf:    O[n, ow, f]     += I[n, ow*sw + kw*dw, c] * K[kw, c, f]
-    depthwise_conv_2d_nhwc_hwc:
-                        O[n, oh, ow, c] += I[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * K[kh, kw, c]
+* :mod:`~polyopt.affine.dialects.linalg_data`: ``linalg.transpose ... permutation = [1, 0]``,
+  ``linalg.copy``, ``linalg.fill``;
+* :mod:`~polyopt.affine.dialects.linalg_named`: ``linalg.matmul`` (with ``indexing_maps`` and
+  ``cast``), ``linalg.batch_matmul``, ``linalg.matvec``, ``linalg.vecmat``, ``linalg.dot`` and
+  the convolutions.
 
-and the 2020 forms of the paper, ``linalg.fill(%A, %cf1) : memref<2048x2048xf64>, f64`` (output
-first) and ``linalg.matmul(%A, %B, %C) : memref<..>, memref<..>, memref<..>``.  ``linalg.matmul``
-means C += A * B.  Our ops carry no payload region: MLIR's generic form (with its region,
-``indexing_maps`` and ``operandSegmentSizes``) parses into the same ops when the maps are the
-default ones.  Tensors are not supported.
+Syntax, verification messages and printing are mlir-opt-22's (checked against it by
+``tests/affine/test_linalg_*.py``).  Named ops carry no region: their payload is implied
+by the op (:meth:`LinalgStructuredOp.build_payload`); MLIR's generic form, which spells
+it out, parses into the same op when the region is the op's own body.  ``linalg.generic``,
+``linalg.map`` and ``linalg.reduce`` keep their region.  Tensors are not supported.  MLIR 22
+has no ``linalg.matmul_transpose_a``/``_b`` any more: they are ``linalg.matmul`` with
+``indexing_maps``.  The 2020 forms of the paper parse too:
+``linalg.fill(%A, %cf1) : memref<..>, f64`` (output first) and
+``linalg.matmul(%A, %B, %C) : memref<..>, memref<..>, memref<..>``.
+
+:mod:`polyopt.affine.linalg_to_affine` lowers every structured op to affine loops.
 """
 
 from __future__ import annotations
@@ -32,20 +45,28 @@ from __future__ import annotations
 import re
 from typing import Optional, Sequence
 
-from ..affine_expr import AffineMap, dim
-from ..attributes import AffineMapAttr, ArrayAttr, DenseArrayAttr, DenseElementsAttr
+from ..affine_expr import AffineDimExpr, AffineMap
+from ..attributes import AffineMapAttr, ArrayAttr, DenseArrayAttr, IntegerAttr, OpaqueAttr
 from ..diagnostics import ParseError
-from ..ir import Operation, Value, register_op
-from ..types import MemRefType, Type, UnrankedMemRefType, VectorType, i64
-from .hop import ConvOperands, verify_conv_shapes, verify_memref_operands
+from ..ir import Block, Operation, Region, Value, register_op
+from ..types import (FloatType, IndexType, IntegerType, MemRefType, Type, UnrankedMemRefType,
+                     i64, index)
 
 TENSOR_MESSAGE = "linalg ops on tensors are not supported; use memrefs"
 _TENSOR_TYPE = re.compile(r"\btensor\s*<")
 _DENSE_BEFORE = re.compile(r"\bdense\s*<[^<>]*>\s*:\s*$")
 
-# (d0, d1, d2) = (i, j, k): A[i, k], B[k, j], C[i, j]
-MATMUL_MAPS = (AffineMap.get(3, 0, (dim(0), dim(2))), AffineMap.get(3, 0, (dim(2), dim(1))),
-               AffineMap.get(3, 0, (dim(0), dim(1))))
+ITERATOR_TYPES = ("parallel", "reduction")
+_ITERATOR_ATTR = re.compile(r"#linalg\.iterator_type<\s*(\w+)\s*>")
+CAST_ATTRS = ("#linalg.type_fn<cast_signed>", "#linalg.type_fn<cast_unsigned>")
+
+
+# ---------------------------------------------------------------------------------------------
+# syntax helpers (MLIR's parseCommonStructuredOpParts / printCommonStructuredOpParts)
+
+
+def _custom_error(p, name: str, message: str, offset: Optional[int] = None) -> ParseError:
+    return p.error(f"custom op '{name}' {message}", offset)
 
 
 def _parse_type_no_tensor(p) -> Type:
@@ -55,7 +76,7 @@ def _parse_type_no_tensor(p) -> Type:
     return p.parse_type()
 
 
-def _parse_operands_and_types(p) -> tuple[list[Value], list[Type], int]:
+def _parse_operands_and_types(p) -> list[Value]:
     """``(%a, %b : t1, t2)`` after ``ins``/``outs``; types are checked against the operands."""
     p.expect("(")
     p.skip_ws()
@@ -72,7 +93,7 @@ def _parse_operands_and_types(p) -> tuple[list[Value], list[Type], int]:
         raise p.error(f"{len(values)} operands present, but expected {len(types)}", start)
     for v, t in zip(values, types):
         p.check_type(v, t, start)
-    return values, types, start
+    return values
 
 
 def _reject_tensors(p) -> None:
@@ -85,32 +106,48 @@ def _reject_tensors(p) -> None:
             raise p.error(TENSOR_MESSAGE, m.start())
 
 
-def _parse_structured(p, loc, name: str, num_inputs: int) -> tuple[list[Value], dict]:
-    """``[indexing_maps = [...]] [{attrs}] ins(...) outs(...) [{attrs}]`` -> (operands, attrs)."""
-    _reject_tensors(p)
-    attrs: dict = {}
-    if p.peek_keyword("indexing_maps"):
-        p.expect_keyword("indexing_maps")
-        p.expect("=")
-        attrs["indexing_maps"] = p.parse_attribute()
-    attrs.update(p.parse_optional_attr_dict())
+def _merge_attrs(p, attrs: dict, more: dict, name: str, offset: int) -> None:
+    for k, v in more.items():
+        if k in attrs:
+            raise _custom_error(p, name, f"attribute '{k}' occurs more than once in the "
+                                "attribute list", offset)
+        attrs[k] = v
+
+
+def _parse_ins_outs(p, name: str, attrs: dict) -> tuple[list[Value], list[Value]]:
+    """``[{attrs}] [ins(...)] [outs(...)]``; the attribute dictionary goes to ``attrs``."""
     p.skip_ws()
-    start = p.pos
+    _merge_attrs(p, attrs, p.parse_optional_attr_dict(), name, p.pos)
     ins: list[Value] = []
+    outs: list[Value] = []
     if p.optional_keyword("ins"):
-        ins, _, _ = _parse_operands_and_types(p)
-    p.expect_keyword("outs")
-    outs, _, _ = _parse_operands_and_types(p)
-    attrs.update(p.parse_optional_attr_dict())
+        ins = _parse_operands_and_types(p)
+    if p.optional_keyword("outs"):
+        outs = _parse_operands_and_types(p)
+    return ins, outs
+
+
+def _reject_tensor_results(p) -> None:
     if p.peek("->"):
         raise p.error(TENSOR_MESSAGE)
-    if len(ins) != num_inputs or len(outs) != 1:
-        raise p.error(f"'{name}' expects {num_inputs} input(s) and 1 output, got {len(ins)} "
-                      f"and {len(outs)}", start)
-    return ins + outs, attrs
 
 
-def _parse_legacy(p, count: int) -> tuple[list[Value], list[Type]]:
+def _print_ins_outs(p, ins: Sequence[Value], outs: Sequence[Value]) -> None:
+    if ins:
+        p.print(" ins(")
+        p.print_operands(ins)
+        p.print(" : ")
+        p.print_types(v.type for v in ins)
+        p.print(")")
+    if outs:
+        p.print(" outs(")
+        p.print_operands(outs)
+        p.print(" : ")
+        p.print_types(v.type for v in outs)
+        p.print(")")
+
+
+def _parse_legacy(p, count: int) -> list[Value]:
     """2020 ``(%a, %b) : t1, t2``."""
     _reject_tensors(p)
     p.skip_ws()
@@ -126,330 +163,645 @@ def _parse_legacy(p, count: int) -> tuple[list[Value], list[Type]]:
                       f"{len(types)}", start)
     for v, t in zip(values, types):
         p.check_type(v, t, start)
-    return values, types
+    return values
 
 
-def _check_default_maps(attrs: dict, expected: Sequence[AffineMap], loc, name: str) -> dict:
-    maps = attrs.get("indexing_maps")
-    if maps is None:
-        return attrs
-    got = tuple(e.value for e in maps.elements if isinstance(e, AffineMapAttr)) \
-        if isinstance(maps, ArrayAttr) else ()
-    if got != tuple(expected):
-        raise ParseError(f"'{name}' with non-default indexing_maps (transposed or broadcast "
-                         "operands) is not supported", loc)
-    return {k: v for k, v in attrs.items() if k != "indexing_maps"}
+def _parse_i64_list_keyword(p, name: str, keyword: str) -> DenseArrayAttr:
+    """``keyword = [1, 0]`` (MLIR's parseDenseI64ArrayAttr)."""
+    if not p.optional_keyword(keyword):
+        raise _custom_error(p, name, f"expected '{keyword}'")
+    p.expect("=")
+    values = p.parse_comma_separated("[", "]", lambda: p.parse_integer())
+    return DenseArrayAttr(i64, tuple(values))
 
 
-def _from_generic(cls, loc, operands, result_types, attrs, num_inputs):
-    if result_types:
-        raise ParseError(TENSOR_MESSAGE, loc)
-    seg = attrs.get("operandSegmentSizes")
-    if isinstance(seg, DenseArrayAttr) and tuple(seg.values) != (num_inputs, 1):
-        raise ParseError(f"'{cls.OP_NAME}' expects {num_inputs} input(s) and 1 output, got "
-                         f"operandSegmentSizes {seg}", loc)
-    attrs = {k: v for k, v in attrs.items() if k != "operandSegmentSizes"}
-    if cls.OP_NAME == "linalg.matmul":
-        attrs = _check_default_maps(attrs, MATMUL_MAPS, loc, cls.OP_NAME)
-    # the payload region is implied by the op: drop it
-    return cls(operands=operands, attributes=attrs, loc=loc)
+def _print_i64_list_keyword(p, keyword: str, attr) -> None:
+    """MLIR's printDenseI64ArrayAttr: `` keyword = [1, 0] `` (with the trailing space)."""
+    values = attr.values if isinstance(attr, DenseArrayAttr) else ()
+    p.print(f" {keyword} = [" + ", ".join(str(v) for v in values) + "] ")
 
 
-def _verify_memref_operands(op: Operation, names: Sequence[str]) -> None:
-    for i, v in enumerate(op.operands):
-        t = v.type
-        if isinstance(t, (MemRefType, UnrankedMemRefType)) or isinstance(t, VectorType):
-            if not isinstance(t, MemRefType):
-                raise op.error(f"operand #{i} ({names[i]}) must be a ranked memref, got '{t}'")
-        elif str(t).startswith("tensor"):
-            raise op.error(TENSOR_MESSAGE)
-        elif names[i] != "value":
-            raise op.error(f"operand #{i} ({names[i]}) must be a memref, got '{t}'")
+def _parse_region_arguments(p) -> list[tuple[str, Value]]:
+    """``(%a: f64, %b: f64)`` before a map/reduce region: named block arguments."""
+    block = Block()
+    named: list[tuple[str, Value]] = []
+
+    def one():
+        p.skip_ws()
+        start = p.pos
+        name, _ = p.parse_ssa_name()
+        p.expect(":")
+        t = p.parse_type()
+        if any(n == name for n, _ in named):
+            raise p.error(f"redefinition of SSA value '%{name}'", start)
+        named.append((name, block.add_arg(t)))
+    p.parse_comma_separated("(", ")", one)
+    return named
 
 
-def _print_ins_outs(p, ins: Sequence[Value], outs: Sequence[Value]) -> None:
-    p.print(" ins(")
-    p.print_operands(ins)
-    p.print(" : ")
-    p.print_types(v.type for v in ins)
-    p.print(") outs(")
-    p.print_operands(outs)
-    p.print(" : ")
-    p.print_types(v.type for v in outs)
-    p.print(")")
+def _parse_long_form_region(p) -> Region:
+    args = _parse_region_arguments(p)
+    if args:
+        return p.parse_region(entry_args=args)
+    return p.parse_region(allow_block_args=False)
 
 
-@register_op
-class FillOp(Operation):
-    """``linalg.fill ins(%cst : f64) outs(%A : memref<4x4xf64>)``: every element of A := cst."""
-
-    OP_NAME = "linalg.fill"
-
-    @classmethod
-    def build(cls, value: Value, output: Value, loc=None) -> "FillOp":
-        return cls(operands=[value, output], loc=loc)
-
-    @property
-    def value(self) -> Value:
-        return self.operands[0]
-
-    @property
-    def output(self) -> Value:
-        return self.operands[1]
-
-    @classmethod
-    def parse_custom(cls, p, loc, name):
-        if p.peek("("):
-            (out, value), _ = _parse_legacy(p, 2)   # 2020: output first, then the value
-            return cls(operands=[value, out], loc=loc)
-        operands, attrs = _parse_structured(p, loc, "linalg.fill", 1)
-        if "indexing_maps" in attrs:
-            raise p.error("'linalg.fill' does not take indexing_maps")
-        return cls(operands=operands, attributes=attrs, loc=loc)
-
-    @classmethod
-    def from_generic(cls, p, loc, operands, result_types, attrs, regions):
-        return _from_generic(cls, loc, operands, result_types, attrs, 1)
-
-    def print_custom(self, p) -> None:
-        p.print("linalg.fill")
-        p.print_attr_dict(self.attributes)
-        _print_ins_outs(p, [self.value], [self.output])
-
-    def verify_op(self) -> None:
-        if len(self.operands) != 2 or self.results:
-            raise self.error("expects a value and an output memref, and no results")
-        _verify_memref_operands(self, ("value", "output"))
-        vt, ot = self.value.type, self.output.type
-        if isinstance(vt, (MemRefType, VectorType)):
-            raise self.error(f"fill value must be a scalar, got '{vt}'")
-        if vt != ot.element_type:
-            raise self.error(f"expected fill value type ('{vt}') to match output element type "
-                             f"('{ot.element_type}')")
+def _print_long_form_region(p, region: Region) -> None:
+    """``\\n  (%in: f64, %init: f64) { ... }`` one level deeper (MapOp/ReduceOp::print)."""
+    block = region.blocks[0]
+    p.indent += 1
+    p.newline()
+    p.print("(" + ", ".join(f"{p.value_name(a)}: {p.type_str(a.type)}" for a in block.args)
+            + ") ")
+    p.print_region(region)
+    p.indent -= 1
 
 
-@register_op
-class LinalgMatmulOp(Operation):
-    """``linalg.matmul ins(%A, %B : ...) outs(%C : ...)``: C[i, j] += A[i, k] * B[k, j]."""
+def _parse_payload_op_name(p, name: str) -> Optional[tuple[str, dict, int]]:
+    """``{ arith.addf [{attrs}] }`` of the short map/reduce form, when present."""
+    if not p.peek("{"):
+        return None
+    p.expect("{")
+    p.skip_ws()
+    start = p.pos
+    m = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*\.[A-Za-z0-9_$.]+").match(p.text, p.pos)
+    if not m:
+        raise _custom_error(p, name, f"expected operation name, found {p._describe_next()}")
+    p.pos = m.end()
+    attrs = p.parse_optional_attr_dict()
+    p.expect("}")
+    return m.group(0), attrs, start
 
-    OP_NAME = "linalg.matmul"
 
-    @classmethod
-    def build(cls, a: Value, b: Value, c: Value, loc=None) -> "LinalgMatmulOp":
-        return cls(operands=[a, b, c], loc=loc)
+def _short_form_region(p, name: str, payload: tuple[str, dict, int], operands: Sequence[Value],
+                       init_first: bool, map_init: bool, loc) -> Region:
+    """MLIR's addBodyWithPayloadOp: a block argument per operand, the payload op over them
+    (init first for reduce; without the init for map), yielding its one result."""
+    op_name, op_attrs, _ = payload
+    block = Block([_element_type(v.type) for v in operands])
+    args = list(block.args)
+    if init_first:
+        payload_operands = ([args[-1]] if map_init else []) + args[:-1]
+    else:
+        payload_operands = args if map_init else args[:-1]
+    result_type = _element_type(operands[-1].type)
+    body_op = Operation.create(op_name, payload_operands, [result_type], dict(op_attrs),
+                               loc=loc)
+    block.append(body_op)
+    block.append(LinalgYieldOp.build(list(body_op.results), loc=loc))
+    return Region([block])
 
-    @property
-    def a(self) -> Value:
-        return self.operands[0]
 
-    @property
-    def b(self) -> Value:
-        return self.operands[1]
+def _short_form_payload(block: Block, init_first: bool, num_inputs: int) -> Optional[Operation]:
+    """The op of a map/reduce body that prints as ``{ name }`` (MLIR's findPayloadOp): the
+    body is that op and a yield of its one result, and its operands are the inputs' block
+    arguments in order (map) or the init then the inputs (reduce)."""
+    if len(block.ops) != 2:
+        return None
+    payload, yld = block.ops
+    if len(payload.results) != 1 or payload.regions or yld.name != "linalg.yield" or \
+            tuple(yld.operands) != (payload.results[0],):
+        return None
+    args = list(block.args)
+    expected = args[-1:] + args[:-1] if init_first else args[:num_inputs]
+    if not payload.operands or tuple(payload.operands) != tuple(expected):
+        return None
+    return payload
 
-    @property
-    def c(self) -> Value:
-        return self.operands[2]
 
-    @classmethod
-    def parse_custom(cls, p, loc, name):
-        if p.peek("("):
-            operands, _ = _parse_legacy(p, 3)
-            return cls(operands=operands, loc=loc)
-        operands, attrs = _parse_structured(p, loc, "linalg.matmul", 2)
-        attrs = _check_default_maps(attrs, MATMUL_MAPS, loc, "linalg.matmul")
-        return cls(operands=operands, attributes=attrs, loc=loc)
-
-    @classmethod
-    def from_generic(cls, p, loc, operands, result_types, attrs, regions):
-        return _from_generic(cls, loc, operands, result_types, attrs, 2)
-
-    def print_custom(self, p) -> None:
-        p.print("linalg.matmul")
-        p.print_attr_dict(self.attributes)
-        _print_ins_outs(p, [self.a, self.b], [self.c])
-
-    def verify_op(self) -> None:
-        if len(self.operands) != 3 or self.results:
-            raise self.error("expects three memref operands (A, B, C) and no results")
-        _verify_memref_operands(self, ("A", "B", "C"))
-        types = [v.type for v in self.operands]
-        for i, t in enumerate(types):
-            if t.rank != 2:
-                raise self.error(f"operand #{i} ({'ABC'[i]}) must have rank 2, got '{t}'")
-        ets = [t.element_type for t in types]
-        if len(set(ets)) != 1:
-            raise self.error("element types of A, B and C must agree (mixed-precision matmul is "
-                             f"not supported), got '{ets[0]}', '{ets[1]}', '{ets[2]}'")
-        # MLIR's shape inference: each loop dim takes its size from its first occurrence
-        # (A gives M and K, B gives N), every other occurrence must agree
-        sizes: dict[int, int | None] = {}
-        for i, (t, amap) in enumerate(zip(types, MATMUL_MAPS)):
-            for j, e in enumerate(amap.results):
-                d = e.position
-                size = t.shape[j]
-                if d not in sizes:
-                    sizes[d] = size
-                    continue
-                if size is not None and sizes[d] is not None and size != sizes[d]:
-                    raise self.error(f"inferred input/output operand #{i} has shape's dimension "
-                                     f"#{j} to be {sizes[d]}, but found {size}")
+def _print_short_form(p, payload: Operation) -> None:
+    p.print(" { " + payload.name)
+    fm = payload.attributes.get("fastmath")
+    elide = ("fastmath",) if fm is not None and str(fm) == "#arith.fastmath<none>" else ()
+    p.print_attr_dict(payload.attributes, elide=elide)
+    p.print(" }")
 
 
 # ---------------------------------------------------------------------------------------------
-# convolutions
+# types
 
 
-def conv_indexing_maps(kind: str, strides: Sequence[int], dilations: Sequence[int]
-                       ) -> tuple[AffineMap, AffineMap, AffineMap]:
-    """The (input, filter, output) indexing maps MLIR gives a convolution of ``kind``, over
-    its loops in MLIR's order: conv2d (n, oh, ow, f, kh, kw, c), conv1d (n, ow, f, kw, c),
-    depthwise2d (n, oh, ow, c, kh, kw)."""
-    d = dim
-    if kind == "conv2d":
-        (sh, sw), (dh, dw) = strides, dilations
-        return (AffineMap.get(7, 0, (d(0), d(1) * sh + d(4) * dh, d(2) * sw + d(5) * dw, d(6))),
-                AffineMap.get(7, 0, (d(4), d(5), d(6), d(3))),
-                AffineMap.get(7, 0, (d(0), d(1), d(2), d(3))))
-    if kind == "conv1d":
-        (sw,), (dw,) = strides, dilations
-        return (AffineMap.get(5, 0, (d(0), d(1) * sw + d(3) * dw, d(4))),
-                AffineMap.get(5, 0, (d(3), d(4), d(2))),
-                AffineMap.get(5, 0, (d(0), d(1), d(2))))
-    if kind == "depthwise2d":
-        (sh, sw), (dh, dw) = strides, dilations
-        return (AffineMap.get(6, 0, (d(0), d(1) * sh + d(4) * dh, d(2) * sw + d(5) * dw, d(3))),
-                AffineMap.get(6, 0, (d(4), d(5), d(3))),
-                AffineMap.get(6, 0, (d(0), d(1), d(2), d(3))))
-    raise ValueError(f"unknown convolution kind {kind!r}")
+def _element_type(t: Type) -> Type:
+    """The element type of a memref operand, the type itself for a scalar operand."""
+    return t.element_type if isinstance(t, MemRefType) else t
 
 
-def _dense_i64(attr, n: int) -> Optional[tuple[int, ...]]:
-    """The values of ``dense<..> : tensor<n x i64>``, else ``None``."""
-    if isinstance(attr, DenseElementsAttr) and attr.shape == (n,) and attr.element_type == i64:
-        return tuple(attr.values)
+def _rank(t: Type) -> int:
+    return t.rank if isinstance(t, MemRefType) else 0
+
+
+def _shape_str(shape: Sequence[Optional[int]]) -> str:
+    return ", ".join("?" if d is None else str(d) for d in shape)
+
+
+def _is_int(t: Type) -> bool:
+    return isinstance(t, IntegerType)
+
+
+def cast_op_name(src: Type, dst: Type, unsigned: bool) -> Optional[str]:
+    """The arith op MLIR's ``convertScalarToDtype`` uses to cast ``src`` to ``dst`` (``""``
+    when they are equal, ``None`` when there is no such cast): ``extsi``/``extui``/``trunci``
+    between integers, ``sitofp``/``uitofp`` and ``fptosi``/``fptoui`` between integers and
+    floats, ``extf``/``truncf`` between floats, ``index_cast`` from ``index``."""
+    if src == dst:
+        return ""
+    if _is_int(dst):
+        if isinstance(src, FloatType):
+            return "fptoui" if unsigned else "fptosi"
+        if isinstance(src, IndexType):
+            return "index_cast"
+        if _is_int(src):
+            if dst.width > src.width:
+                return "extui" if unsigned else "extsi"
+            return "trunci" if dst.width < src.width else ""
+        return None
+    if isinstance(dst, FloatType):
+        if _is_int(src):
+            return "uitofp" if unsigned else "sitofp"
+        if isinstance(src, FloatType):
+            if dst.width > src.width:
+                return "extf"
+            if dst.width < src.width:
+                return "truncf"
+        return None
     return None
 
 
-class _LinalgConvOp(ConvOperands, Operation):
-    """``linalg.<conv> {strides = dense<..>, dilations = dense<..>} ins(%I, %K) outs(%O)``
-    on memrefs; O += conv(I, K).  Same accessors as ``hop.conv2d``: ``input``, ``filter``,
-    ``output``, ``strides``, ``dilations`` (tuples of ``SPATIAL`` ints) and ``CONV_KIND``."""
+# ---------------------------------------------------------------------------------------------
+# linalg.yield and linalg.index
 
-    CONV_KIND: str = ""
-    SPATIAL: int = 2
-    RANKS: tuple[int, int, int] = (4, 4, 4)
-    OPERAND_NAMES = ("input", "filter", "output")
+
+@register_op
+class LinalgYieldOp(Operation):
+    """``linalg.yield %a, %b : f64, f64``: the new output elements of a payload."""
+
+    OP_NAME = "linalg.yield"
 
     @classmethod
-    def build(cls, input: Value, filter: Value, output: Value,
-              strides: Optional[Sequence[int]] = None,
-              dilations: Optional[Sequence[int]] = None, loc=None) -> "_LinalgConvOp":
-        """``strides``/``dilations`` left ``None`` are not written (MLIR's default, 1)."""
-        attrs = {}
-        for name, vals in (("strides", strides), ("dilations", dilations)):
-            if vals is not None:
-                attrs[name] = DenseElementsAttr.from_ints(vals, i64)
-        return cls(operands=[input, filter, output], attributes=attrs, loc=loc)
-
-    def _window(self, name: str) -> tuple[int, ...]:
-        a = self.attributes.get(name)
-        if a is None:
-            return (1,) * self.SPATIAL
-        vals = _dense_i64(a, self.SPATIAL)
-        if vals is None:
-            raise ValueError(f"{self.name}: malformed '{name}' attribute {a}")
-        return vals
-
-    @property
-    def strides(self) -> tuple[int, ...]:
-        return self._window("strides")
-
-    @property
-    def dilations(self) -> tuple[int, ...]:
-        return self._window("dilations")
-
-    @property
-    def indexing_maps(self) -> tuple[AffineMap, AffineMap, AffineMap]:
-        """MLIR's (input, filter, output) maps (see :func:`conv_indexing_maps`)."""
-        return conv_indexing_maps(self.CONV_KIND, self.strides, self.dilations)
+    def build(cls, values: Sequence[Value] = (), loc=None) -> "LinalgYieldOp":
+        return cls(operands=list(values), loc=loc)
 
     @classmethod
     def parse_custom(cls, p, loc, name):
         p.skip_ws()
         start = p.pos
-        operands, attrs = _parse_structured(p, loc, cls.OP_NAME, 2)
-        if "indexing_maps" in attrs:
-            raise p.error(f"'{cls.OP_NAME}' does not take indexing_maps", start)
-        return cls(operands=operands, attributes=attrs, loc=loc)
+        values = p.parse_operand_list()
+        attrs = p.parse_optional_attr_dict()
+        if values:
+            p.expect(":")
+            p.skip_ws()
+            tstart = p.pos
+            types = p.parse_type_list()
+            if len(types) != len(values):
+                raise p.error(f"{len(values)} operands present, but expected {len(types)}",
+                              tstart)
+            for v, t in zip(values, types):
+                p.check_type(v, t, start)
+        return cls(operands=values, attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("linalg.yield")
+        if self.operands:
+            p.print(" ")
+            p.print_operands(self.operands)
+        p.print_attr_dict(self.attributes)
+        if self.operands:
+            p.print(" : ")
+            p.print_types(v.type for v in self.operands)
+
+    def verify_op(self) -> None:
+        parent = self.parent_op
+        block = self.parent
+        if parent is None or not parent.regions or parent.regions[0].empty:
+            raise self.error("expected single non-empty parent region")
+        if block.ops[-1] is not self:
+            raise self.error("must be the last operation in the parent block")
+        if not isinstance(parent, LinalgStructuredOp):
+            raise self.error("expected parent op with LinalgOp interface")
+        outputs = parent.outputs
+        if len(self.operands) != len(outputs):
+            raise self.error(f"expected number of yield values ({len(self.operands)}) to match "
+                             f"the number of inits / outs operands of the enclosing LinalgOp "
+                             f"({len(outputs)})")
+        for k, (v, out) in enumerate(zip(self.operands, outputs)):
+            et = _element_type(out.type)
+            if v.type != et:
+                raise self.error(f"type of yield operand {k + 1} ('{v.type}') doesn't match the "
+                                 f"element type of the enclosing linalg.generic op ('{et}')")
+
+
+@register_op
+class LinalgIndexOp(Operation):
+    """``%i = linalg.index 1 : index``: the iteration's index along loop ``dim`` of the
+    enclosing structured op."""
+
+    OP_NAME = "linalg.index"
+
+    @classmethod
+    def build(cls, dim_: int, loc=None) -> "LinalgIndexOp":
+        return cls(result_types=[index], attributes={"dim": IntegerAttr(dim_, i64)}, loc=loc)
+
+    @property
+    def dim(self) -> int:
+        return self.attributes["dim"].value
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        p.skip_ws()
+        start = p.pos
+        d = p.parse_integer("dimension")
+        if d < 0:
+            raise p.error("'linalg.index' dimension must be non-negative", start)
+        attrs = p.parse_optional_attr_dict()
+        t = p.parse_colon_type()
+        attrs["dim"] = IntegerAttr(d, i64)
+        return cls(result_types=[t], attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print(f"linalg.index {self.dim}")
+        p.print_attr_dict(self.attributes, elide=("dim",))
+        p.print(" : " + p.type_str(self.results[0].type))
+
+    def verify_op(self) -> None:
+        a = self.attributes.get("dim")
+        if not isinstance(a, IntegerAttr) or a.value < 0:
+            raise self.error("attribute 'dim' failed to satisfy constraint: 64-bit signless "
+                             "integer attribute whose minimum value is 0")
+        if len(self.results) != 1 or not isinstance(self.results[0].type, IndexType):
+            raise self.error("result #0 must be index")
+        parent = self.parent_op
+        if not isinstance(parent, LinalgStructuredOp):
+            raise self.error("expected parent op with LinalgOp interface")
+        loops = parent.num_loops
+        if loops <= self.dim:
+            raise self.error(f"expected dim ({self.dim}) to be lower than the number of loops "
+                             f"({loops}) of the enclosing LinalgOp")
+
+
+# ---------------------------------------------------------------------------------------------
+# the structured-op interface
+
+
+def concat_maps(maps: Sequence[AffineMap]) -> AffineMap:
+    """MLIR's ``concatAffineMaps``: every result of ``maps`` over the most dims any has."""
+    n = max((m.num_dims for m in maps), default=0)
+    syms = max((m.num_symbols for m in maps), default=0)
+    return AffineMap.get(n, syms, tuple(e for m in maps for e in m.results))
+
+
+def loop_sources(maps: Sequence[AffineMap]) -> Optional[list[tuple[int, int]]]:
+    """For each loop, the (operand, dimension) that gives its size: the first result of the
+    concatenated maps that is exactly that loop's dim (MLIR's ``getShapesToLoopsMap``);
+    ``None`` when a loop has none (the maps are not invertible)."""
+    n = max((m.num_dims for m in maps), default=0)
+    found: dict[int, tuple[int, int]] = {}
+    for k, m in enumerate(maps):
+        for j, e in enumerate(m.results):
+            if isinstance(e, AffineDimExpr) and e.position not in found:
+                found[e.position] = (k, j)
+    if len(found) != n:
+        return None
+    return [found[d] for d in range(n)]
+
+
+class LinalgStructuredOp(Operation):
+    """A linalg op in destination style: ``inputs`` then ``outputs`` (memrefs; inputs may
+    also be scalars), one indexing map per operand over ``num_loops`` loops, an iterator type
+    per loop, and a payload.  Subclasses give ``num_inputs``, ``indexing_maps``,
+    ``iterator_types`` and either a region (``payload_block``) or :meth:`build_payload`."""
+
+    #: whether the payload is the op's region (generic, map, reduce) or implied by the op
+    HAS_REGION = False
+
+    # -- operands ------------------------------------------------------------------------------
+    @property
+    def num_inputs(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        return self.operands[:self.num_inputs]
+
+    @property
+    def outputs(self) -> tuple[Value, ...]:
+        return self.operands[self.num_inputs:]
+
+    # -- the iteration space -------------------------------------------------------------------
+    @property
+    def indexing_maps(self) -> tuple[AffineMap, ...]:
+        raise NotImplementedError
+
+    @property
+    def iterator_types(self) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    @property
+    def num_loops(self) -> int:
+        return len(self.iterator_types)
+
+    def static_loop_ranges(self) -> Optional[list[Optional[int]]]:
+        """Each loop's trip count from the operand shapes (``None`` for a ``?`` size); ``None``
+        when the maps are not invertible."""
+        maps = self.indexing_maps
+        sources = loop_sources(maps)
+        if sources is None:
+            return None
+        return [self.operands[k].type.shape[j] for k, j in sources]
+
+    # -- the payload ---------------------------------------------------------------------------
+    @property
+    def payload_block(self) -> Optional[Block]:
+        """The payload region's block (generic, map, reduce), ``None`` for named ops."""
+        if self.HAS_REGION and self.regions and self.regions[0].blocks:
+            return self.regions[0].blocks[0]
+        return None
+
+    def build_payload(self, b, args: Sequence[Value], loc) -> list[Value]:
+        """Named ops: create the payload's ops with builder ``b`` over ``args`` (one scalar per
+        operand: the input elements then the output elements) and return the values to
+        store in the outputs (MLIR's region builder of the op)."""
+        raise NotImplementedError
+
+    def block_arg_name_hints(self, region: Region) -> Optional[list[str]]:
+        """The names mlir-opt gives the payload's block arguments (``in``, ``out``/``init``)."""
+        block = region.blocks[0] if region.blocks else None
+        if block is None:
+            return None
+        n = self.num_inputs
+        return ["in" if k < n else self.OUTPUT_ARG_NAME for k in range(len(block.args))]
+
+    OUTPUT_ARG_NAME = "out"
+
+    # -- verification --------------------------------------------------------------------------
+    def _verify_operand_kinds(self) -> None:
+        for k, v in enumerate(self.operands):
+            t = v.type
+            if isinstance(t, UnrankedMemRefType):
+                raise self.error(f"operand #{k} must be a ranked memref, got '{t}'")
+            if k >= self.num_inputs and not isinstance(t, MemRefType):
+                raise self.error(f"operand #{k} must be variadic of shaped of any type values, "
+                                 f"but got '{t}'")
+        if self.results:
+            raise self.error(TENSOR_MESSAGE)
+
+    def verify_structured(self) -> None:
+        """MLIR's ``verifyStructuredOpInterface`` (with IndexingMapOpInterface::verifyImpl),
+        with its messages."""
+        maps = self.indexing_maps
+        operands = self.operands
+        if len(maps) != len(operands):
+            raise self.error(f"expected the number of indexing_map ({len(maps)}) to be equal "
+                             f"to the number of input/output operands ({len(operands)})")
+        sources = loop_sources(maps)
+        if sources is None:
+            raise self.error(f"invalid indexing maps are non-invertible: ({concat_maps(maps)})")
+        for k, (v, m) in enumerate(zip(operands, maps)):
+            if m.num_symbols:
+                raise self.error(f"unexpected symbols in indexing_map #{k}")
+            rank = _rank(v.type)
+            if m.num_results != rank:
+                raise self.error(f"expected operand #{k} rank ({rank}) to match the result "
+                                 f"rank of indexing_map ({m.num_results})")
+        ranges = [operands[k].type.shape[j] for k, j in sources]
+        if all(r is not None for r in ranges):
+            end = [r - 1 for r in ranges]
+            for k, (v, m) in enumerate(zip(operands, maps)):
+                shape = v.type.shape if isinstance(v.type, MemRefType) else ()
+                lo = m.evaluate([0] * m.num_dims)
+                hi = m.evaluate(end[:m.num_dims])
+                for d, size in enumerate(shape):
+                    if size is None or size == 0:
+                        continue
+                    inferred = max(lo[d], hi[d]) + 1
+                    if min(lo[d], hi[d]) < 0:
+                        raise self.error(f"unexpected result less than 0 at expression #{d} "
+                                         f"in {m}")
+                    if isinstance(m.results[d], AffineDimExpr):
+                        if inferred != size:
+                            raise self.error(f"inferred input/output operand #{k} has shape's "
+                                             f"dimension #{d} to be {inferred}, but found "
+                                             f"{size}")
+                    elif inferred > size:
+                        raise self.error(f"inferred input/output operand #{k} has shape's "
+                                         f"dimension #{d} to be greater than or equal to "
+                                         f"{inferred}, but found {size}")
+        loops = self.num_loops
+        for k, m in enumerate(maps):
+            if m.num_dims != loops:
+                raise self.error(f"expected indexing_map #{k} to have {loops} dim(s) to match "
+                                 f"the number of loops")
+        if self.HAS_REGION:
+            self._verify_region_arguments()
+        else:
+            self._verify_payload_types()
+
+    def _verify_region_arguments(self) -> None:
+        if len(self.regions) != 1 or len(self.regions[0].blocks) != 1:
+            raise self.error("expects to have 1 region with 1 block")
+        block = self.regions[0].blocks[0]
+        if len(block.args) != len(self.operands):
+            raise self.error("expected as many non-induction variable region arguments as the "
+                             "number of input/output operands")
+        for k, (v, a) in enumerate(zip(self.operands, block.args)):
+            et = _element_type(v.type)
+            if a.type != et:
+                raise self.error(f"expected type of bb argument #{k} ('{a.type}') to match "
+                                 f"element or self type of the corresponding operand ('{et}')")
+        if not block.ops or block.ops[-1].name != "linalg.yield":
+            raise self.error("expects its region to end with 'linalg.yield'")
+
+    def _verify_payload_types(self) -> None:
+        """Named ops: the payload can be built for these element types (else MLIR's message
+        from its region builder)."""
+
+    def _verify_no_region(self) -> None:
+        if self.regions:
+            raise self.error("has no regions (its payload is implied by the op)")
+
+
+def _maps_attr(op: Operation) -> tuple[AffineMap, ...]:
+    a = op.attributes.get("indexing_maps")
+    if not isinstance(a, ArrayAttr):
+        return ()
+    return tuple(e.value for e in a.elements if isinstance(e, AffineMapAttr))
+
+
+def _check_maps_attr(op: Operation) -> tuple[AffineMap, ...]:
+    a = op.attributes.get("indexing_maps")
+    if a is None:
+        raise op.error("requires attribute 'indexing_maps'")
+    if not isinstance(a, ArrayAttr) or not all(isinstance(e, AffineMapAttr) for e in a.elements):
+        raise op.error("attribute 'indexing_maps' failed to satisfy constraint: AffineMap "
+                       "array attribute")
+    return tuple(e.value for e in a.elements)
+
+
+def maps_attr(maps: Sequence[AffineMap]) -> ArrayAttr:
+    return ArrayAttr(tuple(AffineMapAttr(m) for m in maps))
+
+
+def _verify_cast_attr(op: Operation) -> None:
+    a = op.attributes.get("cast")
+    if a is not None and str(a) not in CAST_ATTRS:
+        raise op.error("attribute 'cast' failed to satisfy constraint: allowed 32-bit signless "
+                       "integer cases: 0, 1")
+
+
+def _check_cast_attr(p, name: str, attrs: dict) -> None:
+    a = attrs.get("cast")
+    if isinstance(a, OpaqueAttr) and a.text.startswith("#linalg.type_fn") and \
+            a.text not in CAST_ATTRS:
+        raise _custom_error(p, name, "expected ::mlir::linalg::TypeFn to be one of: "
+                            "cast_signed, cast_unsigned")
+
+
+def _segment_sizes(attrs: dict, loc, name: str) -> Optional[tuple[int, ...]]:
+    seg = attrs.get("operandSegmentSizes")
+    if seg is None:
+        return None
+    if not isinstance(seg, DenseArrayAttr) or len(seg.values) != 2:
+        raise ParseError(f"'{name}' op attribute 'operandSegmentSizes' must be an array of two "
+                         f"i32, got {seg}", loc)
+    return tuple(int(v) for v in seg.values)
+
+
+def _strip(attrs: dict, *names: str) -> dict:
+    return {k: v for k, v in attrs.items() if k not in names}
+
+
+# ---------------------------------------------------------------------------------------------
+# named ops: the payload is implied by the op
+
+
+class _NamedOp(LinalgStructuredOp):
+    """A structured op whose payload is implied (no region in polyopt; MLIR's generic form
+    spells it out, and parses here when it is exactly the op's body)."""
+
+    NUM_INPUTS = 1
+
+    @property
+    def num_inputs(self) -> int:
+        return self.NUM_INPUTS
 
     @classmethod
     def from_generic(cls, p, loc, operands, result_types, attrs, regions):
-        memo = attrs.get("linalg.memoized_indexing_maps")
-        op = _from_generic(cls, loc, operands, result_types,
-                           {k: v for k, v in attrs.items()
-                            if k != "linalg.memoized_indexing_maps"}, 2)
-        if memo is not None:
-            try:
-                expected = op.indexing_maps
-            except ValueError:
-                return op   # the verifier reports the malformed attribute
-            _check_default_maps({"indexing_maps": memo}, expected, loc, cls.OP_NAME)
+        if result_types:
+            raise ParseError(TENSOR_MESSAGE, loc)
+        attrs = dict(attrs)
+        seg = _segment_sizes(attrs, loc, cls.OP_NAME)
+        if seg is not None and seg != (cls.NUM_INPUTS, 1):
+            raise ParseError(f"'{cls.OP_NAME}' expects {cls.NUM_INPUTS} input(s) and 1 output, "
+                             f"got operandSegmentSizes {attrs['operandSegmentSizes']}", loc)
+        op = cls(operands=operands, attributes=_strip(attrs, "operandSegmentSizes"), loc=loc)
+        op._check_generic_region(regions, loc)
         return op
 
-    def print_custom(self, p) -> None:
-        p.print(self.OP_NAME)
-        p.print_attr_dict(self.attributes)
-        _print_ins_outs(p, [self.input, self.filter], [self.output])
-
-    def verify_op(self) -> None:
-        types = verify_memref_operands(self, self.OPERAND_NAMES, self.RANKS)
-        n = self.SPATIAL
-        for name in ("strides", "dilations"):
-            a = self.attributes.get(name)
-            if a is None:
-                continue
-            vals = _dense_i64(a, n)
-            if vals is None:
-                raise self.error(f"attribute '{name}' failed to satisfy constraint: 64-bit "
-                                 f"signless int elements attribute of shape [{n}], got {a}")
-            if any(v <= 0 for v in vals):
-                raise self.error(f"{name} must be positive, got {a}")
-        verify_conv_shapes(self, self.CONV_KIND, types, self.strides, self.dilations)
-
-
-@register_op
-class LinalgConv2DNhwcHwcfOp(_LinalgConvOp):
-    """``linalg.conv_2d_nhwc_hwcf``: O[n, oh, ow, f] += I[n, oh*sh + kh*dh, ow*sw + kw*dw, c]
-    * K[kh, kw, c, f] (input NHWC, filter HWCF, output NHWF)."""
-
-    OP_NAME = "linalg.conv_2d_nhwc_hwcf"
-    CONV_KIND = "conv2d"
-    SPATIAL = 2
-    RANKS = (4, 4, 4)
+    def _check_generic_region(self, regions, loc) -> None:
+        """A generic-form region must be the op's own payload: polyopt rebuilds the payload
+        from the op, so a different body would be silently replaced."""
+        if not regions or not regions[0].blocks:
+            return
+        block = regions[0].blocks[0]
+        try:
+            self.verify_op()
+        except Exception:
+            return   # the verifier reports what is wrong with the op itself
+        types = [_element_type(v.type) for v in self.operands]
+        canonical = Block(types)
+        from ..builder import Builder
+        try:
+            yielded = self.build_payload(Builder.at_end(canonical), list(canonical.args), loc)
+        except Exception:
+            return
+        canonical.append(LinalgYieldOp.build(yielded, loc=loc))
+        if not same_body(block, canonical):
+            raise ParseError(f"'{self.name}' op region is not the op's payload; write a "
+                             f"different body as linalg.generic", loc)
 
 
-@register_op
-class LinalgConv1DNwcWcfOp(_LinalgConvOp):
-    """``linalg.conv_1d_nwc_wcf``: O[n, ow, f] += I[n, ow*sw + kw*dw, c] * K[kw, c, f]
-    (input NWC, filter WCF, output NWF)."""
+def same_body(a: Block, b: Block) -> bool:
+    """Do two payload blocks compute the same thing (same ops, operands, result types and
+    attributes, ignoring the default ``fastmath``/``overflowFlags``)?"""
+    if [x.type for x in a.args] != [x.type for x in b.args] or len(a.ops) != len(b.ops):
+        return False
+    pos_a = {v: ("arg", k) for k, v in enumerate(a.args)}
+    pos_b = {v: ("arg", k) for k, v in enumerate(b.args)}
+    defaults = ("#arith.fastmath<none>", "#arith.overflow<none>")
+    for n, (x, y) in enumerate(zip(a.ops, b.ops)):
+        if x.name != y.name or [r.type for r in x.results] != [r.type for r in y.results]:
+            return False
+        if [pos_a.get(v, v) for v in x.operands] != [pos_b.get(v, v) for v in y.operands]:
+            return False
+        ax = {k: str(v) for k, v in x.attributes.items() if str(v) not in defaults}
+        ay = {k: str(v) for k, v in y.attributes.items() if str(v) not in defaults}
+        if ax != ay or x.regions or y.regions:
+            return False
+        for k, (rx, ry) in enumerate(zip(x.results, y.results)):
+            pos_a[rx] = pos_b[ry] = ("op", n, k)
+    return True
 
-    OP_NAME = "linalg.conv_1d_nwc_wcf"
-    CONV_KIND = "conv1d"
-    SPATIAL = 1
-    RANKS = (3, 3, 3)
+
+def _yield_type_error(op: Operation, expected: Type, got: Type):
+    """The message MLIR gives (from the implied ``linalg.yield``) when a named op's payload
+    yields the wrong type."""
+    from ..diagnostics import VerifyError
+    return VerifyError(f"'linalg.yield' op type of yield operand 1 ('{got}') doesn't match the "
+                       f"element type of the enclosing linalg.generic op ('{expected}')", op.loc)
 
 
-@register_op
-class LinalgDepthwiseConv2DNhwcHwcOp(_LinalgConvOp):
-    """``linalg.depthwise_conv_2d_nhwc_hwc``: O[n, oh, ow, c] += I[n, oh*sh + kh*dh,
-    ow*sw + kw*dw, c] * K[kh, kw, c] (input NHWC, filter HWC, output NHWC)."""
-
-    OP_NAME = "linalg.depthwise_conv_2d_nhwc_hwc"
-    CONV_KIND = "depthwise2d"
-    SPATIAL = 2
-    RANKS = (4, 3, 4)
+# ---------------------------------------------------------------------------------------------
+# payload building blocks shared with the named contractions
 
 
-#: The linalg convolution op classes, by op name.
-LINALG_CONV_OPS = {c.OP_NAME: c for c in (LinalgConv2DNhwcHwcfOp, LinalgConv1DNwcWcfOp,
-                                          LinalgDepthwiseConv2DNhwcHwcOp)}
+def build_cast(b, value: Value, to: Type, unsigned: bool, loc) -> Value:
+    """``value`` cast to ``to`` as MLIR's ``convertScalarToDtype`` does (no op when the types
+    are equal)."""
+    from .arith import CASTS
+    name = cast_op_name(value.type, to, unsigned)
+    if name is None:
+        raise ValueError(f"no cast from '{value.type}' to '{to}'")
+    if not name:
+        return value
+    return b.create(CASTS[name], value, to, loc=loc).result
+
+
+def binary_error(x: Type, y: Type) -> Optional[str]:
+    """MLIR's region builder message when ``x`` and ``y`` cannot be added or multiplied."""
+    if (isinstance(x, FloatType) and isinstance(y, FloatType)) or (_is_int(x) and _is_int(y)):
+        return None
+    return (f"Cannot build binary Linalg operation: expects allComplex, allFloatingPoint, or "
+            f"allInteger, got '{x}' and '{y}'")
+
+
+def build_mul(b, x: Value, y: Value, loc) -> Value:
+    """``x * y`` (``arith.mulf``, ``arith.muli``, ``arith.andi`` on i1: MLIR's BinaryFn::mul)."""
+    from .arith import FLOAT_BINARY, INT_BINARY
+    t = x.type
+    if isinstance(t, FloatType):
+        return b.create(FLOAT_BINARY["mulf"], x, y, loc=loc).result
+    name = "andi" if t.width == 1 else "muli"
+    return b.create(INT_BINARY[name], x, y, loc=loc).result
+
+
+def build_add(b, x: Value, y: Value, loc) -> Value:
+    """``x + y`` (``arith.addf``, ``arith.addi``, ``arith.ori`` on i1: MLIR's BinaryFn::add)."""
+    from .arith import FLOAT_BINARY, INT_BINARY
+    t = x.type
+    if isinstance(t, FloatType):
+        return b.create(FLOAT_BINARY["addf"], x, y, loc=loc).result
+    name = "ori" if t.width == 1 else "addi"
+    return b.create(INT_BINARY[name], x, y, loc=loc).result
+
+
+# the ops (registered on import)
+from .linalg_generic import GenericOp, MapOp, ReduceOp  # noqa: E402,F401
+from .linalg_data import CopyOp, FillOp, TransposeOp  # noqa: E402,F401
+from .linalg_named import (LINALG_CONV_OPS, MATMUL_MAPS, BatchMatmulOp,  # noqa: E402,F401
+                           DotOp, LinalgConv1DNwcWcfOp, LinalgConv2DNhwcHwcfOp,
+                           LinalgDepthwiseConv2DNhwcHwcOp, LinalgMatmulOp, MatvecOp, VecmatOp,
+                           conv_indexing_maps)
+
+#: Every structured op class, by op name.
+STRUCTURED_OPS = {c.OP_NAME: c for c in (
+    GenericOp, MapOp, ReduceOp, TransposeOp, CopyOp, FillOp, LinalgMatmulOp, BatchMatmulOp,
+    MatvecOp, VecmatOp, DotOp, *LINALG_CONV_OPS.values())}
