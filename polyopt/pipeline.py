@@ -200,7 +200,7 @@ def prepare_for_lowering(module: Operation) -> Operation:
     expand_high_level_ops(module)
     if any(isinstance(op, LinalgStructuredOp) for op in module.walk()):
         from .affine.linalg_to_affine import convert_linalg_to_affine_loops
-        convert_linalg_to_affine_loops(module)
+        convert_linalg_to_affine_loops(module, check_sizes=True)
     return module
 
 

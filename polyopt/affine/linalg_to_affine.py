@@ -54,11 +54,15 @@ from .types import MemRefType, index
 __all__ = ["lower_to_affine_loops", "convert_linalg_to_affine_loops"]
 
 
-def convert_linalg_to_affine_loops(root: Operation, cleanup: bool = True) -> int:
+def convert_linalg_to_affine_loops(root: Operation, cleanup: bool = True,
+                                   check_sizes: bool = False) -> int:
     """The pass (MLIR's ``-convert-linalg-to-affine-loops``): every structured linalg op under
     ``root`` becomes its affine loop nest (:func:`lower_to_affine_loops`); with ``cleanup``
     (the default), the greedy driver's constant hoisting, ``memref.dim`` folding and dead-op
-    removal run over ``root`` too, as in mlir-opt.  Returns how many ops were lowered."""
+    removal run over ``root`` too, as in mlir-opt.  With ``check_sizes`` (what the pipeline
+    asks before running the code, not what the pass prints), a nest over ``?`` sizes runs only
+    when the operands' sizes agree at run time (:mod:`polyopt.affine.runtime_checks`).
+    Returns how many ops were lowered."""
     from .greedy_cleanup import cleanup_greedily
     count = 0
 
@@ -67,7 +71,7 @@ def convert_linalg_to_affine_loops(root: Operation, cleanup: bool = True) -> int
         todo = [op for op in r.walk() if isinstance(op, LinalgStructuredOp)]
         # innermost first: a structured op nested in another's payload is lowered before it
         for op in reversed(todo):
-            lower_to_affine_loops(op)
+            lower_to_affine_loops(op, check_sizes)
         count += len(todo)
         return bool(todo)
 
@@ -78,7 +82,8 @@ def convert_linalg_to_affine_loops(root: Operation, cleanup: bool = True) -> int
     return count
 
 
-def lower_to_affine_loops(op: LinalgStructuredOp) -> list[AffineForOp]:
+def lower_to_affine_loops(op: LinalgStructuredOp, check_sizes: bool = False
+                          ) -> list[AffineForOp]:
     """Replace the structured op ``op`` by its affine loop nest; returns the loops, outermost
     first (none for an op without loops, e.g. a ``linalg.fill`` of a 0-d memref).
 
@@ -97,6 +102,8 @@ def lower_to_affine_loops(op: LinalgStructuredOp) -> list[AffineForOp]:
                            f"indexing maps or non-memref outputs)", loc)
     b = Builder.before(op)
     bounds = _loop_bounds(b, op, sources, loc)
+    if check_sizes:
+        b = _guard_operand_sizes(b, op, sources, bounds, loc)
     loops: list[AffineForOp] = []
     inner = b
     for ub in bounds:
@@ -146,6 +153,62 @@ def _loop_bounds(b: Builder, op: LinalgStructuredOp, sources, loc) -> list:
         c = b.create(ConstantOp, j, index, loc=loc).result
         bounds[d] = b.create(DimOp, v, c, loc=loc).result
     return bounds
+
+
+def _guard_operand_sizes(b: Builder, op: LinalgStructuredOp, sources, bounds, loc) -> Builder:
+    """The nest under a run-time check that every operand dimension fits the loops: a
+    dimension indexed by a loop alone has that loop's size; one indexed by an expression with
+    non-negative coefficients (a convolution window) holds its largest value.  Checks that
+    involve only static sizes were done by the verifier and are dropped."""
+    from .runtime_checks import SizeExprs, guard_sizes
+    equal, at_least = [], []
+    sizes = SizeExprs()
+    source_of = set(sources)
+    for k, (v, amap) in enumerate(zip(op.operands, op.indexing_maps)):
+        if not isinstance(v.type, MemRefType):
+            continue
+        for j, e in enumerate(amap.results):
+            if (k, j) in source_of:
+                continue
+            size = v.type.shape[j]
+            if isinstance(e, AffineDimExpr):
+                if size is None or not isinstance(bounds[e.position], int):
+                    if size is None:
+                        c = b.create(ConstantOp, j, index, loc=loc).result
+                        size = b.create(DimOp, v, c, loc=loc).result
+                    equal.append((size, bounds[e.position]))
+                continue
+            dims_in = {x.position for x in e.walk() if isinstance(x, AffineDimExpr)}
+            if size is not None and all(isinstance(bounds[d], int) for d in dims_in):
+                continue
+            if not _nondecreasing(e):
+                continue
+            if size is None:
+                c = b.create(ConstantOp, j, index, loc=loc).result
+                size = b.create(DimOp, v, c, loc=loc).result
+            last = e.replace_dims([sizes(bounds[d]) - 1 if d in dims_in else 0
+                                   for d in range(amap.num_dims)])
+            at_least.append((size, last + 1))
+    if not equal and not at_least:
+        return b
+    return guard_sizes(b, equal, f"'{op.name}' operands have sizes that do not agree at run "
+                       "time", loc, at_least=at_least, sizes=sizes)
+
+
+def _nondecreasing(e: AffineExpr) -> bool:
+    """A sum of dims times non-negative constants plus a constant (so its largest value over
+    a box is at the box's upper corner)."""
+    from .affine_expr import AffineBinaryExpr, AffineExprKind
+    if isinstance(e, (AffineDimExpr, AffineConstantExpr)):
+        return True
+    if isinstance(e, AffineBinaryExpr) and e.kind is AffineExprKind.ADD:
+        return _nondecreasing(e.lhs) and _nondecreasing(e.rhs)
+    if isinstance(e, AffineBinaryExpr) and e.kind is AffineExprKind.MUL:
+        consts = [x for x in (e.lhs, e.rhs) if isinstance(x, AffineConstantExpr)]
+        others = [x for x in (e.lhs, e.rhs) if not isinstance(x, AffineConstantExpr)]
+        return len(consts) >= 1 and all(c.value >= 0 for c in consts) and \
+            all(_nondecreasing(x) for x in others)
+    return False
 
 
 def _index_value(b: Builder, e: AffineExpr, num_dims: int, ivs: Sequence[Value], loc,

@@ -44,7 +44,8 @@ from ..affine.diagnostics import ScheduleError
 from ..affine.ir import Operation, Value
 from ..affine.types import FloatType
 from .blis_schedule import BlisParams, MachineModel, MicroKernelChoice, default_blis_params
-from .nest_building import extent_loops, guard_equal_extents, memref_size, mul_add
+from ..affine.runtime_checks import guard_sizes
+from .nest_building import extent_loops, memref_size, mul_add
 
 # marks the im2col stand-in of a convolution (conv_gemm), whose packing nest is rewritten later
 STAND_IN_ATTR = "polyopt.im2col_stand_in"
@@ -97,7 +98,7 @@ def _extents(b: Builder, op: Operation, loc):
         return m, n, k
     sizes = {(v, axis): memref_size(b, v, axis, loc) for v in (a, bmat, c) for axis in (0, 1)}
     m, k, n = sizes[(a, 0)], sizes[(a, 1)], sizes[(bmat, 1)]
-    inner = guard_equal_extents(b, [(m, sizes[(c, 0)]), (k, sizes[(bmat, 0)]),
+    inner = guard_sizes(b, [(m, sizes[(c, 0)]), (k, sizes[(bmat, 0)]),
                                     (n, sizes[(c, 1)])],
                                 f"'{op.name}' operands have sizes that do not agree at run time "
                                 "(A: M x K, B: K x N, C: M x N)", loc)

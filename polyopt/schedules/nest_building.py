@@ -3,18 +3,16 @@ constant loops and the ``acc + x * y`` statement body."""
 
 from __future__ import annotations
 
-from typing import Sequence, Union
+from typing import Sequence
 
-from ..affine.affine_expr import AffineMap, IntegerSet, symbol
+from ..affine.affine_expr import AffineMap, symbol
 from ..affine.builder import Builder
-from ..affine.dialects.affine import AffineForOp, AffineIfOp
+from ..affine.dialects.affine import AffineForOp
 from ..affine.dialects.arith import FLOAT_BINARY, INT_BINARY, ConstantOp
-from ..affine.dialects.cf import AssertOp
 from ..affine.dialects.memref import DimOp
 from ..affine.ir import Value
-from ..affine.types import FloatType, i1, index
-
-Extent = Union[int, Value]
+from ..affine.runtime_checks import Extent
+from ..affine.types import FloatType, index
 
 
 def mul_add(b: Builder, x: Value, y: Value, acc: Value, loc) -> Value:
@@ -60,34 +58,3 @@ def extent_loops(b: Builder, extents: Sequence[Extent], loc) -> tuple[list[Affin
         loops.append(loop)
         inner = Builder.before_terminator(loop.body)
     return loops, inner
-
-
-def guard_equal_extents(b: Builder, pairs: Sequence[tuple[Extent, Extent]], message: str,
-                        loc) -> Builder:
-    """Run what the returned builder creates only when each pair of extents is equal at run
-    time; otherwise ``cf.assert`` fails with ``message`` (the Python call raises it).  Pairs of
-    equal static extents need no check; with none left, ``b`` itself is returned.
-
-        affine.if ()[s0, s1] : (s0 - s1 == 0)[%k_a, %k_b] { <the nest> }
-        else { cf.assert %false, "<message>" }
-    """
-    symbols: list[Value] = []
-    constraints = []
-
-    def operand(e: Extent):
-        if isinstance(e, int):
-            return e
-        symbols.append(e)
-        return symbol(len(symbols) - 1)
-    for x, y in pairs:
-        if isinstance(x, int) and isinstance(y, int):
-            continue
-        constraints.append(operand(x) - operand(y))
-    if not constraints:
-        return b
-    cond = IntegerSet(0, len(symbols), constraints, [True] * len(constraints))
-    guard = b.create(AffineIfOp.build, cond, symbols, with_else=True, loc=loc)
-    else_b = Builder.before_terminator(guard.else_block)
-    false = else_b.create(ConstantOp, 0, i1, loc=loc).result
-    else_b.create(AssertOp.build, false, message, loc=loc)
-    return Builder.before_terminator(guard.then_block)
