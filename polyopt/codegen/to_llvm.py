@@ -50,7 +50,7 @@ handlers (``lower_func``, ``lower_arith``, ``lower_math``, ``lower_vector``, ``l
 ``lower_memref``, ``lower_linalg``), as MLIR's ``convert-<dialect>-to-llvm`` patterns are.
 
 Not handled (``CodegenError`` at the op): dynamic dimensions, ``hop.*``/``linalg.matmul``/
-``linalg.conv_*`` (expand them first), f16/bf16, multi-block functions, unknown ops.
+``linalg.conv_*`` (expand them first), multi-block functions, unknown ops.
 """
 
 from __future__ import annotations
