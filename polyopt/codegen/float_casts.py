@@ -118,41 +118,63 @@ def fpext(b: ir.IRBuilder, x: ir.Value, dst: ir.Type) -> ir.Value:
 def int_to_float(b: ir.IRBuilder, x: ir.Value, dst: ir.Type, signed: bool) -> ir.Value:
     """``sitofp``/``uitofp`` rounded once to nearest even.
 
-    To ``bfloat``, integers of 25 to 53 bits go through ``double`` (exact); wider integers (and
-    every integer wider than 64 bits, for any ``dst``, which LLVM would convert with a
-    compiler-rt call) keep their top 53 bits and OR the rest into the last one (rounding to
-    odd), so that converting to ``double`` and then to ``dst`` rounds once."""
+    Integers of up to 24 bits are exact in f32, LLVM's route to ``half`` and ``bfloat``; up to
+    64 bits, LLVM's conversions to ``float``/``double`` round once, and to ``half`` too (its
+    range ends below 2^24, so rounding through f32 can only reach infinity).  The others (to
+    ``bfloat`` LLVM rounds through f32 twice, and beyond 64 bits it calls compiler-rt) are
+    rounded here, in integers, to the destination's precision (:func:`_round_integer`)."""
     width = _elem(x.type).width
     de = _elem(dst)
     if width <= 24 or width <= 64 and not isinstance(de, BFloatType):
-        # exact through f32 (LLVM's route to half and bfloat), or one rounding: half's range
-        # ends below 2^24, so a double rounding through f32 can only reach infinity
         return (b.sitofp if signed else b.uitofp)(x, dst)
-    if width <= 53:
-        d = (b.sitofp if signed else b.uitofp)(x, _vec(F64, x.type))
-        return fptrunc(b, d, dst)
+    fmt = llvm_float_format(de)
+    wide = F64 if isinstance(de, ir.DoubleType) else F32
+    f = _round_integer(b, x, signed, fmt.precision, wide)
+    if isinstance(de, BFloatType):
+        return trunc_f32_to_bf16(b, f)          # exact: f has bf16's precision
+    return f if f.type == dst else b.fptrunc(f, dst)
+
+
+def _round_integer(b: ir.IRBuilder, x: ir.Value, signed: bool, precision: int,
+                   fty: ir.Type) -> ir.Value:
+    """The integer ``x`` rounded to ``precision`` bits (nearest, ties to even) as an exact
+    ``fty`` (float or double) value: the magnitude's top bits, rounded on the bits shifted
+    out, converted exactly and scaled by a power of two (infinity beyond ``fty``'s range)."""
+    mant, bias, emax = (23, 127, 128) if isinstance(fty, ir.FloatType) else (52, 1023, 1024)
     it = x.type
+    width = _elem(it).width
+    zero, one = _const(it, 0), _const(it, 1)
     if signed:
-        neg = b.icmp_signed("<", x, _const(it, 0))
-        mag = b.select(neg, b.sub(_const(it, 0), x), x)      # INT_MIN: 2^(w-1) as unsigned
+        neg = b.icmp_signed("<", x, zero)
+        mag = b.select(neg, b.sub(zero, x), x)      # INT_MIN: 2^(w-1) as unsigned
     else:
         mag = x
     nbits = b.sub(_const(it, width), _call(b, "ctlz", [mag, ir.Constant(ir.IntType(1), 0)]))
-    over = b.sub(nbits, _const(it, 53))
-    shift = b.select(b.icmp_signed(">", over, _const(it, 0)), over, _const(it, 0))
-    lost = b.and_(mag, b.sub(b.shl(_const(it, 1), shift), _const(it, 1)))
-    sticky = b.zext(b.icmp_unsigned("!=", lost, _const(it, 0)), it)
-    hi = b.or_(b.lshr(mag, shift), sticky)
-    i64 = _vec(ir.IntType(64), x.type)
-    d = b.uitofp(b.trunc(hi, i64) if width > 64 else hi, _vec(F64, x.type))
-    exp = b.shl(b.add(b.trunc(shift, i64) if width > 64 else shift, _const(i64, 1023)),
-                _const(i64, 52))
-    d = b.fmul(d, b.bitcast(exp, _vec(F64, x.type)))         # times 2^shift: exact
+    over = b.sub(nbits, _const(it, precision))
+    shift = b.select(b.icmp_signed(">", over, zero), over, zero)
+    hi = b.lshr(mag, shift)
+    rest = b.and_(mag, b.sub(b.shl(one, shift), one))
+    half = b.lshr(b.shl(one, shift), one)             # 0 when nothing is shifted out
+    up = b.or_(b.icmp_unsigned(">", rest, half),
+               b.and_(b.icmp_unsigned("==", rest, half),
+                      b.and_(b.icmp_unsigned("!=", half, zero),
+                             b.icmp_unsigned("!=", b.and_(hi, one), zero))))
+    hi = b.add(hi, b.zext(up, it))                    # may reach 2^precision: still exact
+    small = _vec(ir.IntType(64), it)
+    if width > 64:
+        hi, shift = b.trunc(hi, small), b.trunc(shift, small)
+    elif width < 64:
+        hi, shift = b.zext(hi, small), b.zext(shift, small)
+    f = b.uitofp(hi, _vec(fty, it))                   # exact: at most precision + 1 bits
+    shift = b.select(b.icmp_unsigned(">", shift, _const(small, emax)), _const(small, emax),
+                     shift)
+    ity = _vec(ir.IntType(mant + 1 + (8 if mant == 23 else 11)), it)
+    e = b.trunc(shift, ity) if mant == 23 else shift
+    scale = b.bitcast(b.shl(b.add(e, _const(ity, bias)), _const(ity, mant)), _vec(fty, it))
+    f = b.fmul(f, scale)                              # times 2^shift (2^emax: infinity)
     if signed:
-        d = b.select(neg, b.fneg(d), d)
-    if isinstance(de, ir.DoubleType):
-        return d
-    return fptrunc(b, d, dst)
+        f = b.select(neg, b.fneg(f), f)
+    return f
 
 
 def through_f32(b: ir.IRBuilder, fn, *vals: ir.Value, result: Optional[ir.Type] = None):

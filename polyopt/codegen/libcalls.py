@@ -117,7 +117,7 @@ def _define_trunc(module: ir.Module, name: str, src: ff.Format, dst: ff.Format) 
 
 
 def _define_extend(module: ir.Module, name: str, src: ff.Format, dst: ff.Format) -> None:
-    """compiler-rt's ``__extendXfYf2``: exact."""
+    """compiler-rt's ``__extendXfYf2``: exact (NaNs quieted)."""
     S, D = ir.IntType(src.width), ir.IntType(dst.width)
     fn = ir.Function(module, ir.FunctionType(_llvm_type(dst), [_llvm_type(src)]), name)
     b = ir.IRBuilder(fn.append_basic_block())
@@ -139,6 +139,9 @@ def _define_extend(module: ir.Module, name: str, src: ff.Format, dst: ff.Format)
     normal = b.add(b.shl(wide, cd(sig_diff)), cd((dst.bias - src.bias) << dst.mant_bits))
     special = b.or_(cd(dst_inf_exp << dst.mant_bits),
                     b.shl(b.zext(b.and_(a_abs, cs(min_normal - 1)), D), cd(sig_diff)))
+    # a NaN comes out quiet, as the hardware conversions (vcvtph2ps) make it
+    is_nan = b.icmp_unsigned(">", a_abs, cs(src_inf))
+    special = b.or_(special, b.select(is_nan, cd(1 << (dst.mant_bits - 1)), cd(0)))
     ctlz = ir.Function(module, ir.FunctionType(S, [S, ir.IntType(1)]), f"llvm.ctlz.i{src.width}")
     scale = b.sub(b.call(ctlz, [a_abs, ir.Constant(ir.IntType(1), 0)]),
                   cs(src.width - 1 - src.mant_bits))

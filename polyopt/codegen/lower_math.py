@@ -4,7 +4,7 @@ do it, on scalars and n-D vectors (and ``vector.fma`` with ``math.fma``).
 * LLVM intrinsics where LLVM 22 has them: ``llvm.exp``, ``llvm.log``, ``llvm.sqrt``,
   ``llvm.fabs``, ``llvm.pow``, ``llvm.tanh``, ``llvm.atan2``, ``llvm.powi`` (``fpowi`` with an
   ``i32`` exponent), ``llvm.abs``/``ctlz``/``cttz`` (zero not poison), ``llvm.is.fpclass``
-  (``isnan``...) ...; ``rsqrt`` is ``1 / sqrt(x)``;
+  (``isnan``...) ...; ``rsqrt`` is ``1 / sqrt(x)``, both rounded to the type;
 * libm (resolved by the JIT from the process) otherwise: ``erf``, ``erfc``, ``cbrt``,
   ``expm1``, ``log1p``, ``acosh``, ``asinh``, ``atanh`` (``erff``... for f32), element by
   element on vectors.  ``expm1``/``log1p`` are libm's, as ``--convert-math-to-libm`` makes them
@@ -13,8 +13,9 @@ do it, on scalars and n-D vectors (and ``vector.fma`` with ``math.fma``).
 * ``ipowi`` and ``fpowi`` with a non-``i32`` exponent: the functions of
   ``--convert-math-to-funcs`` (binary exponentiation), as internal helpers;
 * ``clampf``: ``maximumf(minimumf(x, max), min)``, its documented semantics;
-* f16 and bf16: computed in f32 and rounded once (exactly for the correctly rounded
-  operations); ``fma`` on them in f64 rounded to odd, then to the type (a single rounding).
+* f16 and bf16: computed in f32 and rounded once to the type (exact for the correctly
+  rounded operations), as LLVM promotes them but without ``vcvtneps2bf16``'s flush of bf16
+  subnormals; ``fma`` on them in f64 rounded to odd, then to the type (a single rounding).
 """
 
 from __future__ import annotations
@@ -121,13 +122,21 @@ def _lower_libm(L: FunctionLowering, op: Operation) -> None:
 
 @handles("math.rsqrt")
 def _lower_rsqrt(L: FunctionLowering, op: Operation) -> None:
+    """``1 / sqrt(x)``, each operation rounded to the type (MLIR's expansion)."""
+    t = op.results[0].type
+    check_float(t)
+    L.ml.type(t)
     flags = _flags(op)
     b = L.b
 
-    def rsqrt(x):
-        one = _splat(x.type, 1.0)
-        return b.fdiv(one, call_intrinsic(L, "sqrt", [x], flags), flags=flags)
-    _float_op(L, op, rsqrt)
+    def row(x):
+        if not _is16(t):
+            return b.fdiv(_splat(x.type, 1.0), call_intrinsic(L, "sqrt", [x], flags),
+                          flags=flags)
+        s = _narrow(b, call_intrinsic(L, "sqrt", [_widen(b, x)], flags), x.type)
+        w = _widen(b, s)
+        return _narrow(b, b.fdiv(_splat(w.type, 1.0), w, flags=flags), x.type)
+    L.bind(op.results[0], L.map_nd(t, row, L.get(op.operands[0])))
 
 
 @handles("math.clampf")
