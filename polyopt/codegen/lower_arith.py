@@ -285,7 +285,15 @@ def _row_type(L: FunctionLowering, t: Type) -> ir.Type:
 def _lower_cast(L: FunctionLowering, op: Operation) -> None:
     src_t, dst_t = op.operands[0].type, op.results[0].type
     if isinstance(src_t, MemRefType):
-        raise Unsupported(f"'{op.name}' of memrefs has no LLVM lowering (in MLIR 22 neither)")
+        # index_cast (index <-> i64) and bitcast: the same buffer seen with the other element
+        # type, when both are stored in the same number of bytes
+        m = L.mem(op.operands[0])
+        size = [L.ml.abi_size(L.ml.mem_type(t.element_type)) for t in (src_t, dst_t)]
+        if size[0] != size[1]:
+            raise Unsupported(f"'{src_t}' and '{dst_t}' store their elements in {size[0]} and "
+                              f"{size[1]} bytes: the buffer cannot be reinterpreted")
+        L.bind(op.results[0], Mem(m.ptr, dst_t, m.align))
+        return
     for t in (src_t, dst_t):
         if isinstance(element_type_of(t), FloatType):
             check_float(t)

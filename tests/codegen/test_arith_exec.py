@@ -663,3 +663,33 @@ func.func @f(%A: memref<37xf32>, %B: memref<37xf32>, %C: memref<37xf32>, %D: mem
     ah, bh = A.astype(np.float16), B.astype(np.float16)
     want = ((ah / bh) - bh).astype(np.float32) + np.fmod(A, B)
     np.testing.assert_array_equal(D, want)
+
+
+def test_casts_of_memrefs_reinterpret_the_buffer():
+    """index_cast (i64 <-> index) and bitcast of memrefs view the same buffer with the other
+    element type; elements of another size cannot be, and that is an error at the op."""
+    import polyopt
+    from polyopt.affine.diagnostics import CodegenError
+    fns = polyopt.compile("""
+func.func @f(%A: memref<3xi64>, %B: memref<3xf64>) {
+  %c1 = arith.constant 1 : index
+  %I = arith.index_cast %A : memref<3xi64> to memref<3xindex>
+  %x = memref.load %I[%c1] : memref<3xindex>
+  %y = arith.addi %x, %c1 : index
+  memref.store %y, %I[%c1] : memref<3xindex>
+  %F = arith.bitcast %A : memref<3xi64> to memref<3xf64>
+  %f = memref.load %F[%c1] : memref<3xf64>
+  memref.store %f, %B[%c1] : memref<3xf64>
+  return
+}
+""")
+    A = np.array([5, -7, 9], dtype=np.int64)
+    B = np.zeros(3)
+    fns["f"](A, B)
+    assert A.tolist() == [5, -6, 9] and B.view(np.int64)[1] == -6
+    with pytest.raises(CodegenError) as info:
+        polyopt.compile("func.func @g(%A: memref<3xi32>) {\n"
+                        "  %I = arith.index_cast %A : memref<3xi32> to memref<3xindex>\n"
+                        "  return\n}\n")
+    assert (info.value.loc.line, info.value.loc.col) == (2, 8)
+    assert "store their elements in 4 and 8 bytes" in info.value.message

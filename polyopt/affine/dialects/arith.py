@@ -359,6 +359,12 @@ def _element_value(kind: str, text: str, value, et: Type, p, at: int):
     return wrap_signed(value, et)
 
 
+class _Literal(list):
+    """A ``[...]`` of a dense literal, with the offset of its closing bracket."""
+
+    end = 0
+
+
 def parse_dense_vector(p) -> DenseAttr:
     """``dense<...> : vector<...>``: nested literals with MLIR's shape checks,
     ``true``/``false``, hexadecimal float bits."""
@@ -366,12 +372,13 @@ def parse_dense_vector(p) -> DenseAttr:
     start = p.pos
     p.expect_keyword("dense")
     p.expect("<")
-    literal_start = p.pos
 
     def element():
         p.skip_ws()
         if p.peek("["):
-            return p.parse_comma_separated("[", "]", element)
+            items = _Literal(p.parse_comma_separated("[", "]", element))
+            items.end = p.pos - 1      # where MLIR reports an inconsistent list
+            return items
         at = p.pos
         if p.optional_keyword("true"):
             return ("bool", "true", True, at)
@@ -404,7 +411,7 @@ def parse_dense_vector(p) -> DenseAttr:
         inner = [shape_of(x) for x in lit]
         if any(i != inner[0] for i in inner[1:]):
             raise p.error("tensor literal is invalid; ranks are not consistent between elements",
-                          literal_start)
+                          lit.end)
         return [len(lit)] + (inner[0] if inner else [])
 
     def flat(lit) -> list:
