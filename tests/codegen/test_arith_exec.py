@@ -693,3 +693,36 @@ func.func @f(%A: memref<3xi64>, %B: memref<3xf64>) {
                         "  return\n}\n")
     assert (info.value.loc.line, info.value.loc.col) == (2, 8)
     assert "store their elements in 4 and 8 bytes" in info.value.message
+
+
+def test_printF16_and_printBF16_as_mlir_runner_prints_them():
+    """CRunnerUtils' printF16/printBF16 take the bits (i16) and print the value as %g."""
+    from arith_oracle import run_upstream
+    text = """
+func.func private @printF16(i16)
+func.func private @printBF16(i16)
+func.func private @printNewline()
+func.func @main() {
+  %h = arith.constant 0.1 : f16
+  %hb = arith.bitcast %h : f16 to i16
+  func.call @printF16(%hb) : (i16) -> ()
+  func.call @printNewline() : () -> ()
+  %m = arith.constant 0xFC00 : f16
+  %mb = arith.bitcast %m : f16 to i16
+  func.call @printF16(%mb) : (i16) -> ()
+  func.call @printNewline() : () -> ()
+  %b = arith.constant -1.5e10 : bf16
+  %bb = arith.bitcast %b : bf16 to i16
+  func.call @printBF16(%bb) : (i16) -> ()
+  func.call @printNewline() : () -> ()
+  %n = arith.constant 0xFFC1 : bf16
+  %nb = arith.bitcast %n : bf16 to i16
+  func.call @printBF16(%nb) : (i16) -> ()
+  func.call @printNewline() : () -> ()
+  return
+}
+"""
+    out = run_polyopt(text)
+    assert out == run_upstream(text)
+    assert out.splitlines() == ["%g" % ff.round_to(0.1, ff.F16), "-inf",
+                                "%g" % ff.round_to(-1.5e10, ff.BF16), "-nan"]
