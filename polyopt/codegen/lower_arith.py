@@ -15,7 +15,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from polyopt.affine.attributes import FloatAttr, IntegerAttr
-from polyopt.affine.dialects.arith import DenseAttr, OverflowAttr
+from polyopt.affine.dialects.arith_attributes import DenseAttr, OverflowAttr
 from polyopt.affine.ir import Operation
 from polyopt.affine.types import (FloatType, IndexType, MemRefType, Type,
                                   VectorType, element_type_of)

@@ -177,7 +177,8 @@ def test_non_canonical_spellings_are_canonicalized_as_upstream_does():
     %4 = arith.addf %x, %y fastmath<none> : f32
     %5 = arith.addf %x, %y fastmath<fast, nnan> : f32
     %6 = "arith.addf"(%x, %y) {fastmath = #arith.fastmath<afn,reassoc>} : (f32, f32) -> f32
-    %7 = "arith.addi"(%a, %b) {overflowFlags = #arith.overflow<nuw,nsw>, foo = 1} : (i32, i32) -> i32
+    %7 = "arith.addi"(%a, %b) {overflowFlags = #arith.overflow<nuw,nsw>, foo = 1}
+      : (i32, i32) -> i32
     %8 = arith.divsi %a, %b exact {foo} : i32
     %9 = "arith.divsi"(%a, %b) {isExact, foo} : (i32, i32) -> i32
     %10 = arith.cmpf ugt, %x, %y fastmath<none> : f32

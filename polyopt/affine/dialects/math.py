@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from ..diagnostics import ParseError
 from ..ir import Operation, Value, register_op
-from .arith import (FastMathAttr, check_operand_types, i1_same_shape, is_bool_like, is_float_like,
-                    is_signless_int_like, normalize_flags, operand_values, parse_fastmath,
-                    parse_operands, print_fastmath, vector_shape, verify_flags)
+from .arith import (check_operand_types, i1_same_shape, is_bool_like, is_float_like,
+                    is_signless_int_like, operand_values, parse_operands, vector_shape)
+from .arith_attributes import (FastMathAttr, normalize_flags, parse_fastmath, print_fastmath,
+                               verify_flags)
 
 FLOAT_UNARY_NAMES = ("absf", "acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt", "ceil",
                      "cos", "cosh", "erf", "erfc", "exp", "exp2", "expm1", "floor", "log",

@@ -16,7 +16,7 @@ from ..attributes import OpaqueAttr, StringAttr
 from ..ir import Operation, Value, register_op
 from ..types import (FloatType, IndexType, IntegerType, MemRefType, Type, VectorType,
                      element_type_of)
-from .arith import FastMathAttr, normalize_flags, parse_fastmath, print_fastmath
+from .arith_attributes import FastMathAttr, normalize_flags, parse_fastmath, print_fastmath
 from .memref import (IndexedLoadAccessors, IndexedStoreAccessors, check_index_operands,
                      parse_load_prefix, parse_memref_type, parse_store_prefix,
                      print_attrs_without_default_nontemporal, print_indexed)
