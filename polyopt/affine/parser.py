@@ -776,7 +776,7 @@ class Parser:
         if not isinstance(t, (IntegerType, IndexType)):
             raise self.error(f"integer literal not valid for type '{t}'", start)
         if isinstance(t, IntegerType):
-            lo, hi = -(1 << (t.width - 1)), (1 << t.width) - 1
+            lo, hi = (-(1 << (t.width - 1)), (1 << t.width) - 1) if t.width else (0, 0)
             if t.width == 1:
                 lo, hi = -1, 1
             if not lo <= value <= hi:

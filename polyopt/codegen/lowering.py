@@ -191,6 +191,8 @@ class ModuleLowering:
         if isinstance(t, IndexType):
             return I64
         if isinstance(t, IntegerType):
+            if not 1 <= t.width <= 1 << 23:
+                raise Unsupported(f"'{t}' has no LLVM integer type (widths 1 to 8388608)")
             return ir.IntType(t.width)
         if isinstance(t, FloatType):
             if t.width == 64:

@@ -196,6 +196,8 @@ def test_non_canonical_spellings_are_canonicalized_as_upstream_does():
     %22 = arith.constant dense<[[1.0, 1.0], [1.0, 1.0]]> : vector<2x2xf16>
     %23 = "arith.truncf"(%x) {roundingmode = 3 : i32} : (f32) -> f16
     %24 = arith.extf %x fastmath<none> : f32 to f64
+    %25 = arith.constant dense<0> : vector<2xi0>
+    %26 = arith.constant 0 : i0
     """)
     assert ours(text) == canonical(text)
 

@@ -727,3 +727,12 @@ func.func @main() {
     assert out == run_upstream(text)
     assert out.splitlines() == ["%g" % ff.round_to(0.1, ff.F16), "-inf",
                                 "%g" % ff.round_to(-1.5e10, ff.BF16), "-nan"]
+
+
+def test_integer_widths_llvm_lacks_are_errors_at_the_op():
+    import polyopt
+    from polyopt.affine.diagnostics import CodegenError
+    with pytest.raises(CodegenError) as info:
+        polyopt.compile("func.func @f() {\n  %0 = arith.constant 0 : i0\n  return\n}\n")
+    assert (info.value.loc.line, info.value.loc.col) == (2, 8)
+    assert "'i0' has no LLVM integer type" in info.value.message

@@ -195,8 +195,11 @@ class DenseAttr(Attribute):
     def __init__(self, type_: VectorType, values: tuple):
         self.type = type_
         values = tuple(values)
-        if len(values) > 1 and all(_same_element(v, values[0], type_.element_type)
-                                   for v in values[1:]):
+        if type_.element_type == IntegerType(0):
+            # (MLIR never makes a splat of i0 elements: it prints dense<[0, 0]>)
+            values = values * type_.num_elements if len(values) == 1 else values
+        elif len(values) > 1 and all(_same_element(v, values[0], type_.element_type)
+                                     for v in values[1:]):
             values = values[:1]
         self.values = values
 
@@ -270,7 +273,8 @@ def _element_value(kind: str, text: str, value, et: Type, p, at: int):
     if kind == "bool":
         value = int(value)
     width = _int_width(et)
-    lo, hi = (-1, 1) if width == 1 else (-(1 << (width - 1)), (1 << width) - 1)
+    lo, hi = (-1, 1) if width == 1 else (0, 0) if width == 0 else \
+        (-(1 << (width - 1)), (1 << width) - 1)
     if not lo <= value <= hi:
         raise p.error("integer constant out of range for type", at)
     return wrap_signed(value, et)
