@@ -7,10 +7,10 @@ module's ``#map``/``#set`` aliases and defaults to inline ``affine_map<...>``.
 from __future__ import annotations
 
 import math
-import struct
 from dataclasses import dataclass
 from typing import Optional
 
+from . import float_format
 from .affine_expr import AffineMap, IntegerSet
 from .types import FloatType, IndexType, IntegerType, Type, f64, i64
 
@@ -32,29 +32,10 @@ class IntegerAttr(Attribute):
 
 
 def format_float(value: float, type_: Type = f64) -> str:
-    """MLIR's float spelling: ``1.000000e+00`` when that round-trips, else a longer decimal."""
-    bits = type_.width if isinstance(type_, FloatType) else 64
-    if math.isnan(value) or math.isinf(value):
-        if bits == 32:
-            return "0x%08X" % struct.unpack("<I", struct.pack("<f", value))[0]
-        return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
-
-    def same(text: str) -> bool:
-        parsed = float(text)
-        if bits == 32:
-            return struct.pack("<f", parsed) == struct.pack("<f", value)
-        return parsed == value
-
-    short = f"{value:.6e}"
-    if same(short):
-        return short
-    for digits in range(7, 18):
-        text = f"{value:.{digits}g}"
-        if same(text):
-            if "e" not in text and "." not in text:
-                text += ".0"
-            return text
-    return repr(float(value))
+    """MLIR's float spelling (``printFloatValue``): ``1.000000e+00`` when that round-trips,
+    else APFloat's shortest decimal, else the bits in hex (see :mod:`.float_format`)."""
+    fmt = float_format.format_of(type_) if isinstance(type_, FloatType) else float_format.F64
+    return float_format.format_float(value, fmt)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Optional, Sequence, Union
 
+from . import float_format
 from .affine_expr import AffineExpr, AffineMap, IntegerSet, constant, dim, symbol
 from .attributes import (AffineMapAttr, ArrayAttr, Attribute, DenseArrayAttr, DenseElementsAttr,
                          DictAttr, FloatAttr, IntegerAttr, IntegerSetAttr, OpaqueAttr, StringAttr,
@@ -764,14 +765,18 @@ class Parser:
             t = i64
         if isinstance(t, FloatType):
             if text.startswith("0x"):
-                import struct
-                fmt = ("<I", "<f") if t.width == 32 else ("<Q", "<d")
-                return FloatAttr(struct.unpack(fmt[1], struct.pack(fmt[0], int(text, 16)))[0], t)
+                fmt = float_format.format_of(t)
+                if value < 0:
+                    raise self.error("hexadecimal float literal should not have a leading minus",
+                                     start + 1)
+                if int(text, 16) >> fmt.width:
+                    raise self.error("hexadecimal float constant out of range for type", start)
+                return FloatAttr(float_format.from_bits(int(text, 16), fmt), t)
             return FloatAttr(float(value), t)
         if not isinstance(t, (IntegerType, IndexType)):
             raise self.error(f"integer literal not valid for type '{t}'", start)
         if isinstance(t, IntegerType):
-            lo, hi = -(1 << (t.width - 1)), (1 << t.width) - 1
+            lo, hi = (-(1 << (t.width - 1)), (1 << t.width) - 1) if t.width else (0, 0)
             if t.width == 1:
                 lo, hi = -1, 1
             if not lo <= value <= hi:

@@ -69,6 +69,10 @@ class Printer:
         if not op.results:
             return
         hint = op.result_name_hint() if not self.generic else None
+        if isinstance(hint, (list, tuple)):  # one name per result: `%sum, %overflow = ...`
+            for r, h in zip(op.results, hint):
+                self.names[r] = self._unique(h)
+            return
         if hint is not None:
             name = self._unique(hint)
         else:

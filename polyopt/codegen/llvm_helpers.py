@@ -3,10 +3,12 @@ flags, intrinsic calls and MLIR's exact integer division expansions."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from llvmlite import ir
 
+from polyopt.affine import float_format
 from polyopt.affine.attributes import IntegerAttr
 from polyopt.affine.ir import Operation
 from polyopt.affine.types import FloatType, Type, VectorType
@@ -14,10 +16,29 @@ from polyopt.affine.types import FloatType, Type, VectorType
 if TYPE_CHECKING:
     from polyopt.codegen.lowering import FunctionLowering
 
+class BFloatType(ir.types._BaseFloatType):
+    """LLVM's ``bfloat`` (llvmlite has ``half``, ``float`` and ``double`` only); constants are
+    written in LLVM's ``0xR`` hexadecimal form."""
+
+    null = "0.0"
+    intrinsic_name = "bf16"
+
+    def __str__(self):
+        return "bfloat"
+
+    def format_constant(self, value):
+        return "0xR%04X" % float_format.to_bits(value, float_format.BF16)
+
+
+BFloatType._create_instance()
+
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
+I16 = ir.IntType(16)
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
+F16 = ir.HalfType()
+BF16 = BFloatType()
 F32 = ir.FloatType()
 F64 = ir.DoubleType()
 PTR = ir.PointerType()
@@ -184,7 +205,40 @@ def intrinsic_suffix(ty: ir.Type) -> str:
         return "f64"
     if isinstance(ty, ir.FloatType):
         return "f32"
+    if isinstance(ty, ir.HalfType):
+        return "f16"
+    if isinstance(ty, BFloatType):
+        return "bf16"
     raise Unsupported(f"no intrinsic for LLVM type {ty}")
+
+
+_LLVM_FLOAT_FORMATS = ((ir.HalfType, float_format.F16), (BFloatType, float_format.BF16),
+                       (ir.FloatType, float_format.F32), (ir.DoubleType, float_format.F64))
+
+
+def llvm_float_format(ty: ir.Type) -> float_format.Format:
+    """The binary format of an LLVM float type (``half``, ``bfloat``, ``float``, ``double``)."""
+    for cls, fmt in _LLVM_FLOAT_FORMATS:
+        if isinstance(ty, cls):
+            return fmt
+    raise Unsupported(f"LLVM type {ty} is not a float type")
+
+
+def float_const(ty: ir.Type, value: float) -> ir.Constant:
+    """A float constant of LLVM type ``ty``; a NaN keeps its exact bits (sign and payload), as
+    a constant bitcast of its integer pattern."""
+    fmt = llvm_float_format(ty)
+    if math.isnan(value):
+        bits = float_format.to_bits(value, fmt)
+        return ir.Constant(ir.IntType(fmt.width), bits).bitcast(ty)
+    return ir.Constant(ty, float_format.round_to(value, fmt))
+
+
+def is_float_ty(ty: ir.Type) -> bool:
+    """Is ``ty`` (or its vector element) an LLVM float type?"""
+    if isinstance(ty, ir.VectorType):
+        ty = ty.element
+    return isinstance(ty, (ir.HalfType, BFloatType, ir.FloatType, ir.DoubleType))
 
 
 def call_intrinsic(L: FunctionLowering, base: str, args: Sequence[ir.Value],
@@ -196,5 +250,6 @@ def call_intrinsic(L: FunctionLowering, base: str, args: Sequence[ir.Value],
 
 def check_float(t: Type) -> None:
     et = t.element_type if isinstance(t, VectorType) else t
-    if not isinstance(et, FloatType) or et.width not in (32, 64):
-        raise Unsupported(f"type '{t}' is not supported by the LLVM lowering (use f32 or f64)")
+    if not isinstance(et, FloatType) or et.width not in (16, 32, 64):
+        raise Unsupported(f"type '{t}' is not supported by the LLVM lowering (use f16, bf16, f32 "
+                          "or f64)")

@@ -6,8 +6,11 @@ from __future__ import annotations
 from llvmlite import ir
 
 from polyopt.affine.ir import Operation
-from polyopt.affine.types import FloatType, IndexType, IntegerType, Type, VectorType
+from polyopt.affine.types import FloatType, IndexType, IntegerType, Type, VectorType, i1, i8
+from polyopt.codegen import float_casts
 from polyopt.codegen.llvm_helpers import (
+    F32,
+    I8,
     I32,
     I64,
     Unsupported,
@@ -18,6 +21,7 @@ from polyopt.codegen.llvm_helpers import (
     intrinsic_suffix,
 )
 from polyopt.codegen.lowering import FunctionLowering, handles
+from polyopt.codegen.memref_access import Mem
 
 
 @handles("vector.broadcast")
@@ -64,6 +68,10 @@ def _lower_reduction(L: FunctionLowering, op: Operation) -> None:
     iname, fname, combine = entry
     suffix = intrinsic_suffix(v.type)
     fm = tuple(f for f in fastmath_flags(op) if f != "contract")
+    if is_float and rt.brain:
+        L.bind(op.results[0], _reduce_bf16(L, kind, v, L.get(acc) if acc is not None else None,
+                                           fm))
+        return
     if is_float and kind in ("add", "mul"):
         start = L.get(acc) if acc is not None else ir.Constant(ety, 0.0 if kind == "add" else 1.0)
         fn = L.ml.intrinsic(f"llvm.{fname}.{suffix}", ety, [ety, v.type])
@@ -84,10 +92,36 @@ def _lower_reduction(L: FunctionLowering, op: Operation) -> None:
     L.bind(op.results[0], r)
 
 
+def _reduce_bf16(L: FunctionLowering, kind: str, v: ir.Value, acc, fm) -> ir.Value:
+    """A bf16 reduction in element order, each step computed in f32 and rounded to bf16 (LLVM
+    would round through ``vcvtneps2bf16``, which flushes subnormals); min/max are exact."""
+    b = L.b
+    wide = b.fpext(v, ir.VectorType(F32, v.type.count))
+    if kind in ("add", "mul"):
+        op = b.fadd if kind == "add" else b.fmul
+        r = acc if acc is not None else \
+            ir.Constant(v.type.element, 0.0 if kind == "add" else 1.0)
+        for i in range(v.type.count):
+            x = b.extract_element(v, int_const(I32, i))
+            r = float_casts.through_f32(b, lambda p, q: op(p, q, flags=fm), r, x)
+        return r
+    base = {"minnumf": "fmin", "maxnumf": "fmax", "minimumf": "fminimum",
+            "maximumf": "fmaximum"}[kind]
+    fn = L.ml.intrinsic(f"llvm.vector.reduce.{base}.v{v.type.count}f32", F32, [wide.type])
+    r = b.call(fn, [wide], fastmath=fm)
+    if acc is not None:
+        combine = {"minnumf": "minnum", "maxnumf": "maxnum", "minimumf": "minimum",
+                   "maximumf": "maximum"}[kind]
+        r = call_intrinsic(L, combine, [r, b.fpext(acc, F32)])
+    return float_casts.trunc_f32_to_bf16(b, r)
+
+
 def print_scalar(L: FunctionLowering, v: ir.Value, t: Type) -> None:
     ml, b = L.ml, L.b
     if isinstance(t, FloatType):
         check_float(t)
+        if t.width == 16:   # MLIR's printF16/printBF16 print the value as a float (%g)
+            v = b.fpext(v, F32)
         b.call(ml.runtime("polyopt_print_f64" if t.width == 64 else "polyopt_print_f32"), [v])
     elif isinstance(t, IndexType):
         b.call(ml.runtime("polyopt_print_u64"), [v])
@@ -143,10 +177,32 @@ def _lower_vector_memop(L: FunctionLowering, op: Operation) -> None:
         subs = [L.form_of(v) for v in op.operands[1:]]
         vt = op.results[0].type
         L.ml.type(vt)
+        if _is_i1_access(mem, vt):
+            bytes_t = VectorType(vt.shape, i8)
+            raw = L.load_vector(_byte_view(mem), subs, bytes_t)
+            L.bind(op.results[0], L.map_nd(bytes_t, lambda r: L.b.trunc(
+                r, ir.VectorType(ir.IntType(1), r.type.count)), raw, result_type=vt))
+            return
         L.bind(op.results[0], L.load_vector(mem, subs, vt))
     else:
         value = op.operands[0]
         mem = L.mem(op.operands[1])
         subs = [L.form_of(v) for v in op.operands[2:]]
-        L.ml.type(value.type)
-        L.store_vector(L.get(value), mem, subs, value.type)
+        vt = value.type
+        L.ml.type(vt)
+        if _is_i1_access(mem, vt):
+            bytes_t = VectorType(vt.shape, i8)
+            raw = L.map_nd(vt, lambda r: L.b.zext(r, ir.VectorType(I8, r.type.count)),
+                           L.get(value), result_type=bytes_t)
+            L.store_vector(raw, _byte_view(mem), subs, bytes_t)
+            return
+        L.store_vector(L.get(value), mem, subs, vt)
+
+
+def _is_i1_access(mem: Mem, vt: VectorType) -> bool:
+    return mem.type.element_type == i1 and vt.element_type == i1
+
+
+def _byte_view(mem: Mem) -> Mem:
+    """An ``i1`` memref as the bytes it is stored in (one per element, as numpy's bool)."""
+    return Mem(mem.ptr, mem.type.with_(element_type=i8), mem.align)

@@ -30,9 +30,12 @@ from polyopt.codegen import microkernels
 from polyopt.codegen.index_forms import DivByZero, IndexFormLowering, Lin, Range
 from polyopt.codegen.jit import JITEngine, MemRefArg, ScalarArg, make_callable
 from polyopt.codegen.llvm_helpers import (
+    BF16,
+    F16,
     F32,
     F64,
     I8,
+    I16,
     I32,
     I64,
     PTR,
@@ -122,6 +125,8 @@ _PRINT_MEMREF = {
 _RUNTIME_SCALAR = {  # CRunnerUtils name -> (runtime symbol, MLIR input types, LLVM param types)
     "printF64": ("polyopt_print_f64", ("f64",), (F64,)),
     "printF32": ("polyopt_print_f32", ("f32",), (F32,)),
+    "printF16": ("polyopt_print_f16", ("i16",), (I16,)),
+    "printBF16": ("polyopt_print_bf16", ("i16",), (I16,)),
     "printI64": ("polyopt_print_i64", ("i64",), (I64,)),
     "printU64": ("polyopt_print_u64", ("i64",), (I64,)),
     "printOpen": ("polyopt_print_open", (), ()),
@@ -190,13 +195,17 @@ class ModuleLowering:
         if isinstance(t, IndexType):
             return I64
         if isinstance(t, IntegerType):
+            if not 1 <= t.width <= 1 << 23:
+                raise Unsupported(f"'{t}' has no LLVM integer type (widths 1 to 8388608)")
             return ir.IntType(t.width)
         if isinstance(t, FloatType):
             if t.width == 64:
                 return F64
             if t.width == 32:
                 return F32
-            raise Unsupported(f"f{t.width} is not supported by the LLVM lowering (use f32 or f64)")
+            if t.width == 16:
+                return BF16 if t.brain else F16
+            raise Unsupported(f"'{t}' is not supported by the LLVM lowering")
         raise Unsupported(f"type '{t}' is not supported by the LLVM lowering")
 
     def type(self, t: Type) -> ir.Type:
@@ -285,6 +294,7 @@ class ModuleLowering:
     def runtime(self, name: str) -> ir.Function:
         sigs = {
             "polyopt_print_f64": (VOID, [F64]), "polyopt_print_f32": (VOID, [F32]),
+            "polyopt_print_f16": (VOID, [I16]), "polyopt_print_bf16": (VOID, [I16]),
             "polyopt_print_i64": (VOID, [I64]), "polyopt_print_u64": (VOID, [I64]),
             "polyopt_print_open": (VOID, []), "polyopt_print_close": (VOID, []),
             "polyopt_print_comma": (VOID, []), "polyopt_print_newline": (VOID, []),

@@ -20,6 +20,8 @@ LLVM-level signatures (opaque pointers)::
     ; vector.print support (CRunnerUtils' printF64, printOpen, ...)
     declare void @polyopt_print_f64(double)
     declare void @polyopt_print_f32(float)
+    declare void @polyopt_print_f16(i16)      ; printF16/printBF16: the bits, printed as %g
+    declare void @polyopt_print_bf16(i16)
     declare void @polyopt_print_i64(i64)
     declare void @polyopt_print_u64(i64)      ; printed as unsigned
     declare void @polyopt_print_open()        ; "( "
@@ -69,6 +71,9 @@ import time
 
 import llvmlite.binding as llvm
 import numpy as np
+
+from polyopt.affine import float_format
+from polyopt.codegen.libcalls import register_libcalls
 
 __all__ = [
     "format_memref",
@@ -244,6 +249,14 @@ def _print_f32(x):
     _write(format_scalar(x, "f32"))
 
 
+def _print_f16(bits):
+    _write(format_scalar(float_format.from_bits(bits, float_format.F16), "f32"))
+
+
+def _print_bf16(bits):
+    _write(format_scalar(float_format.from_bits(bits, float_format.BF16), "f32"))
+
+
 def _print_i64(x):
     _write("%d" % x)
 
@@ -311,6 +324,8 @@ _RUNTIME_SPECS = [
     ("polyopt_rtclock", ctypes.CFUNCTYPE(ctypes.c_double), _rtclock),
     ("polyopt_print_f64", ctypes.CFUNCTYPE(None, ctypes.c_double), _print_f64),
     ("polyopt_print_f32", ctypes.CFUNCTYPE(None, ctypes.c_float), _print_f32),
+    ("polyopt_print_f16", ctypes.CFUNCTYPE(None, ctypes.c_uint16), _print_f16),
+    ("polyopt_print_bf16", ctypes.CFUNCTYPE(None, ctypes.c_uint16), _print_bf16),
     ("polyopt_print_i64", ctypes.CFUNCTYPE(None, ctypes.c_int64), _print_i64),
     ("polyopt_print_u64", ctypes.CFUNCTYPE(None, ctypes.c_uint64), _print_u64),
     ("polyopt_print_open", _VOID_T, _print_open),
@@ -389,6 +404,7 @@ def register_runtime_symbols() -> None:
             return
         for name, address in symbols.items():
             llvm.add_symbol(name, address)
+        register_libcalls()
         process = ctypes.CDLL(None)
         for name, proto, impl in _BUILTIN_FALLBACKS:
             if llvm.address_of_symbol(name) is None and not hasattr(process, name):

@@ -51,7 +51,7 @@ handlers (``lower_func``, ``lower_arith``, ``lower_math``, ``lower_vector``, ``l
 patterns are.
 
 Not handled (``CodegenError`` at the op): dynamic dimensions, ``hop.*``/``linalg.matmul``/
-``linalg.conv_*`` (expand them first), f16/bf16, multi-block functions, unknown ops.
+``linalg.conv_*`` (expand them first), multi-block functions, unknown ops.
 """
 
 from __future__ import annotations

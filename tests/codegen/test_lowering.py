@@ -893,8 +893,6 @@ func.func @s(%a: index, %b: i1, %A: memref<2x3xi32>) {
     ("func.func private @no_such_function_xyz(f64)\n",
      "undefined external function '@no_such_function_xyz' (declare only polyopt runtime "
      "functions or C symbols)"),
-    ("func.func @f(%a: f16) -> f16 {\n  %r = arith.addf %a, %a : f16\n  return %r : f16\n}",
-     "f16"),
     ("func.func @f(%A: memref<4x4xf64>, %B: memref<4x4xf64>, %C: memref<4x4xf64>) {\n"
      "  hop.matmul %A, %B, %C : (memref<4x4xf64>, memref<4x4xf64>, memref<4x4xf64>)\n"
      "  return\n}",

@@ -1,35 +1,119 @@
-"""The arith dialect: constants, float and integer arithmetic, comparisons, select, casts."""
+"""The arith dialect of MLIR 22, every op: constants, integer and float arithmetic (with their
+``overflow<...>``, ``exact`` and ``fastmath<...>`` flags), the extended (two-result) integer
+ops, comparisons, select and casts (``truncf`` with its rounding modes), on scalars and vectors.
+
+Custom forms, generic forms, verifier messages and result names (``%c0``, ``%c3_i8``, ``%true``,
+``%cst``, ``%sum, %overflow``, ``%low, %high``) are those of ``mlir-opt-22``.  The flags are
+attributes of their own (:mod:`.arith_attributes`: :class:`FastMathAttr`,
+:class:`OverflowAttr`) printed canonically (``fastmath<nnan,ninf>``, ``overflow<nsw, nuw>``);
+the default ``none`` is not stored.
+"""
 
 from __future__ import annotations
 
-from ..attributes import (Attribute, FloatAttr, IntegerAttr, OpaqueAttr, format_float)
+import re
+from typing import Optional
+
+from ..attributes import FloatAttr, IntegerAttr, OpaqueAttr, UnitAttr
+from ..diagnostics import ParseError
 from ..ir import Operation, register_op
-from ..types import (FloatType, IndexType, IntegerType, Type, VectorType, element_type_of, i1)
+from ..types import (FloatType, IndexType, IntegerType, MemRefType, Type, VectorType,
+                     element_type_of, i1, i32, i64)
+from .arith_attributes import (ROUNDING_MODES, DenseAttr, FastMathAttr,  # noqa: F401 (API)
+                               OverflowAttr, make_value_attr, normalize_flags,
+                               normalize_value_attr, parse_dense_vector, parse_fastmath,
+                               print_fastmath, verify_flags, wrap_signed)
+
+# ---------------------------------------------------------------------------------------------
+# Type constraints (ODS names, for the messages)
 
 
-def _is_float_like(t: Type) -> bool:
-    return isinstance(element_type_of(t), FloatType)
+def _elem(t: Type) -> Type:
+    return element_type_of(t)
 
 
-def _is_int_like(t: Type) -> bool:
-    return isinstance(element_type_of(t), (IntegerType, IndexType))
+def is_signless_int_like(t: Type) -> bool:
+    """``SignlessIntegerOrIndexLike``: iN, index, or a vector of them."""
+    return isinstance(_elem(t), (IntegerType, IndexType))
+
+
+def is_fixed_width_int_like(t: Type) -> bool:
+    """``SignlessFixedWidthIntegerLike``: iN or a vector of iN (no index)."""
+    return isinstance(_elem(t), IntegerType)
+
+
+def is_float_like(t: Type) -> bool:
+    return isinstance(_elem(t), FloatType)
+
+
+def is_bool_like(t: Type) -> bool:
+    return _elem(t) == i1
+
+
+def vector_shape(t: Type) -> Optional[tuple]:
+    return tuple(t.shape) if isinstance(t, VectorType) else None
+
+
+def i1_same_shape(t: Type) -> Type:
+    """``getI1SameShape``: ``i1``, or a vector of ``i1`` of ``t``'s shape."""
+    return VectorType(t.shape, i1) if isinstance(t, VectorType) else i1
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared parsing helpers
+
+
+def parse_operands(p, n: int, op_name: str) -> tuple[list, int]:
+    """``n`` comma-separated operands; each remembers where it was spelled, so that a type
+    mismatch points at that use (MLIR resolves operands in order)."""
+    p.skip_ws()
+    start = p.pos
+    ops = []
+    while True:
+        p.skip_ws()
+        at = p.pos
+        v = p.parse_operand()
+        ops.append((v, p.spelled.get(v, (None, at))))
+        if len(ops) == n or not (p.peek(",") and re.match(r",\s*%", p.text[p.pos:p.pos + 40])):
+            break
+        p.expect(",")
+    if len(ops) != n:
+        raise p.error(f"custom op '{op_name}' expected {n} operands, got {len(ops)}", start)
+    return ops, start
+
+
+def check_operand_types(p, ops, types) -> None:
+    """``ops`` from :func:`parse_operands`: check each against its type, in order."""
+    for (v, spelled), t in zip(ops, types):
+        p.spelled[v] = spelled
+        p.check_type(v, t)
+
+
+def operand_values(ops) -> list:
+    return [v for v, _ in ops]
+
+
+def _parse_result_type(p) -> Type:
+    p.expect(":")
+    p.skip_ws()
+    return p.parse_type()
+
+
+# ---------------------------------------------------------------------------------------------
+# Constants
 
 
 @register_op
 class ConstantOp(Operation):
-    """``arith.constant 0 : index``, ``arith.constant 1.0 : f64``, ``dense<0.0> : vector<4xf64>``."""
+    """``arith.constant 0 : index``, ``arith.constant 1.5 : bf16``, ``arith.constant true``,
+    ``arith.constant dense<[1, 2]> : vector<2xi8>`` (MLIR's ``arith.constant``)."""
 
     OP_NAME = "arith.constant"
 
     @classmethod
     def build(cls, value, type_: Type, loc=None) -> "ConstantOp":
-        if isinstance(type_, VectorType):
-            attr = DenseAttr(type_, (value,))
-        elif isinstance(type_, FloatType):
-            attr = FloatAttr(float(value), type_)
-        else:
-            attr = IntegerAttr(int(value), type_)
-        return cls(result_types=[type_], attributes={"value": attr}, loc=loc)
+        return cls(result_types=[type_], attributes={"value": make_value_attr(value, type_)},
+                   loc=loc)
 
     @property
     def value(self):
@@ -44,194 +128,269 @@ class ConstantOp(Operation):
         p.skip_ws()
         start = p.pos
         if p.peek_keyword("dense"):
-            p.expect_keyword("dense")
-            attr = _parse_dense(p, start)
-            t = attr.type
+            attr = parse_dense_vector(p)
         else:
+            decimal_int = re.match(r"-?\s*[0-9]+\s*:", p.text[start:start + 64]) is not None
             attr = p.parse_attribute()
-            if isinstance(attr, (IntegerAttr, FloatAttr)):
-                t = attr.type
-            else:
-                raise p.error("arith.constant expects an integer, float or dense vector value", start)
+            if isinstance(attr, FloatAttr) and decimal_int:
+                raise p.error("unexpected decimal integer literal for a floating point value",
+                              start + (1 if p.text[start] == "-" else 0))
+            if not isinstance(attr, (IntegerAttr, FloatAttr)):
+                raise ParseError("'arith.constant' op value must be an integer, float, or "
+                                 "elements attribute", loc)
+            attr = normalize_value_attr(attr)
         attrs["value"] = attr
-        return cls(result_types=[t], attributes=attrs, loc=loc)
+        return cls(result_types=[attr.type], attributes=attrs, loc=loc)
+
+    @classmethod
+    def from_generic(cls, p, loc, operands, result_types, attrs, regions):
+        attrs = dict(attrs)
+        v = attrs.get("value")
+        if isinstance(v, (IntegerAttr, FloatAttr)):
+            attrs["value"] = normalize_value_attr(v)
+        elif isinstance(v, OpaqueAttr) and str(v).startswith("dense"):
+            from ..parser import Parser
+            sub = Parser(str(v), p.file.name)
+            sub.type_aliases = p.type_aliases
+            try:
+                attrs["value"] = parse_dense_vector(sub)
+            except ParseError as exc:
+                raise ParseError(exc.message, loc) from None
+        return cls(operands=operands, result_types=result_types, attributes=attrs,
+                   regions=regions, loc=loc)
 
     def print_custom(self, p) -> None:
         p.print("arith.constant ")
         p.print_attr_dict(self.attributes, elide=("value",))
-        p.print(str(self.attributes["value"]))
+        a = self.attributes["value"]
+        if isinstance(a, IntegerAttr) and a.type == i1:
+            p.print("true" if a.value else "false")
+        else:
+            p.print(str(a))
 
     def result_name_hint(self):
-        a = self.attributes["value"]
+        a = self.attributes.get("value")
         t = self.results[0].type
         if isinstance(a, IntegerAttr):
             if isinstance(t, IndexType):
                 return f"c{a.value}"
-            if isinstance(t, IntegerType) and t.width == 1:
+            if t == i1:
                 return "true" if a.value else "false"
             return f"c{a.value}_{t}"
         return "cst"
 
     def verify_op(self) -> None:
+        if self.operands or len(self.results) != 1:
+            raise self.error("expects no operands and one result")
         a = self.attributes.get("value")
         if a is None:
             raise self.error("requires attribute 'value'")
         t = self.results[0].type
-        if getattr(a, "type", None) != t:
-            raise self.error(f"value type '{getattr(a, 'type', '?')}' must match return type '{t}'")
+        if not isinstance(a, (IntegerAttr, FloatAttr, DenseAttr)):
+            raise self.error("value must be an integer, float, or elements attribute")
+        if a.type != t:
+            raise self.error("failed to verify that all of {value, result} have same type")
 
 
-class DenseAttr(Attribute):
-    """``dense<v> : vector<...>`` (splat) or ``dense<[a, b, ...]>`` for 1-D vectors."""
-
-    __slots__ = ("type", "values")
-
-    def __init__(self, type_: VectorType, values: tuple):
-        self.type = type_
-        self.values = tuple(values)
-
-    def __eq__(self, other):
-        return isinstance(other, DenseAttr) and other.type == self.type and other.values == self.values
-
-    def __hash__(self):
-        return hash((self.type, self.values))
-
-    @property
-    def is_splat(self) -> bool:
-        return len(self.values) == 1
-
-    def _fmt(self, v) -> str:
-        et = self.type.element_type
-        if isinstance(et, FloatType):
-            return format_float(v, et)
-        if isinstance(et, IntegerType) and et.width == 1:
-            return "true" if v else "false"
-        return str(v)
-
-    def __str__(self) -> str:
-        if self.is_splat:
-            body = self._fmt(self.values[0])
-        else:
-            body = "[" + ", ".join(self._fmt(v) for v in self.values) + "]"
-        return f"dense<{body}> : {self.type}"
+# ---------------------------------------------------------------------------------------------
+# Elementwise ops with one type (binary and unary)
 
 
-def _parse_dense(p, start) -> DenseAttr:
-    p.expect("<")
-    raw = []
+class _ElementwiseOp(Operation):
+    """``%r = arith.<op> %a, %b [flags] attr-dict : type``: operands and result of one type.
 
-    def scalar():
-        p.skip_ws()
-        if p.optional_keyword("true"):
-            return True
-        if p.optional_keyword("false"):
-            return False
-        neg = p.optional("-")
-        import re
-        m = re.compile(r"0x[0-9a-fA-F]+|[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?").match(p.text, p.pos)
-        if not m:
-            raise p.error("expected a number in dense literal")
-        p.pos = m.end()
-        text = m.group(0)
-        v = float(text) if any(c in text for c in ".eE") and not text.startswith("0x") else int(text, 0)
-        return -v if neg else v
-    if p.peek("["):
-        raw = p.parse_comma_separated("[", "]", scalar)
-    else:
-        raw = [scalar()]
-    p.expect(">")
-    p.expect(":")
-    t = p.parse_type()
-    if not isinstance(t, VectorType):
-        raise p.error("polyopt supports dense constants of vector type only", start)
-    if len(t.shape) != 1 and len(raw) != 1:
-        raise p.error("only splat dense constants are supported for multi-dimensional vectors", start)
-    if len(raw) not in (1, t.num_elements):
-        raise p.error(f"dense literal has {len(raw)} elements, type '{t}' needs {t.num_elements}", start)
-    et = t.element_type
-    vals = tuple(float(v) if isinstance(et, FloatType) else int(v) for v in raw)
-    return DenseAttr(t, vals)
+    ``ARITY`` operands; ``KIND`` is ``int`` (signless-integer-like) or ``float``;
+    ``FLAG`` is None, ``overflow``, ``exact`` or ``fastmath``.
+    """
 
-
-class _BinaryOp(Operation):
-    """``%r = arith.addf %a, %b [fastmath<...>] : f64`` (operands and result share a type)."""
-
-    FLOAT = True
+    ARITY = 2
+    KIND = "int"
+    FLAG: Optional[str] = None
+    FLOAT = False    # kept for code that asks (vectorize, expand)
 
     @classmethod
-    def build(cls, lhs, rhs, loc=None):
-        return cls(operands=[lhs, rhs], result_types=[lhs.type], loc=loc)
+    def build(cls, *operands, loc=None, **attrs):
+        return cls(operands=list(operands), result_types=[operands[0].type],
+                   attributes={k: v for k, v in attrs.items() if v is not None}, loc=loc)
 
     @classmethod
     def parse_custom(cls, p, loc, name):
-        ops = p.parse_operand_list()
-        if len(ops) != 2:
-            raise p.error(f"'{cls.OP_NAME}' expects 2 operands, got {len(ops)}")
-        attrs = {}
-        if p.peek_keyword("fastmath"):
-            attrs["fastmath"] = OpaqueAttr("#arith." + p._skip_balanced_attr())
+        ops, _ = parse_operands(p, cls.ARITY, cls.OP_NAME)
+        attrs: dict = {}
+        if cls.FLAG == "overflow" and p.optional_keyword("overflow"):
+            flags = OverflowAttr.parse_body(p, cls.OP_NAME)
+            if not flags.is_none:
+                attrs["overflowFlags"] = flags
+        elif cls.FLAG == "exact" and p.optional_keyword("exact"):
+            attrs["isExact"] = UnitAttr()
+        elif cls.FLAG == "fastmath":
+            parse_fastmath(p, attrs, cls.OP_NAME)
         attrs.update(p.parse_optional_attr_dict())
-        p.expect(":")
-        p.skip_ws()
-        start = p.pos
-        t = p.parse_type()
-        for v in ops:
-            p.check_type(v, t, start)
-        return cls(operands=ops, result_types=[t], attributes=attrs, loc=loc)
+        t = _parse_result_type(p)
+        check_operand_types(p, ops, [t] * len(ops))
+        return cls(operands=operand_values(ops), result_types=[t], attributes=attrs, loc=loc)
+
+    @classmethod
+    def from_generic(cls, p, loc, operands, result_types, attrs, regions):
+        if cls.FLAG == "overflow":
+            attrs = normalize_flags(attrs, "overflowFlags", OverflowAttr)
+        elif cls.FLAG == "fastmath":
+            attrs = normalize_flags(attrs, "fastmath", FastMathAttr)
+        return cls(operands=operands, result_types=result_types, attributes=attrs,
+                   regions=regions, loc=loc)
 
     def print_custom(self, p) -> None:
         p.print(f"{self.name} ")
         p.print_operands(self.operands)
-        fm = self.attributes.get("fastmath")
-        if fm is not None and str(fm) != "#arith.fastmath<none>":
-            p.print(" " + str(fm)[len("#arith."):])
-        p.print_attr_dict(self.attributes, elide=("fastmath",))
+        elide = ()
+        if self.FLAG == "overflow":
+            ov = self.attributes.get("overflowFlags")
+            if isinstance(ov, OverflowAttr):
+                elide = ("overflowFlags",)
+                if not ov.is_none:
+                    p.print(f" overflow<{ov.keyword()}>")
+        elif self.FLAG == "exact" and isinstance(self.attributes.get("isExact"), UnitAttr):
+            p.print(" exact")
+            elide = ("isExact",)
+        elif self.FLAG == "fastmath" and "fastmath" in self.attributes:
+            print_fastmath(p, self.attributes)
+            elide = ("fastmath",)
+        p.print_attr_dict(self.attributes, elide=elide)
         p.print(" : " + p.type_str(self.results[0].type))
 
     def verify_op(self) -> None:
+        if len(self.operands) != self.ARITY or len(self.results) != 1:
+            raise self.error(f"expects {self.ARITY} operands and one result")
+        if self.FLAG == "overflow":
+            verify_flags(self, "overflowFlags", OverflowAttr, "Integer overflow arith flags")
+        if self.FLAG == "fastmath":
+            verify_flags(self, "fastmath", FastMathAttr, "Floating point fast math flags")
+        if self.FLAG == "exact" and "isExact" in self.attributes and \
+                not isinstance(self.attributes["isExact"], UnitAttr):
+            raise self.error("attribute 'isExact' failed to satisfy constraint: unit attribute")
+        check, what = ((is_float_like, "floating-point-like") if self.KIND == "float" else
+                       (is_signless_int_like, "signless-integer-like"))
+        for i, v in enumerate(self.operands):
+            if not check(v.type):
+                raise self.error(f"operand #{i} must be {what}, but got '{v.type}'")
+        if not check(self.results[0].type):
+            raise self.error(f"result #0 must be {what}, but got '{self.results[0].type}'")
         t = self.results[0].type
         if any(v.type != t for v in self.operands):
             raise self.error("requires the same type for all operands and results")
-        if self.FLOAT and not _is_float_like(t):
-            raise self.error(f"operand #0 must be floating-point-like, but got '{t}'")
-        if not self.FLOAT and not _is_int_like(t):
-            raise self.error(f"operand #0 must be signless-integer-like, but got '{t}'")
 
 
-def _binary(name: str, is_float: bool):
-    cls = type(name.replace(".", "_"), (_BinaryOp,), {"OP_NAME": name, "FLOAT": is_float})
+def _elementwise(short: str, kind: str, flag: Optional[str], arity: int = 2):
+    name = f"arith.{short}"
+    cls = type(short, (_ElementwiseOp,), {"OP_NAME": name, "KIND": kind, "FLAG": flag,
+                                          "ARITY": arity, "FLOAT": kind == "float"})
     return register_op(cls)
 
 
-FLOAT_BINARY = {n: _binary(f"arith.{n}", True)
-                for n in ("addf", "subf", "mulf", "divf", "maximumf", "minimumf", "maxnumf",
-                          "minnumf", "remf")}
-INT_BINARY = {n: _binary(f"arith.{n}", False)
-              for n in ("addi", "subi", "muli", "divsi", "remsi", "divui", "remui", "floordivsi",
-                        "ceildivsi", "andi", "ori", "xori", "maxsi", "minsi", "shli", "shrsi")}
+FLOAT_BINARY = {n: _elementwise(n, "float", "fastmath")
+                for n in ("addf", "subf", "mulf", "divf", "remf", "maximumf", "maxnumf",
+                          "minimumf", "minnumf")}
+INT_BINARY = {n: _elementwise(n, "int", flag)
+              for n, flag in (("addi", "overflow"), ("subi", "overflow"), ("muli", "overflow"),
+                              ("shli", "overflow"), ("divui", "exact"), ("divsi", "exact"),
+                              ("shrui", "exact"), ("shrsi", "exact"), ("ceildivui", None),
+                              ("ceildivsi", None), ("floordivsi", None), ("remui", None),
+                              ("remsi", None), ("andi", None), ("ori", None), ("xori", None),
+                              ("maxsi", None), ("maxui", None), ("minsi", None),
+                              ("minui", None))}
+NegFOp = _elementwise("negf", "float", "fastmath", arity=1)
 
 
-@register_op
-class NegFOp(Operation):
-    OP_NAME = "arith.negf"
+# ---------------------------------------------------------------------------------------------
+# Extended integer ops: two results
+
+
+class _ExtendedOp(Operation):
+    """``%sum, %overflow = arith.addui_extended %a, %b : i32, i1`` and
+    ``%low, %high = arith.mulsi_extended %a, %b : i32``."""
+
+    NAMES: tuple = ()
+
+    @classmethod
+    def build(cls, lhs, rhs, loc=None):
+        second = i1_same_shape(lhs.type) if cls.NAMES[1] == "overflow" else lhs.type
+        return cls(operands=[lhs, rhs], result_types=[lhs.type, second], loc=loc)
 
     @classmethod
     def parse_custom(cls, p, loc, name):
-        v = p.parse_operand()
-        p.parse_optional_attr_dict()
-        t = p.parse_colon_type()
-        p.check_type(v, t)
-        return cls(operands=[v], result_types=[t], loc=loc)
+        ops, _ = parse_operands(p, 2, cls.OP_NAME)
+        attrs = p.parse_optional_attr_dict()
+        t = _parse_result_type(p)
+        if cls.NAMES[1] == "overflow":
+            p.expect(",")
+            second = p.parse_type()
+        else:
+            second = t
+        check_operand_types(p, ops, [t, t])
+        return cls(operands=operand_values(ops), result_types=[t, second], attributes=attrs,
+                   loc=loc)
 
     def print_custom(self, p) -> None:
-        p.print("arith.negf ")
-        p.print_operand(self.operands[0])
+        p.print(f"{self.name} ")
+        p.print_operands(self.operands)
+        p.print_attr_dict(self.attributes)
         p.print(" : " + p.type_str(self.results[0].type))
+        if self.NAMES[1] == "overflow":
+            p.print(", " + p.type_str(self.results[1].type))
+
+    def result_name_hint(self):
+        return list(self.NAMES)
 
     def verify_op(self) -> None:
-        if not _is_float_like(self.operands[0].type) or self.operands[0].type != self.results[0].type:
-            raise self.error("operand must be floating-point-like and match the result type")
+        if len(self.operands) != 2 or len(self.results) != 2:
+            raise self.error("expects 2 operands and 2 results")
+        for i, v in enumerate(self.operands):
+            if not is_signless_int_like(v.type):
+                raise self.error(f"operand #{i} must be signless-integer-like, but got '{v.type}'")
+        a, b = self.results
+        if not is_signless_int_like(a.type):
+            raise self.error(f"result #0 must be signless-integer-like, but got '{a.type}'")
+        if self.NAMES[1] == "overflow":
+            if not is_bool_like(b.type):
+                raise self.error(f"result #1 must be bool-like, but got '{b.type}'")
+            types = [self.operands[0].type, self.operands[1].type, a.type]
+            if any(x != types[0] for x in types):
+                raise self.error("failed to verify that all of {lhs, rhs, sum} have same type")
+        else:
+            if not is_signless_int_like(b.type):
+                raise self.error(f"result #1 must be signless-integer-like, but got '{b.type}'")
+            types = [self.operands[0].type, self.operands[1].type, a.type, b.type]
+            if any(x != types[0] for x in types):
+                raise self.error("failed to verify that all of {lhs, rhs, low, high} have same "
+                                 "type")
+        _verify_elementwise_shapes(self)
 
+
+def _verify_elementwise_shapes(op: Operation) -> None:
+    """``ElementwiseMappable``: vectors among operands and results all have one shape."""
+    ins = [vector_shape(v.type) for v in op.operands]
+    outs = [vector_shape(r.type) for r in op.results]
+    if any(s is not None for s in outs) and all(s is None for s in ins):
+        raise op.error("if a result is non-scalar, then at least one operand must be non-scalar")
+    shapes = {s for s in ins + outs if s is not None}
+    if len(shapes) > 1:
+        raise op.error("all non-scalar operands/results must have the same shape and base type")
+    if shapes and any(s is None for s in outs):
+        raise op.error("if an operand is non-scalar, then there must be at least one non-scalar "
+                       "result")
+
+
+AddUIExtendedOp = register_op(type("addui_extended", (_ExtendedOp,),
+                                   {"OP_NAME": "arith.addui_extended",
+                                    "NAMES": ("sum", "overflow")}))
+MulSIExtendedOp = register_op(type("mulsi_extended", (_ExtendedOp,),
+                                   {"OP_NAME": "arith.mulsi_extended", "NAMES": ("low", "high")}))
+MulUIExtendedOp = register_op(type("mului_extended", (_ExtendedOp,),
+                                   {"OP_NAME": "arith.mului_extended", "NAMES": ("low", "high")}))
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparisons and select
 
 CMPI_PREDICATES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
 CMPF_PREDICATES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge",
@@ -240,6 +399,13 @@ CMPF_PREDICATES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ue
 
 class _CmpOp(Operation):
     PREDICATES: list[str] = []
+    FLOAT = False
+
+    @classmethod
+    def build(cls, predicate: str, lhs, rhs, loc=None):
+        attrs = {"predicate": IntegerAttr(cls.PREDICATES.index(predicate), i64)}
+        return cls(operands=[lhs, rhs], result_types=[i1_same_shape(lhs.type)], attributes=attrs,
+                   loc=loc)
 
     @property
     def predicate(self) -> str:
@@ -249,48 +415,86 @@ class _CmpOp(Operation):
     def parse_custom(cls, p, loc, name):
         p.skip_ws()
         start = p.pos
-        pred = p.parse_string() if p.peek('"') else p.parse_bare_id("comparison predicate")
+        pred = p.parse_string() if p.peek('"') else p.optional_bare_id()
         if pred not in cls.PREDICATES:
-            raise p.error(f"unknown comparison predicate \"{pred}\" for {cls.OP_NAME}; expected one "
-                          f"of {', '.join(cls.PREDICATES)}", start)
+            raise p.error(f"custom op '{cls.OP_NAME}' expected string or keyword containing one "
+                          f"of the following enum values for attribute 'predicate' "
+                          f"[{', '.join(cls.PREDICATES)}]", start)
         p.expect(",")
-        ops = p.parse_operand_list()
-        if len(ops) != 2:
-            raise p.error(f"'{cls.OP_NAME}' expects 2 operands")
-        attrs = p.parse_optional_attr_dict()
-        t = p.parse_colon_type()
-        for v in ops:
-            p.check_type(v, t)
-        rt = VectorType(t.shape, i1) if isinstance(t, VectorType) else i1
-        attrs["predicate"] = IntegerAttr(cls.PREDICATES.index(pred), IntegerType(64))
-        return cls(operands=ops, result_types=[rt], attributes=attrs, loc=loc)
+        ops, _ = parse_operands(p, 2, cls.OP_NAME)
+        attrs: dict = {}
+        if cls.FLOAT:
+            parse_fastmath(p, attrs, cls.OP_NAME)
+        attrs.update(p.parse_optional_attr_dict())
+        t = _parse_result_type(p)
+        check_operand_types(p, ops, [t, t])
+        ok, what = (is_float_like, "floating-point-like") if cls.FLOAT else \
+            (is_signless_int_like, "signless-integer-like")
+        if not ok(t):
+            raise ParseError(f"custom op '{cls.OP_NAME}' 'lhs' must be {what}, but got '{t}'",
+                             loc)
+        attrs["predicate"] = IntegerAttr(cls.PREDICATES.index(pred), i64)
+        return cls(operands=operand_values(ops), result_types=[i1_same_shape(t)], attributes=attrs,
+                   loc=loc)
+
+    @classmethod
+    def from_generic(cls, p, loc, operands, result_types, attrs, regions):
+        if cls.FLOAT:
+            attrs = normalize_flags(attrs, "fastmath", FastMathAttr)
+        return cls(operands=operands, result_types=result_types, attributes=attrs,
+                   regions=regions, loc=loc)
 
     def print_custom(self, p) -> None:
         p.print(f"{self.name} {self.predicate}, ")
         p.print_operands(self.operands)
+        if self.FLOAT:
+            print_fastmath(p, self.attributes)
         p.print_attr_dict(self.attributes, elide=("predicate", "fastmath"))
         p.print(" : " + p.type_str(self.operands[0].type))
 
     def verify_op(self) -> None:
+        if len(self.operands) != 2 or len(self.results) != 1:
+            raise self.error("expects 2 operands and one result")
+        pred = self.attributes.get("predicate")
+        if pred is None:
+            raise self.error("requires attribute 'predicate'")
+        n = len(self.PREDICATES)
+        if not isinstance(pred, IntegerAttr) or pred.type != i64 or not 0 <= pred.value < n:
+            raise self.error("attribute 'predicate' failed to satisfy constraint: allowed 64-bit "
+                             "signless integer cases: " + ", ".join(map(str, range(n))))
+        if self.FLOAT:
+            verify_flags(self, "fastmath", FastMathAttr, "Floating point fast math flags")
+        ok, what = (is_float_like, "floating-point-like") if self.FLOAT else \
+            (is_signless_int_like, "signless-integer-like")
+        for i, v in enumerate(self.operands):
+            if not ok(v.type):
+                raise self.error(f"operand #{i} must be {what}, but got '{v.type}'")
+        r = self.results[0].type
+        if not is_bool_like(r):
+            raise self.error(f"result #0 must be bool-like, but got '{r}'")
         a, b = self.operands
         if a.type != b.type:
             raise self.error("requires all operands to have the same type")
-        if self.name == "arith.cmpf" and not _is_float_like(a.type):
-            raise self.error(f"operand #0 must be floating-point-like, but got '{a.type}'")
-        if self.name == "arith.cmpi" and not _is_int_like(a.type):
-            raise self.error(f"operand #0 must be signless-integer-like, but got '{a.type}'")
+        if r != i1_same_shape(a.type):
+            raise self.error("failed to verify that result type has i1 element type and same "
+                             "shape as operands")
 
 
 @register_op
 class CmpIOp(_CmpOp):
+    """``%r = arith.cmpi slt, %a, %b : i32`` (``vector<4xi1>`` for vector operands)."""
+
     OP_NAME = "arith.cmpi"
     PREDICATES = CMPI_PREDICATES
 
 
 @register_op
 class CmpFOp(_CmpOp):
+    """``%r = arith.cmpf olt, %a, %b [fastmath<...>] : f32``."""
+
     OP_NAME = "arith.cmpf"
     PREDICATES = CMPF_PREDICATES
+    FLOAT = True
 
 
 @register_op
@@ -300,87 +504,292 @@ class SelectOp(Operation):
     OP_NAME = "arith.select"
 
     @classmethod
+    def build(cls, cond, a, b, loc=None):
+        return cls(operands=[cond, a, b], result_types=[a.type], loc=loc)
+
+    @classmethod
     def parse_custom(cls, p, loc, name):
-        ops = p.parse_operand_list()
-        if len(ops) != 3:
-            raise p.error(f"'arith.select' expects 3 operands, got {len(ops)}")
+        ops, _ = parse_operands(p, 3, cls.OP_NAME)
         attrs = p.parse_optional_attr_dict()
         p.expect(":")
         types = p.parse_type_list()
-        if len(types) == 2:
-            p.check_type(ops[0], types[0])
-            t = types[1]
-        else:
-            p.check_type(ops[0], i1)
-            t = types[0]
-        p.check_type(ops[1], t)
-        p.check_type(ops[2], t)
-        return cls(operands=ops, result_types=[t], attributes=attrs, loc=loc)
+        if len(types) > 2:
+            raise p.error("expected at most two types: the condition's and the result's")
+        cond_t, t = (types[0], types[1]) if len(types) == 2 else (i1, types[0])
+        check_operand_types(p, ops, [cond_t, t, t])
+        return cls(operands=operand_values(ops), result_types=[t], attributes=attrs, loc=loc)
 
     def print_custom(self, p) -> None:
         p.print("arith.select ")
         p.print_operands(self.operands)
+        p.print_attr_dict(self.attributes)
         p.print(" : ")
         if self.operands[0].type != i1:
             p.print(p.type_str(self.operands[0].type) + ", ")
         p.print(p.type_str(self.results[0].type))
 
     def verify_op(self) -> None:
+        if len(self.operands) != 3 or len(self.results) != 1:
+            raise self.error("expects 3 operands and one result")
         c, a, b = self.operands
-        if a.type != b.type or a.type != self.results[0].type:
-            raise self.error("requires the same type for true/false values and the result")
-        if element_type_of(c.type) != i1:
-            raise self.error(f"condition must be i1 or a vector of i1, got '{c.type}'")
+        if not is_bool_like(c.type):
+            raise self.error(f"operand #0 must be bool-like, but got '{c.type}'")
+        r = self.results[0].type
+        if a.type != b.type or a.type != r:
+            raise self.error("failed to verify that all of {true_value, false_value, result} "
+                             "have same type")
+        if c.type != i1 and vector_shape(c.type) != vector_shape(r):
+            raise self.error("failed to verify that condition is signless i1 or has matching "
+                             "shape")
+
+
+# ---------------------------------------------------------------------------------------------
+# Casts
 
 
 class _CastOp(Operation):
-    """``arith.index_cast %x : index to i64``."""
+    """``%r = arith.<cast> %x [flags] attr-dict : T to U``.
+
+    ``SRC``/``DST`` name the operand and result constraints (``int``: signless-fixed-width
+    integers, ``float``, ``index_int``: integers or index (or memrefs of them), ``bits``:
+    integers or floats (or memrefs of them)); ``WIDTH`` is ``>``/``<`` for the extensions and
+    truncations, ``=`` for bitcast, ``index`` for index_cast(ui).
+    """
+
+    SRC = "int"
+    DST = "int"
+    WIDTH: Optional[str] = None
+    FLAGS: tuple = ()      # "overflow", "rounding", "fastmath"
+
+    _CONSTRAINT = {
+        "int": (is_fixed_width_int_like, "signless-fixed-width-integer-like"),
+        "float": (is_float_like, "floating-point-like"),
+        "index_int": (lambda t: is_signless_int_like(t) or isinstance(t, MemRefType) and
+                      isinstance(t.element_type, (IntegerType, IndexType)),
+                      "signless-integer-like or memref of signless-integer"),
+        "bits": (lambda t: isinstance(_elem(t), (IntegerType, FloatType)) or
+                 isinstance(t, MemRefType) and isinstance(t.element_type, (IntegerType,
+                                                                           FloatType)),
+                 "signless-integer-or-float-like or memref of signless-integer or float"),
+    }
 
     @classmethod
-    def build(cls, value, to_type, loc=None):
-        return cls(operands=[value], result_types=[to_type], loc=loc)
+    def build(cls, value, to_type, loc=None, **attrs):
+        return cls(operands=[value], result_types=[to_type],
+                   attributes={k: v for k, v in attrs.items() if v is not None}, loc=loc)
+
+    @property
+    def rounding_mode(self) -> Optional[str]:
+        a = self.attributes.get("roundingmode")
+        return ROUNDING_MODES[a.value] if isinstance(a, IntegerAttr) and \
+            0 <= a.value < len(ROUNDING_MODES) else None
 
     @classmethod
     def parse_custom(cls, p, loc, name):
-        v = p.parse_operand()
-        attrs = p.parse_optional_attr_dict()
-        p.expect(":")
         p.skip_ws()
-        start = p.pos
+        v = p.parse_operand()
+        attrs: dict = {}
+        if "overflow" in cls.FLAGS and p.optional_keyword("overflow"):
+            flags = OverflowAttr.parse_body(p, cls.OP_NAME)
+            if not flags.is_none:
+                attrs["overflowFlags"] = flags
+        if "rounding" in cls.FLAGS:
+            p.skip_ws()
+            save = p.pos
+            word = p.optional_bare_id()
+            if word in ROUNDING_MODES:
+                attrs["roundingmode"] = IntegerAttr(ROUNDING_MODES.index(word), i32)
+            else:
+                p.pos = save
+        if "fastmath" in cls.FLAGS and p.optional_keyword("fastmath"):
+            # an optional attribute: fastmath<none> given explicitly is kept
+            attrs["fastmath"] = FastMathAttr.parse_body(p, cls.OP_NAME)
+        attrs.update(p.parse_optional_attr_dict())
+        p.expect(":")
         src = p.parse_type()
-        p.check_type(v, src, start)
+        p.check_type(v, src)
         p.expect_keyword("to")
         dst = p.parse_type()
         return cls(operands=[v], result_types=[dst], attributes=attrs, loc=loc)
 
+    @classmethod
+    def from_generic(cls, p, loc, operands, result_types, attrs, regions):
+        if "overflow" in cls.FLAGS:
+            attrs = normalize_flags(attrs, "overflowFlags", OverflowAttr)
+        if "fastmath" in cls.FLAGS:
+            attrs = normalize_flags(attrs, "fastmath", FastMathAttr, keep_none=True)
+        return cls(operands=operands, result_types=result_types, attributes=attrs,
+                   regions=regions, loc=loc)
+
     def print_custom(self, p) -> None:
         p.print(f"{self.name} ")
         p.print_operand(self.operands[0])
+        elide = []
+        ov = self.attributes.get("overflowFlags")
+        if "overflow" in self.FLAGS and isinstance(ov, OverflowAttr):
+            elide.append("overflowFlags")
+            if not ov.is_none:
+                p.print(f" overflow<{ov.keyword()}>")
+        if "rounding" in self.FLAGS and self.rounding_mode is not None:
+            p.print(" " + self.rounding_mode)
+            elide.append("roundingmode")
+        fm = self.attributes.get("fastmath")
+        if "fastmath" in self.FLAGS and isinstance(fm, FastMathAttr):
+            p.print(f" fastmath<{fm.keyword()}>")
+            elide.append("fastmath")
+        p.print_attr_dict(self.attributes, elide=elide)
         p.print(f" : {p.type_str(self.operands[0].type)} to {p.type_str(self.results[0].type)}")
 
     def verify_op(self) -> None:
+        if len(self.operands) != 1 or len(self.results) != 1:
+            raise self.error("expects one operand and one result")
+        if "overflow" in self.FLAGS:
+            verify_flags(self, "overflowFlags", OverflowAttr, "Integer overflow arith flags")
+        if "fastmath" in self.FLAGS:
+            verify_flags(self, "fastmath", FastMathAttr, "Floating point fast math flags")
+        rm = self.attributes.get("roundingmode")
+        if "rounding" in self.FLAGS and rm is not None and self.rounding_mode is None:
+            raise self.error("attribute 'roundingmode' failed to satisfy constraint: Floating "
+                             "point rounding mode")
         src, dst = self.operands[0].type, self.results[0].type
-        if isinstance(src, VectorType) != isinstance(dst, VectorType) or \
-                isinstance(src, VectorType) and src.shape != dst.shape:
-            raise self.error(f"'{src}' and '{dst}' are not cast compatible (shapes differ)")
-        es, ed = element_type_of(src), element_type_of(dst)
-        ok = {
-            "arith.index_cast": lambda: isinstance(es, (IndexType, IntegerType)) and
-            isinstance(ed, (IndexType, IntegerType)) and isinstance(es, IndexType) != isinstance(ed, IndexType),
-            "arith.sitofp": lambda: isinstance(es, IntegerType) and isinstance(ed, FloatType),
-            "arith.uitofp": lambda: isinstance(es, IntegerType) and isinstance(ed, FloatType),
-            "arith.fptosi": lambda: isinstance(es, FloatType) and isinstance(ed, IntegerType),
-            "arith.fptoui": lambda: isinstance(es, FloatType) and isinstance(ed, IntegerType),
-            "arith.extf": lambda: isinstance(es, FloatType) and isinstance(ed, FloatType) and ed.width > es.width,
-            "arith.truncf": lambda: isinstance(es, FloatType) and isinstance(ed, FloatType) and ed.width < es.width,
-            "arith.extsi": lambda: isinstance(es, IntegerType) and isinstance(ed, IntegerType) and ed.width > es.width,
-            "arith.extui": lambda: isinstance(es, IntegerType) and isinstance(ed, IntegerType) and ed.width > es.width,
-            "arith.trunci": lambda: isinstance(es, IntegerType) and isinstance(ed, IntegerType) and ed.width < es.width,
-        }[self.name]
-        if not ok():
-            raise self.error(f"operand type '{src}' and result type '{dst}' are cast incompatible")
+        ok, what = self._CONSTRAINT[self.SRC]
+        if not ok(src):
+            raise self.error(f"operand #0 must be {what}, but got '{src}'")
+        ok, what = self._CONSTRAINT[self.DST]
+        if not ok(dst):
+            raise self.error(f"result #0 must be {what}, but got '{dst}'")
+        if isinstance(src, MemRefType) != isinstance(dst, MemRefType) or \
+                vector_shape(src) != vector_shape(dst) or \
+                isinstance(src, MemRefType) and src.shape != dst.shape:
+            raise self.error("requires the same shape for all operands and results")
+        if not self._compatible(src, dst):
+            raise self.error(f"operand type '{src}' and result type '{dst}' are cast "
+                             "incompatible")
+
+    def _compatible(self, src: Type, dst: Type) -> bool:
+        es = src.element_type if isinstance(src, (VectorType, MemRefType)) else src
+        ed = dst.element_type if isinstance(dst, (VectorType, MemRefType)) else dst
+        if self.WIDTH == "index":
+            return isinstance(es, IndexType) != isinstance(ed, IndexType)
+        if self.WIDTH == "=":
+            return _bit_width(es) == _bit_width(ed)
+        if self.WIDTH == ">":
+            return type(es) is type(ed) and ed.width > es.width
+        if self.WIDTH == "<":
+            return type(es) is type(ed) and ed.width < es.width
+        return True
 
 
-CASTS = {n: register_op(type(n, (_CastOp,), {"OP_NAME": f"arith.{n}"}))
-         for n in ("index_cast", "sitofp", "uitofp", "fptosi", "fptoui", "extf", "truncf", "extsi",
-                   "extui", "trunci")}
+def _bit_width(t: Type) -> int:
+    return 64 if isinstance(t, IndexType) else t.width
+
+
+def _cast(short: str, src: str, dst: str, width: Optional[str], flags: tuple = ()):
+    cls = type(short, (_CastOp,), {"OP_NAME": f"arith.{short}", "SRC": src, "DST": dst,
+                                   "WIDTH": width, "FLAGS": flags})
+    return register_op(cls)
+
+
+CASTS = {
+    "extui": _cast("extui", "int", "int", ">"),
+    "extsi": _cast("extsi", "int", "int", ">"),
+    "trunci": _cast("trunci", "int", "int", "<", ("overflow",)),
+    "extf": _cast("extf", "float", "float", ">", ("fastmath",)),
+    "truncf": _cast("truncf", "float", "float", "<", ("rounding", "fastmath")),
+    "uitofp": _cast("uitofp", "int", "float", None),
+    "sitofp": _cast("sitofp", "int", "float", None),
+    "fptoui": _cast("fptoui", "float", "int", None),
+    "fptosi": _cast("fptosi", "float", "int", None),
+    "index_cast": _cast("index_cast", "index_int", "index_int", "index"),
+    "index_castui": _cast("index_castui", "index_int", "index_int", "index"),
+    "bitcast": _cast("bitcast", "bits", "bits", "="),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Scaling casts (OCP MX): arith.scaling_extf / arith.scaling_truncf
+
+
+class _ScalingCastOp(Operation):
+    """``%r = arith.scaling_extf %x, %scale : f16, f16 to f32`` (``x * 2^e(scale)``) and
+    ``arith.scaling_truncf %x, %scale [rounding] : f32, f32 to f16`` (``x / 2^e(scale)``), where
+    ``2^e(scale)`` is the scale reduced to an ``f8E8M0FNU`` (its f32 exponent), as
+    ``--arith-expand`` defines them."""
+
+    EXTEND = True
+
+    @property
+    def rounding_mode(self) -> Optional[str]:
+        a = self.attributes.get("roundingmode")
+        return ROUNDING_MODES[a.value] if isinstance(a, IntegerAttr) and \
+            0 <= a.value < len(ROUNDING_MODES) else None
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        ops, _ = parse_operands(p, 2, cls.OP_NAME)
+        attrs: dict = {}
+        if not cls.EXTEND:
+            p.skip_ws()
+            save = p.pos
+            word = p.optional_bare_id()
+            if word in ROUNDING_MODES:
+                attrs["roundingmode"] = IntegerAttr(ROUNDING_MODES.index(word), i32)
+            else:
+                p.pos = save
+        if p.optional_keyword("fastmath"):
+            attrs["fastmath"] = FastMathAttr.parse_body(p, cls.OP_NAME)
+        attrs.update(p.parse_optional_attr_dict())
+        p.expect(":")
+        t_in = p.parse_type()
+        p.expect(",")
+        t_scale = p.parse_type()
+        p.expect_keyword("to")
+        t_out = p.parse_type()
+        check_operand_types(p, ops, [t_in, t_scale])
+        return cls(operands=operand_values(ops), result_types=[t_out], attributes=attrs, loc=loc)
+
+    @classmethod
+    def from_generic(cls, p, loc, operands, result_types, attrs, regions):
+        attrs = normalize_flags(attrs, "fastmath", FastMathAttr, keep_none=True)
+        return cls(operands=operands, result_types=result_types, attributes=attrs,
+                   regions=regions, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print(f"{self.name} ")
+        p.print_operands(self.operands)
+        elide = []
+        if not self.EXTEND and self.rounding_mode is not None:
+            p.print(" " + self.rounding_mode)
+            elide.append("roundingmode")
+        fm = self.attributes.get("fastmath")
+        if isinstance(fm, FastMathAttr):
+            p.print(f" fastmath<{fm.keyword()}>")
+            elide.append("fastmath")
+        p.print_attr_dict(self.attributes, elide=elide)
+        a, s = self.operands
+        p.print(f" : {p.type_str(a.type)}, {p.type_str(s.type)} to "
+                f"{p.type_str(self.results[0].type)}")
+
+    def verify_op(self) -> None:
+        if len(self.operands) != 2 or len(self.results) != 1:
+            raise self.error("expects 2 operands and one result")
+        verify_flags(self, "fastmath", FastMathAttr, "Floating point fast math flags")
+        for i, v in enumerate(self.operands):
+            if not is_float_like(v.type):
+                raise self.error(f"operand #{i} must be floating-point-like, but got '{v.type}'")
+        r = self.results[0].type
+        if not is_float_like(r):
+            raise self.error(f"result #0 must be floating-point-like, but got '{r}'")
+        a, s = self.operands
+        wa, wr = _elem(a.type).width, _elem(r).width
+        if (wr <= wa) if self.EXTEND else (wr >= wa):
+            raise self.error(f"operand types '{a.type}', '{s.type}' and result type '{r}' are "
+                             "cast incompatible")
+        if not (vector_shape(a.type) == vector_shape(s.type) == vector_shape(r)):
+            raise self.error("requires the same shape for all operands and results")
+
+
+ScalingExtFOp = register_op(type("scaling_extf", (_ScalingCastOp,),
+                                 {"OP_NAME": "arith.scaling_extf", "EXTEND": True}))
+ScalingTruncFOp = register_op(type("scaling_truncf", (_ScalingCastOp,),
+                                   {"OP_NAME": "arith.scaling_truncf", "EXTEND": False}))

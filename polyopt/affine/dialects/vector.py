@@ -16,6 +16,7 @@ from ..attributes import OpaqueAttr, StringAttr
 from ..ir import Operation, Value, register_op
 from ..types import (FloatType, IndexType, IntegerType, MemRefType, Type, VectorType,
                      element_type_of)
+from .arith_attributes import FastMathAttr, normalize_flags, parse_fastmath, print_fastmath
 from .memref import (IndexedLoadAccessors, IndexedStoreAccessors, check_index_operands,
                      parse_load_prefix, parse_memref_type, parse_store_prefix,
                      print_attrs_without_default_nontemporal, print_indexed)
@@ -29,25 +30,6 @@ def _parse_vector_type(p) -> VectorType:
         raise p.error(f"invalid kind of type specified: expected builtin.vector, but found '{t}'",
                       start)
     return t
-
-
-def _parse_fastmath(p, attrs: dict) -> None:
-    """``fastmath<fast>`` after the operands (arith/math/vector ops share the attribute)."""
-    if p.peek_keyword("fastmath"):
-        attrs["fastmath"] = OpaqueAttr("#arith." + p._skip_balanced_attr())
-
-
-def _print_fastmath(p, attrs: dict) -> None:
-    fm = attrs.get("fastmath")
-    if fm is not None and str(fm) != "#arith.fastmath<none>":
-        p.print(" " + str(fm)[len("#arith."):])
-
-
-def _drop_default_fastmath(attrs: dict) -> dict:
-    fm = attrs.get("fastmath")
-    if fm is not None and str(fm) == "#arith.fastmath<none>":
-        return {k: v for k, v in attrs.items() if k != "fastmath"}
-    return attrs
 
 
 def _enum_keyword(attr, prefix: str) -> Optional[str]:
@@ -224,7 +206,7 @@ class ReductionOp(Operation):
             raise p.error(f"'vector.reduction' expects a vector and an optional accumulator, got "
                           f"{len(ops)} operands", vstart)
         attrs = {"kind": OpaqueAttr(f"#vector.kind<{kind}>")}
-        _parse_fastmath(p, attrs)
+        parse_fastmath(p, attrs, cls.OP_NAME)
         attrs.update(p.parse_optional_attr_dict())
         p.expect(":")
         vt = _parse_vector_type(p)
@@ -238,12 +220,13 @@ class ReductionOp(Operation):
     @classmethod
     def from_generic(cls, p, loc, operands, result_types, attrs, regions):
         return cls(operands=operands, result_types=result_types,
-                   attributes=_drop_default_fastmath(attrs), regions=regions, loc=loc)
+                   attributes=normalize_flags(attrs, "fastmath", FastMathAttr),
+                   regions=regions, loc=loc)
 
     def print_custom(self, p) -> None:
         p.print(f"vector.reduction <{self.kind}>, ")
         p.print_operands(self.operands)
-        _print_fastmath(p, self.attributes)
+        print_fastmath(p, self.attributes)
         p.print_attr_dict(self.attributes, elide=("kind", "fastmath"))
         p.print(f" : {p.type_str(self.vector.type)} into {p.type_str(self.results[0].type)}")
 
