@@ -48,7 +48,7 @@ from typing import Optional, Sequence
 from ..affine_expr import AffineDimExpr, AffineMap
 from ..attributes import AffineMapAttr, ArrayAttr, DenseArrayAttr, IntegerAttr, OpaqueAttr
 from ..diagnostics import ParseError
-from ..ir import Block, Operation, Region, Value, register_op
+from ..ir import OP_REGISTRY, Block, Operation, Region, Value, register_op
 from ..types import (FloatType, IndexType, IntegerType, MemRefType, Type, UnrankedMemRefType,
                      i64, index)
 
@@ -245,8 +245,13 @@ def _short_form_region(p, name: str, payload: tuple[str, dict, int], operands: S
     else:
         payload_operands = args if map_init else args[:-1]
     result_type = _element_type(operands[-1].type)
-    body_op = Operation.create(op_name, payload_operands, [result_type], dict(op_attrs),
-                               loc=loc)
+    klass = OP_REGISTRY.get(op_name)
+    if klass is not None and hasattr(klass, "from_generic"):
+        # the op's own normalization of its attributes (fastmath flags as attributes ...)
+        body_op = klass.from_generic(p, loc, payload_operands, [result_type], dict(op_attrs), [])
+    else:
+        body_op = Operation.create(op_name, payload_operands, [result_type], dict(op_attrs),
+                                   loc=loc)
     block.append(body_op)
     block.append(LinalgYieldOp.build(list(body_op.results), loc=loc))
     return Region([block])
