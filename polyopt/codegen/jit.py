@@ -553,6 +553,7 @@ def _memref_converter(arg: MemRefArg) -> Callable[[Any], Any]:
     addressof = ctypes.addressof
     ndarray = np.ndarray
     view_strides = arg.strides if arg.physical_shape is not None else None
+    raw_bits = np.uint16 if arg.element == "bf16" else None
 
     def shape_ok(shape: tuple) -> bool:
         if shape == want_shape:
@@ -617,6 +618,8 @@ def _memref_converter(arg: MemRefArg) -> Callable[[Any], Any]:
                 )
             _check_writeable_aligned(value, label, arg.name, dtype_name)
         if value.nbytes:
+            if raw_bits is not None:  # ml_dtypes.bfloat16: no buffer-protocol format
+                value = value.view(raw_bits)
             return addressof(from_buffer(value))
         return value.ctypes.data
 
