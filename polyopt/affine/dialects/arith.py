@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..attributes import (Attribute, FloatAttr, IntegerAttr, OpaqueAttr, format_float)
+from ..attributes import DenseElementsAttr, FloatAttr, IntegerAttr, OpaqueAttr
 from ..ir import Operation, register_op
 from ..types import (FloatType, IndexType, IntegerType, Type, VectorType, element_type_of, i1)
 
@@ -24,7 +24,7 @@ class ConstantOp(Operation):
     @classmethod
     def build(cls, value, type_: Type, loc=None) -> "ConstantOp":
         if isinstance(type_, VectorType):
-            attr = DenseAttr(type_, (value,))
+            attr = DenseElementsAttr(type_.shape, type_.element_type, (value,), "vector")
         elif isinstance(type_, FloatType):
             attr = FloatAttr(float(value), type_)
         else:
@@ -34,7 +34,7 @@ class ConstantOp(Operation):
     @property
     def value(self):
         a = self.attributes["value"]
-        if isinstance(a, DenseAttr):
+        if isinstance(a, DenseElementsAttr):
             return a.values
         return a.value
 
@@ -43,16 +43,15 @@ class ConstantOp(Operation):
         attrs = p.parse_optional_attr_dict()
         p.skip_ws()
         start = p.pos
-        if p.peek_keyword("dense"):
-            p.expect_keyword("dense")
-            attr = _parse_dense(p, start)
+        attr = p.parse_attribute()
+        if isinstance(attr, (IntegerAttr, FloatAttr)) or \
+                isinstance(attr, DenseElementsAttr) and attr.kind == "vector":
             t = attr.type
+        elif isinstance(attr, DenseElementsAttr):
+            raise p.error(f"tensor values are not supported by polyopt (memref-based IR: "
+                          f"bufferize first); got '{attr.type}'", start)
         else:
-            attr = p.parse_attribute()
-            if isinstance(attr, (IntegerAttr, FloatAttr)):
-                t = attr.type
-            else:
-                raise p.error("arith.constant expects an integer, float or dense vector value", start)
+            raise p.error("arith.constant expects an integer, float or dense vector value", start)
         attrs["value"] = attr
         return cls(result_types=[t], attributes=attrs, loc=loc)
 
@@ -79,78 +78,6 @@ class ConstantOp(Operation):
         t = self.results[0].type
         if getattr(a, "type", None) != t:
             raise self.error(f"value type '{getattr(a, 'type', '?')}' must match return type '{t}'")
-
-
-class DenseAttr(Attribute):
-    """``dense<v> : vector<...>`` (splat) or ``dense<[a, b, ...]>`` for 1-D vectors."""
-
-    __slots__ = ("type", "values")
-
-    def __init__(self, type_: VectorType, values: tuple):
-        self.type = type_
-        self.values = tuple(values)
-
-    def __eq__(self, other):
-        return isinstance(other, DenseAttr) and other.type == self.type and other.values == self.values
-
-    def __hash__(self):
-        return hash((self.type, self.values))
-
-    @property
-    def is_splat(self) -> bool:
-        return len(self.values) == 1
-
-    def _fmt(self, v) -> str:
-        et = self.type.element_type
-        if isinstance(et, FloatType):
-            return format_float(v, et)
-        if isinstance(et, IntegerType) and et.width == 1:
-            return "true" if v else "false"
-        return str(v)
-
-    def __str__(self) -> str:
-        if self.is_splat:
-            body = self._fmt(self.values[0])
-        else:
-            body = "[" + ", ".join(self._fmt(v) for v in self.values) + "]"
-        return f"dense<{body}> : {self.type}"
-
-
-def _parse_dense(p, start) -> DenseAttr:
-    p.expect("<")
-    raw = []
-
-    def scalar():
-        p.skip_ws()
-        if p.optional_keyword("true"):
-            return True
-        if p.optional_keyword("false"):
-            return False
-        neg = p.optional("-")
-        import re
-        m = re.compile(r"0x[0-9a-fA-F]+|[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?").match(p.text, p.pos)
-        if not m:
-            raise p.error("expected a number in dense literal")
-        p.pos = m.end()
-        text = m.group(0)
-        v = float(text) if any(c in text for c in ".eE") and not text.startswith("0x") else int(text, 0)
-        return -v if neg else v
-    if p.peek("["):
-        raw = p.parse_comma_separated("[", "]", scalar)
-    else:
-        raw = [scalar()]
-    p.expect(">")
-    p.expect(":")
-    t = p.parse_type()
-    if not isinstance(t, VectorType):
-        raise p.error("polyopt supports dense constants of vector type only", start)
-    if len(t.shape) != 1 and len(raw) != 1:
-        raise p.error("only splat dense constants are supported for multi-dimensional vectors", start)
-    if len(raw) not in (1, t.num_elements):
-        raise p.error(f"dense literal has {len(raw)} elements, type '{t}' needs {t.num_elements}", start)
-    et = t.element_type
-    vals = tuple(float(v) if isinstance(et, FloatType) else int(v) for v in raw)
-    return DenseAttr(t, vals)
 
 
 class _BinaryOp(Operation):
