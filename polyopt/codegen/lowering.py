@@ -293,12 +293,22 @@ class ModuleLowering:
     # -- driver --------------------------------------------------------------------------------
 
     def run(self) -> LoweredModule:
+        # the functions of nested modules too, into one LLVM module (their names must differ)
         funcs = []
-        for op in self.module.regions[0].blocks[0].ops:
-            if op.name != "func.func":
-                raise CodegenError(f"cannot lower '{op.name}' at module level (only 'func.func' "
-                                   "is supported)", op.loc)
-            funcs.append(op)
+        modules = [self.module]
+        while modules:
+            for op in modules.pop(0).regions[0].blocks[0].ops:
+                if op.name == "builtin.module":
+                    modules.append(op)
+                    continue
+                if op.name != "func.func":
+                    raise CodegenError(f"cannot lower '{op.name}' at module level (only "
+                                       "'func.func' and 'builtin.module' are supported)", op.loc)
+                if any(f.sym_name == op.sym_name for f in funcs):
+                    raise CodegenError(f"function @{op.sym_name} is defined in two modules; "
+                                       "polyopt lowers nested modules into one LLVM module, "
+                                       "where the names must differ", op.loc)
+                funcs.append(op)
         # pass 1: declare every function so that calls can refer to any of them
         for f in funcs:
             if f.is_declaration:
