@@ -177,7 +177,8 @@ class Printer:
         self.print("{")
         self.indent += 1
         for bi, block in enumerate(region.blocks):
-            if bi > 0 or print_entry_args and block.args:
+            # an empty entry block shows its header, else it would read back as no block
+            if bi > 0 or print_entry_args and block.args or print_empty_block and not block.ops:
                 self.indent -= 1
                 self.newline()
                 self.print(f"^bb{bi}")
@@ -228,7 +229,7 @@ class Printer:
             for i, r in enumerate(op.regions):
                 if i:
                     self.print(", ")
-                self.print_region(r, print_entry_args=True)
+                self.print_region(r, print_entry_args=True, print_empty_block=True)
             self.print(")")
         generic_attrs = getattr(op, "generic_attributes", None)  # e.g. operandSegmentSizes
         self.print_attr_dict(generic_attrs() if generic_attrs else op.attributes)
