@@ -160,6 +160,10 @@ class _Callee:
 # Module lowering
 
 
+#: LLVM's widest integer type (``IntegerType::MAX_INT_BITS``); MLIR allows up to 2**24 - 1.
+_LLVM_MAX_INT_BITS = 1 << 23
+
+
 class ModuleLowering:
     def __init__(self, module: Operation, target: Target, noalias: bool, max_stack_bytes: int):
         self.module = module
@@ -186,6 +190,9 @@ class ModuleLowering:
         if isinstance(t, IndexType):
             return I64
         if isinstance(t, IntegerType):
+            if not 0 < t.width <= _LLVM_MAX_INT_BITS:   # i0 and wider than LLVM's limit
+                raise Unsupported(f"type '{t}' is not supported by the LLVM lowering (integer "
+                                  f"widths from 1 to {_LLVM_MAX_INT_BITS})")
             return ir.IntType(t.width)
         if isinstance(t, FloatType):
             if t.width == 64:
