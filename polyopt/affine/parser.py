@@ -1366,9 +1366,11 @@ class Parser:
                 if self.optional("<"):
                     self.parse_attribute()
                     self.expect(">", "after fused location metadata")
+                if not self.peek("["):
+                    raise self.error("expected '[' in fused location")
                 self.parse_comma_separated("[", "]", self._location_instance)
             elif not self.optional_keyword("unknown"):
-                raise self.error(f"expected location instance, found {self._describe_next()}")
+                raise self.error("expected location instance")
         return LocationAttr(self.text[start:self.pos].strip())
 
     def _location_number(self, what: str, kind: str) -> int:
@@ -1386,7 +1388,7 @@ class Parser:
             if attr is None:
                 raise self.error("operation location alias was never defined", offset)
             if not isinstance(attr, LocationAttr):
-                raise self.error(f"expected location attribute, but got {attr}", offset)
+                raise self.error(f"expected location, but found '{attr}'", offset)
         self.pending_locations.clear()
 
     def parse_generic_op(self, loc: Location) -> Operation:
