@@ -62,6 +62,10 @@ class _Number(NamedTuple):
     digits_offset: int
 
 
+# The words a type starts with (after ``:`` following a literal).
+_TYPE_WORD = re.compile(r"[su]?i[0-9]+|index|bf16|f[0-9]+|tf32|f[0-9]E[0-9]+M[0-9]+[A-Z]*|none"
+                        r"|vector|memref|tensor|tuple|complex")
+
 # MLIR's builtin float types polyopt does not have.
 _OTHER_FLOAT_TYPES = re.compile(r"f80|f128|tf32|f[4-8]E[0-9]+M[0-9]+[A-Z]*")
 
@@ -159,8 +163,11 @@ class Parser:
         self.skip_ws()
         if self.pos >= len(self.text):
             return "end of input"
-        m = re.compile(r"[A-Za-z_%@#^!][A-Za-z0-9_$.]*|\S").match(self.text, self.pos)
-        return f"'{m.group(0)}'"
+        m = re.compile(r"[A-Za-z_%@#^!][A-Za-z0-9_$.]*|.", re.S).match(self.text, self.pos)
+        token = m.group(0)
+        if not token.isprintable():        # a control or other invisible character
+            return f"unexpected character {ascii(token)}"
+        return f"'{token}'"
 
     def peek_keyword(self, kw: str) -> bool:
         self.skip_ws()
@@ -209,12 +216,15 @@ class Parser:
         return -v if neg else v
 
     def _int_value(self, digits: str, offset: int) -> int:
-        """``int(digits, 0)`` for a decimal or ``0x`` literal, refusing a decimal one so long that
-        converting it would take quadratic time (no type holds it anyway)."""
-        if len(digits) > MAX_DECIMAL_DIGITS and not digits.startswith("0x"):
+        """The value of a decimal (leading zeros allowed, as in MLIR) or ``0x`` literal,
+        refusing a decimal one so long that converting it would take quadratic time (no type
+        holds it anyway)."""
+        if digits.startswith("0x"):
+            return int(digits, 16)
+        if len(digits) > MAX_DECIMAL_DIGITS:
             raise self.error(f"integer literal with {len(digits)} digits is too large (polyopt "
                              f"reads at most {MAX_DECIMAL_DIGITS})", offset)
-        return int(digits, 0)
+        return int(digits, 10)
 
     def optional_integer(self) -> Optional[int]:
         self.skip_ws()
@@ -726,6 +736,13 @@ class Parser:
         start = self.pos
         if self.peek("-") and not self.peek("->"):
             self.pos += 1
+            self.skip_ws()
+            m = _INT.match(self.text, self.pos)
+            if m and self._int_value(m.group(0), self.pos) == INT64_MAX + 1:
+                # -9223372036854775808: what the printer writes for the smallest int64 (MLIR's
+                # own parser refuses its printer's text there)
+                self.pos = m.end()
+                return constant(-(INT64_MAX + 1))
             with self.nested("affine expression"):
                 return -self._affine_unary(lookup)
         if self.optional("("):
@@ -1097,17 +1114,14 @@ class Parser:
         return tuple(wrap_signed(int.from_bytes(w, "little") & mask, et) for w in words)
 
     def _optional_colon_type(self) -> Optional[Type]:
+        """``: type`` after a literal, when what follows the colon is a type; a type that
+        starts like one and is wrong (``: i99999999999``) is an error."""
         save = self.pos
         if self.optional(":") and not self.peek(":"):
             self.skip_ws()
-            if self.peek("(") or self.peek("%") or self.peek("{"):
-                self.pos = save
-                return None
-            try:
+            m = _BARE_ID.match(self.text, self.pos)
+            if self.text.startswith("!", self.pos) or m and _TYPE_WORD.fullmatch(m.group(0)):
                 return self.parse_type()
-            except ParseError:
-                self.pos = save
-                return None
         self.pos = save
         return None
 
