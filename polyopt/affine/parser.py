@@ -395,7 +395,7 @@ class Parser:
             raise self.error(f"expected type, found {self._describe_next()}", start)
         m = re.fullmatch(r"([su]?)i([0-9]+)", word)
         if m:
-            digits = m.group(2)
+            digits = m.group(2).lstrip("0") or "0"
             if len(digits) > 10 or int(digits) > 0xFFFFFFFF:
                 raise self.error("invalid integer width", start)
             if int(digits) > MAX_INTEGER_WIDTH:
@@ -464,9 +464,10 @@ class Parser:
                 m = _DIGITS.match(self.text, self.pos)
                 if not m:
                     break
-                if len(m.group(0)) > 19 or int(m.group(0)) > INT64_MAX:
+                size = self._int_value(m.group(0), self.pos)
+                if size > INT64_MAX:
                     raise self.error("invalid dimension")
-                dims.append(int(m.group(0)))
+                dims.append(size)
                 self.pos = m.end()
             self.skip_ws()
             if not self.text.startswith("x", self.pos):
@@ -1280,9 +1281,10 @@ class Parser:
                 if self.optional(":"):
                     self.skip_ws()
                     m = _DIGITS.match(self.text, self.pos)
-                    if not m or len(m.group(0)) > 9 or int(m.group(0)) < 1:
+                    digits = m.group(0).lstrip("0") if m else ""
+                    if not digits or len(digits) > 9:
                         raise self.error("expected named operation to have at least 1 result")
-                    count = int(m.group(0))
+                    count = int(digits)
                     self.pos = m.end()
                 result_names.append((name, count, rstart))
                 if not self.optional(","):
@@ -1390,7 +1392,8 @@ class Parser:
     def _location_number(self, what: str, kind: str) -> int:
         self.skip_ws()
         m = _DIGITS.match(self.text, self.pos)
-        if not m or len(m.group(0)) > 10 or int(m.group(0)) > 0xFFFFFFFF:
+        digits = m.group(0).lstrip("0") or "0" if m else ""
+        if not m or len(digits) > 10 or int(digits) > 0xFFFFFFFF:
             raise self.error(f"expected integer {what} number in {kind}")
         self.pos = m.end()
         return int(m.group(0))

@@ -28,6 +28,9 @@ def _alloc_info(L: FunctionLowering, op: Operation, default_align: int):
     align = max(align, L.ml.abi_align(elem_ty))
     if not is_pow2(align):
         raise CodegenError(f"'{op.name}': alignment must be a power of two, got {align}", op.loc)
+    if n * L.ml.abi_size(elem_ty) >= 1 << 63:     # the size would wrap around in i64
+        raise CodegenError(f"'{op.name}': {t} has {n * L.ml.abi_size(elem_ty)} bytes, more than "
+                           "an address space holds", op.loc)
     return t, elem_ty, n, align
 
 

@@ -144,3 +144,16 @@ def test_integer_widths_llvm_lacks_are_located_codegen_errors(text, message):
         polyopt.compile(text)
     assert info.value.loc is not None and (info.value.loc.line, info.value.loc.col) == (2, 8)
     assert message in info.value.message
+
+
+@pytest.mark.parametrize("op", ["alloc", "alloca"])
+def test_allocations_whose_size_wraps_around_are_located_codegen_errors(op):
+    """memref<99999999999x99999999999xf32> is valid MLIR; its byte size wrapped around in i64
+    and the lowering allocated a small buffer (``aligned_alloc(64, 7458847397692096576)``)."""
+    text = (f"func.func @main() {{\n  %a = memref.{op}() : memref<99999999999x99999999999xf32>\n"
+            "  return\n}\n")
+    with pytest.raises(CodegenError) as info:
+        polyopt.compile(text)
+    assert (info.value.loc.line, info.value.loc.col) == (2, 8)
+    assert "39999999999200000000004 bytes, more than an address space holds" in \
+        info.value.message
