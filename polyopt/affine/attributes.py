@@ -47,13 +47,36 @@ class FloatAttr(Attribute):
         return f"{format_float(self.value, self.type)} : {self.type}"
 
 
+def encode_string(text: str) -> bytes:
+    """The bytes of a string attribute: UTF-8, with the bytes the parser read from ``\\XX``
+    escapes that are not UTF-8 kept as they were (surrogate escapes)."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:        # a lone surrogate given through the Python API
+        return text.encode("utf-8", "surrogatepass")
+
+
+def escape_string(text: str) -> str:
+    """``text`` as MLIR prints a string literal, quotes included (LLVM's printEscapedString:
+    ``\\\\`` for a backslash, ``\\XX`` for a quote, a control character or any byte of a
+    non-ASCII character: ``"caf\\C3\\A9"``)."""
+    out = []
+    for byte in encode_string(text):
+        if byte == 0x5C:
+            out.append("\\\\")
+        elif 0x20 <= byte < 0x7F and byte != 0x22:
+            out.append(chr(byte))
+        else:
+            out.append(f"\\{byte:02X}")
+    return '"' + "".join(out) + '"'
+
+
 @dataclass(frozen=True)
 class StringAttr(Attribute):
     value: str
 
     def __str__(self) -> str:
-        escaped = self.value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-        return f'"{escaped}"'
+        return escape_string(self.value)
 
 
 @dataclass(frozen=True)
@@ -236,7 +259,7 @@ class SymbolRefAttr(Attribute):
         import re
         if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.]*", self.name):
             return f"@{self.name}"
-        return "@" + str(StringAttr(self.name))
+        return "@" + escape_string(self.name)
 
 
 @dataclass(frozen=True)
@@ -275,7 +298,7 @@ class DictAttr(Attribute):
 
 def format_named_attr(name: str, attr: Attribute, map_name=None) -> str:
     import re
-    key = name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.]*", name) else str(StringAttr(name))
+    key = name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.]*", name) else escape_string(name)
     if isinstance(attr, UnitAttr):
         return key
     return f"{key} = {attr.to_str(map_name)}"
