@@ -21,7 +21,8 @@ from . import float_text
 from .affine_expr import AffineExpr, AffineMap, IntegerSet, constant, dim, symbol
 from .attributes import (AffineMapAttr, ArrayAttr, Attribute, DenseArrayAttr, DenseElementsAttr,
                          DictAttr, FloatAttr, IntegerAttr, IntegerSetAttr, LocationAttr, OpaqueAttr,
-                         StringAttr, SymbolRefAttr, TypeAttr, UnitAttr, wrap_signed)
+                         StringAttr, SymbolRefAttr, TypeAttr, UnitAttr, encode_string,
+                         wrap_signed)
 from .diagnostics import Location, ParseError, SourceFile
 from .ir import OP_REGISTRY, Block, Operation, Region, Value
 from .types import (FloatType, FunctionType, IndexType, IntegerType, MemRefType, NoneType,
@@ -35,11 +36,17 @@ _FLOAT = re.compile(r"[0-9]+\.[0-9]*([eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+")
 _WS = re.compile(r"(?:[ \t\n\r\f\v]+|//[^\n]*)*")
 _DIGITS = re.compile(r"[0-9]+")
 _LOC_OPEN = re.compile(r"loc\s*\(")
+_STRING_RUN = re.compile(r'[^"\\\n\v\f]*')
+_HEX2 = re.compile(r"[0-9a-fA-F]{2}")
 
 INT64_MAX = (1 << 63) - 1
-#: How deeply regions, lists, types and expressions may nest: deeper input is an error at the
-#: construct that goes past it, not a RecursionError here or in the passes that walk the IR.
+#: How deeply regions may nest, and lists, types, expressions and locations within one op:
+#: deeper input is an error at the construct that goes past it, not a RecursionError here or in
+#: the passes that walk the IR.  The two are counted apart so that the generic form of what
+#: parses (same regions, an op's attributes at the same depth) parses too.
 MAX_NESTING = 100
+MAX_NESTING_IN_OP = 64
+_TOO_DEEP = f"region nested too deeply (polyopt reads at most {MAX_NESTING} levels of regions)"
 #: MLIR's limit on the width of an integer type (``IntegerType::kMaxWidth``).
 MAX_INTEGER_WIDTH = (1 << 24) - 1
 #: The largest vector type polyopt takes (LLVM's instruction selection aborts the process on
@@ -98,6 +105,8 @@ class Parser:
         self.text = text
         self.pos = 0
         self.scopes: list[dict[str, Value]] = [{}]
+        self.visible_from = 0      # the scopes a use may see (not those outside a func.func)
+        self.last_spelled: dict[str, int] = {}    # where each name was last written
         self.map_aliases: dict[str, AffineMap | IntegerSet] = {}
         self.type_aliases: dict[str, Type] = {}
         self.attr_aliases: dict[str, Attribute] = {}
@@ -107,7 +116,12 @@ class Parser:
         self.spelled: dict[Value, tuple[str, int]] = {}
         # ``loc(#name)`` uses, checked once the whole text (and its aliases) is read
         self.pending_locations: list[tuple[str, int]] = []
-        self.depth = 0
+        self.depth = 0             # lists, types, expressions within the current op
+        # regions around the current point, not counting the outermost module's (explicit or
+        # implicit: the printer writes one explicit module around everything)
+        self.region_depth = 0
+        self.deepest: tuple[int, int] = (0, 0)     # (depth, offset) of the deepest region
+        self.module_region_free = False   # the next region is a top-level module's
 
     # ---------------------------------------------------------------------------------------
     # low level
@@ -119,12 +133,12 @@ class Parser:
 
     @contextlib.contextmanager
     def nested(self, what: str) -> Iterator[None]:
-        """Count one level of nesting of ``what`` (a region, a list, ...) while it is parsed."""
+        """Count one level of nesting of ``what`` (a list, a type...) while it is parsed."""
         self.depth += 1
         try:
-            if self.depth > MAX_NESTING:
+            if self.depth > MAX_NESTING_IN_OP:
                 raise self.error(f"{what} nested too deeply (polyopt reads at most "
-                                 f"{MAX_NESTING} levels of nesting)")
+                                 f"{MAX_NESTING_IN_OP} levels of nesting in an op)")
             yield
         finally:
             self.depth -= 1
@@ -237,34 +251,35 @@ class Parser:
         return None
 
     def parse_string(self) -> str:
+        """A string literal with MLIR's escapes (``\\"``, ``\\\\``, ``\\n``, ``\\t``, ``\\XX``
+        bytes); bytes that are not UTF-8 are kept as surrogates (see ``escape_string``)."""
         self.skip_ws()
         if not self.text.startswith('"', self.pos):
             raise self.error(f"expected string literal, found {self._describe_next()}")
         i = self.pos + 1
-        out = []
-        while i < len(self.text) and self.text[i] != '"':
-            c = self.text[i]
-            if c == "\n":
+        out = bytearray()
+        while True:
+            m = _STRING_RUN.match(self.text, i)
+            out += encode_string(m.group(0))
+            i = m.end()
+            c = self.text[i:i + 1]
+            if c == '"':
+                break
+            if c in ("", "\n", "\v", "\f"):
                 raise self.error("expected '\"' in string literal", i)
-            if c == "\\":
-                nxt = self.text[i + 1:i + 2]
-                if nxt == "n":
-                    out.append("\n")
-                elif nxt in ('"', "\\"):
-                    out.append(nxt)
-                elif re.match(r"[0-9a-fA-F]{2}", self.text[i + 1:i + 3]):
-                    out.append(chr(int(self.text[i + 1:i + 3], 16)))
-                    i += 1
-                else:
-                    out.append(nxt)
-                i += 2
-                continue
-            out.append(c)
-            i += 1
-        if i >= len(self.text):
-            raise self.error("expected '\"' in string literal")
+            nxt = self.text[i + 1:i + 2]
+            if nxt in ('"', "\\"):
+                out += nxt.encode()
+            elif nxt in ("n", "t"):
+                out += b"\n" if nxt == "n" else b"\t"
+            elif _HEX2.match(self.text, i + 1):
+                out.append(int(self.text[i + 1:i + 3], 16))
+                i += 1
+            else:
+                raise self.error("unknown escape in string literal", i)
+            i += 2
         self.pos = i + 1
-        return "".join(out)
+        return out.decode("utf-8", "surrogateescape")
 
     def parse_comma_separated(self, open_: str, close: str, element: Callable[[], object],
                               allow_empty: bool = True) -> list:
@@ -287,7 +302,7 @@ class Parser:
     # ---------------------------------------------------------------------------------------
     # SSA values
     def _lookup(self, name: str, offset: int) -> Value:
-        for scope in reversed(self.scopes):
+        for scope in reversed(self.scopes[self.visible_from:]):
             if name in scope:
                 return scope[name]
         raise self.error(f"use of undeclared SSA value name '%{name}'", offset)
@@ -301,6 +316,7 @@ class Parser:
         if not m:
             raise self.error("expected SSA value name after '%'")
         name = m.group(0)
+        self.last_spelled[name] = self.pos
         self.pos = m.end()
         index = 0
         if self.text.startswith("#", self.pos) and re.match(r"#[0-9]", self.text[self.pos:self.pos + 2]):
@@ -355,10 +371,10 @@ class Parser:
         return ops
 
     def define(self, name: str, value: Value, offset: Optional[int] = None) -> None:
-        scope = self.scopes[-1]
-        if name in scope:
+        # as in MLIR, a name of an enclosing region (even outside a func.func) is not reused
+        if any(name in scope for scope in self.scopes):
             raise self.error(f"redefinition of SSA value '%{name}'", offset)
-        scope[name] = value
+        self.scopes[-1][name] = value
 
     # ---------------------------------------------------------------------------------------
     # types
@@ -857,6 +873,8 @@ class Parser:
             if name in self.attr_aliases:
                 self.pos = m.end()
                 return self.attr_aliases[name]
+            if "." not in name:      # not a dialect attribute (#arith.fastmath<fast>)
+                raise self.error(f"undefined symbol alias id '{name}'", start)
             return OpaqueAttr(self._skip_balanced_attr())
         if c == "(":
             try:  # a function type (``function_type = (index) -> ()`` in generic func.func)
@@ -1170,7 +1188,7 @@ class Parser:
                 attrs[name] = self.parse_attribute()
             else:
                 attrs[name] = UnitAttr()
-        self.parse_comma_separated("{", "}", entry)
+        self._parse_comma_separated("{", "}", entry, True)    # a dictionary does not nest
         return attrs
 
     def parse_optional_attr_dict(self) -> dict[str, Attribute]:
@@ -1206,25 +1224,41 @@ class Parser:
         parsed as the entry block's arguments.  With ``allow_empty``, ``{}`` is a region with no
         block (MLIR's generic form of a function declaration).
         """
-        with self.nested("region"):
+        counted = not (self.module_region_free and self.op_stack[-1:] == ["builtin.module"])
+        self.module_region_free = False
+        if counted and self.region_depth >= MAX_NESTING:
+            raise self.error(_TOO_DEEP)
+        saved_depth = self.depth
+        self.region_depth += counted
+        self.deepest = max(self.deepest, (self.region_depth, self.pos))
+        self.depth = 0          # the ops of the region start their own count
+        try:
             return self._parse_region_body(entry_args, isolated, entry_arg_types,
                                            allow_block_args, allow_empty)
+        finally:
+            self.region_depth -= counted
+            self.depth = saved_depth
 
     def _parse_region_body(self, entry_args, isolated, entry_arg_types, allow_block_args,
                            allow_empty) -> Region:
         self.expect("{", "to begin a region")
         if allow_empty and not entry_args and self.optional("}"):
             return Region()
-        saved_scopes = self.scopes
-        # ops isolated from above (func.func) cannot see values defined outside them
-        self.scopes = [{}] if isolated else self.scopes + [{}]
+        saved_scopes, saved_visible = self.scopes, self.visible_from
+        self.scopes = self.scopes + [{}]
+        if isolated:     # ops isolated from above (func.func) cannot use values from outside
+            self.visible_from = len(self.scopes) - 1
         region = Region()
         block = None
         try:
             if entry_args:
                 block = entry_args[0][1].block
                 for name, arg in entry_args:
-                    self.define(name, arg)
+                    at = self.last_spelled.get(name)
+                    if any(name in scope for scope in self.scopes):
+                        raise self.error(f"region entry argument '%{name}' is already in use",
+                                         at)
+                    self.define(name, arg, at)
             self.skip_ws()
             if self.peek("^"):
                 if entry_args or not allow_block_args:
@@ -1245,7 +1279,7 @@ class Parser:
                 block.append(self.parse_operation())
             self.expect("}")
         finally:
-            self.scopes = saved_scopes
+            self.scopes, self.visible_from = saved_scopes, saved_visible
         return region
 
     def _parse_block_header(self) -> Block:
@@ -1410,6 +1444,13 @@ class Parser:
 
     def parse_generic_op(self, loc: Location) -> Operation:
         name = self.parse_string()
+        self.op_stack.append(name)
+        try:
+            return self._parse_generic_op(loc, name)
+        finally:
+            self.op_stack.pop()
+
+    def _parse_generic_op(self, loc: Location, name: str) -> Operation:
         operands = self.parse_operand_list("paren")
         attrs: dict[str, Attribute] = {}
         if self.peek("<{"):
@@ -1472,11 +1513,19 @@ class Parser:
         from .dialects.builtin import ModuleOp
         self.skip_ws()
         top_ops: list[Operation] = []
+        deepest_module = (0, 0)
         while not self.at_end():
             if self.peek("#") or self.peek("!"):
                 self._parse_alias_definition()
                 continue
+            self.module_region_free = True
+            self.deepest = (0, 0)
             top_ops.append(self.parse_operation())
+            if isinstance(top_ops[-1], ModuleOp):
+                deepest_module = max(deepest_module, self.deepest)
+        if len(top_ops) > 1 and deepest_module[0] >= MAX_NESTING:
+            # these modules are nested in the implicit one: their regions count one more
+            raise self.error(_TOO_DEEP, deepest_module[1])
         self._check_pending_locations()
         if len(top_ops) == 1 and isinstance(top_ops[0], ModuleOp):
             return top_ops[0]
@@ -1520,7 +1569,7 @@ def parse(text: str, filename: str = "<input>", verify: bool = True) -> Operatio
     parser = Parser(text, filename)
     try:
         module = parser.parse_module()
-    except RecursionError:   # MAX_NESTING should come first; this is the safety net
+    except RecursionError:   # the MAX_NESTING limits should come first; this is the safety net
         raise parser.error("input nested too deeply for polyopt's parser") from None
     if verify:
         from .verifier import verify as verify_module

@@ -233,7 +233,11 @@ class ModuleLowering:
     def linearize(self, t: MemRefType, loc) -> AffineMap:
         m = self._linearize_cache.get(t)
         if m is None:
-            m = linearize(t, loc)
+            try:
+                m = linearize(t, loc)
+            except OverflowError:   # a stride or offset beyond int64 (MLIR's index type)
+                raise CodegenError(f"the layout of {t} has strides or offsets beyond 64 bits",
+                                   loc) from None
             self._linearize_cache[t] = m
         return m
 

@@ -15,7 +15,7 @@ import pytest
 import polyopt
 import polyopt.affine.printer
 from polyopt.affine.diagnostics import ParseError, PolyoptError
-from polyopt.affine.parser import MAX_NESTING, MAX_VECTOR_ELEMENTS
+from polyopt.affine.parser import MAX_NESTING, MAX_NESTING_IN_OP, MAX_VECTOR_ELEMENTS
 from polyopt.cli import main
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "schedules"))
@@ -103,6 +103,18 @@ SAME_AS_MLIR = {
     "inferred_attr_in_dict":
         'func.func @f() attributes {sym_visibility = "private"} {\n  return\n}\n',
     "unbound_result_count": _func("%x, %y = affine.apply affine_map<(d0) -> (d0)>(%a)"),
+    "string_unknown_escape": '"test.op"() {b = "p\\q"} : () -> ()\n',
+    "string_unterminated": '"test.op"() {b = "pq} : () -> ()\n',
+    "string_newline": '"test.op"() {b = "p\nq"} : () -> ()\n',
+    # MLIR refuses a name of an enclosing region, even outside a func.func (the fuzzer found
+    # polyopt taking both, and its printer giving two values one name)
+    "shadowing_in_a_loop": _func("%x = arith.constant 1.0 : f32\n  affine.for %i = 0 to 4 {\n"
+                                 "    %x = arith.constant 2.0 : f32\n  }"),
+    "shadowing_an_induction_variable": _func("affine.for %i = 0 to 4 {\n"
+                                             "    affine.for %i = 0 to 4 {\n    }\n  }"),
+    "shadowing_outside_a_function":
+        "%y = affine.min affine_map<() -> (3, 4)>()\n" + _func("%y = arith.constant 1 : index"),
+    "function_in_a_function": _func("func.func private @g(i32)"),
 }
 
 
@@ -176,20 +188,46 @@ def test_deep_nesting_is_a_located_error(text, what):
     assert f"{what} nested too deeply" in info.value.message
 
 
-def test_nesting_up_to_the_limit_parses_prints_and_lowers():
-    """What the parser accepts, the printer, verifier and LLVM lowering handle (they recurse
-    too)."""
-    depth = MAX_NESTING - 5   # the function's region, the subscripts and the types count too
+def test_region_nesting_does_not_count_against_an_ops_lists():
+    inner = _func("%v = affine.load %A[" + "(" * (MAX_NESTING_IN_OP - 2) + "%i" +
+                  ")" * (MAX_NESTING_IN_OP - 2) + "] : memref<4xf32>", "%A: memref<4xf32>, %i: index")
+    deep = "module {\n" * (MAX_NESTING - 2) + inner + "}\n" * (MAX_NESTING - 2)
+    assert "affine.load" in str(polyopt.parse(deep))
+
+
+def test_nesting_up_to_the_limits_parses_prints_and_lowers():
+    """What the parser accepts (regions nested to the limit, and within the innermost op
+    lists nested to theirs), the printer, the verifier and the LLVM lowering handle (they
+    recurse too), and the generic form reads back (the fuzzer found a module nested 99 deep
+    whose generic print did not)."""
+    depth = MAX_NESTING - 1                # the function counts
+    subscript = "(" * (MAX_NESTING_IN_OP - 2) + "%i0" + ")" * (MAX_NESTING_IN_OP - 2)
     text = _nested_loops(depth).replace(
-        "}\n" * depth, "%v = affine.load %A[%i0] : memref<4xf32>\n"
+        "}\n" * depth, f"%v = affine.load %A[{subscript}] : memref<4xf32>\n"
         "affine.store %v, %A[%i1] : memref<4xf32>\n" + "}\n" * depth)
+    text = text.replace("{\n", "attributes {test.a = " + "[" * (MAX_NESTING_IN_OP - 1)
+                        + "]" * (MAX_NESTING_IN_OP - 1) + "} {\n", 1)
     module = polyopt.parse(text)
-    assert str(polyopt.parse(str(module))) == str(module)
+    printed = str(module)
+    assert str(polyopt.parse(printed)) == printed
+    generic = polyopt.affine.printer.print_module(module, generic=True)
+    assert str(polyopt.parse(generic)) == printed
     compiled = polyopt.compile(text)
     import numpy as np
     A = np.arange(4, dtype=np.float32)
     compiled["f"](A)
     assert A[0] == 0.0 and A[1] == 1.0
+    modules = "module {\n" * MAX_NESTING + _func("") + "}\n" * MAX_NESTING
+    generic = polyopt.affine.printer.print_module(polyopt.parse(modules), generic=True)
+    assert str(polyopt.parse(generic)) == str(polyopt.parse(modules))
+    # the outermost module's region does not count, explicit or implicit; two top-level
+    # modules are nested in the implicit one, where their regions count
+    two = modules + "module {\n}\n"
+    with pytest.raises(ParseError, match="region nested too deeply"):
+        polyopt.parse(two)
+    two = "module {\n" * (MAX_NESTING - 1) + _func("") + "}\n" * (MAX_NESTING - 1) + \
+        "module {\n}\n"
+    assert str(polyopt.parse(str(polyopt.parse(two)))) == str(polyopt.parse(two))
 
 
 def test_long_line_parses_in_linear_time():

@@ -202,6 +202,39 @@ func.func @"quoted name"() {
   return
 }
 """,
+    "strings_and_names": """
+"test.op"() {a = "x\\ny\\t\\"q\\\\ \\7F", b = "caf\u00e9", c = "\\FF\\00z", "odd key" = 1 : i32} : () -> ()
+"te\u00e9st.op"() : () -> ()
+func.func @"sym\\0A"() {
+  return
+}
+""",
+    "ssa_names_across_regions": """
+module {
+  %c1 = arith.constant 1 : index
+  %y = affine.min affine_map<() -> (3, 4)>()
+  module {
+    func.func @f(%a: index) {
+      %c1_0 = arith.constant 1 : index
+      %v = arith.constant 0.0 : f32
+      return
+    }
+    %f0 = arith.constant 0.0 : f32
+  }
+  func.func @g(%a: index) {
+    %c = arith.constant 1 : index
+    %q = affine.apply affine_map<(d0) -> (d0 + 1)>(%c)
+    affine.for %i = 0 to 3 {
+      %z = affine.apply affine_map<(d0) -> (d0 + 1)>(%i)
+      %c1_1 = arith.constant 1 : index
+    }
+    affine.for %i = 0 to 3 {
+      %z = affine.apply affine_map<(d0) -> (d0 + 1)>(%i)
+    }
+    return
+  }
+}
+""",
     "generic_ops": """
 "builtin.module"() <{sym_name = "m"}> ({
   "func.func"() <{arg_attrs = [{llvm.noalias}, {}], function_type = (memref<4xf32>, index) -> f32,

@@ -85,6 +85,24 @@ FOUND = {
                         "  }\n  return\n}\n", "ok", None),
     # the issue's own fuzz finds: i0 constants (a negative shift count), absurd integer widths
     # (memory exhaustion), affine constants beyond int64 (OverflowError)
+    # a generic func.func without its function_type: KeyError in the verifier
+    "generic_func_without_type": ('"func.func"() ({\n}) {sym_name = "f"} : () -> ()\n',
+                                  "parse error", "'func.func' op requires attribute 'function_type'"),
+    "generic_module_without_region": ('"builtin.module"() : () -> ()\n', "parse error",
+                                      "'builtin.module' op requires one region"),
+    # an undefined alias (#fm) was kept as an opaque attribute, and arith printed it as nothing
+    "undefined_alias": ('func.func @f(%x: f32) {\n'
+                        '  %0 = "arith.mulf"(%x, %x) <{fastmath = #fm}> : (f32, f32) -> f32\n'
+                        '  return\n}\n', "parse error", "undefined symbol alias id 'fm'"),
+    # a layout whose strides pass int64 (a map of 100 results): OverflowError in the lowering
+    "layout_strides_beyond_int64": (
+        "#t = affine_map<(d0, d1) -> (d0, " + ", ".join(["d1"] * 100) + ")>\n"
+        "func.func @f(%P: memref<6x5xf64, #t>, %v: f64) {\n"
+        "  affine.store %v, %P[0, 0] : memref<6x5xf64, #t>\n  return\n}\n",
+        "lowering error", None),
+    # modules nested to the limit: the generic print (one more module region) did not read back
+    "modules_at_the_nesting_limit": ("module {\n" * 100 + "func.func @f() {\n  return\n}\n"
+                                     + "}\n" * 100, "ok", None),
     # (i0 is valid MLIR; LLVM has no i0: the lowering refuses it)
     "i0_constant": ("func.func @f() {\n  %c = arith.constant 0 : i0\n  return\n}\n",
                     "lowering error", None),

@@ -83,13 +83,20 @@ class ModuleOp(Operation):
         return print_module(self)
 
     def verify_op(self) -> None:
-        if len(self.regions) != 1 or len(self.regions[0].blocks) != 1:
-            raise self.error("expects one region with one block")
-        if self.body.args:
-            raise self.error("module body must not have arguments")
+        if len(self.regions) != 1:
+            raise self.error("requires one region")
+        if self.results:
+            raise self.error("requires zero results")
+        if self.operands:
+            raise self.error("requires zero operands")
         sym = self.attributes.get("sym_name")
         if sym is not None and not isinstance(sym, StringAttr):
             raise self.error("attribute 'sym_name' failed to satisfy constraint: string attribute")
+        if len(self.regions[0].blocks) != 1:
+            raise self.error("region #0 ('bodyRegion') failed to verify constraint: region with "
+                             "1 blocks")
+        if self.body.args:
+            raise self.error("region should have no arguments")
         # a module is a symbol table: the symbols directly in it have distinct names
         seen: dict[str, Operation] = {}
         for op in self.body.ops:

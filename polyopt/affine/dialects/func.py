@@ -7,7 +7,7 @@ declarations to be private).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 from ..attributes import ArrayAttr, DictAttr, StringAttr, SymbolRefAttr, TypeAttr
 from ..ir import Block, Operation, Region, Value, register_op
@@ -175,7 +175,17 @@ class FuncOp(Operation):
             p.print_region(self.regions[0])
 
     def verify_op(self) -> None:
+        # what the generic form may get wrong, with MLIR's messages
+        _require(self, results=0, operands=0, regions=1)
+        _require_attr(self, "function_type", lambda a: isinstance(a, TypeAttr) and
+                      isinstance(a.value, FunctionType), "type attribute of function type")
+        _require_attr(self, "sym_name", lambda a: isinstance(a, StringAttr), "string attribute")
+        _require_attr(self, "sym_visibility", lambda a: isinstance(a, StringAttr),
+                      "string attribute", optional=True)
         ft = self.function_type
+        parent = self.parent_op
+        if parent is not None and parent.name != "builtin.module":
+            raise self.error("symbol's parent must have the SymbolTable trait")
         for key, what, count in (("arg_attrs", "arguments", len(ft.inputs)),
                                  ("res_attrs", "results", len(ft.results))):
             arr = self.attributes.get(key)
@@ -203,6 +213,28 @@ class FuncOp(Operation):
         term = block.terminator
         if term is None or term.name != "func.return":
             raise self.error("expects the body to end with 'func.return'")
+
+
+def _require(op: Operation, results: int, operands: Optional[int] = None,
+             regions: int = 0) -> None:
+    """The counts an op's definition fixes (checked for the generic form)."""
+    if len(op.regions) != regions:
+        raise op.error("requires one region" if regions == 1 else f"requires {regions} regions")
+    if len(op.results) != results:
+        raise op.error("requires zero results" if results == 0 else
+                       f"requires {results} results")
+    if operands is not None and len(op.operands) != operands:
+        raise op.error("requires zero operands" if operands == 0 else
+                       f"requires {operands} operands")
+
+
+def _require_attr(op: Operation, name: str, ok, what: str, optional: bool = False) -> None:
+    attr = op.attributes.get(name)
+    if attr is None:
+        if not optional:
+            raise op.error(f"requires attribute '{name}'")
+    elif not ok(attr):
+        raise op.error(f"attribute '{name}' failed to satisfy constraint: {what}")
 
 
 def _entry_attrs(arr, i: int) -> dict:
@@ -245,6 +277,7 @@ class ReturnOp(Operation):
             p.print_types(v.type for v in self.operands)
 
     def verify_op(self) -> None:
+        _require(self, results=0)
         func = self.parent_op
         if not isinstance(func, FuncOp):
             raise self.error("expects parent op 'func.func'")
@@ -302,6 +335,8 @@ class CallOp(Operation):
         p.print(" : " + p.type_str(ft))
 
     def verify_op(self) -> None:
+        _require_attr(self, "callee", lambda a: isinstance(a, SymbolRefAttr),
+                      "flat symbol reference attribute")
         module = self.parent_op
         while module is not None and module.name != "builtin.module":
             module = module.parent_op
