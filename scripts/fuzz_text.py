@@ -7,7 +7,7 @@ polyopt's parser, printer and LLVM lowering, each input in a worker subprocess c
     python3 scripts/fuzz_text.py --minutes 5 --seed 7 --out /tmp/fuzz --jobs 2
 
 Prints how many inputs ran and how many failed (by kind: internal, unlocated, reparse,
-fixed-point, slow, memory, hang, crash) and saves each failing input to the output folder as
+fixed-point, slow, memory, hang, crash; upstream with --upstream) and saves each failing input to the output folder as
 ``<seed>.mlir`` with ``<seed>.txt`` saying what went wrong.  ``check_input(make_input(seed))``
 in ``tests/fuzz/text_fuzzer.py`` replays one.  Exit status 1 if anything failed.
 """
@@ -42,7 +42,7 @@ def _vm_size() -> int:
     return 0
 
 
-def worker() -> None:
+def worker(upstream: bool) -> None:
     """Read seeds on stdin, write one JSON result per seed on stdout."""
     text_fuzzer.check_input(text_fuzzer.corpus()[0].encode())       # imports and caches
     limit = _vm_size() + MEMORY_BYTES
@@ -51,7 +51,8 @@ def worker() -> None:
         seed = int(line)
         result = {"seed": seed}
         try:
-            result["outcome"] = text_fuzzer.check_input(text_fuzzer.make_input(seed))
+            result["outcome"] = text_fuzzer.check_input(text_fuzzer.make_input(seed),
+                                                        upstream=upstream)
         except text_fuzzer.Failure as f:
             kind = "memory" if f.detail.startswith("MemoryError") else f.kind
             result.update(outcome="FAIL", kind=kind, detail=f.detail)
@@ -62,8 +63,9 @@ def worker() -> None:
 
 
 class Worker:
-    def __init__(self):
-        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker"],
+    def __init__(self, upstream: bool):
+        flags = ["--worker"] + (["--upstream"] if upstream else [])
+        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), *flags],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                      bufsize=1, cwd=ROOT)
         self.seed = None
@@ -88,12 +90,12 @@ def _save(out: str, seed: int, kind: str, detail: str) -> None:
         f.write(f"{kind}\n{detail}\n")
 
 
-def campaign(minutes: float, seed: int, out: str, jobs: int) -> int:
+def campaign(minutes: float, seed: int, out: str, jobs: int, upstream: bool = False) -> int:
     deadline = time.monotonic() + minutes * 60
     corpus = text_fuzzer.corpus()
     print(f"text fuzz: {len(corpus)} seed programs, base seed {seed}, {minutes:g} minutes, "
           f"{jobs} worker(s); failures go to {out}", flush=True)
-    workers = [Worker() for _ in range(jobs)]
+    workers = [Worker(upstream) for _ in range(jobs)]
     outcomes: collections.Counter = collections.Counter()
     failures: collections.Counter = collections.Counter()
     next_seed, ran, last_report = seed, 0, time.monotonic()
@@ -132,7 +134,7 @@ def campaign(minutes: float, seed: int, out: str, jobs: int) -> int:
                 continue
             if replace:
                 workers.remove(w)
-                w = Worker()
+                w = Worker(upstream)
                 workers.append(w)
             if now < deadline:
                 w.submit(next_seed)
@@ -157,14 +159,17 @@ def main() -> int:
     parser.add_argument("--out", default=None, help="folder for failing inputs (default: "
                         "fuzz-failures/text-<time> in the repository)")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--upstream", action="store_true",
+                        help="also require mlir-opt-22 to read what polyopt prints and print it "
+                             "identically (slower; finds printer and verifier differences)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker()
+        worker(args.upstream)
         return 0
     seed = args.seed if args.seed is not None else int(time.time()) % 1_000_000 * 1000
     out = args.out or os.path.join(ROOT, "fuzz-failures", time.strftime("text-%Y%m%d-%H%M%S"))
-    return campaign(args.minutes, seed, out, max(1, args.jobs))
+    return campaign(args.minutes, seed, out, max(1, args.jobs), args.upstream)
 
 
 if __name__ == "__main__":

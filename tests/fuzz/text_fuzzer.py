@@ -306,6 +306,18 @@ def make_input(seed: int) -> bytes:
 # the check
 
 
+def _check_upstream(printed: str) -> None:
+    import subprocess
+    proc = subprocess.run(["mlir-opt-22", "--allow-unregistered-dialect", "-"], input=printed,
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode:
+        raise Failure("upstream", f"mlir-opt-22 refuses what polyopt prints: "
+                                  f"{proc.stderr.strip()}\n--- printed:\n{printed}")
+    if proc.stdout.rstrip() != printed.rstrip():
+        raise Failure("upstream", f"mlir-opt-22 prints it differently\n--- polyopt:\n"
+                                  f"{printed}\n--- mlir-opt-22:\n{proc.stdout}")
+
+
 @dataclass
 class Failure(Exception):
     """An input polyopt mishandled: ``kind`` (internal, unlocated, reparse, fixed-point, slow)
@@ -324,19 +336,21 @@ def _located(e, stage: str) -> str:
     return f"{stage} error"
 
 
-def check_input(data: bytes, name: str = "fuzz.mlir") -> str:
+def check_input(data: bytes, name: str = "fuzz.mlir", upstream: bool = False) -> str:
     """Run ``data`` through polyopt; the outcome ("parse error", "ok", ...), or
-    :class:`Failure`."""
+    :class:`Failure`.  With ``upstream``, what polyopt prints for an input it reads must also
+    be read by mlir-opt-22 and printed back identically (kind "upstream"; the time mlir-opt
+    takes is not counted)."""
     start = time.process_time()
     try:
-        return _check(data, name)
+        return _check(data, name, upstream)
     finally:
         spent = time.process_time() - start
         if spent > CPU_SECONDS:
             raise Failure("slow", f"{spent:.2f} s of CPU time (budget {CPU_SECONDS} s)")
 
 
-def _check(data: bytes, name: str) -> str:
+def _check(data: bytes, name: str, upstream: bool = False) -> str:
     from polyopt.affine.diagnostics import PolyoptError, decode_source
     from polyopt.affine.parser import parse
     from polyopt.affine.printer import print_module
@@ -367,6 +381,8 @@ def _check(data: bytes, name: str) -> str:
             raise Failure("fixed-point", f"the generic print reads back differently\n"
                                          f"--- custom:\n{printed}\n--- from generic:\n"
                                          f"{from_generic}")
+        if upstream:
+            _check_upstream(printed)
         try:
             prepare_for_lowering(module)
             lower_module(module, host_target())
