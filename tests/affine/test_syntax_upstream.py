@@ -302,3 +302,19 @@ def test_mlir_opt_accepts_our_generic_print(text):
     assert '"func.func"' in generic or "func.func" not in text
     assert upstream(generic).rstrip() == upstream(text).rstrip()
     assert ours(generic) == ours(text)     # and reads it back to the same module
+
+
+def test_initial_value_of_a_global_is_a_tensor_attribute():
+    """``memref.global ... = dense<...>`` carries ``dense<...> : tensor<2x3xf32>``: polyopt reads
+    mlir-opt-22's generic print of it (the op itself is not polyopt's), keeps the tensor-typed
+    attribute, and mlir-opt-22 reads polyopt's print back to the same global."""
+    text = ('memref.global "private" constant @g : memref<2x3xf32> = '
+            "dense<[[1.0, 2.5, 0x7FC00000], [-0.0, 1.0e-3, 4.0]]>\n"
+            'memref.global "private" @h : memref<4xbf16> = dense<"0x803F803F803F803F">\n')
+    expected = upstream(text)
+    module = polyopt.parse(upstream(text, "--mlir-print-op-generic"))
+    from polyopt.affine.attributes import DenseElementsAttr
+    from polyopt.affine.types import TensorType
+    init = module.body.ops[0].attributes["initial_value"]
+    assert isinstance(init, DenseElementsAttr) and init.type == TensorType((2, 3), init.element_type)
+    assert upstream(str(module)) == expected
