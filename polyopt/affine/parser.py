@@ -52,6 +52,9 @@ MAX_INTEGER_WIDTH = (1 << 24) - 1
 #: The largest vector type polyopt takes (LLVM's instruction selection aborts the process on
 #: vectors of 65536 elements and takes seconds on a tenth of that).
 MAX_VECTOR_ELEMENTS = 1 << 14
+#: The most results a memref layout map may have (the physical rank): the injectivity check
+#: (ISL) takes seconds at a few hundred and minutes at a few thousand.
+MAX_LAYOUT_RESULTS = 64
 #: Decimal literals longer than this are refused before conversion (Python's int() of a long
 #: decimal string is quadratic; 4000 digits is past every type's range but i13000 and wider).
 MAX_DECIMAL_DIGITS = 4000
@@ -538,6 +541,10 @@ class Parser:
                                      f"{len(dims)} != {m.num_dims}", lstart)
                 if m.num_symbols:
                     raise self.error("memref layout maps with symbols are not supported", lstart)
+                if len(m.results) > MAX_LAYOUT_RESULTS:
+                    raise self.error(f"memref layout maps of more than {MAX_LAYOUT_RESULTS} "
+                                     f"results are not supported by polyopt (got "
+                                     f"{len(m.results)})", lstart)
             else:
                 ms = self._parse_memory_space()
         self.expect(">", "in memref type")

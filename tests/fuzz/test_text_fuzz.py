@@ -94,15 +94,26 @@ FOUND = {
     "undefined_alias": ('func.func @f(%x: f32) {\n'
                         '  %0 = "arith.mulf"(%x, %x) <{fastmath = #fm}> : (f32, f32) -> f32\n'
                         '  return\n}\n', "parse error", "undefined symbol alias id 'fm'"),
-    # a layout whose strides pass int64 (a map of 100 results): OverflowError in the lowering
+    # a layout whose strides pass int64 (5^60 elements): OverflowError in the lowering
     "layout_strides_beyond_int64": (
-        "#t = affine_map<(d0, d1) -> (d0, " + ", ".join(["d1"] * 100) + ")>\n"
+        "#t = affine_map<(d0, d1) -> (d0, " + ", ".join(["d1"] * 60) + ")>\n"
         "func.func @f(%P: memref<6x5xf64, #t>, %v: f64) {\n"
         "  affine.store %v, %P[0, 0] : memref<6x5xf64, #t>\n  return\n}\n",
         "lowering error", None),
     # modules nested to the limit: the generic print (one more module region) did not read back
     "modules_at_the_nesting_limit": ("module {\n" * 100 + "func.func @f() {\n  return\n}\n"
                                      + "}\n" * 100, "ok", None),
+    # a layout map of 3000 results: the injectivity check (ISL) ran for minutes
+    "layout_of_3000_results": (
+        "#t = affine_map<(d0, d1) -> (d0 floordiv 2, " + ", ".join(["d1"] * 3000)
+        + ", d0 mod 2)>\nfunc.func @f(%P: memref<6x5xf64, #t>) {\n  return\n}\n",
+        "parse error", "memref layout maps of more than 64 results are not supported"),
+    # an arith.addf whose fastmath attribute is #arith.fastmath0x7E00<none> (generic form)
+    # printed as 'arith.addf %a, %a fastmath0x7E00<none>', which does not read back
+    "bad_fastmath": ('func.func @f(%a: f32) -> f32 {\n  %0 = "arith.addf"(%a, %a) '
+                     '<{fastmath = #arith.fastmath0x7E00<none>}> : (f32, f32) -> f32\n'
+                     '  return %0 : f32\n}\n', "parse error",
+                     "attribute 'fastmath' failed to satisfy constraint"),
     # (i0 is valid MLIR; LLVM has no i0: the lowering refuses it)
     "i0_constant": ("func.func @f() {\n  %c = arith.constant 0 : i0\n  return\n}\n",
                     "lowering error", None),

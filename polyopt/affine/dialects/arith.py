@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ..attributes import DenseElementsAttr, FloatAttr, IntegerAttr, OpaqueAttr
 from ..ir import Operation, register_op
 from ..types import (FloatType, IndexType, IntegerType, Type, VectorType, element_type_of, i1)
@@ -80,6 +82,10 @@ class ConstantOp(Operation):
             raise self.error(f"value type '{getattr(a, 'type', '?')}' must match return type '{t}'")
 
 
+_FASTMATH = re.compile(r"#arith\.fastmath<\s*(none|reassoc|nnan|ninf|nsz|arcp|contract|afn|fast)"
+                       r"(\s*,\s*(reassoc|nnan|ninf|nsz|arcp|contract|afn|fast))*\s*>")
+
+
 class _BinaryOp(Operation):
     """``%r = arith.addf %a, %b [fastmath<...>] : f64`` (operands and result share a type)."""
 
@@ -119,6 +125,11 @@ class _BinaryOp(Operation):
         t = self.results[0].type
         if any(v.type != t for v in self.operands):
             raise self.error("requires the same type for all operands and results")
+        fm = self.attributes.get("fastmath")
+        if fm is not None and not _FASTMATH.fullmatch(str(fm)):
+            # printed as fastmath<...> after the operands, which must read back
+            raise self.error(f"attribute 'fastmath' failed to satisfy constraint: Floating point "
+                             f"fast math flags (got {fm})")
         if self.FLOAT and not _is_float_like(t):
             raise self.error(f"operand #0 must be floating-point-like, but got '{t}'")
         if not self.FLOAT and not _is_int_like(t):
