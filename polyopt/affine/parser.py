@@ -38,6 +38,8 @@ _DIGITS = re.compile(r"[0-9]+")
 _LOC_OPEN = re.compile(r"loc\s*\(")
 _STRING_RUN = re.compile(r'[^"\\\n\v\f]*')
 _HEX2 = re.compile(r"[0-9a-fA-F]{2}")
+_RESULT_LIST = re.compile(r"(?:%[A-Za-z0-9_$.\-]+(?::\s*[0-9]+)?\s*,\s*)*"
+                          r"%[A-Za-z0-9_$.\-]+(?::\s*[0-9]+)?\s*=(?!=)")
 
 INT64_MAX = (1 << 63) - 1
 #: How deeply regions may nest, and lists, types, expressions and locations within one op:
@@ -345,7 +347,11 @@ class Parser:
         return value
 
     def peek_operand(self) -> bool:
-        return self.peek("%")
+        """A use of an SSA value is next: ``%x``, not the result names of the next op
+        (``%x = ...``, ``%a, %b = ...``, ``%r:2 = ...``).  mlir-opt-22 prints a
+        ``vector.print punctuation <newline>`` as ``vector.print`` and then cannot read it
+        back when the next op has results; polyopt can."""
+        return self.peek("%") and not _RESULT_LIST.match(self.text, self.pos)
 
     def check_type(self, value: Value, expected: Type, offset: Optional[int] = None) -> None:
         """MLIR's check that the type written at a use agrees with the value's type; the error

@@ -2,8 +2,10 @@
 input must pass (issue 13, item 7).
 
 An input ends in success or in a :class:`PolyoptError` with a location.  An input that parses
-must also print to text that parses back to the same text (a fixed point), and lower to LLVM IR
-(``prepare_for_lowering`` then ``lower_module``) or give a located error.  Anything else is a
+must also print to text that parses back to the same text (a fixed point: after one more round
+where mlir-opt-22's own affine simplification needs it, see ``_check``), its generic print must
+read back to the same module, and it must lower to LLVM IR (``prepare_for_lowering`` then
+``lower_module``) or give a located error.  Anything else is a
 failure: another exception (an internal error), an error without a location, a printed module
 that does not read back, more than :data:`CPU_SECONDS` of CPU time.
 
@@ -337,6 +339,17 @@ class Failure(Exception):
         return f"{self.kind}: {self.detail}"
 
 
+def _reprint(printed: str, name: str) -> str:
+    from polyopt.affine.diagnostics import PolyoptError
+    from polyopt.affine.parser import parse
+    from polyopt.affine.printer import print_module
+    try:
+        return print_module(parse(printed, name))
+    except PolyoptError as e:
+        raise Failure("reparse", f"the printed module does not parse: {e}\n"
+                                 f"--- printed:\n{printed}") from None
+
+
 def _located(e, stage: str) -> str:
     if e.loc is None:
         raise Failure("unlocated", f"{stage}: {type(e).__name__} without a location: {e}")
@@ -370,14 +383,18 @@ def _check(data: bytes, name: str, upstream: bool = False) -> str:
         except PolyoptError as e:
             return _located(e, "parse")
         printed = print_module(module)
-        try:
-            again = print_module(parse(printed, "printed.mlir"))
-        except PolyoptError as e:
-            raise Failure("reparse", f"the printed module does not parse: {e}\n"
-                                     f"--- printed:\n{printed}") from None
+        again = _reprint(printed, "printed.mlir")
         if again != printed:
-            raise Failure("fixed-point", f"printing is not a fixed point\n--- printed:\n"
-                                         f"{printed}\n--- printed again:\n{again}")
+            # mlir-opt-22's affine simplification is not idempotent and polyopt's matches it:
+            # (d0) -> (d0 * 16 + (d0 * -2 + 5) * 1) prints as d0 * 16 + d0 * -2 + 5, which
+            # reads back as d0 * 14 + 5; one more round must change nothing
+            third = _reprint(again, "printed-again.mlir")
+            if third != again:
+                raise Failure("fixed-point", f"printing is not a fixed point\n--- printed:\n"
+                                             f"{printed}\n--- printed again:\n{again}\n"
+                                             f"--- and again:\n{third}")
+            printed = again
+            module = parse(printed, "printed.mlir")
         generic = print_module(module, generic=True)
         try:
             from_generic = print_module(parse(generic, "generic.mlir"))
