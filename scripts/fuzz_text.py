@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Long campaigns of the text fuzzer (issue 13): mutated examples and test snippets through
 polyopt's parser, printer and LLVM lowering, each input in a worker subprocess capped at
-1 GiB of memory (beyond its start-up size) and a second of CPU time.
+1 GiB of memory (beyond its size when the input starts) and a second of CPU time.
 
     nice -n 10 python3 scripts/fuzz_text.py --minutes 20
     python3 scripts/fuzz_text.py --minutes 5 --seed 7 --out /tmp/fuzz --jobs 2
@@ -30,7 +30,8 @@ sys.path.insert(1, os.path.join(ROOT, "tests", "fuzz"))
 
 import text_fuzzer  # noqa: E402
 
-MEMORY_BYTES = 1 << 30     # per input, on top of the worker's own size
+MEMORY_BYTES = 1 << 30     # per input, on top of the worker's size when it starts the input
+RETIRE_BYTES = 256 << 20   # a worker that grew by this much is replaced
 HANG_SECONDS = 30.0        # wall-clock limit of one input (the machine may be shared)
 
 
@@ -43,23 +44,37 @@ def _vm_size() -> int:
 
 
 def worker(upstream: bool) -> None:
-    """Read seeds on stdin, write one JSON result per seed on stdout."""
+    """Read seeds on stdin, write one JSON result per seed on stdout.  Each input may use
+    MEMORY_BYTES more address space than the worker has when it starts it; a worker whose size
+    grew by more than RETIRE_BYTES (what an input left behind) retires after its result."""
     text_fuzzer.check_input(text_fuzzer.corpus()[0].encode())       # imports and caches
-    limit = _vm_size() + MEMORY_BYTES
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    start_size = _vm_size()
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
     for line in sys.stdin:
         seed = int(line)
         result = {"seed": seed}
+        limit = _vm_size() + MEMORY_BYTES
+        resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY
+                                                else min(limit, hard), hard))
         try:
-            result["outcome"] = text_fuzzer.check_input(text_fuzzer.make_input(seed),
-                                                        upstream=upstream)
+            data = text_fuzzer.make_input(seed)
+        except MemoryError:   # the fuzzer's own fault, not polyopt's: say so
+            data = None
+            result.update(outcome="FAIL", kind="fuzzer", detail="MemoryError making the input")
+        try:
+            if data is not None:
+                result["outcome"] = text_fuzzer.check_input(data, upstream=upstream)
         except text_fuzzer.Failure as f:
             kind = "memory" if f.detail.startswith("MemoryError") else f.kind
             result.update(outcome="FAIL", kind=kind, detail=f.detail)
         except MemoryError:
             result.update(outcome="FAIL", kind="memory", detail="MemoryError")
+        retire = _vm_size() - start_size > RETIRE_BYTES
+        result["retire"] = retire
         sys.stdout.write(json.dumps(result) + "\n")
         sys.stdout.flush()
+        if retire:
+            return
 
 
 class Worker:
@@ -124,6 +139,9 @@ def campaign(minutes: float, seed: int, out: str, jobs: int, upstream: bool = Fa
                         record(w, result["kind"], result["detail"])
                     else:
                         outcomes[result["outcome"]] += 1
+                    if result.get("retire"):
+                        w.proc.wait()
+                        replace = True
                 ran += 1
             elif now - w.started > HANG_SECONDS:
                 w.kill()

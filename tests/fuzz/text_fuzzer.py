@@ -29,6 +29,10 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 #: The per-input budget (CPU seconds of the checking process).
 CPU_SECONDS = 1.0
+#: Inputs are cut to this size (after each mutation, so that repeated ones stay small):
+#: polyopt reads, prints and lowers about 100 KB in a second, and past it a linear cost would
+#: count as slow.
+MAX_INPUT_BYTES = 64_000
 
 
 # ---------------------------------------------------------------------------------------------
@@ -137,8 +141,8 @@ def mutate(text: str, rng: random.Random, other: Optional[str] = None) -> bytes:
         if raw is not None:          # text mutations after garbage: on the decodable text
             data = raw.decode("utf-8", errors="replace")
             raw = None
-        data = _MUTATORS[kind](data, rng, other)
-    return raw if raw is not None else data.encode("utf-8")
+        data = _MUTATORS[kind](data, rng, other)[:MAX_INPUT_BYTES]
+    return raw[:MAX_INPUT_BYTES] if raw is not None else data.encode("utf-8")[:MAX_INPUT_BYTES]
 
 
 def _delete_token(text, rng, other):
@@ -257,8 +261,9 @@ def _long_line(text, rng, other):
     if not sig:
         return text
     k = rng.choice(sig)
-    count = rng.choice((100, 1000, 3000, 10000))
     sep = rng.choice((", ", " ", "", "\n"))
+    count = min(rng.choice((100, 1000, 3000, 10000)),
+                MAX_INPUT_BYTES // (len(tokens[k]) + len(sep)) + 1)
     tokens[k] = sep.join([tokens[k]] * count)
     return "".join(tokens)
 
@@ -268,7 +273,8 @@ def _duplicate_line(text, rng, other):
     heaviest ops, a convolution that expands into a 6-deep nest, within the CPU budget)."""
     lines = text.split("\n")
     k = rng.randrange(len(lines))
-    lines[k:k + 1] = [lines[k]] * rng.choice((2, 2, 3, 30, 100))
+    lines[k:k + 1] = [lines[k]] * min(rng.choice((2, 2, 3, 30, 100)),
+                                      MAX_INPUT_BYTES // (len(lines[k]) + 1) + 1)
     return "\n".join(lines)
 
 
@@ -299,16 +305,11 @@ MUTATIONS = (["delete", "swap", "insert", "replace", "number", "nudge"] * 4
              + ["garbage", "nesting", "long_line"])
 
 
-#: Inputs are cut to this size: polyopt reads, prints and lowers about 100 KB in a
-#: second, and past it a linear cost would count as slow.
-MAX_INPUT_BYTES = 64_000
-
-
 def make_input(seed: int) -> bytes:
     """The input number ``seed`` of a campaign: a mutation of one corpus seed."""
     rng = random.Random(seed)
     seeds = corpus()
-    return mutate(rng.choice(seeds), rng, rng.choice(seeds))[:MAX_INPUT_BYTES]
+    return mutate(rng.choice(seeds), rng, rng.choice(seeds))
 
 
 # ---------------------------------------------------------------------------------------------
