@@ -184,8 +184,10 @@ class DenseElementsAttr(Attribute):
     def to_str(self, map_name=None) -> str:
         if not self.data:
             body = ""
-        elif self.is_splat and _width(self.element_type) == 0 and self.num_elements > 1:
-            body = self._nested(self.values, tuple(self.shape))   # as mlir-opt prints i0
+        elif self.is_splat and _width(self.element_type) == 0 and \
+                1 < self.num_elements <= _MAX_EXPANDED_I0:
+            # mlir-opt prints i0 splats element by element (but not billions of them)
+            body = self._nested(self.values, tuple(self.shape))
         elif self.is_splat:
             body = self._fmt(self.data[0])
         else:
@@ -194,6 +196,9 @@ class DenseElementsAttr(Attribute):
 
     def __str__(self) -> str:
         return self.to_str()
+
+
+_MAX_EXPANDED_I0 = 1 << 16
 
 
 def _element_str(v, et: Type) -> str:
