@@ -17,7 +17,7 @@ import traceback
 from dataclasses import replace
 from typing import Optional, Sequence
 
-from .affine.diagnostics import PolyoptError
+from .affine.diagnostics import PolyoptError, decode_source
 from .pipeline import PipelineOptions
 
 
@@ -156,13 +156,19 @@ class UsageError(Exception):
 
 
 def _read_source(path: str) -> tuple[str, str]:
+    """The input's text and the name errors give it; bytes that are not UTF-8 are a located
+    error."""
     if path == "-":
-        return sys.stdin.read(), "<stdin>"
+        stream = getattr(sys.stdin, "buffer", None)   # a text stream replaced in tests has none
+        if stream is None:
+            return sys.stdin.read(), "<stdin>"
+        return decode_source(stream.read(), "<stdin>"), "<stdin>"
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read(), path
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise UsageError(f"cannot open input file '{path}': {e.strerror}") from None
+    return decode_source(data, path), path
 
 
 def _options(args: argparse.Namespace) -> PipelineOptions:

@@ -5,10 +5,8 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 import numpy as np
-import pytest
 
 from polyopt.cli import main
 from polyopt.affine.parser import parse

@@ -7,6 +7,9 @@ prints :meth:`PolyoptError.render`; the Python API lets the exception propagate.
 
 from __future__ import annotations
 
+import bisect
+import functools
+import re
 from dataclasses import dataclass
 
 
@@ -17,9 +20,17 @@ class SourceFile:
     name: str
     text: str
 
+    @functools.cached_property
+    def line_starts(self) -> list[int]:
+        """The offset of the first character of each line."""
+        return [0] + [m.end() for m in re.finditer("\n", self.text)]
+
     def line_text(self, line: int) -> str:
-        lines = self.text.split("\n")
-        return lines[line - 1].rstrip("\r") if 0 < line <= len(lines) else ""
+        starts = self.line_starts
+        if not 0 < line <= len(starts):
+            return ""
+        end = starts[line] - 1 if line < len(starts) else len(self.text)
+        return self.text[starts[line - 1]:end].rstrip("\r")
 
 
 @dataclass(frozen=True)
@@ -35,9 +46,8 @@ class Location:
 
     @staticmethod
     def at_offset(file: SourceFile, offset: int) -> "Location":
-        line = file.text.count("\n", 0, offset) + 1
-        line_start = file.text.rfind("\n", 0, offset) + 1
-        return Location(file, line, offset - line_start + 1)
+        line = bisect.bisect_right(file.line_starts, offset)
+        return Location(file, line, offset - file.line_starts[line - 1] + 1)
 
 
 class PolyoptError(Exception):
@@ -77,3 +87,16 @@ class ScheduleError(PolyoptError):
 
 class CodegenError(PolyoptError):
     """A construct that cannot be lowered to LLVM (unsupported or invalid for code generation)."""
+
+
+def decode_source(data: bytes, name: str) -> str:
+    """The text of an MLIR file (UTF-8); bytes that are not UTF-8 are a :class:`ParseError` at
+    the first of them (the line is quoted with the undecodable bytes replaced)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        text = data.decode("utf-8", errors="replace")
+        good = data[:e.start].decode("utf-8")
+        loc = Location.at_offset(SourceFile(name, text), len(good))
+        raise ParseError(f"invalid UTF-8 byte 0x{data[e.start]:02X} in the input (MLIR text is "
+                         "UTF-8)", loc) from None

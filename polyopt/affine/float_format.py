@@ -14,6 +14,7 @@ else APFloat's default ``toString()`` when it contains a ``.`` (``0.1234567``,
 from __future__ import annotations
 
 import math
+import re
 import struct
 from fractions import Fraction
 from typing import NamedTuple, Union
@@ -125,11 +126,34 @@ def round_to(value: float, fmt: Format) -> float:
     return value if fmt == F64 else from_bits(to_bits(value, fmt), fmt)
 
 
+_DECIMAL = re.compile(r"([0-9]*)(?:\.([0-9]*))?(?:[eE]([-+]?[0-9]+))?")
+
+
 def parse_decimal(text: str, fmt: Format) -> float:
-    """A decimal literal rounded once, to nearest even, to ``fmt`` (as APFloat reads it)."""
+    """A decimal literal rounded once, to nearest even, to ``fmt`` (as APFloat reads it).
+
+    Exponents beyond any format's range (``1e99999999999``) give infinity or zero without
+    building the exact rational, which would exhaust memory.
+    """
     text = text.strip()
     negative = text.startswith("-")
-    return from_bits(round_fraction(Fraction(text.lstrip("+-")), negative, fmt), fmt)
+    body = text.lstrip("+-")
+    m = _DECIMAL.fullmatch(body)
+    if m is None or not (m.group(1) or m.group(2)):
+        raise ValueError(f"not a decimal float literal: {text!r}")
+    digits = ((m.group(1) or "") + (m.group(2) or "")).lstrip("0")
+    sign = -1.0 if negative else 1.0
+    if not digits:
+        return math.copysign(0.0, sign)
+    exp_text = m.group(3) or "0"
+    if len(exp_text.lstrip("+-0")) > 6:            # |exponent| >= 10**6: far out of range
+        return math.copysign(0.0 if exp_text.startswith("-") else math.inf, sign)
+    magnitude = len(digits) - len(m.group(2) or "") + int(exp_text)   # value < 10**magnitude
+    if magnitude > 400:
+        return sign * math.inf
+    if magnitude < -400 - len(digits):
+        return math.copysign(0.0, sign)
+    return from_bits(round_fraction(Fraction(body), negative, fmt), fmt)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -172,7 +172,14 @@ def simplify_affine_expr(e: AffineExpr) -> AffineExpr:
     """``e`` in canonical linear form: ``d0 * 4 + d1 + 1`` for ``(d0 + 1) * 4 + d1 - 3``,
     constant multiples pulled out of floordiv/mod, constants folded (MLIR's
     ``simplifyAffineExpr``, by flattening).  Equal linear forms give equal expressions."""
-    return _unlinearize(_linearize(e, _position_leaf))
+    # one pass can expose more (``(d0 ceildiv 2) * 2 - d0`` becomes ``(-d0) mod 2``, which the
+    # next pass writes ``d0 mod 2``): repeat until nothing changes
+    for _ in range(8):
+        s = _unlinearize(_linearize(e, _position_leaf))
+        if s == e:
+            break
+        e = s
+    return e
 
 
 def _constant_index(v: Value) -> Optional[int]:

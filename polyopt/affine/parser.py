@@ -12,24 +12,74 @@ the counterpart of MLIR's ``OpAsmParser``.
 
 from __future__ import annotations
 
+import contextlib
+import math
 import re
-from typing import Callable, Optional, Sequence, Union
+from typing import Callable, Iterator, NamedTuple, Optional, Sequence
 
 from . import float_format
 from .affine_expr import AffineExpr, AffineMap, IntegerSet, constant, dim, symbol
 from .attributes import (AffineMapAttr, ArrayAttr, Attribute, DenseArrayAttr, DenseElementsAttr,
-                         DictAttr, FloatAttr, IntegerAttr, IntegerSetAttr, OpaqueAttr, StringAttr,
-                         SymbolRefAttr, TypeAttr, UnitAttr)
+                         DictAttr, FloatAttr, IntegerAttr, IntegerSetAttr, LocationAttr, OpaqueAttr,
+                         StringAttr, SymbolRefAttr, TypeAttr, UnitAttr, encode_string,
+                         wrap_signed)
 from .diagnostics import Location, ParseError, SourceFile
 from .ir import OP_REGISTRY, Block, Operation, Region, Value
 from .types import (FloatType, FunctionType, IndexType, IntegerType, MemRefType, NoneType,
-                    StridedLayout, Type, UnrankedMemRefType, VectorType, i1, i64)
+                    StridedLayout, TensorType, Type, UnrankedMemRefType, VectorType, i1, i64)
 
 _BARE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
 _SUFFIX_ID = re.compile(r"[A-Za-z0-9_$.\-]+")
 _INT = re.compile(r"0x[0-9a-fA-F]+|[0-9]+")
 _FLOAT = re.compile(r"[0-9]+\.[0-9]*([eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+")
-_WS = re.compile(r"(\s|//[^\n]*)*")
+# whitespace as MLIR's lexer has it (ASCII only) and ``//`` comments
+_WS = re.compile(r"(?:[ \t\n\r\f\v]+|//[^\n]*)*")
+_DIGITS = re.compile(r"[0-9]+")
+_LOC_OPEN = re.compile(r"loc\s*\(")
+_STRING_RUN = re.compile(r'[^"\\\n\v\f]*')
+_HEX2 = re.compile(r"[0-9a-fA-F]{2}")
+_RESULT_LIST = re.compile(r"(?:%[A-Za-z0-9_$.\-]+(?::\s*[0-9]+)?\s*,\s*)*"
+                          r"%[A-Za-z0-9_$.\-]+(?::\s*[0-9]+)?\s*=(?!=)")
+
+INT64_MAX = (1 << 63) - 1
+#: How deeply regions may nest, and lists, types, expressions and locations within one op:
+#: deeper input is an error at the construct that goes past it, not a RecursionError here or in
+#: the passes that walk the IR.  The two are counted apart so that the generic form of what
+#: parses (same regions, an op's attributes at the same depth) parses too.
+MAX_NESTING = 100
+MAX_NESTING_IN_OP = 64
+_TOO_DEEP = f"region nested too deeply (polyopt reads at most {MAX_NESTING} levels of regions)"
+#: MLIR's limit on the width of an integer type (``IntegerType::kMaxWidth``).
+MAX_INTEGER_WIDTH = (1 << 24) - 1
+#: The largest vector type polyopt takes (LLVM's instruction selection aborts the process on
+#: vectors of 65536 elements and takes seconds on a tenth of that).
+MAX_VECTOR_ELEMENTS = 1 << 14
+#: The most results a memref layout map may have (the physical rank): the injectivity check
+#: (ISL) takes seconds at a few hundred and minutes at a few thousand.
+MAX_LAYOUT_RESULTS = 64
+#: Decimal literals longer than this are refused before conversion (Python's int() of a long
+#: decimal string is quadratic; 4000 digits is past every type's range but i13000 and wider).
+MAX_DECIMAL_DIGITS = 4000
+
+
+
+class _Number(NamedTuple):
+    """A numeric (or ``true``/``false``) literal as written: ``kind`` is "int", "hex", "float"
+    or "bool"; ``text`` has no sign; ``offset`` is where it starts (its ``-`` if any)."""
+
+    kind: str
+    text: str
+    negative: bool
+    offset: int
+    digits_offset: int
+
+
+# The words a type starts with (after ``:`` following a literal).
+_TYPE_WORD = re.compile(r"[su]?i[0-9]+|index|bf16|f[0-9]+|tf32|f[0-9]E[0-9]+M[0-9]+[A-Z]*|none"
+                        r"|vector|memref|tensor|tuple|complex")
+
+# MLIR's builtin float types polyopt does not have.
+_OTHER_FLOAT_TYPES = re.compile(r"f80|f128|tf32|f[4-8]E[0-9]+M[0-9]+[A-Z]*")
 
 # Ops of the paper's 2020 "standard" dialect and their MLIR 22 names.
 LEGACY_OP_NAMES = {
@@ -60,6 +110,8 @@ class Parser:
         self.text = text
         self.pos = 0
         self.scopes: list[dict[str, Value]] = [{}]
+        self.visible_from = 0      # the scopes a use may see (not those outside a func.func)
+        self.last_spelled: dict[str, int] = {}    # where each name was last written
         self.map_aliases: dict[str, AffineMap | IntegerSet] = {}
         self.type_aliases: dict[str, Type] = {}
         self.attr_aliases: dict[str, Attribute] = {}
@@ -67,6 +119,14 @@ class Parser:
         self.op_stack: list[str] = []
         # how and where each value was last used in the source (for messages)
         self.spelled: dict[Value, tuple[str, int]] = {}
+        # ``loc(#name)`` uses, checked once the whole text (and its aliases) is read
+        self.pending_locations: list[tuple[str, int]] = []
+        self.depth = 0             # lists, types, expressions within the current op
+        # regions around the current point, not counting the outermost module's (explicit or
+        # implicit: the printer writes one explicit module around everything)
+        self.region_depth = 0
+        self.deepest: tuple[int, int] = (0, 0)     # (depth, offset) of the deepest region
+        self.module_region_free = False   # the next region is a top-level module's
 
     # ---------------------------------------------------------------------------------------
     # low level
@@ -76,8 +136,23 @@ class Parser:
     def error(self, message: str, offset: Optional[int] = None) -> ParseError:
         return ParseError(message, self.loc(offset))
 
+    @contextlib.contextmanager
+    def nested(self, what: str) -> Iterator[None]:
+        """Count one level of nesting of ``what`` (a list, a type...) while it is parsed."""
+        self.depth += 1
+        try:
+            if self.depth > MAX_NESTING_IN_OP:
+                raise self.error(f"{what} nested too deeply (polyopt reads at most "
+                                 f"{MAX_NESTING_IN_OP} levels of nesting in an op)")
+            yield
+        finally:
+            self.depth -= 1
+
     def skip_ws(self) -> None:
-        self.pos = _WS.match(self.text, self.pos).end()
+        pos = self.pos
+        if pos < len(self.text) and self.text[pos] > " " and self.text[pos] != "/":
+            return
+        self.pos = _WS.match(self.text, pos).end()
 
     def at_end(self) -> bool:
         self.skip_ws()
@@ -107,8 +182,11 @@ class Parser:
         self.skip_ws()
         if self.pos >= len(self.text):
             return "end of input"
-        m = re.compile(r"[A-Za-z_%@#^!][A-Za-z0-9_$.]*|\S").match(self.text, self.pos)
-        return f"'{m.group(0)}'"
+        m = re.compile(r"[A-Za-z_%@#^!][A-Za-z0-9_$.]*|.", re.S).match(self.text, self.pos)
+        token = m.group(0)
+        if not token.isprintable():        # a control or other invisible character
+            return f"unexpected character {ascii(token)}"
+        return f"'{token}'"
 
     def peek_keyword(self, kw: str) -> bool:
         self.skip_ws()
@@ -141,7 +219,9 @@ class Parser:
         self.pos = m.end()
         return m.group(0)
 
-    def parse_integer(self, what: str = "integer") -> int:
+    def parse_integer(self, what: str = "integer", op_name: Optional[str] = None) -> int:
+        """A signed 64-bit integer literal; ``op_name``: the custom op whose parser reads it
+        (mlir-opt names it in the out-of-range message)."""
         self.skip_ws()
         start = self.pos
         neg = self.optional("-")
@@ -150,52 +230,74 @@ class Parser:
         if not m or _FLOAT.match(self.text, self.pos) and _FLOAT.match(self.text, self.pos).end() > m.end():
             self.pos = start
             raise self.error(f"expected {what}, found {self._describe_next()}")
+        v = self._int_value(m.group(0), self.pos)
+        if v > INT64_MAX + (1 if neg else 0):
+            prefix = f"custom op '{op_name}' " if op_name else ""
+            raise self.error(f"{prefix}integer value too large")
         self.pos = m.end()
-        v = int(m.group(0), 0)
         return -v if neg else v
 
-    def optional_integer(self) -> Optional[int]:
+    def _int_value(self, digits: str, offset: int) -> int:
+        """The value of a decimal (leading zeros allowed, as in MLIR) or ``0x`` literal,
+        refusing a decimal one so long that converting it would take quadratic time (no type
+        holds it anyway)."""
+        if digits.startswith("0x"):
+            return int(digits, 16)
+        if len(digits) > MAX_DECIMAL_DIGITS:
+            raise self.error(f"integer literal with {len(digits)} digits is too large (polyopt "
+                             f"reads at most {MAX_DECIMAL_DIGITS})", offset)
+        return int(digits, 10)
+
+    def optional_integer(self, op_name: Optional[str] = None) -> Optional[int]:
+        """An integer literal if one is next (an out-of-range one is an error)."""
         self.skip_ws()
         if re.match(r"-?\s*[0-9]", self.text[self.pos:self.pos + 40]):
             save = self.pos
             try:
-                return self.parse_integer()
-            except ParseError:
+                return self.parse_integer(op_name=op_name)
+            except ParseError as exc:
+                if exc.message.endswith("integer value too large"):
+                    raise
                 self.pos = save
         return None
 
     def parse_string(self) -> str:
+        """A string literal with MLIR's escapes (``\\"``, ``\\\\``, ``\\n``, ``\\t``, ``\\XX``
+        bytes); bytes that are not UTF-8 are kept as surrogates (see ``escape_string``)."""
         self.skip_ws()
         if not self.text.startswith('"', self.pos):
             raise self.error(f"expected string literal, found {self._describe_next()}")
         i = self.pos + 1
-        out = []
-        while i < len(self.text) and self.text[i] != '"':
-            c = self.text[i]
-            if c == "\n":
+        out = bytearray()
+        while True:
+            m = _STRING_RUN.match(self.text, i)
+            out += encode_string(m.group(0))
+            i = m.end()
+            c = self.text[i:i + 1]
+            if c == '"':
+                break
+            if c in ("", "\n", "\v", "\f"):
                 raise self.error("expected '\"' in string literal", i)
-            if c == "\\":
-                nxt = self.text[i + 1:i + 2]
-                if nxt == "n":
-                    out.append("\n")
-                elif nxt in ('"', "\\"):
-                    out.append(nxt)
-                elif re.match(r"[0-9a-fA-F]{2}", self.text[i + 1:i + 3]):
-                    out.append(chr(int(self.text[i + 1:i + 3], 16)))
-                    i += 1
-                else:
-                    out.append(nxt)
-                i += 2
-                continue
-            out.append(c)
-            i += 1
-        if i >= len(self.text):
-            raise self.error("expected '\"' in string literal")
+            nxt = self.text[i + 1:i + 2]
+            if nxt in ('"', "\\"):
+                out += nxt.encode()
+            elif nxt in ("n", "t"):
+                out += b"\n" if nxt == "n" else b"\t"
+            elif _HEX2.match(self.text, i + 1):
+                out.append(int(self.text[i + 1:i + 3], 16))
+                i += 1
+            else:
+                raise self.error("unknown escape in string literal", i)
+            i += 2
         self.pos = i + 1
-        return "".join(out)
+        return out.decode("utf-8", "surrogateescape")
 
     def parse_comma_separated(self, open_: str, close: str, element: Callable[[], object],
                               allow_empty: bool = True) -> list:
+        with self.nested("list"):
+            return self._parse_comma_separated(open_, close, element, allow_empty)
+
+    def _parse_comma_separated(self, open_, close, element, allow_empty) -> list:
         self.expect(open_)
         items = []
         if self.optional(close):
@@ -211,7 +313,7 @@ class Parser:
     # ---------------------------------------------------------------------------------------
     # SSA values
     def _lookup(self, name: str, offset: int) -> Value:
-        for scope in reversed(self.scopes):
+        for scope in reversed(self.scopes[self.visible_from:]):
             if name in scope:
                 return scope[name]
         raise self.error(f"use of undeclared SSA value name '%{name}'", offset)
@@ -225,6 +327,7 @@ class Parser:
         if not m:
             raise self.error("expected SSA value name after '%'")
         name = m.group(0)
+        self.last_spelled[name] = self.pos
         self.pos = m.end()
         index = 0
         if self.text.startswith("#", self.pos) and re.match(r"#[0-9]", self.text[self.pos:self.pos + 2]):
@@ -232,6 +335,10 @@ class Parser:
             index = int(m2.group(1))
             self.pos = m2.end()
             name = f"{name}#{index}"
+        # MLIR's parseArgument takes a location after a region argument's name
+        # (``affine.for %i loc("a.mlir":3:7) = 0 to 4``); polyopt takes one after any name
+        # (the custom parsers of ops read their region arguments' names here) and drops it
+        self.optional_location()
         return name, index
 
     def parse_operand(self, expected_type: Optional[Type] = None) -> Value:
@@ -246,7 +353,11 @@ class Parser:
         return value
 
     def peek_operand(self) -> bool:
-        return self.peek("%")
+        """A use of an SSA value is next: ``%x``, not the result names of the next op
+        (``%x = ...``, ``%a, %b = ...``, ``%r:2 = ...``).  mlir-opt-22 prints a
+        ``vector.print punctuation <newline>`` as ``vector.print`` and then cannot read it
+        back when the next op has results; polyopt can."""
+        return self.peek("%") and not _RESULT_LIST.match(self.text, self.pos)
 
     def check_type(self, value: Value, expected: Type, offset: Optional[int] = None) -> None:
         """MLIR's check that the type written at a use agrees with the value's type; the error
@@ -275,14 +386,27 @@ class Parser:
         return ops
 
     def define(self, name: str, value: Value, offset: Optional[int] = None) -> None:
-        scope = self.scopes[-1]
-        if name in scope:
+        # as in MLIR, a name of an enclosing region (even outside a func.func) is not reused
+        if any(name in scope for scope in self.scopes):
             raise self.error(f"redefinition of SSA value '%{name}'", offset)
-        scope[name] = value
+        self.scopes[-1][name] = value
 
     # ---------------------------------------------------------------------------------------
     # types
-    def parse_type(self) -> Type:
+    def parse_type(self, allow_tensor: bool = False) -> Type:
+        """A type; tensor types only where ``allow_tensor`` (the types of attributes): polyopt's
+        values are scalars, vectors and memrefs."""
+        self.skip_ws()
+        start = self.pos
+        with self.nested("type"):
+            t = self._parse_type(allow_tensor)
+        if isinstance(t, TensorType) and not allow_tensor:
+            raise self.error(f"tensor values are not supported by polyopt (memref-based IR: "
+                             f"bufferize first, e.g. mlir-opt-22 --one-shot-bufferize); got "
+                             f"'{t}'", start)
+        return t
+
+    def _parse_type(self, allow_tensor: bool) -> Type:
         self.skip_ws()
         start = self.pos
         if self.optional("("):
@@ -294,10 +418,22 @@ class Parser:
             if name in self.type_aliases:
                 self.pos = m.end()
                 return self.type_aliases[name]
-            raise self.error(f"undefined symbol alias id '!{name}'" if m else "expected type")
+            if "." in name:
+                raise self.error(f"dialect type '!{name}' is not supported by polyopt")
+            raise self.error(f"undefined symbol alias id '{name}'" if m else "expected type")
         word = self.optional_bare_id()
         if word is None:
             raise self.error(f"expected type, found {self._describe_next()}", start)
+        m = re.fullmatch(r"([su]?)i([0-9]+)", word)
+        if m:
+            digits = m.group(2).lstrip("0") or "0"
+            if len(digits) > 10 or int(digits) > 0xFFFFFFFF:
+                raise self.error("invalid integer width", start)
+            if int(digits) > MAX_INTEGER_WIDTH:
+                raise self.error(f"integer bitwidth is limited to {MAX_INTEGER_WIDTH} bits", start)
+            if m.group(1):
+                raise self.error(f"type '{word}' is not supported by polyopt (signless integers "
+                                 "only: i1, i8, ..., with arith's signed/unsigned ops)", start)
         t = self._scalar_type(word)
         if t is not None:
             return t
@@ -307,9 +443,30 @@ class Parser:
             return self._parse_memref_type(start)
         if word == "none":
             return NoneType()
-        if word in ("tensor", "tuple", "complex"):
+        if word == "tensor":
+            return self._parse_tensor_type(start)
+        if word in ("tuple", "complex"):
             raise self.error(f"type '{word}' is not supported by polyopt (memref-based IR only)", start)
+        if _OTHER_FLOAT_TYPES.fullmatch(word):
+            raise self.error(f"type '{word}' is not supported by polyopt (float types: f16, bf16, "
+                             "f32, f64)", start)
         raise self.error(f"unknown type '{word}'", start)
+
+    def _parse_tensor_type(self, start: int) -> TensorType:
+        self.expect("<")
+        if self.optional("*"):
+            self.skip_ws()
+            if not self.text.startswith("x", self.pos):
+                raise self.error("expected 'x' in unranked tensor type")
+            self.pos += 1
+            elem = self.parse_type()
+            self.expect(">", "in tensor type")
+            return TensorType(None, elem)
+        dims, elem = self._parse_dims_and_element(start, allow_dynamic=True)
+        if self.peek(","):
+            raise self.error("tensor encodings are not supported by polyopt")
+        self.expect(">", "in tensor type")
+        return TensorType(tuple(dims), elem)
 
     @staticmethod
     def _scalar_type(word: str) -> Optional[Type]:
@@ -328,18 +485,22 @@ class Parser:
         """``2048x?x4xf64`` -> ([2048, None, 4], f64); the element type may be a vector."""
         dims: list = []
         while True:
-            self.skip_ws()
+            self.skip_ws()   # MLIR's lexer: ``memref< 4 x ? x f32 >`` is ``memref<4x?xf32>``
             if self.text.startswith("?", self.pos):
                 if not allow_dynamic:
                     raise self.error("vector types must have static shape (scalable vectors are not supported)")
                 self.pos += 1
                 dims.append(None)
             else:
-                m = re.compile(r"[0-9]+").match(self.text, self.pos)
+                m = _DIGITS.match(self.text, self.pos)
                 if not m:
                     break
-                dims.append(int(m.group(0)))
+                size = self._int_value(m.group(0), self.pos)
+                if size > INT64_MAX:
+                    raise self.error("invalid dimension")
+                dims.append(size)
                 self.pos = m.end()
+            self.skip_ws()
             if not self.text.startswith("x", self.pos):
                 raise self.error("expected 'x' in dimension list")
             self.pos += 1
@@ -350,9 +511,13 @@ class Parser:
         self.expect("<")
         dims, elem = self._parse_dims_and_element(start, allow_dynamic=False)
         if not dims:
-            raise self.error("vector types must have at least one dimension", start)
+            raise self.error("0-D vector types are not supported by polyopt", start)
         if any(d <= 0 for d in dims):
-            raise self.error("vector types must have positive constant sizes", start)
+            raise self.error("vector types must have positive constant sizes but got "
+                             + ", ".join(map(str, dims)), start)
+        if math.prod(dims) > MAX_VECTOR_ELEMENTS:
+            raise self.error(f"vector types of more than {MAX_VECTOR_ELEMENTS} elements are not "
+                             "supported by polyopt (LLVM's code generator fails on them)", start)
         if not (elem.is_int_or_index or elem.is_float):
             raise self.error(f"vector elements must be int/index/float type but got '{elem}'", start)
         self.expect(">", "in vector type")
@@ -367,7 +532,7 @@ class Parser:
             elem = self.parse_type()
             ms = None
             if self.optional(","):
-                ms = self.parse_integer("memory space")
+                ms = self._parse_memory_space()
             self.expect(">", "in memref type")
             return UnrankedMemRefType(elem, ms)
         dims, elem = self._parse_dims_and_element(start, allow_dynamic=True)
@@ -388,10 +553,27 @@ class Parser:
                                      f"{len(dims)} != {m.num_dims}", lstart)
                 if m.num_symbols:
                     raise self.error("memref layout maps with symbols are not supported", lstart)
+                if len(m.results) > MAX_LAYOUT_RESULTS:
+                    raise self.error(f"memref layout maps of more than {MAX_LAYOUT_RESULTS} "
+                                     f"results are not supported by polyopt (got "
+                                     f"{len(m.results)})", lstart)
             else:
-                ms = self.parse_integer("memory space or layout")
+                ms = self._parse_memory_space()
         self.expect(">", "in memref type")
         return MemRefType(tuple(dims), elem, layout, ms)
+
+    def _parse_memory_space(self) -> int:
+        """A memref's integer memory space (``memref<4xf32, 3>``)."""
+        self.skip_ws()
+        at = self.pos
+        number = self._lex_number()
+        if number is None or number.kind == "float":
+            self.pos = at
+            raise self.error(f"expected memory space or layout, found {self._describe_next()}")
+        value = self._int_value(number.text, number.offset)
+        if value > INT64_MAX:
+            raise self.error("integer constant out of range for attribute", number.digits_offset)
+        return -value if number.negative else value
 
     def _parse_strided_layout(self) -> StridedLayout:
         self.expect_keyword("strided")
@@ -400,7 +582,12 @@ class Parser:
         def one():
             if self.optional("?"):
                 return None
-            return self.parse_integer("stride")
+            self.skip_ws()
+            at = self.pos
+            try:
+                return self.parse_integer("stride")
+            except ParseError:
+                raise self.error("expected a 64-bit signed integer or '?'", at) from None
         strides = self.parse_comma_separated("[", "]", one)
         offset = 0
         if self.optional(","):
@@ -585,12 +772,24 @@ class Parser:
         start = self.pos
         if self.peek("-") and not self.peek("->"):
             self.pos += 1
-            return -self._affine_unary(lookup)
+            self.skip_ws()
+            m = _INT.match(self.text, self.pos)
+            if m and self._int_value(m.group(0), self.pos) == INT64_MAX + 1:
+                # -9223372036854775808: what the printer writes for the smallest int64 (MLIR's
+                # own parser refuses its printer's text there)
+                self.pos = m.end()
+                return constant(-(INT64_MAX + 1))
+            with self.nested("affine expression"):
+                return -self._affine_unary(lookup)
         if self.optional("("):
-            e = self.parse_affine_expr(lookup)
+            with self.nested("affine expression"):
+                e = self.parse_affine_expr(lookup)
             self.expect(")", "in affine expression")
             return e
         if self.peek_char().isdigit():
+            m = _INT.match(self.text, self.pos)
+            if self._int_value(m.group(0), self.pos) > INT64_MAX:
+                raise self.error("constant too large for index")
             return constant(self.parse_integer())
         if self.peek_keyword("symbol") and re.match(r"symbol\s*\(", self.text[self.pos:self.pos + 20]):
             self.expect_keyword("symbol")
@@ -678,6 +877,12 @@ class Parser:
             return DictAttr(tuple(self.parse_attr_dict_body().items()))
         if c == "@":
             return SymbolRefAttr(self.parse_symbol_name())
+        if self.peek_keyword("loc") and _LOC_OPEN.match(self.text, self.pos):
+            self.expect_keyword("loc")
+            self.expect("(")
+            attr = self._location_instance()
+            self.expect(")", "in location")
+            return attr
         if c == "#":
             m = _SUFFIX_ID.match(self.text, self.pos + 1)
             name = m.group(0) if m else ""
@@ -687,6 +892,8 @@ class Parser:
             if name in self.attr_aliases:
                 self.pos = m.end()
                 return self.attr_aliases[name]
+            if "." not in name:      # not a dialect attribute (#arith.fastmath<fast>)
+                raise self.error(f"undefined symbol alias id '{name}'", start)
             return OpaqueAttr(self._skip_balanced_attr())
         if c == "(":
             try:  # a function type (``function_type = (index) -> ()`` in generic func.func)
@@ -711,180 +918,248 @@ class Parser:
         if word == "array":
             self.pos = word_m.end()
             self.expect("<")
+            self.skip_ws()
+            tstart = self.pos
             et = self.parse_type()
+            if not isinstance(et, (IntegerType, FloatType)):
+                raise self.error("expected integer or float type, got: " + str(et), tstart)
             vals = []
             if self.optional(":"):
-                vals.append(self.parse_integer())
+                vals.append(self._dense_array_value(et))
                 while self.optional(","):
-                    vals.append(self.parse_integer())
+                    vals.append(self._dense_array_value(et))
             self.expect(">")
             return DenseArrayAttr(et, tuple(vals))
         if word == "dense":
-            dense = self._parse_dense_tensor_attr()
-            if dense is not None:
-                return dense
-            return OpaqueAttr(self._skip_balanced_attr(with_type=True))
+            return self.parse_dense_elements_attr()
         try:
-            return TypeAttr(self.parse_type())
+            return TypeAttr(self.parse_type(allow_tensor=True))
         except ParseError:
             self.pos = start
             raise self.error(f"expected attribute value, found {self._describe_next()}")
 
-    def _lex_number(self) -> Optional[tuple[str, Union[int, float], str]]:
-        """An optionally negative float or integer literal: ``("float" or "int", value, its
-        digits)`` with the position after it; ``None`` when none follows (a ``-`` is
-        consumed)."""
+    def _dense_array_value(self, et: Type):
+        """One element of ``array<i32: 1, 2>`` / ``array<f32: 1.5>`` / ``array<i1: true>``."""
+        self.skip_ws()
+        at = self.pos
+        if isinstance(et, IntegerType) and et.width == 1 and \
+                (self.optional_keyword("true") or self.optional_keyword("false")):
+            return 1 if self.text[at:self.pos] == "true" else 0
+        number = self._lex_number()
+        if number is None:
+            raise self.error(f"expected integer or float literal, found {self._describe_next()}")
+        if isinstance(et, FloatType):
+            if number.kind == "int":   # array<f32: 1> is accepted (as MLIR does)
+                number = number._replace(kind="float")
+            return self._float_of(number, et)
+        if number.kind == "float":
+            raise self.error("expected integer literal", number.offset)
+        return self._integer_of(number, et, "")
+
+    def _lex_number(self) -> Optional[_Number]:
+        """An optionally negative float, decimal or hex integer literal (not converted yet),
+        with the position after it; ``None`` when none follows (a ``-`` is consumed)."""
+        self.skip_ws()
+        at = self.pos
         neg = self.optional("-")
         self.skip_ws()
         fm = _FLOAT.match(self.text, self.pos)
         im = _INT.match(self.text, self.pos)
-        sign = -1 if neg else 1
+        digits_at = self.pos
         if fm and (not im or fm.end() > im.end()):
             self.pos = fm.end()
-            return "float", float(fm.group(0)) * sign, fm.group(0)
+            return _Number("float", fm.group(0), neg, at, digits_at)
         if im:
             self.pos = im.end()
-            return "int", int(im.group(0), 0) * sign, im.group(0)
+            kind = "hex" if im.group(0).startswith("0x") else "int"
+            return _Number(kind, im.group(0), neg, at, digits_at)
         return None
 
+    def _integer_of(self, number: _Number, t: Type, what: str) -> int:
+        """The value of an integer literal in ``t`` (iN or index) as MLIR stores it (signed:
+        ``255 : i8`` is -1, ``-1 : i1`` is 1), or MLIR's out-of-range error."""
+        value = self._int_value(number.text, number.offset)
+        if number.negative:
+            value = -value
+        if isinstance(t, IndexType):
+            lo, hi = -(1 << 63), INT64_MAX
+        elif t.width == 0:
+            lo, hi = 0, 0
+        elif t.width == 1:
+            lo, hi = -1, 1
+        else:
+            lo, hi = -(1 << (t.width - 1)), (1 << t.width) - 1
+        if not lo <= value <= hi:
+            raise self.error(f"integer constant out of range{' for ' if what else ''}{what}",
+                             number.digits_offset)
+        return wrap_signed(value, t)
+
+    def _float_of(self, number: _Number, t: FloatType) -> float:
+        """The value of a float literal (or of a hex bit pattern) in ``t``."""
+        fmt = float_format.format_of(t)
+        if number.kind == "float":
+            return float_format.parse_decimal(("-" if number.negative else "") + number.text, fmt)
+        if number.kind == "int":
+            raise self.error("unexpected decimal integer literal for a floating point value",
+                             number.offset)
+        if number.negative:
+            raise self.error("hexadecimal float literal should not have a leading minus",
+                             number.digits_offset)
+        bits = int(number.text, 16)
+        if bits >> fmt.width:
+            raise self.error("hexadecimal float constant out of range for type", number.offset)
+        return float_format.from_bits(bits, fmt)
+
     def _parse_number_attr(self, type_hint: Optional[Type], start: int) -> Attribute:
-        self.skip_ws()
         number = self._lex_number()
         if number is None:
             raise self.error(f"expected attribute value, found {self._describe_next()}")
-        kind, value, text = number
-        if kind == "float":
-            t = self._optional_colon_type() or type_hint
-            if t is None:
-                t = FloatType(64)
+        save = self.pos
+        t = self._optional_colon_type()
+        type_at = _WS.match(self.text, self.text.index(":", save) + 1).end() \
+            if t is not None else start
+        t = t or type_hint
+        if number.kind == "float":
+            t = t if t is not None else FloatType(64)
             if not isinstance(t, FloatType):
-                raise self.error(f"floating point value not valid for type '{t}'", start)
-            return FloatAttr(value, t)
-        t = self._optional_colon_type() or type_hint
-        if t is None:
-            t = i64
+                raise self.error("floating point value not valid for specified type", type_at)
+        t = t if t is not None else i64
         if isinstance(t, FloatType):
-            if text.startswith("0x"):
-                fmt = float_format.format_of(t)
-                if value < 0:
-                    raise self.error("hexadecimal float literal should not have a leading minus",
-                                     start + 1)
-                if int(text, 16) >> fmt.width:
-                    raise self.error("hexadecimal float constant out of range for type", start)
-                return FloatAttr(float_format.from_bits(int(text, 16), fmt), t)
-            return FloatAttr(float(value), t)
+            return FloatAttr(self._float_of(number, t), t)
         if not isinstance(t, (IntegerType, IndexType)):
             raise self.error(f"integer literal not valid for type '{t}'", start)
-        if isinstance(t, IntegerType):
-            lo, hi = (-(1 << (t.width - 1)), (1 << t.width) - 1) if t.width else (0, 0)
-            if t.width == 1:
-                lo, hi = -1, 1
-            if not lo <= value <= hi:
-                raise self.error(f"integer constant out of range for attribute of type '{t}'", start)
-        return IntegerAttr(value, t)
+        return IntegerAttr(self._integer_of(number, t, "attribute"), t)
 
-    def _parse_dense_tensor_attr(self) -> Optional[DenseElementsAttr]:
-        """``dense<1> : tensor<2xi64>``, ``dense<[[1, 2], [3, 4]]> : tensor<2x2xi64>``, with
-        MLIR's messages; ``None`` (nothing consumed) when the type is not a tensor or the
-        literal is not made of numbers, for the callers that keep other dense attributes as
-        text."""
+    def parse_dense_elements_attr(self) -> DenseElementsAttr:
+        """``dense<literal> : type`` of a statically shaped tensor or vector type: a splat
+        (``dense<1.0>``), nested lists (``dense<[[1, 2], [3, 4]]>``), ``true``/``false``, hex
+        bit patterns of floats (``dense<0x7FC00000>``) or the raw little-endian bytes of every
+        element (``dense<"0x0000803F">``), with MLIR's messages."""
         self.skip_ws()
         start = self.pos
         self.expect_keyword("dense")
         self.expect("<")
-        literal_start = self.pos
-
-        def element():
-            self.skip_ws()
-            if self.peek("["):
-                return self.parse_comma_separated("[", "]", element)
-            at = self.pos
-            if self.optional_keyword("true"):
-                return ("bool", True, at)
-            if self.optional_keyword("false"):
-                return ("bool", False, at)
-            number = self._lex_number()
-            if number is not None:
-                return (number[0], number[1], at)
-            raise self.error(f"expected element literal of primitive type, found "
-                             f"{self._describe_next()}")
-
-        try:
-            literal = None if self.peek(">") else element()
-            self.expect(">")
-        except ParseError:
-            literal = ()   # not a literal of numbers (a hex blob, complex values...)
-        if literal == () or not self.optional(":") or not self.peek_keyword("tensor"):
-            self.pos = start
-            return None
-        self.expect_keyword("tensor")
+        self.skip_ws()
+        hex_data = None
+        literal = None
+        if self.peek('"'):
+            hex_at = self.pos
+            hex_data = self.parse_string()
+            if not re.fullmatch(r"0x([0-9a-fA-F]{2})*", hex_data):
+                raise self.error("expected string containing hex digits starting with `0x`",
+                                 hex_at)
+        elif not self.peek(">"):
+            literal = self._dense_literal()
+        self.expect(">")
+        self.expect(":", "after dense elements literal")
         self.skip_ws()
         tstart = self.pos
-        self.expect("<")
-        dims, et = self._parse_dims_and_element(tstart, allow_dynamic=True)
-        self.expect(">", "in tensor type")
-        if any(d is None for d in dims):
+        t = self.parse_type(allow_tensor=True)
+        if not isinstance(t, (TensorType, VectorType)):
+            raise self.error("elements literal must be a shaped type", start)
+        if not t.has_static_shape if isinstance(t, TensorType) else False:
             raise self.error("elements literal type must have static shape", start)
+        et = t.element_type
         if not isinstance(et, (IntegerType, IndexType, FloatType)):
-            raise self.error(f"expected integer or float elements in the tensor type, got "
-                             f"'{et}'", tstart)
-
-        def shape_of(lit) -> list[int]:
-            if isinstance(lit, tuple):
-                return []
-            inner = [shape_of(x) for x in lit]
-            if any(i != inner[0] for i in inner[1:]):
-                raise self.error("tensor literal is invalid; ranks are not consistent between "
-                                 "elements", literal_start)
-            return [len(lit)] + (inner[0] if inner else [])
-
-        def flat(lit) -> list:
-            return [lit] if isinstance(lit, tuple) else [x for y in lit for x in flat(y)]
-
-        count = 1
-        for d in dims:
-            count *= d
-        if literal is None or isinstance(literal, list) and not literal:
-            leaves = []
+            raise self.error(f"polyopt reads dense elements of integer, index and float types, "
+                             f"not '{et}'", tstart)
+        dims = list(t.shape)
+        kind = "vector" if isinstance(t, VectorType) else "tensor"
+        if hex_data is not None:
+            data = self._dense_hex_values(bytes.fromhex(hex_data[2:]), t, start)
+            return DenseElementsAttr(tuple(dims), et, data, kind)
+        count = math.prod(dims)
+        if literal is None:
             if count:
-                raise self.error(f"inferred shape of elements literal ([0]) does not match type "
-                                 f"([{', '.join(map(str, dims))}])", start)
-        else:
-            leaves = flat(literal)
-            shape = shape_of(literal)
-            if shape and shape != dims:
-                got = ", ".join(map(str, shape))
-                raise self.error(f"inferred shape of elements literal ([{got}]) does not match "
-                                 f"type ([{', '.join(map(str, dims))}])", start)
-        values = []
-        for kind, v, at in leaves:
+                raise self.error(f"parsed zero elements, but type ('{t}') expected at least 1",
+                                 start)
+            return DenseElementsAttr(tuple(dims), et, (), kind)
+        shape, leaves = literal
+        if shape and shape != dims:
+            raise self.error(f"inferred shape of elements literal ([{', '.join(map(str, shape))}])"
+                             f" does not match type ([{', '.join(map(str, dims))}])", start)
+        if not shape and count == 0:
+            raise self.error(f"inferred shape of elements literal ([]) does not match type "
+                             f"([{', '.join(map(str, dims))}])", start)
+        return DenseElementsAttr(tuple(dims), et, tuple(self._dense_value(v, et) for v in leaves),
+                                 kind)
+
+    def _dense_literal(self) -> tuple[list[int], list]:
+        """The literal of ``dense<...>``: (its shape, its leaves in row-major order)."""
+        self.skip_ws()
+        if self.peek("["):
+            shapes: list = []
+            leaves: list = []
+
+            def element():
+                shape, inner = self._dense_literal()
+                shapes.append(shape)
+                leaves.extend(inner)
+            self.parse_comma_separated("[", "]", element)
+            if any(sh != shapes[0] for sh in shapes[1:]):
+                raise self.error("tensor literal is invalid; ranks are not consistent between "
+                                 "elements", self.pos - 1)
+            return [len(shapes)] + (shapes[0] if shapes else []), leaves
+        at = self.pos
+        if self.optional_keyword("true") or self.optional_keyword("false"):
+            return [], [_Number("bool", self.text[at:self.pos], False, at, at)]
+        if self.peek("("):
+            raise self.error("complex elements are not supported by polyopt")
+        number = self._lex_number()
+        if number is None:
+            self.pos = at
+            raise self.error("expected element literal of primitive type")
+        return [], [number]
+
+    def _dense_value(self, number: _Number, et: Type):
+        if number.kind == "bool":
             if isinstance(et, FloatType):
-                values.append(float(v))
-                continue
-            if kind == "float":
-                raise self.error("expected integer elements, but parsed floating-point", at)
-            if isinstance(et, IntegerType):
-                width = et.width
-                lo, hi = (-1, 1) if width == 1 else (-(1 << (width - 1)), (1 << width) - 1)
-                if not lo <= int(v) <= hi:
-                    raise self.error("integer constant out of range for type", at)
-            values.append(int(v))
-        if len(values) == 1 and count != 1:
-            values = values * count   # a splat
-        return DenseElementsAttr(tuple(dims), et, tuple(values))
+                raise self.error("expected floating point literal", number.offset)
+            if not (isinstance(et, IntegerType) and et.width == 1):
+                raise self.error("expected i1 type for 'true' or 'false' values", number.offset)
+            return 1 if number.text == "true" else 0
+        if isinstance(et, FloatType):
+            return self._float_of(number, et)
+        if number.kind == "float":
+            raise self.error("expected integer elements, but parsed floating-point",
+                             number.offset)
+        return self._integer_of(number, et, "type")
+
+    def _dense_hex_values(self, raw: bytes, t, start: int) -> tuple:
+        """The elements of ``dense<"0x...">``: little-endian, ``i1`` one bit each (LSB first);
+        a single element's worth of bytes is a splat."""
+        et = t.element_type
+        count = math.prod(t.shape)
+        if isinstance(et, IntegerType) and et.width == 1:
+            if len(raw) == 1 and raw[0] in (0, 0xFF):
+                return (1 if raw[0] else 0,)
+            if len(raw) == (count + 7) // 8:
+                return tuple((raw[k // 8] >> (k % 8)) & 1 for k in range(count))
+            raise self.error(f"elements hex data size is invalid for provided type: '{t}'", start)
+        width = 64 if isinstance(et, IndexType) else et.width
+        size = (width + 7) // 8
+        if size and len(raw) == size:
+            words = [raw]
+        elif size and len(raw) == size * count:
+            words = [raw[k * size:(k + 1) * size] for k in range(count)]
+        else:
+            raise self.error(f"elements hex data size is invalid for provided type: '{t}'", start)
+        mask = (1 << width) - 1
+        if isinstance(et, FloatType):
+            fmt = float_format.format_of(et)
+            return tuple(float_format.from_bits(int.from_bytes(w, "little") & mask, fmt)
+                         for w in words)
+        return tuple(wrap_signed(int.from_bytes(w, "little") & mask, et) for w in words)
 
     def _optional_colon_type(self) -> Optional[Type]:
+        """``: type`` after a literal, when what follows the colon is a type; a type that
+        starts like one and is wrong (``: i99999999999``) is an error."""
         save = self.pos
         if self.optional(":") and not self.peek(":"):
             self.skip_ws()
-            if self.peek("(") or self.peek("%") or self.peek("{"):
-                self.pos = save
-                return None
-            try:
+            m = _BARE_ID.match(self.text, self.pos)
+            if self.text.startswith("!", self.pos) or m and _TYPE_WORD.fullmatch(m.group(0)):
                 return self.parse_type()
-            except ParseError:
-                self.pos = save
-                return None
         self.pos = save
         return None
 
@@ -932,7 +1207,7 @@ class Parser:
                 attrs[name] = self.parse_attribute()
             else:
                 attrs[name] = UnitAttr()
-        self.parse_comma_separated("{", "}", entry)
+        self._parse_comma_separated("{", "}", entry, True)    # a dictionary does not nest
         return attrs
 
     def parse_optional_attr_dict(self) -> dict[str, Attribute]:
@@ -968,19 +1243,41 @@ class Parser:
         parsed as the entry block's arguments.  With ``allow_empty``, ``{}`` is a region with no
         block (MLIR's generic form of a function declaration).
         """
+        counted = not (self.module_region_free and self.op_stack[-1:] == ["builtin.module"])
+        self.module_region_free = False
+        if counted and self.region_depth >= MAX_NESTING:
+            raise self.error(_TOO_DEEP)
+        saved_depth = self.depth
+        self.region_depth += counted
+        self.deepest = max(self.deepest, (self.region_depth, self.pos))
+        self.depth = 0          # the ops of the region start their own count
+        try:
+            return self._parse_region_body(entry_args, isolated, entry_arg_types,
+                                           allow_block_args, allow_empty)
+        finally:
+            self.region_depth -= counted
+            self.depth = saved_depth
+
+    def _parse_region_body(self, entry_args, isolated, entry_arg_types, allow_block_args,
+                           allow_empty) -> Region:
         self.expect("{", "to begin a region")
         if allow_empty and not entry_args and self.optional("}"):
             return Region()
-        saved_scopes = self.scopes
-        # ops isolated from above (func.func) cannot see values defined outside them
-        self.scopes = [{}] if isolated else self.scopes + [{}]
+        saved_scopes, saved_visible = self.scopes, self.visible_from
+        self.scopes = self.scopes + [{}]
+        if isolated:     # ops isolated from above (func.func) cannot use values from outside
+            self.visible_from = len(self.scopes) - 1
         region = Region()
         block = None
         try:
             if entry_args:
                 block = entry_args[0][1].block
                 for name, arg in entry_args:
-                    self.define(name, arg)
+                    at = self.last_spelled.get(name)
+                    if any(name in scope for scope in self.scopes):
+                        raise self.error(f"region entry argument '%{name}' is already in use",
+                                         at)
+                    self.define(name, arg, at)
             self.skip_ws()
             if self.peek("^"):
                 if entry_args or not allow_block_args:
@@ -1001,7 +1298,7 @@ class Parser:
                 block.append(self.parse_operation())
             self.expect("}")
         finally:
-            self.scopes = saved_scopes
+            self.scopes, self.visible_from = saved_scopes, saved_visible
         return region
 
     def _parse_block_header(self) -> Block:
@@ -1015,6 +1312,7 @@ class Parser:
                 name, _ = self.parse_ssa_name()
                 self.expect(":")
                 t = self.parse_type()
+                self.optional_location()
                 a = block.add_arg(t)
                 self.define(name, a, start)
             self.parse_comma_separated("(", ")", arg)
@@ -1034,9 +1332,13 @@ class Parser:
                 name, _ = self.parse_ssa_name()
                 count = 1
                 if self.optional(":"):
-                    count = self.parse_integer("result count")
-                    if count < 1:
-                        raise self.error("expected result count to be at least 1", rstart)
+                    self.skip_ws()
+                    m = _DIGITS.match(self.text, self.pos)
+                    digits = m.group(0).lstrip("0") if m else ""
+                    if not digits or len(digits) > 9:
+                        raise self.error("expected named operation to have at least 1 result")
+                    count = int(digits)
+                    self.pos = m.end()
                 result_names.append((name, count, rstart))
                 if not self.optional(","):
                     break
@@ -1048,9 +1350,10 @@ class Parser:
             op = self.parse_generic_op(loc)
         else:
             op = self.parse_custom_op(loc)
-        self._skip_trailing_loc()
+        self.optional_location()
         expected = sum(c for _, c, _ in result_names)
-        if expected != len(op.results):
+        # results need not be bound to names (MLIR: ``affine.load %M[%i] : ...`` on its own)
+        if result_names and expected != len(op.results):
             raise self.error(f"operation defines {len(op.results)} results but was provided "
                              f"{expected} to bind", start)
         k = 0
@@ -1063,27 +1366,110 @@ class Parser:
             k += count
         return op
 
-    def _skip_trailing_loc(self) -> None:
+    # ---------------------------------------------------------------------------------------
+    # locations: parsed (with MLIR's grammar and messages) and dropped; polyopt's ops point at
+    # where they are in the text being parsed, which is where its errors are reported
+    def optional_location(self) -> bool:
+        """A trailing ``loc(...)`` (after an op, an argument or a block argument), if next."""
+        save = self.pos
         self.skip_ws()
-        if self.peek_keyword("loc") and re.match(r"loc\s*\(", self.text[self.pos:self.pos + 10]):
-            self.expect_keyword("loc")
-            depth = 0
-            while self.pos < len(self.text):
-                ch = self.text[self.pos]
-                if ch == '"':
-                    self.parse_string()
-                    continue
-                self.pos += 1
-                if ch == "(":
-                    depth += 1
-                elif ch == ")":
-                    depth -= 1
-                    if depth == 0:
-                        return
-            raise self.error("unbalanced 'loc(' ")
+        if not (self.peek_keyword("loc") and _LOC_OPEN.match(self.text, self.pos)):
+            self.pos = save
+            return False
+        self.expect_keyword("loc")
+        self.expect("(")
+        self.skip_ws()
+        if self.text.startswith("#", self.pos):
+            # ``loc(#loc3)``: MLIR prints the alias definitions after the module
+            start = self.pos
+            m = _SUFFIX_ID.match(self.text, self.pos + 1)
+            if not m:
+                raise self.error("expected location instance")
+            self.pos = m.end()
+            self.pending_locations.append((m.group(0), start))
+        else:
+            self._location_instance()
+        self.expect(")", "in location")
+        return True
+
+    def _location_instance(self) -> LocationAttr:
+        """MLIR's ``location-inst``: ``"file":line[:col [to [line]:col]]``, ``"name"``,
+        ``"name"(loc)``, ``callsite(loc at loc)``, ``fused[<meta>][locs]``, ``unknown``, or a
+        ``#alias`` of a location."""
+        self.skip_ws()
+        start = self.pos
+        with self.nested("location"):
+            if self.text.startswith("#", self.pos):
+                attr = self.parse_attribute()
+                if not isinstance(attr, LocationAttr):
+                    raise self.error(f"expected location attribute, but got {attr}", start)
+                return attr
+            if self.text.startswith('"', self.pos):
+                self.parse_string()
+                if self.optional(":"):
+                    self._location_number("line", "FileLineColRange")
+                    if self.optional(":"):
+                        self._location_number("column", "FileLineColRange")
+                        if self.optional_keyword("to"):
+                            self.skip_ws()
+                            if _DIGITS.match(self.text, self.pos):
+                                self._location_number("line", "FileLineColRange")
+                                if not self.optional(":"):
+                                    raise self.error("expected either integer or `:` post `to` "
+                                                     "in FileLineColRange")
+                            elif not self.optional(":"):
+                                raise self.error("expected either integer or `:` post `to` in "
+                                                 "FileLineColRange")
+                            self._location_number("column", "FileLineColRange")
+                elif self.optional("("):
+                    self._location_instance()
+                    self.expect(")", "after child location of NameLoc")
+            elif self.optional_keyword("callsite"):
+                self.expect("(", "in callsite location")
+                self._location_instance()
+                if not self.optional_keyword("at"):
+                    raise self.error("expected 'at' in callsite location")
+                self._location_instance()
+                self.expect(")", "in callsite location")
+            elif self.optional_keyword("fused"):
+                if self.optional("<"):
+                    self.parse_attribute()
+                    self.expect(">", "after fused location metadata")
+                if not self.peek("["):
+                    raise self.error("expected '[' in fused location")
+                self.parse_comma_separated("[", "]", self._location_instance)
+            elif not self.optional_keyword("unknown"):
+                raise self.error("expected location instance")
+        return LocationAttr(self.text[start:self.pos].strip())
+
+    def _location_number(self, what: str, kind: str) -> int:
+        self.skip_ws()
+        m = _DIGITS.match(self.text, self.pos)
+        digits = m.group(0).lstrip("0") or "0" if m else ""
+        if not m or len(digits) > 10 or int(digits) > 0xFFFFFFFF:
+            raise self.error(f"expected integer {what} number in {kind}")
+        self.pos = m.end()
+        return int(m.group(0))
+
+    def _check_pending_locations(self) -> None:
+        """``loc(#name)`` may come before ``#name = loc(...)``; at the end each must exist."""
+        for name, offset in self.pending_locations:
+            attr = self.attr_aliases.get(name)
+            if attr is None:
+                raise self.error("operation location alias was never defined", offset)
+            if not isinstance(attr, LocationAttr):
+                raise self.error(f"expected location, but found '{attr}'", offset)
+        self.pending_locations.clear()
 
     def parse_generic_op(self, loc: Location) -> Operation:
         name = self.parse_string()
+        self.op_stack.append(name)
+        try:
+            return self._parse_generic_op(loc, name)
+        finally:
+            self.op_stack.pop()
+
+    def _parse_generic_op(self, loc: Location, name: str) -> Operation:
         operands = self.parse_operand_list("paren")
         attrs: dict[str, Attribute] = {}
         if self.peek("<{"):
@@ -1146,17 +1532,25 @@ class Parser:
         from .dialects.builtin import ModuleOp
         self.skip_ws()
         top_ops: list[Operation] = []
+        deepest_module = (0, 0)
         while not self.at_end():
             if self.peek("#") or self.peek("!"):
                 self._parse_alias_definition()
                 continue
+            self.module_region_free = True
+            self.deepest = (0, 0)
             top_ops.append(self.parse_operation())
+            if isinstance(top_ops[-1], ModuleOp):
+                deepest_module = max(deepest_module, self.deepest)
+        if len(top_ops) > 1 and deepest_module[0] >= MAX_NESTING:
+            # these modules are nested in the implicit one: their regions count one more
+            raise self.error(_TOO_DEEP, deepest_module[1])
+        self._check_pending_locations()
         if len(top_ops) == 1 and isinstance(top_ops[0], ModuleOp):
             return top_ops[0]
+        # several top-level ops (modules among them) are wrapped in an implicit module
         module = ModuleOp.build(loc=Location(self.file, 1, 1))
         for op in top_ops:
-            if isinstance(op, ModuleOp):
-                raise self.error("nested modules are not supported in a file with other top-level ops")
             module.body.append(op)
         return module
 
@@ -1180,14 +1574,22 @@ class Parser:
         self.skip_ws()
         if self.peek("(") or self.peek_keyword("affine_map") or self.peek_keyword("affine_set"):
             self.map_aliases[name] = self.parse_affine_map_or_set_ref(want="any")
+            return
+        attr = self.parse_attribute()
+        if isinstance(attr, (AffineMapAttr, IntegerSetAttr)):   # ``#map1 = #map``
+            self.map_aliases[name] = attr.value
         else:
-            self.attr_aliases[name] = self.parse_attribute()
+            self.attr_aliases[name] = attr
 
 
 def parse(text: str, filename: str = "<input>", verify: bool = True) -> Operation:
     """Parse MLIR text into a ``builtin.module`` and (by default) verify it."""
     from . import dialects  # noqa: F401  (registers the ops)
-    module = Parser(text, filename).parse_module()
+    parser = Parser(text, filename)
+    try:
+        module = parser.parse_module()
+    except RecursionError:   # the MAX_NESTING limits should come first; this is the safety net
+        raise parser.error("input nested too deeply for polyopt's parser") from None
     if verify:
         from .verifier import verify as verify_module
         verify_module(module)

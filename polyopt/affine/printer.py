@@ -17,7 +17,7 @@ import io
 from typing import Iterable, Optional, Sequence
 
 from .affine_expr import AffineMap, IntegerSet
-from .attributes import Attribute, format_named_attr
+from .attributes import Attribute, escape_string, format_named_attr
 from .ir import Block, Operation, Region, Value
 from .types import FunctionType, Type
 
@@ -34,7 +34,6 @@ class Printer:
         self.next_conflict = 0
         self.aliases: dict[object, str] = {}   # AffineMap/IntegerSet -> alias name
         self.alias_order: list[object] = []
-        self._scoped: set[Operation] = set()
 
     # -- raw output -----------------------------------------------------------------------
     def print(self, *parts: str) -> None:
@@ -89,10 +88,17 @@ class Printer:
             self.group_names = getattr(self, "group_names", {})
             self.group_names[op] = name
 
-    def _assign_names(self, op: Operation) -> None:
+    def _assign_names(self, op: Operation, path: Optional[set] = None,
+                      full: Optional[Operation] = None) -> None:
         """Name the values in ``op``'s regions as MLIR's SSANameState does: the block arguments
-        and results of a whole region first, then the regions nested in its ops; sibling
-        regions restart from the same counters and do not see each other's names."""
+        and results of a whole region first, then the regions nested in its ops, each starting
+        from the counters and names its enclosing region reached (also inside a func.func:
+        ``%0`` at module level makes the function's first value ``%1``); sibling regions do
+        not see each other's names.
+
+        With ``path`` (a set of op ids), only the regions of those ops are entered, down to
+        ``full``, whose regions are named entirely (for :func:`value_namer`).
+        """
         start = (self.next_value, self.next_arg, self.next_conflict, self.used_names)
         hints_of = getattr(op, "block_arg_name_hints", None) if not self.generic else None
         for region in op.regions:
@@ -109,11 +115,11 @@ class Printer:
             level = (self.next_value, self.next_arg, self.next_conflict, self.used_names)
             for block in region.blocks:
                 for inner in block.ops:
-                    if not inner.regions or inner.name == "func.func" and not self.generic:
+                    if not inner.regions or path is not None and id(inner) not in path:
                         continue
                     self.next_value, self.next_arg, self.next_conflict = level[:3]
                     self.used_names = set(level[3])
-                    self._assign_names(inner)
+                    self._assign_names(inner, None if inner is full else path, full)
             self.next_value, self.next_arg, self.next_conflict, self.used_names = level
 
     def value_name(self, v: Value) -> str:
@@ -190,7 +196,8 @@ class Printer:
         self.print("{")
         self.indent += 1
         for bi, block in enumerate(region.blocks):
-            if bi > 0 or print_entry_args and block.args:
+            # an empty entry block shows its header, else it would read back as no block
+            if bi > 0 or print_entry_args and block.args or print_empty_block and not block.ops:
                 self.indent -= 1
                 self.newline()
                 self.print(f"^bb{bi}")
@@ -222,9 +229,6 @@ class Printer:
 
     # -- ops ------------------------------------------------------------------------------
     def print_op(self, op: Operation) -> None:
-        if op.name == "func.func" and op not in self._scoped:
-            self.print_function_scope(op)
-            return
         if op.results:
             group = getattr(self, "group_names", {}).get(op)
             if group is not None:
@@ -239,7 +243,7 @@ class Printer:
             self.print_generic(op)
 
     def print_generic(self, op: Operation) -> None:
-        self.print(f'"{op.name}"(')
+        self.print(f"{escape_string(op.name)}(")
         self.print_operands(op.operands)
         self.print(")")
         properties = getattr(op, "generic_properties", None)  # what must be in <{...}>
@@ -251,24 +255,12 @@ class Printer:
             for i, r in enumerate(op.regions):
                 if i:
                     self.print(", ")
-                self.print_region(r, print_entry_args=True)
+                self.print_region(r, print_entry_args=True, print_empty_block=True)
             self.print(")")
         generic_attrs = getattr(op, "generic_attributes", None)  # e.g. operandSegmentSizes
         self.print_attr_dict(generic_attrs() if generic_attrs else op.attributes)
         ftype = FunctionType(tuple(v.type for v in op.operands), tuple(r.type for r in op.results))
         self.print(" : " + self.type_str(ftype))
-
-    def print_function_scope(self, op: Operation) -> None:
-        """Print an op isolated from above (func.func): SSA names restart inside it."""
-        saved = (self.used_names, self.next_value, self.next_arg, self.next_conflict)
-        self._reset_names()
-        self._assign_names(op)
-        self._scoped.add(op)
-        try:
-            self.print_op(op)
-        finally:
-            self._scoped.discard(op)
-            self.used_names, self.next_value, self.next_arg, self.next_conflict = saved
 
 
 def print_module(module: Operation, generic: bool = False) -> str:
@@ -294,16 +286,20 @@ def print_op_standalone(op: Operation) -> str:
 def value_namer(anchor) -> Printer:
     """A printer that has named every value of the function holding ``anchor`` (an op, or None)
     exactly as :func:`print_module` names them (function arguments ``%argN``, then per-region
-    numbering): ``value_namer(op).value_name(v)`` for messages that quote IR."""
-    scope = anchor
-    while scope is not None and scope.name != "func.func" and scope.parent_op is not None:
-        scope = scope.parent_op
+    numbering): ``value_namer(op).value_name(v)`` for messages that quote IR.  Only the
+    regions on the way from the module to that function are named besides it."""
     p = Printer()
-    if scope is not None:
-        p._reset_names()
-        if scope.name != "func.func":
-            for r in scope.regions:
-                for b in r.blocks:
-                    p.name_region_args(b)
-        p._assign_names(scope)
+    if anchor is None:
+        return p
+    scope = anchor           # the function holding anchor (or the outermost op)
+    while scope.name != "func.func" and scope.parent_op is not None:
+        scope = scope.parent_op
+    chain = [scope]
+    while chain[-1].parent_op is not None:
+        chain.append(chain[-1].parent_op)
+    root = chain[-1]
+    for r in root.regions:
+        for b in r.blocks:
+            p.name_region_args(b)
+    p._assign_names(root, None if root is scope else {id(op) for op in chain}, scope)
     return p

@@ -1,4 +1,5 @@
-"""MLIR builtin types: index, iN, fN, vector, memref, unranked memref, function.
+"""MLIR builtin types: index, iN, fN, vector, memref, unranked memref, function, and tensor
+(for the types of attributes only).
 
 Types are frozen, hashable values; ``str(t)`` is the MLIR spelling (``memref<64x256xf64, #map>``
 is printed by the module printer, which substitutes map aliases; ``str`` inlines the map).
@@ -77,6 +78,35 @@ class VectorType(Type):
 
     def __str__(self) -> str:
         return "vector<" + "".join(f"{d}x" for d in self.shape) + f"{self.element_type}>"
+
+    @property
+    def num_elements(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class TensorType(Type):
+    """``tensor<2x3xf32>``, ``tensor<?xi64>``, ``tensor<*xf32>`` (``shape`` ``None``): the type
+    of ``dense<...>`` attributes (``memref.global`` initial values, linalg's ``strides``).
+
+    polyopt's IR is memref-based: the parser takes tensor types in attributes only, and a
+    tensor-typed value is refused where it is written."""
+
+    shape: Optional[tuple[Optional[int], ...]]
+    element_type: Type
+
+    def to_str(self, map_name=None) -> str:
+        if self.shape is None:
+            return f"tensor<*x{self.element_type.to_str(map_name)}>"
+        dims = "".join(("?" if d is None else str(d)) + "x" for d in self.shape)
+        return f"tensor<{dims}{self.element_type.to_str(map_name)}>"
+
+    def __str__(self) -> str:
+        return self.to_str()
+
+    @property
+    def has_static_shape(self) -> bool:
+        return self.shape is not None and all(d is not None for d in self.shape)
 
     @property
     def num_elements(self) -> int:

@@ -17,7 +17,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from polyopt.affine.attributes import FloatAttr, IntegerAttr
-from polyopt.affine.dialects.arith_attributes import DenseAttr, OverflowAttr
+from polyopt.affine.attributes import DenseElementsAttr
+from polyopt.affine.dialects.arith_attributes import OverflowAttr
 from polyopt.affine.ir import Operation
 from polyopt.affine.types import (FloatType, IndexType, MemRefType, Type,
                                   VectorType, element_type_of)
@@ -44,10 +45,10 @@ def constant_value(L: FunctionLowering, attr, t: Type) -> ir.Constant:
     1-D rows)."""
     ml = L.ml
     if isinstance(t, VectorType):
-        if not isinstance(attr, DenseAttr):
+        if not isinstance(attr, DenseElementsAttr):
             raise Unsupported(f"unsupported vector constant '{attr}'")
         et = ml.scalar_type(t.element_type)
-        elems = [scalar_constant(et, v) for v in attr.elements()]
+        elems = [scalar_constant(et, v) for v in attr.values]
         n = t.shape[-1]
         rows = [ir.Constant(ir.VectorType(et, n), elems[i:i + n])
                 for i in range(0, len(elems), n)]

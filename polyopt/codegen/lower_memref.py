@@ -29,6 +29,11 @@ def _alloc_info(L: FunctionLowering, op: Operation, default_align: int):
     align = max(align, L.ml.abi_align(elem_ty))
     if not is_pow2(align):
         raise CodegenError(f"'{op.name}': alignment must be a power of two, got {align}", op.loc)
+    if not needs_descriptor(t):
+        nbytes = physical_size(t, op.loc) * L.ml.abi_size(elem_ty)
+        if nbytes >= 1 << 63:     # the size would wrap around in i64
+            raise CodegenError(f"'{op.name}': {t} has {nbytes} bytes, more than an address "
+                               "space holds", op.loc)
     return t, elem_ty, align
 
 

@@ -168,6 +168,10 @@ class _Callee:
 # Module lowering
 
 
+#: LLVM's widest integer type (``IntegerType::MAX_INT_BITS``); MLIR allows up to 2**24 - 1.
+_LLVM_MAX_INT_BITS = 1 << 23
+
+
 class ModuleLowering:
     def __init__(self, module: Operation, target: Target, noalias: bool, max_stack_bytes: int):
         self.module = module
@@ -195,8 +199,9 @@ class ModuleLowering:
         if isinstance(t, IndexType):
             return I64
         if isinstance(t, IntegerType):
-            if not 1 <= t.width <= 1 << 23:
-                raise Unsupported(f"'{t}' has no LLVM integer type (widths 1 to 8388608)")
+            if not 0 < t.width <= _LLVM_MAX_INT_BITS:   # i0 and wider than LLVM's limit
+                raise Unsupported(f"type '{t}' is not supported by the LLVM lowering (integer "
+                                  f"widths from 1 to {_LLVM_MAX_INT_BITS})")
             return ir.IntType(t.width)
         if isinstance(t, FloatType):
             if t.width == 64:
@@ -255,7 +260,11 @@ class ModuleLowering:
     def linearize(self, t: MemRefType, loc) -> AffineMap:
         m = self._linearize_cache.get(t)
         if m is None:
-            m = linearize(t, loc)
+            try:
+                m = linearize(t, loc)
+            except OverflowError:   # a stride or offset beyond int64 (MLIR's index type)
+                raise CodegenError(f"the layout of {t} has strides or offsets beyond 64 bits",
+                                   loc) from None
             self._linearize_cache[t] = m
         return m
 
@@ -324,16 +333,27 @@ class ModuleLowering:
     # -- driver --------------------------------------------------------------------------------
 
     def run(self) -> LoweredModule:
+        # the functions of nested modules too, into one LLVM module (their names must differ)
         funcs = []
-        for op in self.module.regions[0].blocks[0].ops:
-            if op.name in MODULE_HANDLERS:
-                MODULE_HANDLERS[op.name](self, op)
-                continue
-            if op.name != "func.func":
-                raise CodegenError(f"cannot lower '{op.name}' at module level (only 'func.func' "
-                                   f"and {', '.join(sorted(MODULE_HANDLERS))} are supported)",
-                                   op.loc)
-            funcs.append(op)
+        modules = [self.module]
+        while modules:
+            for op in modules.pop(0).regions[0].blocks[0].ops:
+                if op.name == "builtin.module":
+                    modules.append(op)
+                    continue
+                if op.name in MODULE_HANDLERS:
+                    MODULE_HANDLERS[op.name](self, op)
+                    continue
+                if op.name != "func.func":
+                    raise CodegenError(f"cannot lower '{op.name}' at module level (only "
+                                       f"'func.func', 'builtin.module' and "
+                                       f"{', '.join(sorted(MODULE_HANDLERS))} are supported)",
+                                       op.loc)
+                if any(f.sym_name == op.sym_name for f in funcs):
+                    raise CodegenError(f"function @{op.sym_name} is defined in two modules; "
+                                       "polyopt lowers nested modules into one LLVM module, "
+                                       "where the names must differ", op.loc)
+                funcs.append(op)
         # pass 1: declare every function so that calls can refer to any of them
         for f in funcs:
             if f.is_declaration:

@@ -14,8 +14,9 @@ import pytest
 
 from polyopt.affine import float_format as ff
 from polyopt.affine.diagnostics import PolyoptError
+from polyopt.affine.attributes import DenseElementsAttr
 from polyopt.affine.dialects.arith import (CASTS, FLOAT_BINARY, INT_BINARY, ConstantOp,
-                                           DenseAttr, FastMathAttr, OverflowAttr)
+                                           FastMathAttr, OverflowAttr)
 from polyopt.affine.parser import parse
 from polyopt.affine.printer import print_module
 from polyopt.affine.types import FloatType, IntegerType, VectorType, f32, i8, i32, index
@@ -314,7 +315,7 @@ def test_builders_and_accessors():
     c = ConstantOp.build(255, i8)
     assert c.value == -1 and c.result_name_hint() == "c-1_i8"
     v = ConstantOp.build(0.1, VectorType((4,), FloatType(16, brain=True)))
-    assert isinstance(v.attributes["value"], DenseAttr) and v.attributes["value"].is_splat
+    assert isinstance(v.attributes["value"], DenseElementsAttr) and v.attributes["value"].is_splat
     assert str(v.attributes["value"]) == "dense<1.000980e-01> : vector<4xbf16>"
     assert ConstantOp.build(-1, index).result_name_hint() == "c-1"
     add = FLOAT_BINARY["addf"].build(c.result, c.result, fastmath=FastMathAttr({"nnan"}))

@@ -99,7 +99,7 @@ def interesting_doubles(fmt: ff.Format, n: int, seed: int) -> np.ndarray:
 def truncation_kernel(src: str, dst: str, mode: str, n: int) -> str:
     mode_text = "" if mode == "to_nearest_even" else f" {mode}"
     ib = f"i{FMT[dst].width}"
-    conv = f"%x = arith.truncf %y : f64 to f32\n" if src == "f32" else ""
+    conv = "%x = arith.truncf %y : f64 to f32\n" if src == "f32" else ""
     operand = "%x" if src == "f32" else "%y"
     return f"""
 func.func @k(%A: memref<{n}xf64>, %B: memref<{n}x{ib}>) {{

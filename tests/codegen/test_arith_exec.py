@@ -735,4 +735,4 @@ def test_integer_widths_llvm_lacks_are_errors_at_the_op():
     with pytest.raises(CodegenError) as info:
         polyopt.compile("func.func @f() {\n  %0 = arith.constant 0 : i0\n  return\n}\n")
     assert (info.value.loc.line, info.value.loc.col) == (2, 8)
-    assert "'i0' has no LLVM integer type" in info.value.message
+    assert "type 'i0' is not supported by the LLVM lowering" in info.value.message

@@ -457,7 +457,7 @@ func.func @f(%A: memref<8xf64>, %I: memref<8xi32>) -> (f64, f64, i32, i32) {
   %p = vector.reduction <mul>, %w : vector<8xi32> into i32
   %lo = vector.reduction <minsi>, %w : vector<8xi32> into i32
   vector.print %w : vector<8xi32>
-  %idx = arith.constant dense<[3, 18446744073709551615]> : vector<2xindex>
+  %idx = arith.constant dense<[3, -1]> : vector<2xindex>
   vector.print %idx : vector<2xindex>
   %b = arith.constant dense<[true, false]> : vector<2xi1>
   vector.print %b : vector<2xi1>

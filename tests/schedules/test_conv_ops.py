@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 import polyopt
 from polyopt.affine.diagnostics import ScheduleError, VerifyError
 from polyopt.affine.dialects.affine import AffineForOp, AffineVectorLoadOp
-from polyopt.affine.dialects.hop import HopConv2DOp
 from polyopt.affine.dialects.linalg import LINALG_CONV_OPS
 from polyopt.affine.loop_utils import constant_trip_count
 from polyopt.affine.verifier import verify

@@ -1535,14 +1535,11 @@ def _parse_dynamic_index_list(p, op_name: str) -> tuple[list[int], list[Value]]:
         return static, dynamic
     while True:
         p.skip_ws()
-        at = p.pos
         if p.peek("%"):
             dynamic.append(p.parse_operand(index))
             static.append(DYNAMIC)
         else:
-            value = p.parse_integer("integer or SSA value in dynamic index list")
-            if not -(1 << 63) <= value < (1 << 63):
-                raise _custom_error(op_name, "integer value too large", p.loc(at))
+            value = p.parse_integer("integer or SSA value in dynamic index list", op_name)
             static.append(value)
         if p.optional(")"):
             return static, dynamic

@@ -14,15 +14,15 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from ..attributes import FloatAttr, IntegerAttr, OpaqueAttr, UnitAttr
+from ..attributes import DenseElementsAttr, FloatAttr, IntegerAttr, UnitAttr
 from ..diagnostics import ParseError
 from ..ir import Operation, register_op
 from ..types import (FloatType, IndexType, IntegerType, MemRefType, Type, VectorType,
                      element_type_of, i1, i32, i64)
-from .arith_attributes import (ROUNDING_MODES, DenseAttr, FastMathAttr,  # noqa: F401 (API)
+from .arith_attributes import (ROUNDING_MODES, FastMathAttr,  # noqa: F401 (API)
                                OverflowAttr, make_value_attr, normalize_flags,
-                               normalize_value_attr, parse_dense_vector, parse_fastmath,
-                               print_fastmath, verify_flags, wrap_signed)
+                               normalize_value_attr, parse_fastmath, print_fastmath,
+                               verify_flags, wrap_signed)
 
 # ---------------------------------------------------------------------------------------------
 # Type constraints (ODS names, for the messages)
@@ -118,7 +118,7 @@ class ConstantOp(Operation):
     @property
     def value(self):
         a = self.attributes["value"]
-        if isinstance(a, DenseAttr):
+        if isinstance(a, DenseElementsAttr):
             return a.values
         return a.value
 
@@ -127,18 +127,16 @@ class ConstantOp(Operation):
         attrs = p.parse_optional_attr_dict()
         p.skip_ws()
         start = p.pos
-        if p.peek_keyword("dense"):
-            attr = parse_dense_vector(p)
-        else:
-            decimal_int = re.match(r"-?\s*[0-9]+\s*:", p.text[start:start + 64]) is not None
-            attr = p.parse_attribute()
-            if isinstance(attr, FloatAttr) and decimal_int:
-                raise p.error("unexpected decimal integer literal for a floating point value",
-                              start + (1 if p.text[start] == "-" else 0))
-            if not isinstance(attr, (IntegerAttr, FloatAttr)):
-                raise ParseError("'arith.constant' op value must be an integer, float, or "
-                                 "elements attribute", loc)
+        attr = p.parse_attribute()
+        if isinstance(attr, DenseElementsAttr):
+            if attr.kind != "vector":
+                raise p.error(f"tensor values are not supported by polyopt (memref-based IR: "
+                              f"bufferize first); got '{attr.type}'", start)
+        elif isinstance(attr, (IntegerAttr, FloatAttr)):
             attr = normalize_value_attr(attr)
+        else:
+            raise ParseError("'arith.constant' op value must be an integer, float, or "
+                             "elements attribute", loc)
         attrs["value"] = attr
         return cls(result_types=[attr.type], attributes=attrs, loc=loc)
 
@@ -148,14 +146,9 @@ class ConstantOp(Operation):
         v = attrs.get("value")
         if isinstance(v, (IntegerAttr, FloatAttr)):
             attrs["value"] = normalize_value_attr(v)
-        elif isinstance(v, OpaqueAttr) and str(v).startswith("dense"):
-            from ..parser import Parser
-            sub = Parser(str(v), p.file.name)
-            sub.type_aliases = p.type_aliases
-            try:
-                attrs["value"] = parse_dense_vector(sub)
-            except ParseError as exc:
-                raise ParseError(exc.message, loc) from None
+        elif isinstance(v, DenseElementsAttr) and v.kind != "vector":
+            raise ParseError(f"tensor values are not supported by polyopt (memref-based IR: "
+                             f"bufferize first); got '{v.type}'", loc)
         return cls(operands=operands, result_types=result_types, attributes=attrs,
                    regions=regions, loc=loc)
 
@@ -186,7 +179,7 @@ class ConstantOp(Operation):
         if a is None:
             raise self.error("requires attribute 'value'")
         t = self.results[0].type
-        if not isinstance(a, (IntegerAttr, FloatAttr, DenseAttr)):
+        if not isinstance(a, (IntegerAttr, FloatAttr, DenseElementsAttr)):
             raise self.error("value must be an integer, float, or elements attribute")
         if a.type != t:
             raise self.error("failed to verify that all of {value, result} have same type")

@@ -1,6 +1,6 @@
 """The attributes of the arith dialect: the flag enums (``#arith.fastmath<...>``,
-``#arith.overflow<...>``, ``truncf``'s rounding modes), printed canonically, and the ``dense``
-constants of vectors of every element type, with MLIR's literal rules.
+``#arith.overflow<...>``, ``truncf``'s rounding modes), printed canonically, and the value
+attributes of constants (vector constants are ``DenseElementsAttr`` of kind ``vector``).
 
 The flags' default ``none`` is never stored: an op without the attribute has no flags.
 """
@@ -11,23 +11,16 @@ import re
 from typing import Optional
 
 from .. import float_format
-from ..attributes import Attribute, FloatAttr, IntegerAttr, OpaqueAttr, format_float
+from ..attributes import (Attribute, DenseElementsAttr, FloatAttr, IntegerAttr, OpaqueAttr,
+                          wrap_signed as _wrap_signed)
 from ..ir import Operation
-from ..types import (FloatType, IndexType, IntegerType, Type, VectorType, element_type_of, i1)
-
-
-def _int_width(t: Type) -> int:
-    e = element_type_of(t)
-    return 64 if isinstance(e, IndexType) else e.width
+from ..types import (FloatType, IndexType, IntegerType, Type, VectorType, element_type_of)
 
 
 def wrap_signed(value: int, t: Type) -> int:
-    """``value`` as the signed integer of ``t``'s width (i1: 0 or 1), as MLIR's APInt holds it."""
-    width = _int_width(t)
-    value &= (1 << width) - 1
-    if width > 1 and value >> (width - 1):
-        value -= 1 << width
-    return value
+    """``value`` as the signed integer of ``t``'s element width (i1: 0 or 1), as MLIR's APInt
+    holds it; ``t`` may be a vector type."""
+    return _wrap_signed(value, element_type_of(t))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -185,169 +178,6 @@ def verify_flags(op: Operation, key: str, cls, what: str) -> None:
         raise op.error(f"attribute '{key}' failed to satisfy constraint: {what}")
 
 
-class DenseAttr(Attribute):
-    """``dense<v> : vector<...>`` (a splat) or ``dense<[...]>``: the elements of a vector
-    constant in row-major order (one value for a splat), ints for integer and index elements
-    (as signed values of their width), floats for float ones."""
-
-    __slots__ = ("type", "values")
-
-    def __init__(self, type_: VectorType, values: tuple):
-        self.type = type_
-        values = tuple(values)
-        if type_.element_type == IntegerType(0):
-            # (MLIR never makes a splat of i0 elements: it prints dense<[0, 0]>)
-            values = values * type_.num_elements if len(values) == 1 else values
-        elif len(values) > 1 and all(_same_element(v, values[0], type_.element_type)
-                                     for v in values[1:]):
-            values = values[:1]
-        self.values = values
-
-    def __eq__(self, other):
-        return isinstance(other, DenseAttr) and other.type == self.type and \
-            len(other.values) == len(self.values) and \
-            all(_same_element(a, b, self.type.element_type)
-                for a, b in zip(self.values, other.values))
-
-    def __hash__(self):
-        return hash((self.type, len(self.values)))
-
-    @property
-    def is_splat(self) -> bool:
-        return len(self.values) == 1
-
-    def elements(self) -> tuple:
-        """Every element, row-major (a splat expanded)."""
-        if self.is_splat:
-            return self.values * self.type.num_elements
-        return self.values
-
-    def _fmt(self, v) -> str:
-        et = self.type.element_type
-        if isinstance(et, FloatType):
-            return format_float(v, et)
-        if et == i1:
-            return "true" if v else "false"
-        return str(v)
-
-    def _nested(self, values: tuple, shape: tuple) -> str:
-        if not shape:
-            return self._fmt(values[0])
-        step = len(values) // shape[0]
-        return "[" + ", ".join(self._nested(values[k * step:(k + 1) * step], shape[1:])
-                               for k in range(shape[0])) + "]"
-
-    def __str__(self) -> str:
-        if self.is_splat:
-            body = self._fmt(self.values[0])
-        else:
-            body = self._nested(self.values, tuple(self.type.shape))
-        return f"dense<{body}> : {self.type}"
-
-
-def _same_element(a, b, et: Type) -> bool:
-    if isinstance(et, FloatType):
-        fmt = float_format.format_of(et)
-        return float_format.to_bits(a, fmt) == float_format.to_bits(b, fmt)
-    return a == b
-
-
-def _element_value(kind: str, text: str, value, et: Type, p, at: int):
-    """One literal of a ``dense<...>`` of element type ``et`` (MLIR's checks and messages)."""
-    if isinstance(et, FloatType):
-        fmt = float_format.format_of(et)
-        if kind == "bool":
-            raise p.error("expected floating point literal", at)
-        if kind == "int":
-            if not text.startswith("0x"):
-                raise p.error("unexpected decimal integer literal for a floating point value",
-                              at)
-            if value < 0:
-                raise p.error("hexadecimal float literal should not have a leading minus", at)
-            if value >> fmt.width:
-                raise p.error("hexadecimal float constant out of range for type", at)
-            return float_format.from_bits(value, fmt)
-        return float_format.round_to(value, fmt)
-    if kind == "float":
-        raise p.error("expected integer elements, but parsed floating-point", at)
-    if kind == "bool":
-        value = int(value)
-    width = _int_width(et)
-    lo, hi = (-1, 1) if width == 1 else (0, 0) if width == 0 else \
-        (-(1 << (width - 1)), (1 << width) - 1)
-    if not lo <= value <= hi:
-        raise p.error("integer constant out of range for type", at)
-    return wrap_signed(value, et)
-
-
-class _Literal(list):
-    """A ``[...]`` of a dense literal, with the offset of its closing bracket."""
-
-    end = 0
-
-
-def parse_dense_vector(p) -> DenseAttr:
-    """``dense<...> : vector<...>``: nested literals with MLIR's shape checks,
-    ``true``/``false``, hexadecimal float bits."""
-    p.skip_ws()
-    start = p.pos
-    p.expect_keyword("dense")
-    p.expect("<")
-
-    def element():
-        p.skip_ws()
-        if p.peek("["):
-            items = _Literal(p.parse_comma_separated("[", "]", element))
-            items.end = p.pos - 1      # where MLIR reports an inconsistent list
-            return items
-        at = p.pos
-        if p.optional_keyword("true"):
-            return ("bool", "true", True, at)
-        if p.optional_keyword("false"):
-            return ("bool", "false", False, at)
-        m = re.compile(r"(-?)\s*(0x[0-9a-fA-F]+|[0-9]+\.[0-9]*([eE][-+]?[0-9]+)?|[0-9]+)")\
-            .match(p.text, p.pos)
-        if not m:
-            raise p.error(f"expected element literal of primitive type, found "
-                          f"{p._describe_next()}")
-        p.pos = m.end()
-        digits = m.group(2)
-        sign = -1 if m.group(1) else 1
-        if "." in digits:
-            return ("float", digits, sign * float(digits), at)
-        return ("int", digits, sign * int(digits, 0), at)
-
-    literal = None if p.peek(">") else element()
-    p.expect(">")
-    p.expect(":")
-    p.skip_ws()
-    tstart = p.pos
-    t = p.parse_type()
-    if not isinstance(t, VectorType):
-        raise p.error(f"polyopt supports dense constants of vector type only, got '{t}'", tstart)
-
-    def shape_of(lit) -> list:
-        if isinstance(lit, tuple):
-            return []
-        inner = [shape_of(x) for x in lit]
-        if any(i != inner[0] for i in inner[1:]):
-            raise p.error("tensor literal is invalid; ranks are not consistent between elements",
-                          lit.end)
-        return [len(lit)] + (inner[0] if inner else [])
-
-    def flat(lit) -> list:
-        return [lit] if isinstance(lit, tuple) else [x for y in lit for x in flat(y)]
-
-    dims = list(t.shape)
-    shape = [0] if literal is None else shape_of(literal)
-    leaves = [] if literal is None else flat(literal)
-    if shape and shape != dims:
-        raise p.error(f"inferred shape of elements literal ([{', '.join(map(str, shape))}]) does "
-                      f"not match type ([{', '.join(map(str, dims))}])", start)
-    values = tuple(_element_value(k, text, v, t.element_type, p, at) for k, text, v, at in leaves)
-    return DenseAttr(t, values)
-
-
 def make_value_attr(value, t: Type) -> Attribute:
     """The ``value`` attribute of a constant of type ``t`` (a splat for vectors)."""
     if isinstance(t, VectorType):
@@ -358,7 +188,7 @@ def make_value_attr(value, t: Type) -> Attribute:
             vals = tuple(float_format.round_to(float(v), fmt) for v in vals)
         else:
             vals = tuple(wrap_signed(int(v), et) for v in vals)
-        return DenseAttr(t, vals)
+        return DenseElementsAttr(tuple(t.shape), et, vals, "vector")
     if isinstance(t, FloatType):
         return FloatAttr(float_format.round_to(float(value), float_format.format_of(t)), t)
     return IntegerAttr(wrap_signed(int(value), t), t)

@@ -1,7 +1,14 @@
-"""``builtin.module`` (printed as ``module { ... }``)."""
+"""``builtin.module`` (printed as ``module { ... }``, ``module @name attributes {...} {...}``).
+
+A module is a symbol table: the functions (and modules) directly in it have distinct names, and
+``func.call`` resolves its callee in the nearest enclosing module.  Modules nest; a file with
+several top-level ops is wrapped in an implicit module, as mlir-opt does.
+"""
 
 from __future__ import annotations
 
+from ..attributes import StringAttr, SymbolRefAttr
+from ..diagnostics import VerifyError
 from ..ir import Block, Operation, Region, register_op
 
 
@@ -18,7 +25,14 @@ class ModuleOp(Operation):
     def body(self) -> Block:
         return self.regions[0].block
 
+    @property
+    def sym_name(self):
+        """``@name`` of ``module @name {...}``, or None."""
+        attr = self.attributes.get("sym_name")
+        return attr.value if isinstance(attr, StringAttr) else None
+
     def lookup_function(self, name: str):
+        """The ``func.func @name`` of this module's symbol table (not of nested modules)."""
         from .func import FuncOp
         for op in self.body.ops:
             if isinstance(op, FuncOp) and op.sym_name == name:
@@ -27,8 +41,21 @@ class ModuleOp(Operation):
 
     @property
     def functions(self):
+        """The functions directly in this module."""
         from .func import FuncOp
         return [op for op in self.body.ops if isinstance(op, FuncOp)]
+
+    @property
+    def nested_modules(self) -> list["ModuleOp"]:
+        """The modules directly in this module."""
+        return [op for op in self.body.ops if isinstance(op, ModuleOp)]
+
+    def all_functions(self):
+        """The functions of this module and of the modules nested in it, outermost first."""
+        funcs = list(self.functions)
+        for m in self.nested_modules:
+            funcs += m.all_functions()
+        return funcs
 
     @classmethod
     def parse_custom(cls, p, loc, name) -> "ModuleOp":
@@ -39,7 +66,6 @@ class ModuleOp(Operation):
         region = p.parse_region(isolated=True, allow_block_args=False)
         op = cls(regions=[region], attributes=attrs, loc=loc)
         if sym is not None:
-            from ..attributes import StringAttr
             op.attributes["sym_name"] = StringAttr(sym)
         return op
 
@@ -47,7 +73,7 @@ class ModuleOp(Operation):
         p.print("module")
         sym = self.attributes.get("sym_name")
         if sym is not None:
-            p.print(f" @{sym.value}")
+            p.print(f" {SymbolRefAttr(sym.value)}")
         p.print_attr_dict(self.attributes, elide=("sym_name",), with_keyword=True)
         p.print(" ")
         _print_module_body(p, self.regions[0])
@@ -57,10 +83,29 @@ class ModuleOp(Operation):
         return print_module(self)
 
     def verify_op(self) -> None:
-        if len(self.regions) != 1 or len(self.regions[0].blocks) != 1:
-            raise self.error("expects one region with one block")
+        if len(self.regions) != 1:
+            raise self.error("requires one region")
+        if self.results:
+            raise self.error("requires zero results")
+        if self.operands:
+            raise self.error("requires zero operands")
+        sym = self.attributes.get("sym_name")
+        if sym is not None and not isinstance(sym, StringAttr):
+            raise self.error("attribute 'sym_name' failed to satisfy constraint: string attribute")
+        if len(self.regions[0].blocks) != 1:
+            raise self.error("region #0 ('bodyRegion') failed to verify constraint: region with "
+                             "1 blocks")
         if self.body.args:
-            raise self.error("module body must not have arguments")
+            raise self.error("region should have no arguments")
+        # a module is a symbol table: the symbols directly in it have distinct names
+        seen: dict[str, Operation] = {}
+        for op in self.body.ops:
+            name = op.attributes.get("sym_name")
+            if not isinstance(name, StringAttr):
+                continue
+            if name.value in seen:
+                raise VerifyError(f"redefinition of symbol named '{name.value}'", op.loc)
+            seen[name.value] = op
 
 
 def _print_module_body(p, region: Region) -> None:

@@ -7,9 +7,9 @@ declarations to be private).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
-from ..attributes import DictAttr, StringAttr, SymbolRefAttr, TypeAttr
+from ..attributes import ArrayAttr, DictAttr, StringAttr, SymbolRefAttr, TypeAttr
 from ..ir import Block, Operation, Region, Value, register_op
 from ..types import FunctionType, Type
 
@@ -58,20 +58,21 @@ class FuncOp(Operation):
         return self.body.args
 
     def arg_attrs(self, i: int) -> dict:
-        arr = self.attributes.get("arg_attrs")
-        if arr is None:
-            return {}
-        return dict(arr.elements[i].entries)
+        """The attributes of argument ``i`` (``%a: memref<?xf32> {llvm.noalias}``)."""
+        return _entry_attrs(self.attributes.get("arg_attrs"), i)
+
+    def res_attrs(self, i: int) -> dict:
+        """The attributes of result ``i`` (``-> (f32 {llvm.noundef})``)."""
+        return _entry_attrs(self.attributes.get("res_attrs"), i)
 
     @classmethod
     def parse_custom(cls, p, loc, name) -> "FuncOp":
         legacy = name == "func"
-        private = False
-        if p.peek_keyword("private"):
-            p.expect_keyword("private")
-            private = True
-        elif p.peek_keyword("public") or p.peek_keyword("nested"):
-            p.parse_bare_id()
+        visibility = None
+        for keyword in ("private", "public", "nested"):
+            if p.optional_keyword(keyword):
+                visibility = keyword
+                break
         sym = p.parse_symbol_name()
         # arguments: either all named (%a: t {attrs}) or all types (declaration)
         p.skip_ws()
@@ -99,24 +100,36 @@ class FuncOp(Operation):
                 named = False
                 types.append(p.parse_type())
             arg_attrs.append(p.parse_optional_attr_dict())
+            p.optional_location()
         p.parse_comma_separated("(", ")", arg)
         results: list[Type] = []
+        res_attrs: list[dict] = []
         if p.optional("->"):
             p.skip_ws()
             if p.peek("("):
                 def res():
                     t = p.parse_type()
-                    p.parse_optional_attr_dict()
+                    res_attrs.append(p.parse_optional_attr_dict())
                     return t
                 results = p.parse_comma_separated("(", ")", res)
             else:
                 results = [p.parse_type()]
+        p.skip_ws()
+        attrs_at = p.pos
         attrs = p.parse_optional_attr_dict_with_keyword()
+        for inferred in ("sym_name", "function_type", "sym_visibility", "arg_attrs",
+                         "res_attrs"):
+            if inferred in attrs:
+                raise p.error(f"custom op 'func.func' '{inferred}' is an inferred attribute and "
+                              "should not be specified in the explicit attribute dictionary",
+                              attrs_at)
         ftype = FunctionType(tuple(types), tuple(results))
         attrs["sym_name"] = StringAttr(sym)
         attrs["function_type"] = TypeAttr(ftype)
         if any(arg_attrs):
             attrs["arg_attrs"] = _arg_attrs_attr(arg_attrs)
+        if any(res_attrs):
+            attrs["res_attrs"] = _arg_attrs_attr(res_attrs)
         if p.peek("{"):
             if named is False:
                 raise p.error("expected named arguments (%name: type) for a function with a body")
@@ -128,43 +141,68 @@ class FuncOp(Operation):
         else:
             region = Region()
             if legacy:
-                private = True
-        if private:
-            attrs["sym_visibility"] = StringAttr("private")
+                visibility = "private"
+        if visibility is not None:
+            attrs["sym_visibility"] = StringAttr(visibility)
         return cls(attributes=attrs, regions=[region], loc=loc)
 
     def print_custom(self, p) -> None:
         p.print("func.func ")
-        if self.is_private:
-            p.print("private ")
-        p.print(f"@{self.sym_name}(")
+        vis = self.attributes.get("sym_visibility")
+        if isinstance(vis, StringAttr):
+            p.print(f"{vis.value} ")
+        p.print(f"{SymbolRefAttr(self.sym_name)}(")
         ft = self.function_type
         parts = []
         for i, t in enumerate(ft.inputs):
-            extra = ""
-            aa = self.arg_attrs(i)
-            if aa:
-                extra = " " + DictAttr(tuple(aa.items())).to_str(p.alias)
+            extra = _attr_dict_suffix(p, self.arg_attrs(i))
             if self.is_declaration:
                 parts.append(p.type_str(t) + extra)
             else:
                 parts.append(f"{p.value_name(self.body.args[i])}: {p.type_str(t)}{extra}")
         p.print(", ".join(parts) + ")")
-        if ft.results:
-            if len(ft.results) == 1 and not isinstance(ft.results[0], FunctionType):
-                p.print(" -> " + p.type_str(ft.results[0]))
-            else:
-                p.print(" -> (" + ", ".join(p.type_str(t) for t in ft.results) + ")")
+        results = [p.type_str(t) + _attr_dict_suffix(p, self.res_attrs(i))
+                   for i, t in enumerate(ft.results)]
+        if len(results) == 1 and not isinstance(ft.results[0], FunctionType) \
+                and not self.res_attrs(0):
+            p.print(" -> " + results[0])
+        elif results:
+            p.print(" -> (" + ", ".join(results) + ")")
         p.print_attr_dict(self.attributes, elide=("sym_name", "function_type", "sym_visibility",
-                                                  "arg_attrs"), with_keyword=True)
+                                                  "arg_attrs", "res_attrs"), with_keyword=True)
         if not self.is_declaration:
             p.print(" ")
             p.print_region(self.regions[0])
 
     def verify_op(self) -> None:
+        # what the generic form may get wrong, with MLIR's messages
+        _require(self, results=0, operands=0, regions=1)
+        _require_attr(self, "function_type", lambda a: isinstance(a, TypeAttr) and
+                      isinstance(a.value, FunctionType), "type attribute of function type")
+        _require_attr(self, "sym_name", lambda a: isinstance(a, StringAttr), "string attribute")
+        _require_attr(self, "sym_visibility", lambda a: isinstance(a, StringAttr),
+                      "string attribute", optional=True)
         ft = self.function_type
+        parent = self.parent_op
+        if parent is not None and parent.name != "builtin.module":
+            raise self.error("symbol's parent must have the SymbolTable trait")
+        for key, what, count in (("arg_attrs", "arguments", len(ft.inputs)),
+                                 ("res_attrs", "results", len(ft.results))):
+            arr = self.attributes.get(key)
+            if arr is None:
+                continue
+            if not isinstance(arr, ArrayAttr) or \
+                    not all(isinstance(d, DictAttr) for d in arr.elements):
+                raise self.error(f"expects '{key}' to be an array of dictionaries")
+            if len(arr.elements) != count:
+                raise self.error(f"expects {what} attribute array to have the same number of "
+                                 f"elements as the number of function {what}, got "
+                                 f"{len(arr.elements)}, but expected {count}")
+            if any("." not in k for d in arr.elements for k, _ in d.entries):
+                raise self.error(f"{what} may only have dialect attributes")
         if self.is_declaration:
-            if not self.is_private:
+            vis = self.attributes.get("sym_visibility")
+            if vis is None or getattr(vis, "value", None) == "public":
                 raise self.error("symbol declaration cannot have public visibility")
             return
         if len(self.regions[0].blocks) != 1:
@@ -177,8 +215,40 @@ class FuncOp(Operation):
             raise self.error("expects the body to end with 'func.return'")
 
 
+def _require(op: Operation, results: int, operands: Optional[int] = None,
+             regions: int = 0) -> None:
+    """The counts an op's definition fixes (checked for the generic form)."""
+    if len(op.regions) != regions:
+        raise op.error("requires one region" if regions == 1 else f"requires {regions} regions")
+    if len(op.results) != results:
+        raise op.error("requires zero results" if results == 0 else
+                       f"requires {results} results")
+    if operands is not None and len(op.operands) != operands:
+        raise op.error("requires zero operands" if operands == 0 else
+                       f"requires {operands} operands")
+
+
+def _require_attr(op: Operation, name: str, ok, what: str, optional: bool = False) -> None:
+    attr = op.attributes.get(name)
+    if attr is None:
+        if not optional:
+            raise op.error(f"requires attribute '{name}'")
+    elif not ok(attr):
+        raise op.error(f"attribute '{name}' failed to satisfy constraint: {what}")
+
+
+def _entry_attrs(arr, i: int) -> dict:
+    if isinstance(arr, ArrayAttr) and i < len(arr.elements) and \
+            isinstance(arr.elements[i], DictAttr):
+        return dict(arr.elements[i].entries)
+    return {}
+
+
+def _attr_dict_suffix(p, attrs: dict) -> str:
+    return " " + DictAttr(tuple(sorted(attrs.items()))).to_str(p.alias) if attrs else ""
+
+
 def _arg_attrs_attr(arg_attrs: Sequence[dict]):
-    from ..attributes import ArrayAttr
     return ArrayAttr(tuple(DictAttr(tuple(d.items())) for d in arg_attrs))
 
 
@@ -207,6 +277,7 @@ class ReturnOp(Operation):
             p.print_types(v.type for v in self.operands)
 
     def verify_op(self) -> None:
+        _require(self, results=0)
         func = self.parent_op
         if not isinstance(func, FuncOp):
             raise self.error("expects parent op 'func.func'")
@@ -264,6 +335,8 @@ class CallOp(Operation):
         p.print(" : " + p.type_str(ft))
 
     def verify_op(self) -> None:
+        _require_attr(self, "callee", lambda a: isinstance(a, SymbolRefAttr),
+                      "flat symbol reference attribute")
         module = self.parent_op
         while module is not None and module.name != "builtin.module":
             module = module.parent_op

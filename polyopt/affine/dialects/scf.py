@@ -1012,11 +1012,9 @@ class IndexSwitchOp(Operation):
         while p.optional_keyword("case"):
             p.skip_ws()
             at = p.pos
-            value = p.optional_integer()
+            value = p.optional_integer(cls.OP_NAME)
             if value is None:
                 raise _custom_error(cls.OP_NAME, "expected integer value", p.loc(at))
-            if not -(1 << 63) <= value < (1 << 63):
-                raise _custom_error(cls.OP_NAME, "integer value too large", p.loc(at))
             cases.append(value)
             regions.append(p.parse_region(allow_empty=True))
         _keyword(p, cls.OP_NAME, "default")

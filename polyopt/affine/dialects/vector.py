@@ -297,7 +297,7 @@ class PrintOp(Operation):
     def parse_custom(cls, p, loc, name):
         operands = []
         attrs = {}
-        if p.peek("%"):
+        if p.peek_operand():
             p.skip_ws()
             start = p.pos
             v = p.parse_operand()
