@@ -225,7 +225,7 @@ def _expand_for_microkernel(op, machine, remark, kernel: MicroKernelChoice, step
     if found is None:
         raise ScheduleError(f"'{op.name}' op: --hopt-blis: no M_R x N_R x K_C register-tile "
                             f"nest to map to the micro-kernel", loc)
-    mark_register_tile(found[0], kernel.symbol, kernel.m_r)
+    mark_register_tile(found[0], kernel.symbol, kernel.m_r, kernel.n_r)
     return _nest_ops(block, before, after)
 
 
