@@ -56,6 +56,14 @@ class PipelineOptions:
         "help": "with --hopt: tile and pack as --hopt-copy does, with the register tile of a "
                 "BLIS micro-kernel (the PyPI package 'blis'), and call that hand-written kernel "
                 "for each M_R x N_R x K_C tile (paper section 2.12, 'outer MLIR, inner BLIS')"})
+    memref_bound_check: bool = field(default=False, metadata={
+        "flag": "--memref-bound-check",
+        "standalone": True,
+        "help": "refuse an affine load or store that may access its memref out of bounds, "
+                "naming the access and an offending iteration (MLIR's memref bound check, "
+                "mlir-opt's --test-memref-bound-check); without it the program is taken as "
+                "written, as mlir-opt does.  Packing and --hopt-blis check the nests they "
+                "transform in any case"})
     blis_kernel: Optional[str] = field(default=None, metadata={
         "option": "--hopt-blis-kernel",
         "help": "with --hopt-blis: the micro-kernel to call (default: the best one this CPU "
@@ -65,7 +73,8 @@ class PipelineOptions:
         if self.blis_kernel is not None and not self.blis:
             raise ValueError("--hopt-blis-kernel needs --hopt-blis")
         needs_hopt = [f.metadata["flag"] for f in fields(self)
-                      if "flag" in f.metadata and f.name != "hopt" and getattr(self, f.name)]
+                      if "flag" in f.metadata and f.name != "hopt"
+                      and not f.metadata.get("standalone") and getattr(self, f.name)]
         if needs_hopt and not self.hopt:
             verb = "needs" if len(needs_hopt) == 1 else "need"
             raise ValueError(f"{', '.join(needs_hopt)} {verb} --hopt (they transform the loop "
@@ -99,10 +108,10 @@ def run_passes(module: Operation, options: PipelineOptions, remark=None) -> Oper
 
     ``remark(loc, message)``, when given, receives what the passes decided (tile sizes...).
     """
-    from .schedules.bounds_check import check_bounds
     from .schedules.expand import expand_high_level_ops
-    # MLIR's memref-bound-check: an access that is out of bounds whenever it runs is an error
-    check_bounds(module, only_certain=True)
+    if options.memref_bound_check:
+        from .schedules.bounds_check import check_bounds
+        check_bounds(module)
     if options.hopt:
         from .schedules.expand import RegisterTileSteps
         steps = RegisterTileSteps(vect=options.vect, unroll=options.unroll,
