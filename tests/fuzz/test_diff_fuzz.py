@@ -53,3 +53,50 @@ def test_random_hop_and_linalg_programs(seed):
     modes; upstream on 1 in 3."""
     _check(ops_case(seed), max_flag_sets=4, upstream=seed % 3 == 0)
 
+
+# ---------------------------------------------------------------------------------------------
+# regressions: defects the fuzzer found, each reduced to the smallest program showing it
+
+import numpy as np  # noqa: E402
+
+import polyopt  # noqa: E402
+from polyopt.affine.verifier import verify  # noqa: E402
+from polyopt.schedules.apply import apply_schedule  # noqa: E402
+
+
+def _scheduled_run(text: str, schedule: dict, args: list) -> tuple:
+    """(outputs of the program as written, outputs after ``schedule``) on copies of ``args``."""
+    want = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    polyopt.compile(text)["f"](*want)
+    module = polyopt.parse(text)
+    apply_schedule(module.regions[0].blocks[0].ops[0], schedule)
+    verify(module)
+    got = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    polyopt.compile(module)["f"](*got)
+    return want, got
+
+
+def test_folded_affine_apply_does_not_push_the_next_statement_past_the_yield():
+    """Seeds 103, 109, 126 (affine): a statement whose affine.apply is folded into its access
+    erased the apply after the builder had counted it, so the next statement (here an
+    affine.if) was inserted after the loop's affine.yield: invalid IR ("'affine.for' op
+    expects regions to end with 'affine.yield', found 'affine.if'")."""
+    text = """
+func.func @f(%A: memref<10xf64>, %s: index) {
+  affine.for %i = affine_map<()[s0] -> (s0 - 2)>()[%s] to affine_map<()[s0] -> (s0 + 2)>()[%s] {
+    %a = affine.apply affine_map<(d0) -> (d0)>(%i)
+    %v = affine.load %A[%a] : memref<10xf64>
+    %w = arith.mulf %v, %v : f64
+    affine.store %w, %A[%a] : memref<10xf64>
+    affine.if affine_set<(d0) : (d0 - 1 >= 0)>(%i) {
+      %x = affine.load %A[%i] : memref<10xf64>
+      %y = arith.addf %x, %x : f64
+      affine.store %y, %A[%i] : memref<10xf64>
+    }
+  }
+  return
+}
+"""
+    a = np.arange(10, dtype=np.float64)
+    want, got = _scheduled_run(text, {"S0": "(d0) -> (d0)", "S1": "(d0) -> (d0)"}, [a, 3])
+    np.testing.assert_array_equal(got[0], want[0])
