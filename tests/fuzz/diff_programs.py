@@ -530,17 +530,25 @@ def set_text(conds: list) -> str:
 class AffineGenerator:
     """Draws one affine program (see the module docstring)."""
 
-    def __init__(self, rng: random.Random):
+    def __init__(self, rng: random.Random, elem: Optional[str] = None,
+                 shapes: Optional[dict] = None, first_iv: int = 0):
+        """With ``shapes`` (memref name -> shape), the nests use those memrefs, whose sizes
+        are fixed: every subscript is taken ``mod`` its dimension (no vector stores)."""
         self.rng = rng
         r = rng
-        self.elem = r.choice(["i32", "i64", "i32", "f64", "f32", "f64"])
-        self.symbols = {f"s{k}": r.randint(0, 9) for k in range(r.choice([0, 0, 1, 2]))}
-        self.ranks = {f"A{k}": r.choice([1, 2, 2, 3]) for k in range(r.randint(1, 4))}
+        self.elem = elem or r.choice(["i32", "i64", "i32", "f64", "f32", "f64"])
+        self.shapes = shapes
         self.temps = {}
-        if r.random() < 0.3:
-            self.temps["T0"] = r.choice(["alloc", "alloca"])
-            self.ranks["T0"] = r.choice([1, 2])
-        self.n_iv = 0
+        if shapes is not None:
+            self.symbols = {}
+            self.ranks = {m: len(shape) for m, shape in shapes.items()}
+        else:
+            self.symbols = {f"s{k}": r.randint(0, 9) for k in range(r.choice([0, 0, 1, 2]))}
+            self.ranks = {f"A{k}": r.choice([1, 2, 2, 3]) for k in range(r.randint(1, 4))}
+            if r.random() < 0.3:
+                self.temps["T0"] = r.choice(["alloc", "alloca"])
+                self.ranks["T0"] = r.choice([1, 2])
+        self.n_iv = first_iv
         self.max_depth = r.choice([1, 2, 3, 3, 4])
 
     # -- structure
@@ -571,7 +579,7 @@ class AffineGenerator:
                 items.append(If(self.conditions(scope), then, els))
             elif x < 0.68:
                 items.append(self.reduce(scope))
-            elif x < 0.76:
+            elif x < 0.76 and self.shapes is None:
                 items.append(self.vstore(scope))
             else:
                 items.append(self.store(scope, depth))
@@ -620,6 +628,14 @@ class AffineGenerator:
 
     def subscripts(self, mem: str, scope: list) -> list:
         r = self.rng
+        if self.shapes is not None:      # fixed sizes: (sum c * v + c0) mod size
+            subs = []
+            for size in self.shapes[mem]:
+                vs = r.sample(scope, min(len(scope), r.choice([0, 1, 1, 2])))
+                terms = tuple((v, r.choice([1, 1, 2, -1, 3])) for v in vs)
+                subs.append(Lin(terms, r.randint(-2, 3), ("mod", size)) if terms
+                            else Lin((), r.randrange(size)))
+            return subs
         subs = []
         for _ in range(self.ranks[mem]):
             pool = scope + list(self.symbols) if r.random() < 0.15 else scope
@@ -949,8 +965,9 @@ CONV_OPS = {"hop.conv2d": "conv2d", "linalg.conv_2d_nhwc_hwcf": "conv2d",
 class OpsGenerator:
     """Draws one function of hop/linalg ops (see the module docstring)."""
 
-    def __init__(self, rng: random.Random, seed: int):
+    def __init__(self, rng: random.Random, seed: int, max_size: int = 110):
         self.rng = rng
+        self.max_size = max_size
         self.np_rng = np.random.default_rng(seed)
         self.elem = rng.choice(["f64", "f32"])
         self.args: list = []
@@ -961,6 +978,8 @@ class OpsGenerator:
         self.has_hop = False
         self.reduction = 1
         self.parts: list = []
+        self.emitter: Optional[Emitter] = None
+        self.n_iv = 0
 
     def new_arg(self, arg: Arg) -> Arg:
         self.args.append(arg)
@@ -974,9 +993,9 @@ class OpsGenerator:
         x = r.random()
         if x < 0.1:
             return 1
-        if x < 0.75 or not big:
-            return r.randint(2, 24)
-        return r.randint(25, 110)
+        if x < 0.75 or not big or self.max_size <= 24:
+            return r.randint(2, min(24, self.max_size))
+        return r.randint(25, self.max_size)
 
     def matmul(self, a_in: Optional[Arg] = None) -> Arg:
         """A matmul; ``a_in`` (a previous result) as its A when given."""
@@ -991,7 +1010,7 @@ class OpsGenerator:
             m, k = self.size(), self.size()
             a = self.new_arg(matrix_arg(r, f"A{n}", m, k, self.elem, True))
         nn = self.size()
-        if a_in is None and k == nn and a.layout is None and r.random() < 0.15:
+        if a_in is None and m == k == nn and a.layout is None and r.random() < 0.15:
             b = a   # A * A: the operands share memory (read-only)
         else:
             b = self.new_arg(matrix_arg(r, f"B{n}", k, nn, self.elem, True))
@@ -1063,6 +1082,32 @@ class OpsGenerator:
         r.shuffle(points)
         return ", ".join(tiles + points)
 
+    def affine_nest(self) -> None:
+        """An affine nest over the identity-layout arguments so far (between the ops), run by
+        :class:`Interpreter` on the expected buffers."""
+        mats = {a.name: a.shape for a in self.args if a.layout is None}
+        if not mats:
+            return
+        gen = AffineGenerator(self.rng, self.elem, mats, self.n_iv)
+        items = [gen.loop([], 1)]
+        self.n_iv = gen.n_iv
+        dtype = DTYPES[self.elem]
+        arrays = {m: self.buffers[m].astype(dtype).reshape(shape) for m, shape in mats.items()}
+        interp = Interpreter(self.elem, arrays, {}, max_steps=5000)
+        try:
+            interp.run(items)
+        except TooBig:
+            return
+        for m in mats:
+            self.buffers[m] = arrays[m].reshape(-1).astype(np.float64)
+        if self.emitter is None:
+            self.emitter = Emitter(self.elem, {a.name: a.type for a in self.args})
+        self.emitter.types.update({a.name: a.type for a in self.args})
+        self.emitter.lines = []
+        self.emitter.block(items, 1)
+        self.lines += self.emitter.lines
+        self.parts.append(f"an affine nest ({interp.steps} iterations)")
+
     def conv(self) -> Arg:
         r = self.rng
         op = r.choice(list(CONV_OPS))
@@ -1107,11 +1152,14 @@ class OpsGenerator:
         return oa
 
 
-def ops_case(seed: int) -> Case:
-    """A random function of hop/linalg ops drawn from ``seed``."""
+def ops_case(seed: int, max_size: int = 110) -> Case:
+    """A random function of hop/linalg ops drawn from ``seed`` (matrix sizes up to
+    ``max_size``)."""
     rng = random.Random(seed)
-    gen = OpsGenerator(rng, seed)
+    gen = OpsGenerator(rng, seed, max_size)
     first = gen.matmul() if rng.random() < 0.65 else gen.conv()
+    if rng.random() < 0.25:
+        gen.affine_nest()
     if rng.random() < 0.3:
         if len(first.shape) == 2 and first.layout is None and rng.random() < 0.6:
             gen.matmul(a_in=first)      # reads the first op's result
@@ -1119,6 +1167,8 @@ def ops_case(seed: int) -> Case:
             gen.matmul()
         else:
             gen.conv()
+        if rng.random() < 0.25:
+            gen.affine_nest()
     inputs = gen.initial
     dtype = DTYPES[gen.elem]
     params = ", ".join(f"%{a.name}: {a.type}" for a in gen.args)
