@@ -4,7 +4,8 @@ Options are data: :class:`PipelineOptions` is a frozen dataclass whose fields ar
 switches; the CLI flags (``--hopt``, and ``--no-hopt`` to turn one off) are generated from its
 fields, so the two cannot drift.
 
-    MLIR text --parse--> Module --[--hopt: expand hop/linalg ops]
+    MLIR text --parse--> Module --[--memref-bound-check: refuse out-of-bounds accesses]
+              --[--hopt: expand hop/linalg ops]
               --[--hopt-copy: pack A and B, normalize the buffers' layouts]--> affine IR
               --(expand what is left, naively)--> lower to LLVM --O3--> JIT
 """
