@@ -1,8 +1,10 @@
 """The ``polyopt`` command line, in the spirit of ``mlir-opt`` and ``mlir-cpu-runner``.
 
-    polyopt opt FILE.mlir [-o OUT] [--hopt] [--mlir-print-op-generic]
-    polyopt run FILE.mlir [--hopt] [-e main] [--reps N] [-O N]
-    polyopt translate FILE.mlir [--hopt] --emit llvm|asm [-O N]
+    polyopt opt FILE.mlir [-o OUT] [--hopt] [--memref-bound-check] [--mlir-print-op-generic]
+    polyopt run FILE.mlir [--hopt] [--memref-bound-check] [-e main] [--reps N] [-O N]
+    polyopt translate FILE.mlir [--hopt] [--memref-bound-check] --emit llvm|asm [-O N]
+
+Without pass flags ``opt`` prints what it parsed, as mlir-opt does.
 
 Errors in the input are printed as ``FILE:LINE:COL: error: message`` with the source line and
 a caret, and the exit status is 1; ``--debug`` adds the Python traceback.
@@ -291,6 +293,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise UsageError(f"--{name.lower().replace('_', '')} must be positive, got {v}")
     switches = {name: v for name, v in _pipeline_switches(args).items()
                 if v is not None and name != "raise_scf"}   # implied by --hopt
+    if not switches.get("memref_bound_check"):   # a check, not a configuration
+        switches.pop("memref_bound_check", None)
     if args.steps:
         if tiles or args.schedule:
             raise UsageError("--steps times fixed configurations; drop the tile options")
@@ -307,7 +311,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         else:
             flags = " ".join(flag if switches[name] else "--no-" + flag[2:]
                              for name, flag, _ in PipelineOptions.flag_fields()
-                             if name not in ("blis", "raise_scf"))
+                             if name not in ("blis", "raise_scf") and name in switches)
         variants = [Variant(f"polyopt {flags}", switches, tiles, args.schedule)]
     if not args.llvm_vectorize:
         variants = [replace(v, switches=dict(v.switches, llvm_vectorize=False))

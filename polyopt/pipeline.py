@@ -5,6 +5,7 @@ switches; the CLI flags (``--hopt``, and ``--no-hopt`` to turn one off) are gene
 fields, so the two cannot drift.
 
     MLIR text --parse--> Module --[--raise-scf-to-affine, --hopt: raise affine scf to affine]
+              --[--memref-bound-check: refuse out-of-bounds accesses]
               --[--hopt: expand hop/linalg ops]
               --[--hopt-copy: pack A and B, normalize the buffers' layouts]--> affine IR
               --[--convert-linalg-to-affine-loops]
@@ -68,6 +69,14 @@ class PipelineOptions:
         "help": "lower the linalg ops on memrefs to affine loop nests, as mlir-opt's "
                 "-convert-linalg-to-affine-loops does (after the --hopt passes, which take "
                 "linalg.matmul and the convolutions first); compiling does it anyway"})
+    memref_bound_check: bool = field(default=False, metadata={
+        "flag": "--memref-bound-check",
+        "standalone": True,
+        "help": "refuse an affine load or store that may access its memref out of bounds, "
+                "naming the access and an offending iteration (MLIR's memref bound check, "
+                "mlir-opt's --test-memref-bound-check); without it the program is taken as "
+                "written, as mlir-opt does.  Packing and --hopt-blis check the nests they "
+                "transform in any case"})
     blis_kernel: Optional[str] = field(default=None, metadata={
         "option": "--hopt-blis-kernel",
         "help": "with --hopt-blis: the micro-kernel to call (default: the best one this CPU "
@@ -121,13 +130,13 @@ def run_passes(module: Operation, options: PipelineOptions, remark=None, *,
     ``raised``: the caller ran raise-scf-to-affine already (the CLI does, before
     ``--schedule``).
     """
-    from .schedules.bounds_check import check_bounds
     from .schedules.expand import expand_high_level_ops
     if (options.raise_scf or options.hopt) and not raised:
         from .affine.raise_scf_to_affine import raise_scf_to_affine
         raise_scf_to_affine(module, remark)
-    # MLIR's memref-bound-check: an access that is out of bounds whenever it runs is an error
-    check_bounds(module, only_certain=True)
+    if options.memref_bound_check:
+        from .schedules.bounds_check import check_bounds
+        check_bounds(module)
     if options.hopt:
         from .schedules.expand import RegisterTileSteps
         from .schedules.scops import report_opaque_nests

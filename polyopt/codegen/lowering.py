@@ -457,12 +457,13 @@ class ModuleLowering:
             raise CodegenError(f"@{name}: unknown BLIS micro-kernel '{attr.value}' (known: "
                                f"{known})", f.loc)
         ft = f.function_type
-        memref = f"memref<...x{kernel.dtype}>"
-        want = [memref if p in ("A", "B", "C") else "index" for p in microkernels.WRAPPER_PARAMS]
+        want = microkernels.wrapper_param_kinds(kernel)
 
         def matches(t, w) -> bool:
             if w == "index":
                 return isinstance(t, IndexType)
+            if w == kernel.dtype:
+                return str(t) == w
             return isinstance(t, MemRefType) and t.has_static_shape and \
                 str(t.element_type) == kernel.dtype
         if ft.results or len(ft.inputs) != len(want) or \

@@ -58,6 +58,7 @@ __all__ = [
     "define_wrapper",
     "WRAPPER_ATTR",
     "WRAPPER_PARAMS",
+    "wrapper_param_kinds",
 ]
 
 
@@ -209,11 +210,24 @@ _ELEM = {"f64": ir.DoubleType(), "f32": ir.FloatType()}
 #: The attribute of a ``func.func private`` declaration that the lowering defines as the wrapper
 #: of the kernel it names (see :mod:`polyopt.schedules.microkernel_call`).
 WRAPPER_ATTR = BLIS_KERNEL_ATTR
-#: Parameter names of the wrapper; memrefs are ``ptr`` (their base), the rest ``i64``.
+#: Parameter names of the wrapper; memrefs are ``ptr`` (their base), ``alpha`` is a scalar of
+#: the kernel's element type, the rest ``i64`` (``index``).
 WRAPPER_PARAMS = ("A", "a_off", "B", "b_off", "C", "c_off", "rs_c", "cs_c", "k", "m", "n",
-                  "a_next_off", "b_next_off")
-_WRAPPER_TYPE = ir.FunctionType(_VOID, [_PTR if p in ("A", "B", "C") else _I64
-                                        for p in WRAPPER_PARAMS])
+                  "a_next_off", "b_next_off", "alpha")
+
+
+def wrapper_param_kinds(kernel: MicroKernel) -> list:
+    """The MLIR type of each of :data:`WRAPPER_PARAMS` for ``kernel``, as text
+    (``memref<...xf64>`` for any statically shaped memref of the kernel's element type)."""
+    memref = f"memref<...x{kernel.dtype}>"
+    return [memref if p in ("A", "B", "C") else kernel.dtype if p == "alpha" else "index"
+            for p in WRAPPER_PARAMS]
+
+
+def _wrapper_type(elem: ir.Type) -> ir.FunctionType:
+    return ir.FunctionType(_VOID, [_PTR if p in ("A", "B", "C") else elem if p == "alpha"
+                                   else _I64 for p in WRAPPER_PARAMS])
+
 _UKR_TYPE = ir.FunctionType(_VOID, [_I64, _PTR, _PTR, _PTR, _PTR, _PTR, _I64, _I64, _PTR, _PTR])
 _AUXINFO_BYTES = 128  # more than BLIS 0.7's auxinfo_t
 _AUX_A_NEXT, _AUX_B_NEXT = 8, 16  # byte offsets of a_next and b_next
@@ -249,18 +263,20 @@ def define_wrapper(llmod: ir.Module, name: str, kernel: MicroKernel) -> ir.Funct
     ``kernel`` (declared in ``llmod`` as an external function):
 
         void name(ptr A, i64 a_off, ptr B, i64 b_off, ptr C, i64 c_off, i64 rs_c, i64 cs_c,
-                  i64 k, i64 m, i64 n, i64 a_next_off, i64 b_next_off)
+                  i64 k, i64 m, i64 n, i64 a_next_off, i64 b_next_off, T alpha)
 
-    For ``r < m, c < n``: ``C[c_off + r*rs_c + c*cs_c] += sum_{kk<k} A[a_off + kk*M_R + r] *
-    B[b_off + kk*N_R + c]`` (element offsets; ``M_R x N_R`` = ``kernel.m_r x kernel.n_r``).
+    For ``r < m, c < n``: ``C[c_off + r*rs_c + c*cs_c] += alpha * sum_{kk<k} A[a_off + kk*M_R
+    + r] * B[b_off + kk*N_R + c]`` (element offsets; ``M_R x N_R`` = ``kernel.m_r x
+    kernel.n_r``; ``T`` the kernel's element type).
 
     Preconditions (not checked at run time): ``m <= M_R``, ``n <= N_R``; the panels hold full
     ``M_R``/``N_R`` lanes per ``kk``, zero-padded beyond ``m``/``n``; the panel the kernel loads
     with vector moves (our B for the registered kernels) is ``kernel.alignment``-aligned.
     ``A + a_next_off`` and ``B + b_next_off`` are the next tile's panels (prefetch hints).
 
-    A full tile is one kernel call with alpha = beta = 1 on C; a partial one goes through a
-    64-byte aligned stack tile with beta = 0, whose ``m x n`` part is then added to C
+    A full tile is one kernel call with ``alpha`` and beta = 1 on C; a partial one goes through
+    a 64-byte aligned stack tile with ``alpha`` and beta = 0, whose ``m x n`` part is then added
+    to C
     (``bli_gemm_ker_var2``'s edge case).  ``k <= 0``, ``m <= 0`` or ``n <= 0`` do nothing.
     """
     elem = _ELEM.get(kernel.dtype)
@@ -282,11 +298,11 @@ def define_wrapper(llmod: ir.Module, name: str, kernel: MicroKernel) -> ir.Funct
     memset = _module_function(llmod, "llvm.memset.p0.i64",
                               ir.FunctionType(_VOID, [_PTR, _I8, _I64, _I1]))
 
-    fn = ir.Function(llmod, _WRAPPER_TYPE, name)
+    fn = ir.Function(llmod, _wrapper_type(elem), name)
     fn.attributes.add("nounwind")
     for arg, pname in zip(fn.args, WRAPPER_PARAMS):
         arg.name = pname
-    A, a_off, B, b_off, C, c_off, rs_c, cs_c, k, m, n, a_next_off, b_next_off = fn.args
+    A, a_off, B, b_off, C, c_off, rs_c, cs_c, k, m, n, a_next_off, b_next_off, alpha = fn.args
     m_r, n_r = kernel.m_r, kernel.n_r
 
     entry = fn.append_basic_block("entry")
@@ -301,6 +317,9 @@ def define_wrapper(llmod: ir.Module, name: str, kernel: MicroKernel) -> ir.Funct
     aux = b.alloca(ir.ArrayType(_I8, _AUXINFO_BYTES), name="auxinfo")
     aux.align = 16
     aux.type = _PTR
+    alpha_slot = b.alloca(elem, name="alpha.slot")  # the kernel takes its scalars by pointer
+    alpha_slot.type = _PTR
+    b.store(alpha, alpha_slot)
     zero64 = ir.Constant(_I64, 0)
     empty = b.or_(b.or_(b.icmp_signed("<=", k, zero64), b.icmp_signed("<=", m, zero64)),
                   b.icmp_signed("<=", n, zero64))
@@ -325,13 +344,13 @@ def define_wrapper(llmod: ir.Module, name: str, kernel: MicroKernel) -> ir.Funct
     b.cbranch(is_full, full_bb, part_bb)
 
     b.position_at_end(full_bb)
-    b.call(ukr, [k, one, ka, kb, one, c, krs, kcs, aux, cntx])
+    b.call(ukr, [k, alpha_slot, ka, kb, one, c, krs, kcs, aux, cntx])
     b.branch(done)
 
     # the stack tile is row-major in our orientation: unit stride along the kernel's vectors
     b.position_at_end(part_bb)
     t_rs, t_cs = ir.Constant(_I64, n_r), ir.Constant(_I64, 1)
-    b.call(ukr, [k, one, ka, kb, zero, tile] + ([t_cs, t_rs] if kernel.swapped else [t_rs, t_cs])
+    b.call(ukr, [k, alpha_slot, ka, kb, zero, tile] + ([t_cs, t_rs] if kernel.swapped else [t_rs, t_cs])
            + [aux, cntx])
     _emit_add_tile(fn, b, tile, n_r, c, rs_c, cs_c, m, n, elem)
     b.branch(done)

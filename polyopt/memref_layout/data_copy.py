@@ -507,7 +507,9 @@ def generate_copy(position: Position, memref: Value, *, depth: int = 0,
       copy_out: copy the box back after the nest: ``None`` (default) when the nest writes the
         memref; ``False`` with writes is refused (they would be lost).
 
-    Preconditions: ``memref`` has a static shape; see the module docstring for what is refused
+    Preconditions: ``memref`` has a static shape and the nest accesses it in bounds (checked:
+    a :class:`VerifyError` naming the access and an offending iteration, as
+    ``--memref-bound-check``); see the module docstring for what else is refused
     (:class:`ScheduleError`, before anything changes).  Returns a :class:`CopyInfo`.
     """
     from ..schedules.model import ACCESS_OPS
@@ -602,6 +604,11 @@ def generate_copy(position: Position, memref: Value, *, depth: int = 0,
                                 accesses[0].loc) from None
         lbs.append(e)
         extents.append(ext)
+    # the nest must access the memref in bounds, for every value of the symbols: a region
+    # beyond the memref would be copied clipped, the nest reading zeros where it read past the
+    # memref (MLIR's memref bound check, as --memref-bound-check reports it)
+    from ..schedules.bounds_check import check_bounds
+    check_bounds(ops, memrefs=[memref])
     shape = tuple(-(-ext // p) * p for ext, p in zip(extents, pads))
     buffer_type = MemRefType(shape, mtype.element_type, buffer_layout, mtype.memory_space)
     if buffer_layout is not None:

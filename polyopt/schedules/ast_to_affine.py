@@ -908,9 +908,13 @@ class AffineGenerator:
                     mapping[old] = res
                 b.insert(new)
             new_ops.append(new)
-        # pure ops whose users were all folded (affine.apply, rematerialized index math) die
+        # pure ops whose users were all folded (affine.apply, rematerialized index math) die;
+        # they were inserted before the builder's index, which must move back with them (or
+        # the next statement lands after the block's terminator)
         for op in reversed(new_ops):
             if is_pure(op) and not any(r.uses for r in op.results):
+                if op.parent is b.block and b.index is not None:
+                    b.index -= 1
                 op.erase()
         scope = self.scopes[-1]
         for op in stmt.ops:

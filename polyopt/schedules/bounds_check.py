@@ -1,4 +1,6 @@
-"""Static out-of-bounds checking of affine memory accesses (MLIR's ``-memref-bound-check``).
+"""Static out-of-bounds checking of affine memory accesses (MLIR's memref bound check, the
+``-test-memref-bound-check`` pass of mlir-opt 22; ``--memref-bound-check`` of ``polyopt
+opt|run|translate``, ``memref_bound_check=True`` in :func:`polyopt.compile`).
 
 For every ``affine.load``/``store``/``vector_load``/``vector_store`` the set of elements it may
 touch over its iteration domain is computed exactly with ISL; if some iteration reaches outside
@@ -14,11 +16,16 @@ offending index and the smallest offending iteration:
 With symbolic bounds an access is reported only if the overflow can happen for some values of
 the symbols allowed by the context (then the message says so and gives such values).  Dynamic
 (``?``) dimensions are not checked.
+
+It is an option, as upstream: a program is not refused for an access it may never run.  The
+transformations that rely on in-bounds accesses run it on what they transform and refuse it
+with the same message: packing (:func:`polyopt.memref_layout.data_copy.generate_copy`, whose
+copies would read and write the whole region) and the BLIS micro-kernel calls (C's tile).
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import Iterable, Optional, Sequence, Union
 
 import islpy as isl
 
@@ -78,26 +85,35 @@ def _oob_error(op: Operation, relation: isl.Map, ivs: Sequence[Value],
     return None
 
 
-def find_out_of_bounds(root: Union[Operation, PolyhedralModel],
-                       only_certain: bool = False) -> list[VerifyError]:
+Root = Union[Operation, Iterable[Operation], PolyhedralModel]
+
+
+def find_out_of_bounds(root: Root, only_certain: bool = False,
+                       memrefs: Optional[Sequence[Value]] = None) -> list[VerifyError]:
     """One :class:`VerifyError` per access under ``root`` (an op such as a ``func.func`` or a
-    module, or a :class:`PolyhedralModel`) that may access its memref out of bounds, in program
-    order.  With ``only_certain``, an access whose range depends on symbols is reported only
-    when it goes out of bounds for every symbol value with which it executes at all (the
-    compile-time check: a parametric nest valid for the sizes it is called with compiles)."""
+    module, a list of ops, or a :class:`PolyhedralModel`) that may access its memref out of
+    bounds, in program order; with ``memrefs``, only the accesses to those values.  With
+    ``only_certain``, an access whose range depends on symbols is reported only when it goes
+    out of bounds for every symbol value with which it executes at all."""
     errors: list[VerifyError] = []
+    wanted = None if memrefs is None else {id(v) for v in memrefs}
     if isinstance(root, PolyhedralModel):
         by_name = {n: v for v, n in root.param_names.items()}
         for s in root.statements:
             for a in s.accesses:
+                if wanted is not None and id(a.op.memref) not in wanted:
+                    continue
                 e = _oob_error(a.op, a.relation, s.ivs, by_name, root.context(),
                                root.describe_value, only_certain)
                 if e is not None:
                     errors.append(e)
         return errors
+    roots = [root] if isinstance(root, Operation) else list(root)
     namers: dict[int, object] = {}   # one per function: SSA names restart in each
-    for op in root.walk():
+    for op in (x for r in roots for x in r.walk()):
         if not isinstance(op, ACCESS_OPS) or not isinstance(op.memref.type, MemRefType):
+            continue
+        if wanted is not None and id(op.memref) not in wanted:
             continue
         func = next((a for a in op.ancestors() if a.name == "func.func"), None)
         if id(func) not in namers:
@@ -115,11 +131,12 @@ def find_out_of_bounds(root: Union[Operation, PolyhedralModel],
     return errors
 
 
-def check_bounds(func_or_model: Union[Operation, PolyhedralModel],
-                 only_certain: bool = False) -> None:
+def check_bounds(root: Root, only_certain: bool = False,
+                 memrefs: Optional[Sequence[Value]] = None) -> None:
     """Raise a :class:`VerifyError` at the first affine access (in program order) under
-    ``func_or_model`` that may touch its static-shaped memref out of bounds (see the module
-    docstring for the message); return normally when every access is provably in bounds."""
-    errors = find_out_of_bounds(func_or_model, only_certain)
+    ``root`` (see :func:`find_out_of_bounds`) that may touch its static-shaped memref out of
+    bounds (see the module docstring for the message); return normally when every access is
+    provably in bounds."""
+    errors = find_out_of_bounds(root, only_certain, memrefs)
     if errors:
         raise errors[0]

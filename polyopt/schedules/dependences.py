@@ -63,9 +63,35 @@ class Dependences:
                 yield kind, name, self.by_memref[name][k]
 
 
+#: ISL operations the dataflow analysis of one scop may take (about 10 s): beyond it, a scop
+#: is refused rather than analysed for minutes (random nests with ``mod``/``floordiv``
+#: subscripts and parametric bounds found by the differential fuzzer).  Every scop of the
+#: test suite and of the paper's listings needs less than a tenth of it.
+MAX_ISL_OPERATIONS = 25_000_000
+
+
 def compute_dependences(model: PolyhedralModel) -> Dependences:
     """RAW, WAR and WAW dependences of ``model`` under its original schedule (see the module
-    docstring for how each is computed)."""
+    docstring for how each is computed).  Raises :class:`ScheduleError` when ISL needs more
+    than :data:`MAX_ISL_OPERATIONS` for it."""
+    ctx = isl.DEFAULT_CONTEXT   # the context of every set and map built from text
+    ctx.set_max_operations(MAX_ISL_OPERATIONS)
+    ctx.reset_operations()
+    try:
+        return _compute_dependences(model)
+    except isl.Error as exc:
+        if "maximal number of operations exceeded" not in str(exc):
+            raise
+        loc = model.statements[0].loc if model.statements else None
+        raise ScheduleError(f"the dependence analysis of this nest ({len(model.statements)} "
+                            f"statements) takes ISL more than {MAX_ISL_OPERATIONS:,} "
+                            f"operations; simplify its bounds and subscripts (mod, floordiv) "
+                            f"or split it", loc) from None
+    finally:
+        ctx.set_max_operations(0)
+
+
+def _compute_dependences(model: PolyhedralModel) -> Dependences:
     sched = model.schedule()
     empty = isl.UnionMap(model.param_space() + "{ }")
     reads: dict[str, isl.UnionMap] = {n: empty for n in model.memrefs}

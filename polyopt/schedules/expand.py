@@ -228,6 +228,10 @@ def _expand_for_microkernel(op, machine, remark, kernel: MicroKernelChoice, step
                         f"generated code instead of the micro-kernel")
         return expand_matmul_tiled(op, machine, remark, copy=True, steps=steps)
     loops = expand_matmul(op)
+    # the kernel writes C's tiles through strides: its accesses must be in bounds (packing
+    # checks A's and B's)
+    from .bounds_check import check_bounds
+    check_bounds(loops[0], memrefs=[c])
     new_ops = apply_schedule(loops[0], {"S0": params.schedule()}, check=True)
     nests = [o for o in new_ops if isinstance(o, AffineForOp)]
     if len(nests) != 1:
@@ -243,7 +247,7 @@ def _expand_for_microkernel(op, machine, remark, kernel: MicroKernelChoice, step
     if found is None:
         raise ScheduleError(f"'{op.name}' op: --hopt-blis: no M_R x N_R x K_C register-tile "
                             f"nest to map to the micro-kernel", loc)
-    mark_register_tile(found[0], kernel.symbol, kernel.m_r)
+    mark_register_tile(found[0], kernel.symbol, kernel.m_r, kernel.n_r)
     return _nest_ops(block, before, after)
 
 

@@ -61,10 +61,6 @@ CASES = [
      "but found 4"),
     ("bad_integer_literal", "  %c = arith.constant 300 : i8", (2, 23),
      "integer constant out of range for attribute"),
-    ("out_of_bounds_access",
-     "  affine.for %i = 0 to 4 {\n    %v = affine.load %B[%i, %i + 2] : memref<4x5xf64>\n  }",
-     (3, 10), "'affine.load' op out-of-bounds access to memref<4x5xf64> (%arg1) in dimension 1: "
-     "index 5 at iteration (%arg5 = 3)"),
     ("affine_if_operand_count",
      "  affine.if affine_set<(d0, d1) : (d0 - d1 >= 0)>(%n) {\n  }", (2, 3),
      "custom op 'affine.if' dim operand count and integer set dim count must match"),

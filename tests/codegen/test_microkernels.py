@@ -62,7 +62,8 @@ def sizes(kernel):
     return lanes, a_len, b_len, side
 
 
-SIGNATURE = "({a}, index, {b}, index, {c}, index, index, index, index, index, index, index, index)"
+SIGNATURE = ("({a}, index, {b}, index, {c}, index, index, index, index, index, index, index, "
+             "index, {t})")
 
 
 def tile_module(kernel, symbol=None, signature=None) -> str:
@@ -70,15 +71,15 @@ def tile_module(kernel, symbol=None, signature=None) -> str:
     t = kernel.dtype
     _, a_len, b_len, side = sizes(kernel)
     a, b, c = f"memref<{a_len}x{t}>", f"memref<{b_len}x{t}>", f"memref<{side}x{side}x{t}>"
-    call_sig = SIGNATURE.format(a=a, b=b, c=c)
+    call_sig = SIGNATURE.format(a=a, b=b, c=c, t=t)
     decl_sig = call_sig if signature is None else signature
     return f"""
 func.func private @w{decl_sig} attributes {{polyopt.blis_kernel = "{symbol or kernel.symbol}"}}
 func.func @tile(%A: {a}, %B: {b}, %C: {c}, %a_off: index, %b_off: index, %c_off: index,
                 %rs_c: index, %cs_c: index, %k: index, %m: index, %n: index, %a_next: index,
-                %b_next: index) {{
-  func.call @w(%A, %a_off, %B, %b_off, %C, %c_off, %rs_c, %cs_c, %k, %m, %n, %a_next, %b_next)
-      : {call_sig} -> ()
+                %b_next: index, %alpha: {t}) {{
+  func.call @w(%A, %a_off, %B, %b_off, %C, %c_off, %rs_c, %cs_c, %k, %m, %n, %a_next, %b_next,
+               %alpha) : {call_sig} -> ()
   return
 }}
 """
@@ -89,7 +90,7 @@ def compiled_tile(symbol: str):
     return polyopt.compile(tile_module(mk.lookup(symbol)), filename="tile.mlir")
 
 
-def run_tile(kernel, k, m, n, panel, layout, origin, seed=0):
+def run_tile(kernel, k, m, n, panel, layout, origin, seed=0, alpha=1.0):
     """Run one tile through ``@tile`` and check all of C against numpy."""
     dtype = DTYPES[kernel.dtype]
     m_r, n_r = kernel.m_r, kernel.n_r
@@ -115,13 +116,14 @@ def run_tile(kernel, k, m, n, panel, layout, origin, seed=0):
     a_panel = A[a_off:a_off + k * m_r].reshape(k, m_r).astype(np.float64)
     b_panel = B[b_off:b_off + k * n_r].reshape(k, n_r).astype(np.float64)
     rows, cols = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
-    want.ravel()[c_off + rows * rs_c + cols * cs_c] += (a_panel.T @ b_panel)[:m, :n]
+    want.ravel()[c_off + rows * rs_c + cols * cs_c] += alpha * (a_panel.T @ b_panel)[:m, :n]
 
     compiled_tile(kernel.symbol)["tile"](A, B, C, a_off, b_off, c_off, rs_c, cs_c, k, m, n,
-                                         a_next, b_next)
+                                         a_next, b_next, alpha)
     tol = dict(rtol=1e-12, atol=1e-12) if dtype == np.float64 else dict(rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(C, want, **tol, err_msg=f"k={k} m={m} n={n} panel={panel} "
-                                                      f"layout={layout} origin={origin}")
+                                                      f"layout={layout} origin={origin} "
+                                                      f"alpha={alpha}")
 
 
 # -- the registry -------------------------------------------------------------------------------
@@ -203,6 +205,14 @@ def test_wrapper_matches_numpy(kernel):
 
 
 @pytest.mark.parametrize("kernel", host_kernels())
+@pytest.mark.parametrize("alpha", [2.5, -0.75, 0.0])
+def test_wrapper_scales_by_alpha(kernel, alpha):
+    """alpha reaches the kernel on full tiles and on edge tiles (through the stack tile)."""
+    for seed, case in enumerate(tile_cases(kernel)):
+        run_tile(kernel, *case, seed=seed, alpha=alpha)
+
+
+@pytest.mark.parametrize("kernel", host_kernels())
 def test_wrapper_empty_tiles_leave_c_alone(kernel):
     dtype = DTYPES[kernel.dtype]
     _, a_len, b_len, side = sizes(kernel)
@@ -212,7 +222,7 @@ def test_wrapper_empty_tiles_leave_c_alone(kernel):
     before = C.copy()
     tile = compiled_tile(kernel.symbol)["tile"]
     for k, m, n in ((0, kernel.m_r, kernel.n_r), (3, 0, kernel.n_r), (3, kernel.m_r, 0)):
-        tile(A, B, C, 0, 0, 0, side, 1, k, m, n, 0, 0)
+        tile(A, B, C, 0, 0, 0, side, 1, k, m, n, 0, 0, 1.0)
     np.testing.assert_array_equal(C, before)
 
 
@@ -224,7 +234,8 @@ def test_wrapper_llvm_ir(kernel):
                      ir_text)
     header = re.search(r'define void @"?w"?\(([^)]*)\)([^{]*)', ir_text)
     params = [p.split()[0] for p in header.group(1).split(",")]
-    assert params == ["ptr", "i64", "ptr", "i64", "ptr"] + ["i64"] * 8
+    elem = "double" if kernel.dtype == "f64" else "float"
+    assert params == ["ptr", "i64", "ptr", "i64", "ptr"] + ["i64"] * 8 + [elem]
     assert "nounwind" in header.group(2)
     assert re.search(r'alloca \[\d+ x (double|float)\], align 64', ir_text)
 
@@ -246,16 +257,19 @@ def compile_error(text: str) -> CodegenError:
 @pytest.mark.parametrize("signature", [
     # a memref of the wrong element type
     "(memref<4xf32>, index, memref<4xf64>, index, memref<4x4xf64>, index, index, index, index, "
-    "index, index, index, index)",
-    # no b_next_off
+    "index, index, index, index, f64)",
+    # no alpha
     "(memref<4xf64>, index, memref<4xf64>, index, memref<4x4xf64>, index, index, index, index, "
-    "index, index, index)",
+    "index, index, index, index)",
     # i64 where an index goes
     "(memref<4xf64>, i64, memref<4xf64>, index, memref<4x4xf64>, index, index, index, index, "
-    "index, index, index, index)",
+    "index, index, index, index, f64)",
+    # alpha of the wrong type
+    "(memref<4xf64>, index, memref<4xf64>, index, memref<4x4xf64>, index, index, index, index, "
+    "index, index, index, index, f32)",
     # a result
     "(memref<4xf64>, index, memref<4xf64>, index, memref<4x4xf64>, index, index, index, index, "
-    "index, index, index, index) -> f64",
+    "index, index, index, index, f64) -> f64",
 ])
 def test_wrong_wrapper_signature(signature):
     attrs = f'attributes {{polyopt.blis_kernel = "{HASWELL.symbol}"}}'
@@ -268,8 +282,8 @@ func.func @f() {{
     assert err.message.startswith(f"the wrapper @w of {HASWELL.symbol} must have the type "
                                   "(memref<...xf64>, index, memref<...xf64>, index, "
                                   "memref<...xf64>, index, index, index, index, index, index, "
-                                  "index, index) -> () (arguments A, a_off, B, b_off, C, c_off, "
-                                  "rs_c, cs_c, k, m, n, a_next_off, b_next_off")
+                                  "index, index, f64) -> () (arguments A, a_off, B, b_off, C, "
+                                  "c_off, rs_c, cs_c, k, m, n, a_next_off, b_next_off, alpha")
     assert (err.loc.line, err.loc.col) == (1, 1)
 
 

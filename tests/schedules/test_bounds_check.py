@@ -207,3 +207,163 @@ def test_names_restart_in_each_function():
     assert bounds_error(module) == (
         "b.mlir:10:10: error: 'affine.load' op out-of-bounds access to memref<4xf64> (%arg1) in "
         "dimension 0: index 4 at iteration (%arg2 = 4)")
+
+
+# ---------------------------------------------------------------------------------------------
+# the check is an option (--memref-bound-check), as upstream; packing and BLIS mode run it on
+# the nests they transform
+
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from polyopt.cli import main as cli_main  # noqa: E402
+
+# the off-by-one of test_off_by_one_is_refused, and a loop to %n that is in bounds for n <= 4
+OOB = """\
+func.func @f(%A: memref<4x5xf64>, %B: memref<4x5xf64>, %n: index) {
+  affine.for %i = 0 to 4 {
+    %v = affine.load %B[%i, %i + 2] : memref<4x5xf64>
+    affine.store %v, %A[%i, 0] : memref<4x5xf64>
+  }
+  return
+}
+"""
+OOB_MESSAGE = ("'affine.load' op out-of-bounds access to memref<4x5xf64> (%arg1) in dimension 1: "
+               "index 5 at iteration (%arg3 = 3)")
+
+MAYBE = """\
+func.func @g(%A: memref<4xf64>, %n: index) {
+  %one = arith.constant 1.0 : f64
+  affine.for %i = 0 to %n {
+    affine.store %one, %A[%i] : memref<4xf64>
+  }
+  return
+}
+"""
+MAYBE_MESSAGE = ("'affine.store' op out-of-bounds access to memref<4xf64> (%arg0) in dimension "
+                 "0: index 4 at iteration (%arg2 = 4) for some values of the symbols "
+                 "(%arg1 = 5)")
+
+
+def test_plain_opt_prints_what_it_parsed_as_mlir_opt_does(tmp_path, capsys):
+    path = tmp_path / "oob.mlir"
+    path.write_text(OOB)
+    assert cli_main(["opt", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    mlir_opt = shutil.which("mlir-opt-22")
+    assert mlir_opt is not None, "mlir-opt-22 is not installed (Debian package mlir-22-tools)"
+    upstream = subprocess.run([mlir_opt, str(path)], capture_output=True, text=True, timeout=60)
+    assert upstream.returncode == 0, upstream.stderr
+    assert out == upstream.stdout.rstrip("\n") + "\n"
+
+
+@pytest.mark.parametrize("command", [["opt"], ["translate", "--emit", "llvm"],
+                                     ["run", "-e", "f"]])
+def test_memref_bound_check_option_of_each_command(tmp_path, capsys, command):
+    path = tmp_path / "oob.mlir"
+    path.write_text(OOB)
+    assert cli_main([*command, "--memref-bound-check", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines()[0] == f"{path}:3:10: error: {OOB_MESSAGE}"
+    assert "Traceback" not in err
+
+
+def test_compile_option_and_its_absence():
+    with pytest.raises(VerifyError) as err:
+        polyopt.compile(OOB, filename="oob.mlir", memref_bound_check=True)
+    assert str(err.value) == f"oob.mlir:3:10: error: {OOB_MESSAGE}"
+    # a store that is out of bounds only for %n > 4: refused on request, run as written
+    # otherwise (with an %n for which it is in bounds)
+    with pytest.raises(VerifyError) as err:
+        polyopt.compile(MAYBE, filename="g.mlir", memref_bound_check=True)
+    assert str(err.value) == f"g.mlir:4:5: error: {MAYBE_MESSAGE}"
+    a = np.zeros(4)
+    polyopt.compile(MAYBE)["g"](a, 3)
+    np.testing.assert_array_equal(a, [1, 1, 1, 0])
+    # with passes too: the option runs first, on the program as written
+    with pytest.raises(VerifyError, match="out-of-bounds access"):
+        polyopt.compile(MAYBE, hopt=True, copy=True, memref_bound_check=True)
+
+
+def test_option_alone_needs_no_hopt(capsys):
+    assert polyopt.PipelineOptions(memref_bound_check=True).hopt is False
+    with pytest.raises(ValueError, match="--hopt-copy needs --hopt"):
+        polyopt.PipelineOptions(copy=True, memref_bound_check=True)
+
+
+COPY_NEST = """\
+func.func @f(%A: memref<64xf64>, %n: index) {
+  affine.for %i = 0 to min affine_map<()[s0] -> (s0, UB)>()[%n] {
+    %v = affine.load %A[%i] : memref<64xf64>
+    %w = arith.addf %v, %v : f64
+    affine.store %w, %A[%i] : memref<64xf64>
+  }
+  return
+}
+"""
+
+
+def test_packing_refuses_a_nest_that_may_leave_the_memref():
+    """generate_copy copies the region's bounding box: [0, 100) for i < min(n, 100), beyond
+    A's 64 elements; it is refused with the bound check's message, before any change."""
+    from polyopt.memref_layout.data_copy import generate_copy
+    module = parse(COPY_NEST.replace("UB", "100"), "copy.mlir")
+    func = func_of(module)
+    before = str(module)
+    with pytest.raises(VerifyError) as err:
+        generate_copy(func.body.ops[0], func.body.args[0], depth=0)
+    assert str(err.value) == (
+        "copy.mlir:3:10: error: 'affine.load' op out-of-bounds access to memref<64xf64> (%arg0) "
+        "in dimension 0: index 64 at iteration (%arg2 = 64) for some values of the symbols "
+        "(%arg1 = 65)")
+    assert str(module) == before
+    # in bounds for every %n: copied
+    module = parse(COPY_NEST.replace("UB", "64"), "copy.mlir")
+    func = func_of(module)
+    info = generate_copy(func.body.ops[0], func.body.args[0], depth=0)
+    assert str(info.buffer_type) == "memref<64xf64>"
+
+
+def _widen_expansion(monkeypatch):
+    """Make the matmul expansion one column too wide (j < N + 1): a defect the passes that
+    rely on in-bounds accesses must catch rather than turn into a wrong answer."""
+    from polyopt.affine.affine_expr import AffineMap, constant
+    from polyopt.schedules import expand
+    real = expand.expand_matmul
+
+    def widened(op):
+        loops = real(op)
+        j = loops[1]
+        bound = j.upper_map.results[0].value + 1
+        j.set_upper_bound(AffineMap.get(0, 0, (constant(bound),)), [])
+        return loops
+    monkeypatch.setattr(expand, "expand_matmul", widened)
+
+
+MATMUL = """\
+func.func @matmul(%A: memref<9x7xf64>, %B: memref<7x11xf64>, %C: memref<9x11xf64>) {
+  hop.matmul %A, %B, %C : (memref<9x7xf64>, memref<7x11xf64>, memref<9x11xf64>)
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("switches, memref, operand, iteration", [
+    # packing: the tiled nest's B panel
+    (dict(copy=True), "memref<7x11xf64>", "%arg1",
+     "(%arg3 = 1, %arg4 = 0, %arg5 = 0, %arg6 = 11, %arg7 = 0)"),
+    # BLIS mode: the kernel would write C's tiles
+    (dict(blis=True), "memref<9x11xf64>", "%arg2", "(%arg3 = 0, %arg4 = 11, %arg5 = 0)"),
+])
+def test_packing_and_blis_refuse_out_of_bounds_nests(monkeypatch, switches, memref, operand,
+                                                     iteration):
+    _widen_expansion(monkeypatch)
+    with pytest.raises(VerifyError) as err:
+        polyopt.compile(MATMUL, filename="mm.mlir", hopt=True, **switches)
+    assert str(err.value) == (f"mm.mlir:2:3: error: 'affine.load' op out-of-bounds access to "
+                              f"{memref} ({operand}) in dimension 1: index 11 at iteration "
+                              f"{iteration}")

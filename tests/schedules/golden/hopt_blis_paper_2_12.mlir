@@ -36,7 +36,8 @@ module {
             %c6 = arith.constant 6 : index
             %c8 = arith.constant 8 : index
             %2 = affine.apply #map8(%arg6)
-            func.call @polyopt_bli_dgemm_haswell_asm_6x8(%alloc, %0, %alloc_0, %c0, %arg2, %1, %c2048, %c1, %c512, %c6, %c8, %2, %c0) : (memref<29x512x6xf64>, index, memref<512x8xf64>, index, memref<2088x2048xf64>, index, index, index, index, index, index, index, index) -> ()
+            %cst = arith.constant 1.000000e+00 : f64
+            func.call @polyopt_bli_dgemm_haswell_asm_6x8(%alloc, %0, %alloc_0, %c0, %arg2, %1, %c2048, %c1, %c512, %c6, %c8, %2, %c0, %cst) : (memref<29x512x6xf64>, index, memref<512x8xf64>, index, memref<2088x2048xf64>, index, index, index, index, index, index, index, index, f64) -> ()
           }
         }
       }
@@ -45,5 +46,5 @@ module {
     memref.dealloc %alloc : memref<29x512x6xf64>
     return
   }
-  func.func private @polyopt_bli_dgemm_haswell_asm_6x8(memref<29x512x6xf64>, index, memref<512x8xf64>, index, memref<2088x2048xf64>, index, index, index, index, index, index, index, index) attributes {polyopt.blis_kernel = "bli_dgemm_haswell_asm_6x8"}
+  func.func private @polyopt_bli_dgemm_haswell_asm_6x8(memref<29x512x6xf64>, index, memref<512x8xf64>, index, memref<2088x2048xf64>, index, index, index, index, index, index, index, index, f64) attributes {polyopt.blis_kernel = "bli_dgemm_haswell_asm_6x8"}
 }
