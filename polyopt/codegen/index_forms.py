@@ -24,6 +24,7 @@ from polyopt.affine.affine_expr import (
 )
 from polyopt.affine.ir import Value
 from polyopt.codegen.llvm_helpers import (
+    I1,
     I64,
     NSW,
     ceildiv_positive,
@@ -102,6 +103,39 @@ class DivByZero(Exception):
 class IndexFormLowering:
     """The part of :class:`~polyopt.codegen.lowering.FunctionLowering` that flattens affine
     expressions into :class:`Lin` forms and emits them (``self.b`` is the IR builder)."""
+
+    # -- run-time checked division ------------------------------------------------------------
+
+    def checked_divisor(self, x: ir.Value, y: ir.Value, signed: bool) -> ir.Value:
+        """The divisor ``y`` of ``x``, with a run-time check that the division is defined: a
+        zero divisor (and ``INT_MIN / -1`` for signed ones) is undefined in MLIR and traps on
+        x86, which would kill the Python process; polyopt records an error of the call instead
+        (as a failed ``cf.assert``, naming the op being lowered) and divides by 1.  Constant
+        divisors fold the check away."""
+        b = self.b
+        ty = y.type
+        elem = ty.element if isinstance(ty, ir.VectorType) else ty
+
+        def splat(v: int) -> ir.Constant:
+            c = ir.Constant(elem, v)
+            return ir.Constant(ty, [c] * ty.count) if isinstance(ty, ir.VectorType) else c
+        bad = b.icmp_unsigned("==", y, splat(0))
+        if signed and elem.width > 1:
+            int_min = splat(-(1 << (elem.width - 1)))
+            overflow = b.and_(b.icmp_signed("==", x, int_min), b.icmp_signed("==", y, splat(-1)))
+            bad = b.or_(bad, overflow)
+        safe = b.select(bad, splat(1), y)
+        any_bad = bad
+        if isinstance(ty, ir.VectorType):
+            fn = self.ml.intrinsic(f"llvm.vector.reduce.or.v{ty.count}i1", I1, [bad.type])
+            any_bad = b.call(fn, [bad])
+        with b.if_then(any_bad, likely=False):
+            op = self.op
+            where = f"{op.loc}: " if op.loc is not None else ""
+            what = "divides by zero or overflows (INT_MIN / -1)" if signed else "divides by zero"
+            b.call(self.ml.runtime("polyopt_assert_fail"),
+                   [self.ml.c_string(f"{where}error: '{op.name}' {what} at run time")])
+        return safe
 
     # -- affine forms ---------------------------------------------------------------------------
 
@@ -320,7 +354,7 @@ class IndexFormLowering:
             if nonneg:
                 return b.urem(va, i64(c))
             return mod_positive(b, va, i64(c))
-        vd = self.emit_lin(d, cache)
+        vd = self.checked_divisor(va, self.emit_lin(d, cache), signed=True)
         if tag == "fdiv":
             return floordiv_signed(b, va, vd)
         if tag == "cdiv":

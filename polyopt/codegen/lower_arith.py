@@ -6,7 +6,7 @@ Integer flags (``overflow<nsw, nuw>``, ``exact``) and fast-math flags become LLV
 by the bit width or more are undefined (LLVM ``poison``), as in MLIR.  Integer division by
 zero and ``INT_MIN / -1`` are undefined in MLIR too, but trap on x86 and would kill the Python
 process: the divisor is checked at run time and the call raises an error instead
-(:func:`_checked_divisor`; the check folds away for constant divisors).  Float results are correctly rounded:
+(``checked_divisor`` of :mod:`.index_forms`; the check folds away for constant divisors).  Float results are correctly rounded:
 f16/bf16 conversions and bf16 arithmetic go through :mod:`polyopt.codegen.float_casts`, and
 ``truncf``'s rounding modes are applied (LLVM and ``mlir-runner-22`` round to nearest at run
 time whatever the mode).
@@ -24,7 +24,7 @@ from polyopt.affine.types import (FloatType, IndexType, MemRefType, Type,
                                   VectorType, element_type_of)
 from polyopt.codegen import float_casts, libcalls
 from polyopt.codegen.index_forms import Lin
-from polyopt.codegen.llvm_helpers import (F32, I1, Unsupported, call_intrinsic,
+from polyopt.codegen.llvm_helpers import (F32, Unsupported, call_intrinsic,
                                           ceildiv_signed, check_float, fastmath_flags,
                                           float_const, floordiv_signed, int_const, zero_like)
 from polyopt.codegen.lowering import FunctionLowering, handles
@@ -123,37 +123,6 @@ _SIGNED_DIVISIONS = {"arith.divsi", "arith.remsi", "arith.floordivsi", "arith.ce
 _DIVISIONS = _SIGNED_DIVISIONS | {"arith.divui", "arith.remui", "arith.ceildivui"}
 
 
-def _checked_divisor(L: FunctionLowering, op: Operation, x: ir.Value, y: ir.Value,
-                     signed: bool) -> ir.Value:
-    """The divisor, with a run-time check that the division is defined: a zero divisor (and
-    ``INT_MIN / -1`` for signed ones) is undefined in MLIR and traps on x86, which would kill
-    the Python process; polyopt records an error for the call instead (as a failed
-    ``cf.assert``) and divides by 1.  Constant divisors fold the check away."""
-    b = L.b
-    ty = y.type
-    elem = ty.element if isinstance(ty, ir.VectorType) else ty
-
-    def splat(v: int) -> ir.Constant:
-        c = ir.Constant(elem, v)
-        return ir.Constant(ty, [c] * ty.count) if isinstance(ty, ir.VectorType) else c
-    bad = b.icmp_unsigned("==", y, splat(0))
-    if signed and elem.width > 1:
-        int_min = splat(-(1 << (elem.width - 1)))
-        overflow = b.and_(b.icmp_signed("==", x, int_min), b.icmp_signed("==", y, splat(-1)))
-        bad = b.or_(bad, overflow)
-    safe = b.select(bad, splat(1), y)
-    any_bad = bad
-    if isinstance(ty, ir.VectorType):
-        fn = L.ml.intrinsic(f"llvm.vector.reduce.or.v{ty.count}i1", I1, [bad.type])
-        any_bad = b.call(fn, [bad])
-    with b.if_then(any_bad, likely=False):
-        where = f"{op.loc}: " if op.loc is not None else ""
-        what = "divides by zero or overflows (INT_MIN / -1)" if signed else "divides by zero"
-        b.call(L.ml.runtime("polyopt_assert_fail"),
-               [L.ml.c_string(f"{where}error: '{op.name}' {what} at run time")])
-    return safe
-
-
 @handles(*_INT_BINOPS, *_INT_MINMAX, "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui")
 def _lower_int_binary(L: FunctionLowering, op: Operation) -> None:
     t = op.results[0].type
@@ -167,7 +136,7 @@ def _lower_int_binary(L: FunctionLowering, op: Operation) -> None:
 
     def row(x, y):
         if name in _DIVISIONS:
-            y = _checked_divisor(L, op, x, y, signed=name in _SIGNED_DIVISIONS)
+            y = L.checked_divisor(x, y, signed=name in _SIGNED_DIVISIONS)
         if name in _INT_BINOPS:
             fn = getattr(b, _INT_BINOPS[name])
             return fn(x, y, flags=flags) if flags else fn(x, y)

@@ -62,3 +62,26 @@ def test_constant_divisors_need_no_check():
     c = polyopt.compile("func.func @k(%a: i32) -> i32 {\n  %c = arith.constant 7 : i32\n"
                         "  %q = arith.divsi %a, %c : i32\n  return %q : i32\n}\n")
     assert "polyopt_assert_fail" not in c.optimized_llvm_ir()
+
+
+DYNAMIC_BASIS = """\
+func.func @split(%x: index, %b: index) -> (index, index) {
+  %r:2 = affine.delinearize_index %x into (4, %b) : index, index
+  return %r#0, %r#1 : index, index
+}
+func.func @semi(%x: index, %s: index) -> index {
+  %r = affine.apply affine_map<(d0)[s0] -> (d0 mod s0)>(%x)[%s]
+  return %r : index
+}
+"""
+
+
+def test_dynamic_divisors_of_index_ops_are_checked_at_run_time():
+    """A basis entry or a symbol divisor of 0 is an error of the call, not a SIGFPE."""
+    c = polyopt.compile(DYNAMIC_BASIS, filename="b.mlir")
+    assert c["split"](23, 5) == (4, 3) and c["semi"](-7, 3) == 2
+    with pytest.raises(RuntimeError, match=r"^b.mlir:2:10: error: 'affine.delinearize_index' "
+                                           r"divides by zero"):
+        c["split"](23, 0)
+    with pytest.raises(RuntimeError, match=r"^b.mlir:6:8: error: 'affine.apply' divides by zero"):
+        c["semi"](5, 0)
