@@ -188,9 +188,30 @@ def _valid_symbol(value: Value, region: Optional[Region], memo: dict) -> bool:
     # ``memo`` keeps DAGs of pure ops (each value used twice, ...) linear instead of exponential
     key = (value, region)
     if key not in memo:
+        _settle_operands_first(value, region, memo)
         memo[key] = False
         memo[key] = _valid_symbol_uncached(value, region, memo)
     return memo[key]
+
+
+def _settle_operands_first(value: Value, region: Optional[Region], memo: dict) -> None:
+    """Decide the operands of a chain of pure ops before the value at its end, deepest first,
+    so that a chain of thousands of ``arith.addi`` does not recurse thousands deep."""
+    chain = []
+    seen = {value}
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        op = v.defining_op
+        if op is None or not is_pure(op) or is_constant_like(op):
+            continue
+        for w in op.operands:
+            if w not in seen and (w, region) not in memo and isinstance(w.type, IndexType):
+                seen.add(w)
+                chain.append(w)
+                stack.append(w)
+    for w in reversed(chain):
+        _valid_symbol(w, region, memo)
 
 
 def _valid_symbol_uncached(value: Value, region: Optional[Region], memo: dict) -> bool:

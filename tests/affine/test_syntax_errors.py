@@ -263,3 +263,25 @@ def test_cli_deep_nesting_exits_1_with_location(tmp_path, capsys):
     assert main(["opt", str(path)]) == 1
     err = capsys.readouterr().err
     assert re.match(rf"{re.escape(str(path))}:\d+:\d+: error: region nested too deeply", err)
+
+
+def _chain(n: int, use: str) -> str:
+    """A function whose loop body adds 1 to its induction variable ``n`` times, then ``use``s
+    the last sum (``%vN``)."""
+    lines = ["func.func @f(%A: memref<10xf64>) {", "  %c1 = arith.constant 1 : index",
+             "  affine.for %i = 0 to 10 {", "    %v0 = arith.addi %i, %c1 : index"]
+    lines += [f"    %v{k} = arith.addi %v{k - 1}, %c1 : index" for k in range(1, n)]
+    lines += [f"    {use.format(last=f'%v{n - 1}')}", "  }", "  return", "}", ""]
+    return "\n".join(lines)
+
+
+def test_thousands_of_chained_ops_are_no_recursion_error():
+    """The affine dimension/symbol rules walk operand chains without deep recursion: 3000
+    chained arith.addi before an affine.load are MLIR's error, before a memref.load fine."""
+    n = 3000
+    with pytest.raises(PolyoptError) as info:
+        polyopt.parse(_chain(n, "%l = affine.load %A[{last}] : memref<10xf64>"), "chain.mlir")
+    assert str(info.value).startswith(f"chain.mlir:{n + 4}:10: error: 'affine.load' op operand "
+                                      "cannot be used as a dimension id")
+    module = polyopt.parse(_chain(n, "%l = memref.load %A[{last}] : memref<10xf64>"), "chain.mlir")
+    polyopt.compile(module, hopt=True, memref_bound_check=True)
