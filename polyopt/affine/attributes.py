@@ -187,7 +187,9 @@ class DenseElementsAttr(Attribute):
         elif self.is_splat and _width(self.element_type) == 0 and \
                 1 < self.num_elements <= _MAX_EXPANDED_I0:
             # mlir-opt prints i0 splats element by element (but not billions of them)
-            body = self._nested(self.values, tuple(self.shape))
+            body = "0"
+            for d in reversed(self.shape):
+                body = "[" + ", ".join([body] * d) + "]"
         elif self.is_splat:
             body = self._fmt(self.data[0])
         else:

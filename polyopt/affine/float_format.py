@@ -153,7 +153,20 @@ def parse_decimal(text: str, fmt: Format) -> float:
         return sign * math.inf
     if magnitude < -400 - len(digits):
         return math.copysign(0.0, sign)
-    return from_bits(round_fraction(Fraction(body), negative, fmt), fmt)
+    exp10 = int(exp_text) - len(m.group(2) or "")
+    if len(digits) > _MAX_DIGITS:
+        # Beyond this many significant digits no format can tell two decimals apart except by
+        # whether the rest is zero: keep a sticky digit for it (and stay under Python's limit
+        # on int-from-text conversions)
+        rest = digits[_MAX_DIGITS:]
+        exp10 += len(rest) - 1
+        digits = digits[:_MAX_DIGITS] + ("1" if rest.strip("0") else "0")
+    mantissa = Fraction(int(digits))
+    value = mantissa * 10 ** exp10 if exp10 >= 0 else mantissa / 10 ** -exp10
+    return from_bits(round_fraction(value, negative, fmt), fmt)
+
+
+_MAX_DIGITS = 800
 
 
 # ---------------------------------------------------------------------------------------------

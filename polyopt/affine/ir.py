@@ -22,6 +22,12 @@ from .attributes import Attribute
 from .diagnostics import Location, VerifyError
 from .types import Type
 
+# Ops with MLIR's ``IsTerminator`` trait: each ends a block, and only there.
+TERMINATOR_OPS = frozenset({
+    "func.return", "affine.yield", "scf.yield", "scf.condition", "scf.reduce",
+    "scf.reduce.return", "linalg.yield", "memref.alloca_scope.return",
+})
+
 OP_REGISTRY: dict[str, type["Operation"]] = {}
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .diagnostics import VerifyError
 from .dialects.memref import layout_injectivity_error
-from .ir import BlockArgument, Operation, OpResult, Value
+from .ir import TERMINATOR_OPS, BlockArgument, Operation, OpResult, Value
 from .types import FunctionType, MemRefType
 
 # The terminator each region-holding op expects at the end of its blocks.
@@ -85,6 +85,11 @@ def _verify_memref_layouts(op: Operation) -> None:
 
 
 def _verify_structure(op: Operation) -> None:
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.ops[:-1]:
+                if inner.name in TERMINATOR_OPS:
+                    raise inner.error("must be the last operation in the parent block")
     expected = _TERMINATORS.get(op.name)
     if expected is None:
         return

@@ -25,10 +25,9 @@ from llvmlite import ir
 from polyopt.affine.diagnostics import CodegenError
 from polyopt.affine.ir import Block, Operation, Value
 from polyopt.affine.types import IndexType
-from polyopt.codegen.lowering import TERMINATORS, FunctionLowering, handles
+from polyopt.codegen.lowering import FunctionLowering, handles
 
 # the terminators of the scf regions, handled by the op that owns the region
-TERMINATORS.update({"scf.yield", "scf.condition", "scf.reduce", "scf.reduce.return"})
 
 
 def _constant_step(op_step: Value) -> Optional[int]:

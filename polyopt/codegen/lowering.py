@@ -14,7 +14,7 @@ from llvmlite import ir
 from polyopt.affine.affine_expr import AffineMap
 from polyopt.affine.attributes import StringAttr
 from polyopt.affine.diagnostics import CodegenError
-from polyopt.affine.ir import Block, Operation, Value
+from polyopt.affine.ir import TERMINATOR_OPS, Block, Operation, Value
 from polyopt.affine.types import (
     StridedLayout,
     FloatType,
@@ -561,8 +561,7 @@ def _numpy_dtype_name(t: Type) -> Optional[str]:
 
 #: Ops that end a block; the op owning the region lowers them (a ``yield`` hands its operands
 #: to the parent op, ``func.return`` returns).
-TERMINATORS = {"func.return", "affine.yield", "scf.yield", "scf.condition", "scf.reduce",
-               "linalg.yield", "memref.alloca_scope.return"}
+TERMINATORS = set(TERMINATOR_OPS)
 
 
 class FunctionLowering(IndexFormLowering, MemRefAccessLowering):

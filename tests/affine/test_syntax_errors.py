@@ -285,3 +285,14 @@ def test_thousands_of_chained_ops_are_no_recursion_error():
                                       "cannot be used as a dimension id")
     module = polyopt.parse(_chain(n, "%l = memref.load %A[{last}] : memref<10xf64>"), "chain.mlir")
     polyopt.compile(module, hopt=True, memref_bound_check=True)
+
+
+def test_a_terminator_in_the_middle_of_a_block_is_mlir_opts_error():
+    """Found by the text fuzzer: a second scf.yield was accepted and printing dropped one each
+    round."""
+    src = ("func.func @f(%c: i1) {\n  scf.if %c {\n    scf.yield\n    scf.yield\n  }\n"
+           "  return\n}\n")
+    with pytest.raises(PolyoptError) as info:
+        polyopt.parse(src, "t.mlir")
+    assert str(info.value) == "t.mlir:" + upstream_error(src) == \
+        "t.mlir:3:5: error: 'scf.yield' op must be the last operation in the parent block"

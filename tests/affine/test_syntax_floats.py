@@ -137,3 +137,14 @@ def test_huge_exponents_need_no_big_numbers():
     assert ff.parse_decimal("-1.0e-99999999999", F16) == 0.0
     assert math.copysign(1, ff.parse_decimal("-1.0e-99999999999", F16)) == -1
     assert ff.parse_decimal("0." + "0" * 5000 + "1", F64) == 0.0
+
+
+def test_thousands_of_significant_digits_round_correctly():
+    """Found by the text fuzzer: 5001 digits passed Python's limit on int-from-text conversion.
+    Past 800 digits only whether the rest is zero matters: 1 + 2^-53 is a tie (to even: 1.0),
+    anything above it rounds up."""
+    tie = "1.00000000000000011102230246251565404236316680908203125"
+    assert ff.parse_decimal(tie, F64) == 1.0
+    assert ff.parse_decimal(tie + "0" * 5000, F64) == 1.0
+    assert ff.parse_decimal(tie + "0" * 5000 + "1", F64) == 1 + 2.0 ** -52
+    assert ff.parse_decimal("1" + "0" * 5000 + "e-5000", F32) == 1.0

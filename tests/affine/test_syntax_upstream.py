@@ -342,3 +342,16 @@ func.func @f(%a: index) -> index {
     no_print = text.replace("  vector.print punctuation <newline>\n", "")
     assert second == upstream(upstream(no_print)).rstrip().replace(
         "    %cst", "    vector.print\n    %cst") + "\n"
+
+
+def test_a_big_i0_splat_prints_quickly():
+    """Found by the text fuzzer: 65536 i0 elements took a second to print."""
+    import time
+    from polyopt.affine.attributes import DenseElementsAttr
+    from polyopt.affine.types import IntegerType
+    a = DenseElementsAttr((256, 256), IntegerType(0), (0,))
+    start = time.process_time()
+    text = str(a)
+    assert time.process_time() - start < 0.2
+    assert text.startswith("dense<[[0, 0, ") and text.split(">")[0].count("0") == 65536 and \
+        text.endswith("]]> : tensor<256x256xi0>")
