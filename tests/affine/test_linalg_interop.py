@@ -11,7 +11,8 @@ import pytest
 
 import polyopt
 from polyopt.cli import main
-from linalg_oracle import lower_and_run, mlir_opt
+from linalg_oracle import mlir_opt
+from upstream_mlir import lower_and_run
 
 PROGRAM = """\
 #bias = affine_map<(d0, d1) -> (d1)>

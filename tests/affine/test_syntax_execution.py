@@ -5,9 +5,6 @@ mlir-runner-22 prints for the upstream lowering of the same program."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 import pytest
 
@@ -15,8 +12,7 @@ import polyopt
 from polyopt.affine.diagnostics import CodegenError
 from polyopt.cli import main
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "schedules"))
-from upstream_mlir import lower_and_run  # noqa: E402
+from upstream_mlir import lower_and_run
 
 UPSTREAM_PASSES = ["--convert-vector-to-scf", "--convert-scf-to-cf", "--lower-affine",
                    "--convert-vector-to-llvm", "--finalize-memref-to-llvm",
