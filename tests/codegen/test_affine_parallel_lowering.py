@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,21 +19,12 @@ import polyopt
 from polyopt.affine.diagnostics import CodegenError, VerifyError
 from polyopt.cli import main
 from polyopt.codegen.to_llvm import lower_module
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "schedules"))
-from upstream_mlir import lower_and_run, tool  # noqa: E402
+from upstream_mlir import lower_and_run, mlir_opt
 
 UPSTREAM_PASSES = ["--lower-affine", "--convert-scf-to-cf", "--finalize-memref-to-llvm",
                    "--convert-math-to-llvm", "--convert-arith-to-llvm",
                    "--convert-func-to-llvm", "--convert-cf-to-llvm",
                    "--reconcile-unrealized-casts"]
-
-
-def mlir_opt(text: str, *flags: str) -> str:
-    r = subprocess.run([tool("mlir-opt-22"), *flags, "-"], input=text, capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    return r.stdout
 
 
 def run_ours(tmp_path, capfd, text: str) -> str:
@@ -601,7 +589,7 @@ func.func @main() {
 @pytest.mark.parametrize("option", ["--affine-parallelize",
                                     "--affine-parallelize=parallel-reductions"])
 def test_affine_parallelize_output_runs_as_upstream(option, tmp_path, capfd):
-    parallel = mlir_opt(ACCEPTANCE, option)
+    parallel = mlir_opt(ACCEPTANCE, option, timeout=120)
     # the matmul's i, j loops and every elementwise and initialization loop are parallel
     assert parallel.count("affine.parallel") >= (15 if "reductions" in option else 9)
     if "reductions" in option:

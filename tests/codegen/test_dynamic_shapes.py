@@ -2,17 +2,12 @@
 offset at run time) and the numpy calling convention (any array whose static dims match;
 strided views where the layout allows them, without a copy)."""
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import polyopt
 from polyopt.cli import main
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "schedules"))
-from upstream_mlir import lower_and_run  # noqa: E402
+from upstream_mlir import lower_and_run
 
 UPSTREAM_LOWERING = ["--lower-affine", "--convert-scf-to-cf", "--finalize-memref-to-llvm",
                      "--convert-arith-to-llvm", "--convert-vector-to-llvm",

@@ -5,15 +5,11 @@ lowered by upstream (--convert-scf-to-cf and the LLVM conversions), with and wit
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
 from polyopt.cli import main
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "schedules"))
-from upstream_mlir import lower_and_run  # noqa: E402  (the oracle helper of tests/schedules)
+from upstream_mlir import lower_and_run
 
 UPSTREAM_PASSES = ["--lower-affine", "--convert-scf-to-cf", "--convert-vector-to-llvm",
                    "--finalize-memref-to-llvm", "--convert-math-to-llvm",
