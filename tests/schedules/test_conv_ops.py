@@ -23,7 +23,7 @@ from polyopt.affine.verifier import verify
 from polyopt.cli import main
 from polyopt.schedules.conv_loops import (CONV_LOOP_ORDERS, expand_conv_naive,
                                           vectorize_depthwise)
-from upstream_mlir import lower_and_run  # noqa: E402  (tests/schedules on sys.path)
+from upstream_mlir import lower_and_run
 
 OP_NAMES = {"conv2d": "linalg.conv_2d_nhwc_hwcf", "conv1d": "linalg.conv_1d_nwc_wcf",
             "depthwise2d": "linalg.depthwise_conv_2d_nhwc_hwc"}
