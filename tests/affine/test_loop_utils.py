@@ -25,6 +25,7 @@ from polyopt.affine.loop_utils import (constant_trip_count, get_perfectly_nested
                                        unroll_full, unroll_jam)
 from polyopt.affine.verifier import verify
 from polyopt.schedules.loop_legality import unroll_jam_is_legal
+from run_helpers import assert_same_run, random_args
 from upstream_mlir import assert_mlir_opt_prints_back
 
 # ---------------------------------------------------------------------------------------------
@@ -49,25 +50,6 @@ def transformed(text: str, transform) -> str:
     transform(func)
     verify(module)
     return str(module)
-
-
-def random_args(shapes, seed=0):
-    rng = np.random.default_rng(seed)
-    return [rng.uniform(-1, 1, s) for s in shapes]
-
-
-def assert_same_run(ref_text: str, new_text: str, fn: str, arrays, scalars_list=((),)):
-    """Run ``fn`` of both modules on copies of ``arrays`` followed by each scalar tuple."""
-    ref = polyopt.compile(textwrap.dedent(ref_text))[fn]
-    new = polyopt.compile(new_text)[fn]
-    for scalars in scalars_list:
-        a = [x.copy() for x in arrays]
-        b = [x.copy() for x in arrays]
-        ref(*a, *scalars)
-        new(*b, *scalars)
-        for x, y in zip(a, b):
-            np.testing.assert_allclose(y, x, rtol=1e-13, atol=1e-13,
-                                       err_msg=f"scalars {scalars}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from polyopt.affine.loop_utils import unroll, unroll_jam
 from polyopt.affine.scalrep import ScalrepStats, scalar_replace
 from polyopt.affine.verifier import verify
 from polyopt.schedules.loop_legality import unroll_jam_is_legal
+from run_helpers import assert_same_run, random_args
 from upstream_mlir import assert_mlir_opt_prints_back
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -60,23 +61,6 @@ def scalrep(text: str, **options) -> tuple[str, ScalrepStats]:
     stats = scalar_replace(func, **options)
     verify(module)
     return str(module), stats
-
-
-def assert_same_run(ref_text: str, new_text: str, fn: str, arrays, scalars_list=((),)):
-    ref = polyopt.compile(textwrap.dedent(ref_text))[fn]
-    new = polyopt.compile(new_text)[fn]
-    for scalars in scalars_list:
-        a = [x.copy() for x in arrays]
-        b = [x.copy() for x in arrays]
-        ref(*a, *scalars)
-        new(*b, *scalars)
-        for x, y in zip(a, b):
-            np.testing.assert_allclose(y, x, rtol=1e-13, atol=1e-13, err_msg=str(scalars))
-
-
-def random_args(shapes, seed=0):
-    rng = np.random.default_rng(seed)
-    return [rng.uniform(-1, 1, s) for s in shapes]
 
 
 def accesses_in(loop: AffineForOp, memref) -> list:

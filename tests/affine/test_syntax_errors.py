@@ -14,7 +14,6 @@ import polyopt.affine.printer
 from polyopt.affine.diagnostics import ParseError, PolyoptError
 from polyopt.affine.parser import MAX_NESTING, MAX_NESTING_IN_OP, MAX_VECTOR_ELEMENTS
 from polyopt.cli import main
-
 from upstream_mlir import mlir_opt_error
 
 

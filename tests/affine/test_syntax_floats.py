@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 import polyopt
 from polyopt.affine import float_format as ff
 from polyopt.affine.float_format import BF16, F16, F32, F64
-
 from upstream_mlir import mlir_opt
 
 FORMATS = {"f16": F16, "bf16": BF16, "f32": F32, "f64": F64}

@@ -12,7 +12,6 @@ import pytest
 
 import polyopt
 from polyopt.affine.printer import print_module
-
 from upstream_mlir import mlir_opt
 
 EXAMPLES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "..", "examples",

@@ -33,6 +33,7 @@ from polyopt.affine.affine_expr import parse_affine_map
 from polyopt.codegen.target import host_target
 from polyopt.schedules.apply import apply_schedule
 from polyopt.schedules.vector_legality import check_parallel, is_loop_parallel
+from run_helpers import mask_addresses, polyopt_run
 from upstream_mlir import lower_and_run, mlir_opt
 
 DTYPES = {"f64": np.float64, "f32": np.float32}
@@ -858,21 +859,15 @@ def _tile(t):
 @pytest.mark.parametrize("build, t", [(_naive, "f64"), (_tiled, "f32"), (_tile, "f64")],
                          ids=["naive-f64", "blis-tiled-f32", "register-tile-f64"])
 def test_mlir_runner_prints_what_polyopt_run_prints(build, t, tmp_path, capsys):
-    from polyopt.cli import main as polyopt_main
     module = build(t)
     verify(module)
     text = str(module)
     assert "affine.vector_load" in text
-    path = tmp_path / "vectorized.mlir"
-    path.write_text(text)
     passes = ["--lower-affine", "--convert-vector-to-scf", "--convert-scf-to-cf",
               "--convert-vector-to-llvm", "--finalize-memref-to-llvm", "--convert-math-to-llvm",
               "--convert-arith-to-llvm", "--convert-func-to-llvm", "--convert-cf-to-llvm",
               "--reconcile-unrealized-casts"]
     upstream = lower_and_run(text, passes, timeout=60)
-    assert polyopt_main(["run", str(path)]) == 0
-    ours = capsys.readouterr().out
-    ours = "".join(l for l in ours.splitlines(True) if not l.startswith("Compilation time:"))
-    strip = lambda s: re.sub(r"base@ = 0x[0-9a-f]+", "base@ = ADDR", s)
-    assert strip(ours) == strip(upstream)
+    ours = polyopt_run(tmp_path, capsys, text, name="vectorized.mlir")
+    assert mask_addresses(ours) == mask_addresses(upstream)
     assert "data =" in ours and ours.count("[") > 3

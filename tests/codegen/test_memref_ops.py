@@ -8,7 +8,7 @@ import pytest
 
 import polyopt
 from polyopt.affine.diagnostics import PolyoptError
-from polyopt.cli import main
+from run_helpers import mask_addresses, polyopt_run
 from upstream_mlir import lower_and_run, mlir_opt, mlir_opt_error
 
 SYNTAX = """\
@@ -97,13 +97,8 @@ def test_copy_and_alloca_scope_run_as_mlir_runner_runs_them(tmp_path, capfd):
         "--expand-strided-metadata", "--lower-affine", "--convert-scf-to-cf",
         "--finalize-memref-to-llvm", "--convert-arith-to-llvm", "--convert-vector-to-llvm",
         "--convert-func-to-llvm", "--convert-cf-to-llvm", "--reconcile-unrealized-casts"])
-    path = tmp_path / "copy.mlir"
-    path.write_text(PROGRAM)
-    assert main(["run", str(path)]) == 0
-    ours = capfd.readouterr().out
-    ours = ours[ours.index("\n") + 1:]
-    mask = lambda s: re.sub(r"0x[0-9a-f]+", "ADDR", s).rstrip("\n")
-    assert mask(ours) == mask(expected)
+    ours = polyopt_run(tmp_path, capfd, PROGRAM, name="copy.mlir")
+    assert mask_addresses(ours) == mask_addresses(expected)
 
 
 def test_copy_between_numpy_views():
@@ -180,10 +175,5 @@ def test_globals_run_as_mlir_runner_runs_them(tmp_path, capfd):
         "--lower-affine", "--finalize-memref-to-llvm", "--convert-vector-to-llvm",
         "--convert-arith-to-llvm", "--convert-func-to-llvm", "--convert-cf-to-llvm",
         "--reconcile-unrealized-casts"])
-    path = tmp_path / "globals.mlir"
-    path.write_text(GLOBALS)
-    assert main(["run", str(path)]) == 0
-    ours = capfd.readouterr().out
-    ours = ours[ours.index("\n") + 1:]
-    mask = lambda s: re.sub(r"0x[0-9a-f]+", "ADDR", s).rstrip("\n")
-    assert mask(ours) == mask(expected)
+    ours = polyopt_run(tmp_path, capfd, GLOBALS, name="globals.mlir")
+    assert mask_addresses(ours) == mask_addresses(expected)

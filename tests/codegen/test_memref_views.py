@@ -2,14 +2,12 @@
 mlir-opt-22 prints them, verified with its rules, and lowered with MLIR's view semantics
 (checked against mlir-runner-22 and numpy)."""
 
-import re
-
 import numpy as np
 import pytest
 
 import polyopt
 from polyopt.affine.diagnostics import PolyoptError
-from polyopt.cli import main
+from run_helpers import mask_addresses, polyopt_run
 from upstream_mlir import lower_and_run, run_mlir_opt
 
 OPS = """\
@@ -111,13 +109,8 @@ def test_views_run_as_mlir_runner_runs_them(tmp_path, capfd):
         "--expand-strided-metadata", "--lower-affine", "--convert-scf-to-cf",
         "--finalize-memref-to-llvm", "--convert-arith-to-llvm", "--convert-vector-to-llvm",
         "--convert-func-to-llvm", "--convert-cf-to-llvm", "--reconcile-unrealized-casts"])
-    path = tmp_path / "views.mlir"
-    path.write_text(PROGRAM)
-    assert main(["run", str(path)]) == 0
-    ours = capfd.readouterr().out
-    ours = ours[ours.index("\n") + 1:]
-    mask = lambda s: re.sub(r"0x[0-9a-f]+", "ADDR", s).rstrip("\n")
-    assert mask(ours) == mask(expected)
+    ours = polyopt_run(tmp_path, capfd, PROGRAM, name="views.mlir")
+    assert mask_addresses(ours) == mask_addresses(expected)
 
 
 def test_views_of_dynamic_memrefs_against_numpy():
