@@ -3,17 +3,16 @@ and upstream MLIR 22 read each other's output."""
 
 import os
 import re
-import shutil
-import subprocess
 
 import numpy as np
 
 from polyopt.cli import main
 from polyopt.affine.parser import parse
 from polyopt.affine.printer import print_module
+from run_helpers import mask_addresses
+from upstream_mlir import lower_and_run, mlir_opt
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
-MLIR_OPT = "mlir-opt-22"
 
 
 def _example(name: str) -> str:
@@ -25,12 +24,6 @@ def _memref_values(text: str) -> np.ndarray:
     """The numbers printed after ``data =`` by printMemrefF64 / print_memref_2d_f64."""
     data = text.split("data =", 1)[1]
     return np.array([float(x) for x in re.findall(r"-?[0-9][0-9.e+-]*", data)])
-
-
-def _require(tool: str) -> str:
-    path = shutil.which(tool)
-    assert path, f"{tool} not found: install Debian's mlir-22-tools (scripts/setup.sh does)"
-    return path
 
 
 def test_paper_listing_as_printed_runs(capsys):
@@ -65,55 +58,36 @@ def test_reps_runs_the_entry_several_times(capsys):
     assert out.count("Compilation time:") == 1
 
 
-def test_our_output_is_accepted_by_mlir_opt(tmp_path):
+def test_our_output_is_accepted_by_mlir_opt():
     for name in ("paper_2.1_dgemm_small.mlir", "dgemm_modern.mlir", "hop_matmul.mlir"):
         ours = print_module(parse(_example(name), name))
-        path = tmp_path / name
-        path.write_text(ours)
-        proc = subprocess.run([_require(MLIR_OPT), "--allow-unregistered-dialect", str(path)],
-                              capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr
+        theirs = mlir_opt(ours, "--allow-unregistered-dialect")
         # and mlir-opt's print of our output is our print again (both canonical)
-        assert print_module(parse(proc.stdout, "mlir-opt-output")) == ours
+        assert print_module(parse(theirs, "mlir-opt-output")) == ours
 
 
-def test_mlir_opt_output_parses_here(tmp_path):
+def test_mlir_opt_output_parses_here():
     """IR printed by mlir-opt-22 after -canonicalize (and in generic form) parses and prints
     as mlir-opt printed it."""
-    path = tmp_path / "dgemm.mlir"
-    path.write_text(_example("dgemm_modern.mlir"))
     for flags in (["-canonicalize"], ["-canonicalize", "-mlir-print-op-generic"],
                   ["-affine-loop-tile=tile-size=8", "-canonicalize"]):
-        proc = subprocess.run([_require(MLIR_OPT), *flags, str(path)], capture_output=True,
-                              text=True)
-        assert proc.returncode == 0, proc.stderr
-        ours = print_module(parse(proc.stdout, "mlir-opt-output"))
+        theirs = mlir_opt(_example("dgemm_modern.mlir"), *flags)
+        ours = print_module(parse(theirs, "mlir-opt-output"))
         if "-mlir-print-op-generic" not in flags:
-            assert ours == proc.stdout.rstrip("\n") + "\n"
+            assert ours == theirs
 
 
 def test_modern_program_runs_like_mlir_runner(capfd):
     """The modern program, run by polyopt and by upstream MLIR (lowered with mlir-opt-22 and
     executed by mlir-runner-22), prints the same memref."""
-    import glob
-    runner = _require("mlir-runner-22")
-    libs = sorted(glob.glob("/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so*")) + \
-        sorted(glob.glob("/usr/lib/llvm-22/lib/libmlir_runner_utils.so*"))
-    assert libs, "MLIR runner utils libraries not found (mlir-22-tools)"
     src = os.path.join(EXAMPLES, "dgemm_modern.mlir")
-    lower = [MLIR_OPT, "--convert-linalg-to-loops", "--lower-affine", "--convert-scf-to-cf",
-             "--finalize-memref-to-llvm", "--convert-math-to-llvm", "--convert-arith-to-llvm",
-             "--convert-func-to-llvm", "--convert-cf-to-llvm", "--reconcile-unrealized-casts", src]
-    lowered = subprocess.run(lower, capture_output=True, text=True)
-    assert lowered.returncode == 0, lowered.stderr
-    ran = subprocess.run([runner, "-e", "main", "-entry-point-result=void",
-                          "-shared-libs=" + ",".join(libs[:1] + libs[-1:])],
-                         input=lowered.stdout, capture_output=True, text=True)
-    assert ran.returncode == 0, ran.stderr
+    upstream = lower_and_run(_example("dgemm_modern.mlir"), [
+        "--convert-linalg-to-loops", "--lower-affine", "--convert-scf-to-cf",
+        "--finalize-memref-to-llvm", "--convert-math-to-llvm", "--convert-arith-to-llvm",
+        "--convert-func-to-llvm", "--convert-cf-to-llvm", "--reconcile-unrealized-casts"])
     assert main(["run", src]) == 0
     ours = capfd.readouterr().out
-    mask = lambda s: re.sub(r"base@ = 0x[0-9a-f]+", "base@ = 0x?", s)  # noqa: E731
-    assert mask(ours.split("\n", 1)[1]) == mask(ran.stdout)
+    assert mask_addresses(ours.split("\n", 1)[1]) == mask_addresses(upstream)
 
 
 def test_hop_matmul_expands_to_the_naive_nest_of_section_2_3():

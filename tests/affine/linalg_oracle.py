@@ -1,11 +1,10 @@
-"""mlir-opt-22 as the oracle of the linalg tests (tests/affine/test_linalg_*.py): run it, and
-wrap op snippets into a function."""
+"""mlir-opt-22 as the oracle of the linalg tests (tests/affine/test_linalg_*.py): upstream_mlir's
+helpers with the longer time limit these tests give mlir-opt, polyopt's error for a snippet, and
+op snippets wrapped into a function."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import functools
 import textwrap
 
 import pytest
@@ -13,25 +12,12 @@ import pytest
 import polyopt
 from polyopt.affine.diagnostics import PolyoptError
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "schedules"))
-from upstream_mlir import lower_and_run, tool  # noqa: E402,F401  (tests/schedules' helper)
+import upstream_mlir
 
-
-def mlir_opt(text: str, *flags: str) -> str:
-    """What mlir-opt-22 prints for ``text`` (it must accept it)."""
-    r = subprocess.run([tool("mlir-opt-22"), *flags, "-"], input=text, capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 0, f"mlir-opt-22 rejected:\n{text}\n{r.stderr}"
-    return r.stdout.rstrip("\n") + "\n"  # mlir-opt ends its output with an empty line
-
-
-def mlir_opt_error(text: str) -> str:
-    """The first ``LINE:COL: error: message`` mlir-opt-22 reports for ``text``."""
-    r = subprocess.run([tool("mlir-opt-22"), "-"], input=text, capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode != 0, f"mlir-opt-22 accepted:\n{text}"
-    line = next(ln for ln in r.stderr.splitlines() if ": error: " in ln)
-    return line.split("<stdin>:", 1)[1]
+# what mlir-opt-22 prints for a program it must accept, and its first ``LINE:COL: error: ...``
+# for one it must refuse, given 120 s as these tests always did
+mlir_opt = functools.partial(upstream_mlir.mlir_opt, timeout=120)
+mlir_opt_error = functools.partial(upstream_mlir.mlir_opt_error, timeout=120)
 
 
 def polyopt_error(text: str) -> str:

@@ -10,8 +10,6 @@ import contextlib
 import pickle
 import random
 import re
-import shutil
-import subprocess
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,11 +21,10 @@ from polyopt.affine.affine_expr import (AffineBinaryExpr, AffineConstantExpr, Af
                                         AffineSymbolExpr, IntegerSet, constant, dim,
                                         parse_affine_expr, parse_affine_map,
                                         parse_affine_map_or_integer_set, parse_integer_set, symbol)
+from upstream_mlir import run_mlir_opt
 
 d0, d1, d2 = dim(0), dim(1), dim(2)
 s0, s1 = symbol(0), symbol(1)
-
-MLIR_OPT = "mlir-opt-22"
 
 
 @contextlib.contextmanager
@@ -542,14 +539,9 @@ def _gen_cases(seed: int, n: int) -> list[str]:
     return out
 
 
-def _mlir_opt(src: str, *extra: str) -> subprocess.CompletedProcess:
-    exe = shutil.which(MLIR_OPT)
-    if exe is None:
-        pytest.fail(f"'{MLIR_OPT}' not found on PATH: the differential tests require the "
-                    f"mlir-22-tools package (upstream MLIR 22's mlir-opt).")
-    return subprocess.run([exe, "--allow-unregistered-dialect", "--mlir-print-local-scope",
-                           "--mlir-print-op-generic", *extra, "-"],
-                          input=src, capture_output=True, text=True, timeout=120)
+# maps and sets ride on a "test.op", printed inline (not as #map aliases) in generic form
+GENERIC_LOCAL = ("--allow-unregistered-dialect", "--mlir-print-local-scope",
+                 "--mlir-print-op-generic")
 
 
 _ATTR_RE = re.compile(r"(m\d+) = (affine_map|affine_set)<(.*?)>(?=[,}])")
@@ -562,7 +554,7 @@ def _run_batch(texts: list[str]) -> dict[str, str]:
         kw = "affine_set" if isinstance(parse_affine_map_or_integer_set(t), IntegerSet) \
             else "affine_map"
         ops.append(f'"test.op"() {{m{i} = {kw}<{t}>}} : () -> ()')
-    proc = _mlir_opt("\n".join(ops) + "\n")
+    proc = run_mlir_opt("\n".join(ops) + "\n", *GENERIC_LOCAL, timeout=120)
     assert proc.returncode == 0, f"mlir-opt rejected generated input:\n{proc.stderr[:4000]}"
     got = {}
     for line in proc.stdout.splitlines():
@@ -611,7 +603,8 @@ def test_mlir_opt_rejections_agree():
     for t in _REJECT_CASES:
         kw = "affine_set" if " : (" in t else "affine_map"
         chunks.append(f'"test.op"() {{a = {kw}<{t}>}} : () -> ()')
-    proc = _mlir_opt("\n// -----\n".join(chunks) + "\n", "--split-input-file")
+    proc = run_mlir_opt("\n// -----\n".join(chunks) + "\n", *GENERIC_LOCAL,
+                        "--split-input-file", timeout=120)
     # chunk i is on line 2*i + 1 of the input
     err_chunks = {(int(m.group(1)) - 1) // 2
                   for m in re.finditer(r"<stdin>:(\d+):\d+: error", proc.stderr)}

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import textwrap
 
 import pytest
@@ -24,28 +22,7 @@ from polyopt.affine.parser import parse
 from polyopt.affine.printer import print_module
 from polyopt.affine.types import FunctionType, MemRefType, VectorType, f64, index
 from polyopt.affine.verifier import verify
-
-MLIR_OPT = shutil.which("mlir-opt-22")
-
-
-def mlir_opt(text: str, *flags: str) -> str:
-    """``mlir-opt-22 --allow-unregistered-dialect`` on ``text``; fails the test on an error."""
-    if MLIR_OPT is None:
-        pytest.fail("mlir-opt-22 is not installed (Debian package mlir-22-tools)")
-    r = subprocess.run([MLIR_OPT, "--allow-unregistered-dialect", *flags, "-"], input=text,
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, f"mlir-opt-22 rejected:\n{text}\n{r.stderr}"
-    return r.stdout.rstrip("\n") + "\n"  # mlir-opt ends its output with an empty line
-
-
-def mlir_opt_error(text: str, filename: str) -> str:
-    """The first line of mlir-opt-22's diagnostic for ``text``, as if read from ``filename``."""
-    if MLIR_OPT is None:
-        pytest.fail("mlir-opt-22 is not installed (Debian package mlir-22-tools)")
-    r = subprocess.run([MLIR_OPT, "--allow-unregistered-dialect", "-"], input=text,
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode != 0, f"mlir-opt-22 accepted:\n{text}"
-    return r.stderr.splitlines()[0].replace("<stdin>", filename)
+from upstream_mlir import mlir_opt, mlir_opt_error
 
 
 def roundtrip(text: str) -> str:
@@ -547,18 +524,20 @@ MLIR_CASES = {**{name: src for name, (src, _) in GOLDEN.items()},
 @pytest.mark.parametrize("name", sorted(MLIR_CASES))
 def test_same_as_mlir_opt(name):
     source = MLIR_CASES[name]
-    assert print_module(parse(source, f"{name}.mlir")) == mlir_opt(source)
+    assert print_module(parse(source, f"{name}.mlir")) == \
+        mlir_opt(source, "--allow-unregistered-dialect")
 
 
 def test_paper_listing_2020_syntax_prints_as_mlir_opt():
-    assert roundtrip(PAPER_2_5_2020) == mlir_opt(PAPER_2_5)
+    assert roundtrip(PAPER_2_5_2020) == mlir_opt(PAPER_2_5, "--allow-unregistered-dialect")
 
 
 @pytest.mark.parametrize("name", sorted(MLIR_CASES))
 def test_parses_mlir_opt_generic_form(name):
     source = MLIR_CASES[name]
-    generic = mlir_opt(source, "-mlir-print-op-generic")
-    assert print_module(parse(generic, f"{name}.generic.mlir")) == mlir_opt(source)
+    generic = mlir_opt(source, "--allow-unregistered-dialect", "-mlir-print-op-generic")
+    assert print_module(parse(generic, f"{name}.generic.mlir")) == \
+        mlir_opt(source, "--allow-unregistered-dialect")
 
 
 @pytest.mark.parametrize("name", ["for_iter", "if_forms", "paper_2_5", "mixed"])
@@ -568,7 +547,8 @@ def test_our_generic_form_is_accepted_by_mlir_opt(name):
     source = MLIR_CASES[name]
     generic = print_module(parse(source), generic=True)
     assert '"affine.for"' in generic and "operandSegmentSizes" in generic
-    assert mlir_opt(generic) == mlir_opt(source)
+    assert mlir_opt(generic, "--allow-unregistered-dialect") == \
+        mlir_opt(source, "--allow-unregistered-dialect")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -837,7 +817,8 @@ def test_errors(name, source, expected, mlir_agrees):
     rendered = info.value.render().splitlines()
     assert rendered[0] == expected and rendered[2].index("^") == info.value.loc.col - 1
     if mlir_agrees:
-        assert mlir_opt_error(source, "bad.mlir") == expected
+        assert mlir_opt_error(source, "--allow-unregistered-dialect",
+                              filename="bad.mlir") == expected
 
 
 def test_errors_are_parse_or_verify_errors():

@@ -4,9 +4,6 @@ variables as affine dimensions."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import pytest
 
 import polyopt.affine.dialects  # noqa: F401  (registers the ops)
@@ -20,28 +17,7 @@ from polyopt.affine.parser import parse
 from polyopt.affine.printer import print_module
 from polyopt.affine.types import FloatType, FunctionType, IntegerType, MemRefType, f32, index
 from polyopt.affine.verifier import verify
-
-MLIR_OPT = shutil.which("mlir-opt-22")
-
-
-def run_mlir_opt(text: str, *flags: str) -> subprocess.CompletedProcess:
-    if MLIR_OPT is None:
-        pytest.fail("mlir-opt-22 is not installed (Debian package mlir-22-tools)")
-    return subprocess.run([MLIR_OPT, *flags, "-"], input=text, capture_output=True, text=True,
-                          timeout=60)
-
-
-def mlir_opt(text: str, *flags: str) -> str:
-    r = run_mlir_opt(text, *flags)
-    assert r.returncode == 0, f"mlir-opt-22 rejected:\n{text}\n{r.stderr}"
-    return r.stdout.rstrip("\n") + "\n"
-
-
-def mlir_opt_error(text: str, filename: str) -> str:
-    r = run_mlir_opt(text)
-    assert r.returncode != 0, f"mlir-opt-22 accepted:\n{text}"
-    return r.stderr.splitlines()[0].replace("<stdin>", filename)
-
+from upstream_mlir import mlir_opt, mlir_opt_error, run_mlir_opt
 
 # ---------------------------------------------------------------------------------------------
 # golden round trips: input -> the text mlir-opt-22 prints (checked again against mlir-opt-22)
@@ -340,7 +316,7 @@ def test_errors(name, source, expected, mlir_agrees):
     rendered = info.value.render().splitlines()
     assert rendered[0] == expected and rendered[2].index("^") == info.value.loc.col - 1
     if mlir_agrees:
-        assert mlir_opt_error(source, "bad.mlir") == expected
+        assert mlir_opt_error(source, filename="bad.mlir") == expected
     else:   # mlir-opt-22 accepts it, or crashes on it
         r = run_mlir_opt(source)
         assert r.returncode == 0 or "PLEASE submit a bug report" in r.stderr, r.stderr

@@ -5,8 +5,6 @@ every type are spelled as APFloat spells them, and invalid ops get mlir-opt's me
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import textwrap
 
 import numpy as np
@@ -20,25 +18,7 @@ from polyopt.affine.dialects.arith import (CASTS, FLOAT_BINARY, INT_BINARY, Cons
 from polyopt.affine.parser import parse
 from polyopt.affine.printer import print_module
 from polyopt.affine.types import FloatType, IntegerType, VectorType, f32, i8, i32, index
-
-MLIR_OPT = shutil.which("mlir-opt-22")
-
-
-def mlir_opt(text: str, *flags: str) -> str:
-    if MLIR_OPT is None:
-        pytest.fail("mlir-opt-22 is not installed (Debian package mlir-22-tools)")
-    r = subprocess.run([MLIR_OPT, *flags, "-"], input=text, capture_output=True, text=True,
-                       timeout=60)
-    assert r.returncode == 0, f"mlir-opt-22 rejected:\n{text}\n{r.stderr}"
-    return r.stdout.rstrip("\n") + "\n"
-
-
-def mlir_opt_error(text: str) -> str:
-    """The first ``error:`` line of mlir-opt-22 on ``text`` (file name ``t.mlir``)."""
-    r = subprocess.run([MLIR_OPT, "-"], input=text, capture_output=True, text=True, timeout=60)
-    assert r.returncode != 0, f"mlir-opt-22 accepted:\n{text}"
-    return next(line for line in r.stderr.splitlines() if "error:" in line).replace("<stdin>",
-                                                                                     "t.mlir")
+from upstream_mlir import mlir_opt, mlir_opt_error
 
 
 def ours(text: str) -> str:
@@ -301,7 +281,7 @@ INVALID = [
 @pytest.mark.parametrize("body", INVALID)
 def test_invalid_ops_get_mlir_opts_message(body):
     text = func(body)
-    assert our_error(text) == mlir_opt_error(text)
+    assert our_error(text) == mlir_opt_error(text, filename="t.mlir")
 
 
 def test_select_of_scalars_by_a_vector_condition_is_an_error():

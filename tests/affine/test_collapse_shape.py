@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import pytest
 
 import polyopt.affine.dialects  # noqa: F401  (registers the ops)
@@ -15,21 +12,7 @@ from polyopt.affine.dialects.memref import CollapseShapeOp, collapsed_type
 from polyopt.affine.parser import parse
 from polyopt.affine.printer import print_module
 from polyopt.affine.types import FunctionType, MemRefType, StridedLayout, f32, f64
-
-MLIR_OPT = shutil.which("mlir-opt-22")
-
-
-def run_mlir_opt(text: str, *flags: str) -> subprocess.CompletedProcess:
-    if MLIR_OPT is None:
-        pytest.fail("mlir-opt-22 is not installed (Debian package mlir-22-tools)")
-    return subprocess.run([MLIR_OPT, *flags, "-"], input=text, capture_output=True, text=True,
-                          timeout=60)
-
-
-def mlir_opt(text: str, *flags: str) -> str:
-    r = run_mlir_opt(text, *flags)
-    assert r.returncode == 0, f"mlir-opt-22 rejected:\n{text}\n{r.stderr}"
-    return r.stdout.rstrip("\n") + "\n"
+from upstream_mlir import mlir_opt, run_mlir_opt
 
 
 def collapse(src: str, reassociation: str, dst: str, attrs: str = "") -> str:

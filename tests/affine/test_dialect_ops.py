@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import textwrap
 
 import pytest
@@ -23,18 +21,7 @@ from polyopt.affine.dialects.vector import (BroadcastOp, PrintOp, ReductionOp, V
 from polyopt.affine.parser import parse
 from polyopt.affine.printer import print_module
 from polyopt.affine.types import FunctionType, MemRefType, VectorType, f32, f64, index
-
-MLIR_OPT = shutil.which("mlir-opt-22")
-
-
-def mlir_opt(text: str, *flags: str) -> str:
-    """``mlir-opt-22 --allow-unregistered-dialect`` on ``text``; fails the test on an error."""
-    if MLIR_OPT is None:
-        pytest.fail("mlir-opt-22 is not installed (Debian package mlir-22-tools)")
-    r = subprocess.run([MLIR_OPT, "--allow-unregistered-dialect", *flags, "-"], input=text,
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, f"mlir-opt-22 rejected:\n{text}\n{r.stderr}"
-    return r.stdout.rstrip("\n") + "\n"  # mlir-opt ends its output with an empty line
+from upstream_mlir import mlir_opt
 
 
 def roundtrip(text: str) -> str:
@@ -107,11 +94,11 @@ module {
 def test_all_ops_print_exactly_as_mlir_opt():
     ours = roundtrip(ALL_OPS)
     assert ours == ALL_OPS  # already in canonical form
-    assert mlir_opt(ALL_OPS) == ours
+    assert mlir_opt(ALL_OPS, "--allow-unregistered-dialect") == ours
 
 
 def test_all_ops_parse_from_mlir_opt_generic_form():
-    generic = mlir_opt(ALL_OPS, "-mlir-print-op-generic")
+    generic = mlir_opt(ALL_OPS, "--allow-unregistered-dialect", "-mlir-print-op-generic")
     # take the function body in generic form (linalg ops with their payload regions, memref.alloc
     # with operandSegmentSizes, vector.reduction with #vector.kind, ...) into a custom-form func
     lines = generic.splitlines()
@@ -180,7 +167,7 @@ def test_load_store_cast_dealloc_accessors():
 def test_cast_compatibility_matches_mlir(src, dst, ok):
     text = func(f"%0 = memref.cast %B : {src} to {dst}", args=f"%B: {src}")
     if ok:
-        assert mlir_opt(roundtrip(text)) == roundtrip(text)
+        assert mlir_opt(roundtrip(text), "--allow-unregistered-dialect") == roundtrip(text)
     else:
         assert (f"t.mlir:2:6: error: 'memref.cast' op operand type '{src}' and result type "
                 f"'{dst}' are cast incompatible") in error_of(text)
@@ -242,7 +229,7 @@ def test_hop_matmul_accessors_custom_and_generic():
     # the generic form parses into the same op class
     again = only_op(parse(printed), HopMatmulOp)
     assert again.tile_params == op.tile_params and again.a.type == op.a.type
-    assert mlir_opt(printed) == printed
+    assert mlir_opt(printed, "--allow-unregistered-dialect") == printed
 
 
 def test_hop_matmul_schedule_in_2020_syntax():
@@ -261,7 +248,7 @@ def test_hop_matmul_schedule_in_2020_syntax():
     assert printed.startswith("#map = affine_map<(d0, d1, d2) -> (d2 floordiv 256, d0 floordiv 64, "
                               "d1 floordiv 8, d0 floordiv 4, d2, d1, d0)>\n")
     assert '{schedule = #map} : (memref<4x4xf64>, memref<4x4xf64>, memref<4x4xf64>) -> ()' in printed
-    assert mlir_opt(printed) == printed
+    assert mlir_opt(printed, "--allow-unregistered-dialect") == printed
 
 
 def test_hop_conv2d_accessors():
@@ -275,7 +262,7 @@ def test_hop_conv2d_accessors():
     printed = roundtrip(text)
     assert ('"hop.conv2d"(%arg0, %arg1, %arg2) {dilations = [1, 2], strides = [2, 1]} : '
             '(memref<1x9x9x3xf32>, memref<3x3x3x8xf32>, memref<1x4x5x8xf32>) -> ()') in printed
-    assert mlir_opt(printed) == printed
+    assert mlir_opt(printed, "--allow-unregistered-dialect") == printed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -334,7 +321,7 @@ def test_2020_forms_print_as_modern_ops_that_mlir_opt_accepts():
     printed = print_module(m)
     assert printed == PAPER_MODERN
     assert roundtrip(printed) == printed
-    assert mlir_opt(printed) == printed
+    assert mlir_opt(printed, "--allow-unregistered-dialect") == printed
 
 
 def test_splat_spellings_and_legacy_linalg_matmul():
@@ -347,7 +334,7 @@ def test_splat_spellings_and_legacy_linalg_matmul():
     assert printed.count("vector.broadcast %arg1 : f64 to vector<4xf64>") == 2
     assert ("linalg.matmul ins(%arg0, %arg0 : memref<4x4xf64>, memref<4x4xf64>) "
             "outs(%arg0 : memref<4x4xf64>)") in printed
-    assert mlir_opt(printed) == printed
+    assert mlir_opt(printed, "--allow-unregistered-dialect") == printed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,7 +374,7 @@ def test_builders_make_valid_ops():
     assert "math.fma %arg2, %arg2, %4 fastmath<contract> : f32" in printed
     assert '"hop.matmul"(%arg0, %arg0, %arg0) {M_R = 4 : i32, N_R = 8 : i32, schedule = #map}' \
         in printed
-    assert mlir_opt(printed) == printed
+    assert mlir_opt(printed, "--allow-unregistered-dialect") == printed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -583,7 +570,7 @@ def test_extra_attributes_are_placed_as_mlir_opt_places_them():
     printed = roundtrip(text)
     assert "memref.alloc() {alignment = 64 : i64, foo}" in printed
     assert "nontemporal = false" not in printed
-    assert mlir_opt(text) == printed
+    assert mlir_opt(text, "--allow-unregistered-dialect") == printed
 
 
 def test_call_prints_its_dialect_prefix_outside_the_function_body():

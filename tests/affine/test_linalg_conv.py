@@ -4,8 +4,6 @@ syntax as mlir-opt-22 prints it (custom and generic forms), accessors, builders,
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import textwrap
 
 import pytest
@@ -22,17 +20,7 @@ from polyopt.affine.dialects.linalg import (LINALG_CONV_OPS, LinalgConv1DNwcWcfO
 from polyopt.affine.parser import parse
 from polyopt.affine.printer import print_module
 from polyopt.affine.types import FunctionType, MemRefType, f32, f64, i32, i64
-
-MLIR_OPT = shutil.which("mlir-opt-22")
-
-
-def mlir_opt(text: str, *flags: str) -> str:
-    if MLIR_OPT is None:
-        pytest.fail("mlir-opt-22 is not installed (Debian package mlir-22-tools)")
-    r = subprocess.run([MLIR_OPT, *flags, "-"], input=text, capture_output=True, text=True,
-                       timeout=60)
-    assert r.returncode == 0, f"mlir-opt-22 rejected:\n{text}\n{r.stderr}"
-    return r.stdout.rstrip("\n") + "\n"  # mlir-opt ends its output with an empty line
+from upstream_mlir import mlir_opt, run_mlir_opt
 
 
 def error_of(text: str) -> str:
@@ -205,7 +193,7 @@ def test_dense_tensor_attribute_values():
 def test_dense_tensor_attribute_errors_as_mlir_opt(attr, message):
     text = f"func.func @f() attributes {{x = {attr}}} {{\n  return\n}}\n"
     assert message in error_of(text)
-    r = subprocess.run([MLIR_OPT, "-"], input=text, capture_output=True, text=True)
+    r = run_mlir_opt(text)
     assert r.returncode != 0 and message.split("error: ")[1] in r.stderr
 
 

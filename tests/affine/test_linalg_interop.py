@@ -5,13 +5,12 @@ itself (polyopt's own lowering), with and without --hopt."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 import polyopt
-from polyopt.cli import main
-from linalg_oracle import lower_and_run, mlir_opt
+from linalg_oracle import mlir_opt
+from run_helpers import mask_addresses, polyopt_run
+from upstream_mlir import lower_and_run
 
 PROGRAM = """\
 #bias = affine_map<(d0, d1) -> (d1)>
@@ -78,22 +77,11 @@ UPSTREAM_TO_LLVM = ["--lower-affine", "--convert-scf-to-cf", "--finalize-memref-
                     "--convert-cf-to-llvm", "--reconcile-unrealized-casts"]
 
 
-def _mask(text: str) -> str:
-    return re.sub(r"base@ = 0x[0-9a-f]+", "base@ = 0x?", text)
-
-
 @pytest.fixture(scope="module")
 def upstream_output() -> str:
     out = lower_and_run(PROGRAM, ["--convert-linalg-to-affine-loops", *UPSTREAM_TO_LLVM])
     assert out.count("Unranked Memref") == 2
-    return _mask(out)
-
-
-def _polyopt_run(path, capfd, *flags) -> str:
-    assert main(["run", str(path), *flags]) == 0
-    out = capfd.readouterr().out
-    assert out.startswith("Compilation time: ")
-    return _mask(out.split("\n", 1)[1])
+    return mask_addresses(out)
 
 
 def test_upstream_lowered_program_runs_identically(tmp_path, capfd, upstream_output):
@@ -101,9 +89,8 @@ def test_upstream_lowered_program_runs_identically(tmp_path, capfd, upstream_out
     assert "linalg." not in lowered and "affine.for" in lowered
     module = polyopt.parse(lowered, "lowered.mlir")
     assert str(module) == str(polyopt.parse(str(module)))
-    path = tmp_path / "lowered.mlir"
-    path.write_text(lowered)
-    assert _polyopt_run(path, capfd) == upstream_output
+    assert mask_addresses(polyopt_run(tmp_path, capfd, lowered, name="lowered.mlir")) == \
+        upstream_output
 
 
 @pytest.mark.parametrize("flags", [(), ("--hopt",),
@@ -111,9 +98,8 @@ def test_upstream_lowered_program_runs_identically(tmp_path, capfd, upstream_out
                                     "--hopt-vect")],
                          ids=["naive", "hopt", "hopt-all"])
 def test_linalg_program_runs_identically(tmp_path, capfd, upstream_output, flags):
-    path = tmp_path / "linalg.mlir"
-    path.write_text(PROGRAM)
-    assert _polyopt_run(path, capfd, *flags) == upstream_output
+    assert mask_addresses(polyopt_run(tmp_path, capfd, PROGRAM, *flags, name="linalg.mlir")) == \
+        upstream_output
 
 
 def test_polyopt_lowering_runs_upstream_identically(upstream_output):
@@ -121,4 +107,4 @@ def test_polyopt_lowering_runs_upstream_identically(upstream_output):
     module = polyopt.parse(PROGRAM)
     from polyopt.affine.linalg_to_affine import convert_linalg_to_affine_loops
     convert_linalg_to_affine_loops(module)
-    assert _mask(lower_and_run(str(module), UPSTREAM_TO_LLVM)) == upstream_output
+    assert mask_addresses(lower_and_run(str(module), UPSTREAM_TO_LLVM)) == upstream_output

@@ -8,8 +8,6 @@ and acceptance of the printed IR by mlir-opt-22.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import textwrap
 
 import numpy as np
@@ -27,9 +25,8 @@ from polyopt.affine.loop_utils import (constant_trip_count, get_perfectly_nested
                                        unroll_full, unroll_jam)
 from polyopt.affine.verifier import verify
 from polyopt.schedules.loop_legality import unroll_jam_is_legal
-
-MLIR_OPT = shutil.which("mlir-opt-22")
-
+from run_helpers import assert_same_run, random_args
+from upstream_mlir import assert_mlir_opt_prints_back
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -53,34 +50,6 @@ def transformed(text: str, transform) -> str:
     transform(func)
     verify(module)
     return str(module)
-
-
-def check_mlir_opt(text: str) -> None:
-    if MLIR_OPT is None:
-        pytest.fail("mlir-opt-22 is not installed (scripts/setup.sh installs mlir-22-tools)")
-    res = subprocess.run([MLIR_OPT, "--allow-unregistered-dialect"], input=text,
-                         capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0, res.stderr
-    assert str(polyopt.parse(res.stdout)) == text     # and it comes back the same
-
-
-def random_args(shapes, seed=0):
-    rng = np.random.default_rng(seed)
-    return [rng.uniform(-1, 1, s) for s in shapes]
-
-
-def assert_same_run(ref_text: str, new_text: str, fn: str, arrays, scalars_list=((),)):
-    """Run ``fn`` of both modules on copies of ``arrays`` followed by each scalar tuple."""
-    ref = polyopt.compile(textwrap.dedent(ref_text))[fn]
-    new = polyopt.compile(new_text)[fn]
-    for scalars in scalars_list:
-        a = [x.copy() for x in arrays]
-        b = [x.copy() for x in arrays]
-        ref(*a, *scalars)
-        new(*b, *scalars)
-        for x, y in zip(a, b):
-            np.testing.assert_allclose(y, x, rtol=1e-13, atol=1e-13,
-                                       err_msg=f"scalars {scalars}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -189,7 +158,7 @@ def test_unroll_with_cleanup_golden():
     verify(module)
     assert str(module) == UNROLL_10_BY_4
     assert (main.step, rest.step) == (4, 1)
-    check_mlir_opt(str(module))
+    assert_mlir_opt_prints_back(str(module))
 
 
 # symbolic upper bound: the split point is a map of %n; the cleanup starts at max(0, split)
@@ -233,7 +202,7 @@ def test_unroll_symbolic_bound_golden():
         }"""
     out = transformed(text, lambda f: unroll(loops_of(f)[0], 2))
     assert out == UNROLL_SYMBOLIC
-    check_mlir_opt(out)
+    assert_mlir_opt_prints_back(out)
 
 
 REDUCE_CONST = """
@@ -288,7 +257,7 @@ def test_unroll_symbolic_bounds_and_step_execute_like_the_original(factor):
     main, rest = unroll(loops_of(func)[0], factor)
     verify(module)
     assert main.step == 2 * factor and rest is not None
-    check_mlir_opt(str(module))
+    assert_mlir_opt_prints_back(str(module))
     assert_same_run(REDUCE_SYM, str(module), "f", random_args([(17,), (17,), (1,)]),
                     [(lo, n) for lo in (0, 3) for n in (0, 1, 5, 6, 17)] + [(5, 2)])
 
@@ -453,7 +422,7 @@ def test_unroll_jam_golden():
     verify(module)
     assert str(module) == JAM_ROWS
     assert main.step == 2 and rest is None
-    check_mlir_opt(JAM_ROWS)
+    assert_mlir_opt_prints_back(JAM_ROWS)
     assert_same_run(text, JAM_ROWS, "f", random_args([(5, 9), (5, 9)]))
 
 
@@ -497,7 +466,7 @@ def test_unroll_jam_symbolic_bound_executes_like_the_original(factor):
     module, func = parse_func(text)
     main, rest = unroll_jam(loops_of(func)[0], factor, check=unroll_jam_is_legal)
     verify(module)
-    check_mlir_opt(str(module))
+    assert_mlir_opt_prints_back(str(module))
     assert main.step == factor and rest is not None
     assert_same_run(text, str(module), "f", random_args([(17, 6, 5), (17, 5)]),
                     [(n,) for n in (0, 1, 5, 17)])
@@ -527,7 +496,7 @@ def test_unroll_jam_gives_each_copy_its_own_inner_iter_args():
     assert "%1:3 = affine.for %arg4 = 0 to %arg2 iter_args(%arg5 = %cst_0, %arg6 = %cst_1, " \
            "%arg7 = %cst_2) -> (f64, f64, f64)" in out
     assert "affine.store %1#2, %arg1[%arg3 + 2]" in out
-    check_mlir_opt(out)
+    assert_mlir_opt_prints_back(out)
     assert_same_run(INNER_ITER_ARGS, out, "f", random_args([(7, 17), (7,)]),
                     [(n,) for n in (0, 1, 5, 17)])
     # the dependence check cannot model loop-carried values yet: it refuses cleanly
@@ -726,7 +695,7 @@ def test_unroll_jam_symbolic_lower_bound_and_outer_parameters():
                               .replace("%A[%i, %j + 1]", "%A[%i, %j]"))
     unroll_jam(loops_of(func)[1], 3, check=unroll_jam_is_legal)
     verify(module)
-    check_mlir_opt(str(module))
+    assert_mlir_opt_prints_back(str(module))
     assert_same_run(text.replace("%A[%i + 1, %j]", "%A[%i + 1, %j + 1]")
                     .replace("%A[%i, %j + 1]", "%A[%i, %j]"), str(module), "f",
                     random_args([(20, 9)]), [(0,), (2,)])

@@ -10,7 +10,8 @@ from polyopt.affine.dialects.math import (CLASSIFY, FLOAT_BINARY, FLOAT_UNARY, I
                                           ClampFOp, FPowIOp, IPowIOp, MathFMAOp, SinCosOp)
 from polyopt.affine.parser import parse
 from polyopt.affine.printer import print_module
-from test_arith_roundtrip import func, mlir_opt, mlir_opt_error, our_error, ours  # noqa: E402
+from test_arith_roundtrip import func, our_error, ours
+from upstream_mlir import mlir_opt, mlir_opt_error
 
 ARGS = "%a: f32, %b: f32, %c: f32, %i: i32, %n: index, %v: vector<4xf16>, %vi: vector<4xi8>, " \
        "%w: vector<2x3xbf16>, %l: i64"
@@ -88,4 +89,4 @@ INVALID = [
 @pytest.mark.parametrize("body", INVALID)
 def test_invalid_math_ops_get_mlir_opts_message(body):
     text = func(body, ARGS)
-    assert our_error(text) == mlir_opt_error(text)
+    assert our_error(text) == mlir_opt_error(text, filename="t.mlir")

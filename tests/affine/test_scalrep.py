@@ -12,8 +12,6 @@ Golden files live in tests/affine/golden/; regenerate them with POLYOPT_UPDATE_G
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import textwrap
 from pathlib import Path
 
@@ -26,12 +24,11 @@ from polyopt.affine.loop_utils import unroll, unroll_jam
 from polyopt.affine.scalrep import ScalrepStats, scalar_replace
 from polyopt.affine.verifier import verify
 from polyopt.schedules.loop_legality import unroll_jam_is_legal
+from run_helpers import assert_same_run, random_args
+from upstream_mlir import assert_mlir_opt_prints_back
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE_GOLDEN = os.environ.get("POLYOPT_UPDATE_GOLDEN") == "1"
-MLIR_OPT = shutil.which("mlir-opt-22")
-
-
 # ---------------------------------------------------------------------------------------------
 # helpers
 
@@ -59,37 +56,11 @@ def check_golden(name: str, text: str) -> None:
     assert text == path.read_text()
 
 
-def check_mlir_opt(text: str) -> None:
-    if MLIR_OPT is None:
-        pytest.fail("mlir-opt-22 is not installed (scripts/setup.sh installs mlir-22-tools)")
-    res = subprocess.run([MLIR_OPT, "--allow-unregistered-dialect"], input=text,
-                         capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0, res.stderr
-    assert str(polyopt.parse(res.stdout)) == text
-
-
 def scalrep(text: str, **options) -> tuple[str, ScalrepStats]:
     module, func = parse_func(text)
     stats = scalar_replace(func, **options)
     verify(module)
     return str(module), stats
-
-
-def assert_same_run(ref_text: str, new_text: str, fn: str, arrays, scalars_list=((),)):
-    ref = polyopt.compile(textwrap.dedent(ref_text))[fn]
-    new = polyopt.compile(new_text)[fn]
-    for scalars in scalars_list:
-        a = [x.copy() for x in arrays]
-        b = [x.copy() for x in arrays]
-        ref(*a, *scalars)
-        new(*b, *scalars)
-        for x, y in zip(a, b):
-            np.testing.assert_allclose(y, x, rtol=1e-13, atol=1e-13, err_msg=str(scalars))
-
-
-def random_args(shapes, seed=0):
-    rng = np.random.default_rng(seed)
-    return [rng.uniform(-1, 1, s) for s in shapes]
 
 
 def accesses_in(loop: AffineForOp, memref) -> list:
@@ -177,7 +148,7 @@ def test_blis_register_tile_golden():
     assert sum(isinstance(op, AffineLoadOp) for op in main_body) == 4 * (4 + 8)
     assert sum(op.name == "arith.mulf" for op in main_body) == 4 * 32
     assert len(accesses_in(ic, c)) == 64       # 32 loads before, 32 stores after
-    check_mlir_opt(text)
+    assert_mlir_opt_prints_back(text)
     assert_same_run(BLIS_TILED, text, "matmul", random_args([(8, 10), (10, 16), (8, 16)]))
 
 
@@ -262,7 +233,7 @@ def test_forwarding_redundant_loads_and_dead_stores_golden():
     out, stats = scalrep(BLOCK)
     assert out == BLOCK_GOLDEN
     assert (stats.forwarded, stats.loads_removed, stats.stores_removed) == (1, 1, 1)
-    check_mlir_opt(out)
+    assert_mlir_opt_prints_back(out)
     arrays = random_args([(8,), (8,)])
     assert_same_run(BLOCK, out, "f", arrays, [(i, k) for i in (2, 5) for k in (0, 2, 3, 6)])
 
@@ -310,7 +281,7 @@ def test_vector_widths_decide_disjointness():
     assert (stats.forwarded, stats.loads_removed, stats.stores_removed) == (1, 0, 0)
     assert "affine.vector_store %arg1, %arg0[1, 4]" in out
     assert "affine.vector_load %arg0[0, 8]" in out and "affine.load %arg0[0, 0]" in out
-    check_mlir_opt(out)
+    assert_mlir_opt_prints_back(out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -364,7 +335,7 @@ def test_hoisting_and_loop_carried_element_golden():
     out, stats = scalrep(HOIST_CARRY)
     assert out == HOIST_CARRY_GOLDEN
     assert (stats.hoisted, stats.carried) == (1, 1)
-    check_mlir_opt(out)
+    assert_mlir_opt_prints_back(out)
     assert_same_run(HOIST_CARRY, out, "f", random_args([(10, 7), (10,), (10,)]))
     out, stats = scalrep(HOIST_CARRY, hoist=False, carry=False)
     assert stats == ScalrepStats() and "iter_args" not in out
@@ -391,7 +362,7 @@ def test_carry_through_a_min_bounded_loop_and_an_outer_loop():
     assert stats.carried == 3
     assert out.count("iter_args") == 3 and out.count("affine.load %arg1[0]") == 1
     assert out.count("affine.store") == 1
-    check_mlir_opt(out)
+    assert_mlir_opt_prints_back(out)
     assert_same_run(text, out, "f", random_args([(10, 9), (1,)]))
 
 

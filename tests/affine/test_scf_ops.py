@@ -4,8 +4,6 @@ invalid programs refused with mlir-opt-22's message at its location."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import textwrap
 
 import pytest
@@ -20,19 +18,7 @@ from polyopt.affine.parser import parse
 from polyopt.affine.printer import print_module
 from polyopt.affine.types import FunctionType, f32, i1, index
 from polyopt.affine.verifier import verify
-
-MLIR_OPT = shutil.which("mlir-opt-22")
-
-
-def mlir_opt(text: str, *flags: str, check: bool = True) -> str:
-    if MLIR_OPT is None:
-        pytest.fail("mlir-opt-22 is not installed (Debian package mlir-22-tools)")
-    r = subprocess.run([MLIR_OPT, *flags, "-"], input=text, capture_output=True, text=True,
-                       timeout=60)
-    if not check:
-        return r.stderr
-    assert r.returncode == 0, f"mlir-opt-22 rejected:\n{text}\n{r.stderr}"
-    return r.stdout.rstrip("\n") + "\n"
+from upstream_mlir import mlir_opt, run_mlir_opt
 
 
 def ours(text: str, generic: bool = False) -> str:
@@ -626,7 +612,7 @@ def test_errors_as_mlir_opt(name):
     with pytest.raises((ParseError, VerifyError)) as err:
         parse(text, "t.mlir")
     assert err.value.render().splitlines()[0] == "t.mlir:" + expected
-    upstream = mlir_opt(text, check=False).splitlines()[0]
+    upstream = run_mlir_opt(text).stderr.splitlines()[0]
     assert upstream == "<stdin>:" + expected
 
 
@@ -638,7 +624,7 @@ def test_deliberate_difference_parallel_with_uneven_bound_lists():
         ^bb0(%i: index):
           "scf.reduce"() : () -> ()
         }) : (index, index, index, index) -> ()""")
-    assert mlir_opt(text, check=False) == ""
+    assert run_mlir_opt(text).stderr == ""
     with pytest.raises(PolyoptError) as err:
         parse(text, "t.mlir")
     assert err.value.render().splitlines()[0] == (

@@ -6,8 +6,6 @@ why, and raised programs computing what the scf ones compute."""
 from __future__ import annotations
 
 import random
-import shutil
-import subprocess
 import textwrap
 
 import numpy as np
@@ -19,17 +17,7 @@ import polyopt
 from polyopt.affine.parser import parse
 from polyopt.affine.printer import print_module
 from polyopt.affine.raise_scf_to_affine import raise_memref_accesses, raise_scf_to_affine
-
-MLIR_OPT = shutil.which("mlir-opt-22")
-
-
-def mlir_opt(text: str, *flags: str) -> str:
-    if MLIR_OPT is None:
-        pytest.fail("mlir-opt-22 is not installed (Debian package mlir-22-tools)")
-    r = subprocess.run([MLIR_OPT, *flags, "-"], input=text, capture_output=True, text=True,
-                       timeout=60)
-    assert r.returncode == 0, f"mlir-opt-22 rejected:\n{text}\n{r.stderr}"
-    return r.stdout.rstrip("\n") + "\n"
+from upstream_mlir import mlir_opt
 
 
 def lower_affine(text: str) -> str:

@@ -4,10 +4,7 @@ memory.  Each case here is a defect a fuzz found or one of its kind."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import time
 
 import pytest
@@ -17,21 +14,11 @@ import polyopt.affine.printer
 from polyopt.affine.diagnostics import ParseError, PolyoptError
 from polyopt.affine.parser import MAX_NESTING, MAX_NESTING_IN_OP, MAX_VECTOR_ELEMENTS
 from polyopt.cli import main
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "schedules"))
-from upstream_mlir import tool  # noqa: E402
+from upstream_mlir import mlir_opt_error
 
 
 def _func(body: str, args: str = "%a: index") -> str:
     return f"func.func @f({args}) {{\n  {body}\n  return\n}}\n"
-
-
-def upstream_error(text: str) -> str:
-    """mlir-opt-22's first diagnostic for ``text``: ``LINE:COL: error: message``."""
-    proc = subprocess.run([tool("mlir-opt-22"), "--allow-unregistered-dialect", "-"],
-                          input=text, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 1, f"mlir-opt-22 accepts it:\n{proc.stdout}"
-    return re.sub(r"^<stdin>:", "", proc.stderr.splitlines()[0])
 
 
 def our_error(text: str) -> str:
@@ -121,7 +108,7 @@ SAME_AS_MLIR = {
 @pytest.mark.parametrize("name", SAME_AS_MLIR)
 def test_same_error_as_mlir_opt(name):
     text = SAME_AS_MLIR[name]
-    assert our_error(text) == upstream_error(text)
+    assert our_error(text) == mlir_opt_error(text, "--allow-unregistered-dialect")
 
 
 # polyopt refuses these (mlir-opt-22 may take them): polyopt-specific limits and unsupported

@@ -5,18 +5,13 @@ mlir-runner-22 prints for the upstream lowering of the same program."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 import pytest
 
 import polyopt
 from polyopt.affine.diagnostics import CodegenError
-from polyopt.cli import main
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "schedules"))
-from upstream_mlir import lower_and_run  # noqa: E402
+from run_helpers import polyopt_run
+from upstream_mlir import lower_and_run
 
 UPSTREAM_PASSES = ["--convert-vector-to-scf", "--convert-scf-to-cf", "--lower-affine",
                    "--convert-vector-to-llvm", "--finalize-memref-to-llvm",
@@ -62,19 +57,10 @@ func.func @main() {
 """
 
 
-def _polyopt_run(tmp_path, capfd, text: str, *flags: str) -> str:
-    path = tmp_path / "prog.mlir"
-    path.write_text(text)
-    assert main(["run", str(path), *flags]) == 0
-    out = capfd.readouterr().out
-    assert out.startswith("Compilation time: ")
-    return out.split("\n", 1)[1]
-
-
 def test_dense_constants_of_every_element_type_run_as_upstream(tmp_path, capfd):
     expected = lower_and_run(DENSE_PROGRAM, UPSTREAM_PASSES)
     assert "( ( 1, 2 ), ( 3, 4 ) )" in expected
-    assert _polyopt_run(tmp_path, capfd, DENSE_PROGRAM) == expected
+    assert polyopt_run(tmp_path, capfd, DENSE_PROGRAM) == expected
 
 
 NESTED = """\
@@ -101,7 +87,7 @@ def test_polyopt_run_finds_main_in_a_nested_module(tmp_path, capfd):
     flat = "\n".join(NESTED.splitlines()[2:-2]) + "\n"
     expected = lower_and_run(flat, UPSTREAM_PASSES)
     assert expected == "( 3, 4, 5 )\n12\n"
-    assert _polyopt_run(tmp_path, capfd, NESTED) == expected
+    assert polyopt_run(tmp_path, capfd, NESTED) == expected
 
 
 def test_functions_with_the_same_name_in_two_modules_are_a_codegen_error():

@@ -7,16 +7,12 @@ from __future__ import annotations
 
 import glob
 import os
-import subprocess
-import sys
 
 import pytest
 
 import polyopt
 from polyopt.affine.printer import print_module
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "schedules"))
-from upstream_mlir import tool  # noqa: E402
+from upstream_mlir import mlir_opt
 
 EXAMPLES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "..", "examples",
                                          "*.mlir")))
@@ -263,11 +259,8 @@ MODES = {
 
 
 def upstream(text: str, *flags: str) -> str:
-    """What ``mlir-opt-22 flags`` prints for ``text`` (it must accept it)."""
-    proc = subprocess.run([tool("mlir-opt-22"), "--allow-unregistered-dialect", *flags, "-"],
-                          input=text, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    """What ``mlir-opt-22 --allow-unregistered-dialect flags`` prints for ``text``, verbatim."""
+    return mlir_opt(text, "--allow-unregistered-dialect", *flags, raw=True)
 
 
 def ours(text: str, generic: bool = False) -> str:

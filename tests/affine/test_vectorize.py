@@ -16,10 +16,7 @@
 from __future__ import annotations
 
 import difflib
-import glob
 import re
-import shutil
-import subprocess
 import textwrap
 
 import numpy as np
@@ -36,9 +33,9 @@ from polyopt.affine.affine_expr import parse_affine_map
 from polyopt.codegen.target import host_target
 from polyopt.schedules.apply import apply_schedule
 from polyopt.schedules.vector_legality import check_parallel, is_loop_parallel
+from run_helpers import mask_addresses, polyopt_run
+from upstream_mlir import lower_and_run, mlir_opt
 
-MLIR_OPT = shutil.which("mlir-opt-22")
-MLIR_RUNNER = shutil.which("mlir-runner-22")
 DTYPES = {"f64": np.float64, "f32": np.float32}
 
 
@@ -72,12 +69,7 @@ def ref_and_vec(template: str, cases, t: str) -> str:
 
 def check_mlir_opt(text: str) -> None:
     """mlir-opt-22 accepts ``text``, and what it prints parses back here."""
-    if MLIR_OPT is None:
-        pytest.fail("mlir-opt-22 is not installed (Debian package mlir-22-tools)")
-    r = subprocess.run([MLIR_OPT, "--allow-unregistered-dialect"], input=text,
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    verify(polyopt.parse(r.stdout, "mlir-opt-output.mlir"))
+    verify(polyopt.parse(mlir_opt(text, "--allow-unregistered-dialect"), "mlir-opt-output.mlir"))
 
 
 def assert_golden(actual: str, expected: str) -> None:
@@ -804,15 +796,6 @@ def test_reduction_along_the_loop_and_refusing_checks():
 # interop: upstream lowering + mlir-runner-22 prints what `polyopt run` prints
 
 
-def runner_libs() -> list[str]:
-    libs = [sorted(glob.glob(f"/usr/lib/llvm-*/lib/{n}*"))[-1:]
-            for n in ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so")]
-    if MLIR_OPT is None or MLIR_RUNNER is None or not all(libs):
-        pytest.fail("mlir-opt-22 / mlir-runner-22 / runner utils are not installed (Debian "
-                    "package mlir-22-tools)")
-    return [l[0] for l in libs]
-
-
 def main_for(m: int, n: int, k: int, t: str, name: str = "f") -> str:
     """@main: fill A, B, C with small integers (exact in f32 and f64, so no rounding
     difference can hide), call @f, print C with printMemrefF32/F64."""
@@ -876,28 +859,15 @@ def _tile(t):
 @pytest.mark.parametrize("build, t", [(_naive, "f64"), (_tiled, "f32"), (_tile, "f64")],
                          ids=["naive-f64", "blis-tiled-f32", "register-tile-f64"])
 def test_mlir_runner_prints_what_polyopt_run_prints(build, t, tmp_path, capsys):
-    from polyopt.cli import main as polyopt_main
-    libs = runner_libs()
     module = build(t)
     verify(module)
     text = str(module)
     assert "affine.vector_load" in text
-    path = tmp_path / "vectorized.mlir"
-    path.write_text(text)
     passes = ["--lower-affine", "--convert-vector-to-scf", "--convert-scf-to-cf",
               "--convert-vector-to-llvm", "--finalize-memref-to-llvm", "--convert-math-to-llvm",
               "--convert-arith-to-llvm", "--convert-func-to-llvm", "--convert-cf-to-llvm",
               "--reconcile-unrealized-casts"]
-    lowered = subprocess.run([MLIR_OPT, *passes, str(path)], capture_output=True, text=True,
-                             timeout=60)
-    assert lowered.returncode == 0, lowered.stderr
-    ran = subprocess.run([MLIR_RUNNER, "-e", "main", "-entry-point-result=void",
-                          "-shared-libs=" + ",".join(libs)], input=lowered.stdout,
-                         capture_output=True, text=True, timeout=60)
-    assert ran.returncode == 0, ran.stderr
-    assert polyopt_main(["run", str(path)]) == 0
-    ours = capsys.readouterr().out
-    ours = "".join(l for l in ours.splitlines(True) if not l.startswith("Compilation time:"))
-    strip = lambda s: re.sub(r"base@ = 0x[0-9a-f]+", "base@ = ADDR", s)
-    assert strip(ours) == strip(ran.stdout)
+    upstream = lower_and_run(text, passes, timeout=60)
+    ours = polyopt_run(tmp_path, capsys, text, name="vectorized.mlir")
+    assert mask_addresses(ours) == mask_addresses(upstream)
     assert "data =" in ours and ours.count("[") > 3

@@ -12,14 +12,9 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "schedules"))
-
-from upstream_mlir import lower_and_run  # noqa: E402
-
-import polyopt  # noqa: E402
+import polyopt
+from upstream_mlir import lower_and_run
 
 UPSTREAM_PASSES = ["--lower-affine", "--convert-vector-to-scf", "--convert-scf-to-cf",
                    "--convert-vector-to-llvm", "--finalize-memref-to-llvm",

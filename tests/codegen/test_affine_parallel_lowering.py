@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,33 +19,13 @@ import polyopt
 from polyopt.affine.diagnostics import CodegenError, VerifyError
 from polyopt.cli import main
 from polyopt.codegen.to_llvm import lower_module
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "schedules"))
-from upstream_mlir import lower_and_run, tool  # noqa: E402
+from run_helpers import mask_addresses, polyopt_run
+from upstream_mlir import lower_and_run, mlir_opt
 
 UPSTREAM_PASSES = ["--lower-affine", "--convert-scf-to-cf", "--finalize-memref-to-llvm",
                    "--convert-math-to-llvm", "--convert-arith-to-llvm",
                    "--convert-func-to-llvm", "--convert-cf-to-llvm",
                    "--reconcile-unrealized-casts"]
-
-
-def mlir_opt(text: str, *flags: str) -> str:
-    r = subprocess.run([tool("mlir-opt-22"), *flags, "-"], input=text, capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    return r.stdout
-
-
-def run_ours(tmp_path, capfd, text: str) -> str:
-    """What ``polyopt run`` prints for ``text`` (without its ``Compilation time`` line)."""
-    path = tmp_path / "prog.mlir"
-    path.write_text(text)
-    assert main(["run", str(path)]) == 0
-    return capfd.readouterr().out.split("\n", 1)[1]
-
-
-def mask_addresses(s: str) -> str:
-    return re.sub(r"base@ = 0x[0-9a-f]+", "base@ = 0x?", s)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,7 +177,7 @@ def test_reductions_print_what_mlir_runner_prints(tmp_path, capfd):
     text = _main_printing(CASES, SIZES[:4])
     upstream = lower_and_run(text, UPSTREAM_PASSES)
     assert upstream.count("\n") == len(CASES) * 4
-    assert run_ours(tmp_path, capfd, text) == upstream
+    assert polyopt_run(tmp_path, capfd, text) == upstream
 
 
 def test_empty_ranges_give_the_identity():
@@ -437,7 +414,7 @@ def test_index_ops_print_what_mlir_runner_prints(tmp_path, capfd):
             + "func.func @main() {\n" + "\n".join(calls) + "\n  return\n}\n")
     upstream = lower_and_run(text, UPSTREAM_PASSES)
     assert upstream.count("\n") == 50
-    assert run_ours(tmp_path, capfd, text) == upstream
+    assert polyopt_run(tmp_path, capfd, text) == upstream
 
 
 def test_index_ops_use_linear_forms():
@@ -601,7 +578,7 @@ func.func @main() {
 @pytest.mark.parametrize("option", ["--affine-parallelize",
                                     "--affine-parallelize=parallel-reductions"])
 def test_affine_parallelize_output_runs_as_upstream(option, tmp_path, capfd):
-    parallel = mlir_opt(ACCEPTANCE, option)
+    parallel = mlir_opt(ACCEPTANCE, option, timeout=120)
     # the matmul's i, j loops and every elementwise and initialization loop are parallel
     assert parallel.count("affine.parallel") >= (15 if "reductions" in option else 9)
     if "reductions" in option:
@@ -611,8 +588,8 @@ def test_affine_parallelize_output_runs_as_upstream(option, tmp_path, capfd):
     # polyopt prints what it parsed as mlir-opt-22 does
     assert str(polyopt.parse(parallel)) == parallel.rstrip("\n") + "\n"
     upstream = lower_and_run(parallel, UPSTREAM_PASSES)
-    ours = run_ours(tmp_path, capfd, parallel)
+    ours = polyopt_run(tmp_path, capfd, parallel)
     assert ours.count("Unranked Memref") == 4
     assert mask_addresses(ours) == mask_addresses(upstream)
     # and the same as the original, unparallelized program
-    assert mask_addresses(run_ours(tmp_path, capfd, ACCEPTANCE)) == mask_addresses(upstream)
+    assert mask_addresses(polyopt_run(tmp_path, capfd, ACCEPTANCE)) == mask_addresses(upstream)

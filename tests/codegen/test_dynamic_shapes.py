@@ -2,17 +2,13 @@
 offset at run time) and the numpy calling convention (any array whose static dims match;
 strided views where the layout allows them, without a copy)."""
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import polyopt
 from polyopt.cli import main
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "schedules"))
-from upstream_mlir import lower_and_run  # noqa: E402
+from run_helpers import mask_addresses, polyopt_run
+from upstream_mlir import lower_and_run
 
 UPSTREAM_LOWERING = ["--lower-affine", "--convert-scf-to-cf", "--finalize-memref-to-llvm",
                      "--convert-arith-to-llvm", "--convert-vector-to-llvm",
@@ -190,13 +186,8 @@ func.func private @printMemrefF32(memref<*xf32>)
 
 def test_alloc_dim_cast_call_and_print_match_mlir_runner(tmp_path, capfd):
     expected = lower_and_run(PROGRAM, UPSTREAM_LOWERING)
-    path = tmp_path / "dyn.mlir"
-    path.write_text(PROGRAM)
-    assert main(["run", str(path)]) == 0
-    ours = capfd.readouterr().out
-    ours = ours[ours.index("\n") + 1:]  # after "Compilation time: ..."
-    mask = lambda s: __import__("re").sub(r"0x[0-9a-f]+", "ADDR", s).rstrip("\n")
-    assert mask(ours) == mask(expected)
+    ours = polyopt_run(tmp_path, capfd, PROGRAM, name="dyn.mlir")
+    assert mask_addresses(ours) == mask_addresses(expected)
 
 
 def test_descriptors_flow_through_iter_args_selects_and_calls():

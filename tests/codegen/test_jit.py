@@ -10,11 +10,9 @@ live run of mlir-runner-22 on an equivalent MLIR program.
 from __future__ import annotations
 
 import ctypes
-import glob
 import math
 import os
 import re
-import shutil
 import subprocess
 import time
 
@@ -37,6 +35,7 @@ from polyopt.codegen.target import (
     host_target,
     read_cache_sizes,
 )
+from upstream_mlir import lower_and_run
 
 F64 = np.float64
 
@@ -799,19 +798,6 @@ def test_print_large_memref_is_fast(print_engine, capsys):
 # ---------------------------------------------------------------------------
 
 
-def _mlir_tools():
-    runner = shutil.which("mlir-runner-22") or shutil.which("mlir-runner")
-    opt = shutil.which("mlir-opt-22") or shutil.which("mlir-opt")
-    libs = []
-    for name in ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so"):
-        found = sorted(glob.glob(f"/usr/lib/llvm-*/lib/{name}*"))
-        if found:
-            libs.append(found[-1])
-    if not runner or not opt or len(libs) != 2:
-        pytest.fail("mlir-runner / mlir-opt / runner utils libraries not installed")
-    return runner, opt, libs
-
-
 def _mlir_literal(v, kind):
     if kind in ("f64", "f32"):
         if not math.isfinite(v):
@@ -842,7 +828,6 @@ def _mask(text):
 
 
 def test_matches_mlir_runner():
-    runner, opt, libs = _mlir_tools()
     memrefs = [
         (np.ones((2, 3)), "f64"),
         (np.arange(5.0), "f64"),
@@ -889,17 +874,7 @@ def test_matches_mlir_runner():
         "--convert-cf-to-llvm",
         "--reconcile-unrealized-casts",
     ]
-    lowered = subprocess.run([opt, *passes], input=src, capture_output=True, text=True, timeout=60)
-    assert lowered.returncode == 0, lowered.stderr
-    run = subprocess.run(
-        [runner, "-e", "main", "-entry-point-result=void", "-shared-libs=" + ",".join(libs)],
-        input=lowered.stdout,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert run.returncode == 0, run.stderr
-    expected = run.stdout
+    expected = lower_and_run(src, passes, timeout=60)
 
     # Our output: memrefs through the registered callbacks, vectors through the
     # vector.print helpers in the order MLIR's lowering calls them.

@@ -2,19 +2,14 @@
 what mlir-runner-22 prints."""
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import polyopt
 from polyopt.affine.diagnostics import PolyoptError
-from polyopt.cli import main
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "schedules"))
-from upstream_mlir import lower_and_run, tool  # noqa: E402
+from run_helpers import mask_addresses, polyopt_run
+from upstream_mlir import lower_and_run, mlir_opt, mlir_opt_error
 
 SYNTAX = """\
 func.func @f(%A: memref<8x16xf32>, %B: memref<?x?xf32>) -> f32 {
@@ -32,19 +27,12 @@ func.func @f(%A: memref<8x16xf32>, %B: memref<?x?xf32>) -> f32 {
 """
 
 
-def _mlir_opt(text: str, *flags: str) -> str:
-    proc = subprocess.run([tool("mlir-opt-22"), *flags, "-"], input=text, capture_output=True,
-                          text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
 def test_round_trip_with_mlir_opt():
-    upstream = _mlir_opt(SYNTAX)
+    upstream = mlir_opt(SYNTAX)
     assert str(polyopt.parse(SYNTAX)).strip() == upstream.strip()
-    assert str(polyopt.parse(_mlir_opt(SYNTAX, "--mlir-print-op-generic"))).strip() == \
+    assert str(polyopt.parse(mlir_opt(SYNTAX, "--mlir-print-op-generic"))).strip() == \
         upstream.strip()
-    _mlir_opt(str(polyopt.parse(SYNTAX)))
+    mlir_opt(str(polyopt.parse(SYNTAX)))
 
 
 @pytest.mark.parametrize("types, message", [
@@ -109,13 +97,8 @@ def test_copy_and_alloca_scope_run_as_mlir_runner_runs_them(tmp_path, capfd):
         "--expand-strided-metadata", "--lower-affine", "--convert-scf-to-cf",
         "--finalize-memref-to-llvm", "--convert-arith-to-llvm", "--convert-vector-to-llvm",
         "--convert-func-to-llvm", "--convert-cf-to-llvm", "--reconcile-unrealized-casts"])
-    path = tmp_path / "copy.mlir"
-    path.write_text(PROGRAM)
-    assert main(["run", str(path)]) == 0
-    ours = capfd.readouterr().out
-    ours = ours[ours.index("\n") + 1:]
-    mask = lambda s: re.sub(r"0x[0-9a-f]+", "ADDR", s).rstrip("\n")
-    assert mask(ours) == mask(expected)
+    ours = polyopt_run(tmp_path, capfd, PROGRAM, name="copy.mlir")
+    assert mask_addresses(ours) == mask_addresses(expected)
 
 
 def test_copy_between_numpy_views():
@@ -168,9 +151,9 @@ func.func private @printMemrefF64(memref<*xf64>)
 
 
 def test_globals_round_trip_with_mlir_opt():
-    upstream = _mlir_opt(GLOBALS)
+    upstream = mlir_opt(GLOBALS)
     assert str(polyopt.parse(GLOBALS)).strip() == upstream.strip()
-    assert str(polyopt.parse(_mlir_opt(GLOBALS, "--mlir-print-op-generic"))).strip() == \
+    assert str(polyopt.parse(mlir_opt(GLOBALS, "--mlir-print-op-generic"))).strip() == \
         upstream.strip()
 
 
@@ -181,9 +164,7 @@ def test_globals_round_trip_with_mlir_opt():
     "func.func @f() {\n  %0 = memref.get_global @nope : memref<4xi64>\n  return\n}\n",
 ])
 def test_global_errors_are_mlir_opt_s(text):
-    proc = subprocess.run([tool("mlir-opt-22"), "-"], input=text, capture_output=True, text=True)
-    assert proc.returncode != 0
-    expected = proc.stderr.split("\n")[0].replace("<stdin>", "t.mlir")
+    expected = mlir_opt_error(text, filename="t.mlir")
     with pytest.raises(PolyoptError) as info:
         polyopt.parse(text, "t.mlir")
     assert info.value.render().split("\n")[0] == expected
@@ -194,10 +175,5 @@ def test_globals_run_as_mlir_runner_runs_them(tmp_path, capfd):
         "--lower-affine", "--finalize-memref-to-llvm", "--convert-vector-to-llvm",
         "--convert-arith-to-llvm", "--convert-func-to-llvm", "--convert-cf-to-llvm",
         "--reconcile-unrealized-casts"])
-    path = tmp_path / "globals.mlir"
-    path.write_text(GLOBALS)
-    assert main(["run", str(path)]) == 0
-    ours = capfd.readouterr().out
-    ours = ours[ours.index("\n") + 1:]
-    mask = lambda s: re.sub(r"0x[0-9a-f]+", "ADDR", s).rstrip("\n")
-    assert mask(ours) == mask(expected)
+    ours = polyopt_run(tmp_path, capfd, GLOBALS, name="globals.mlir")
+    assert mask_addresses(ours) == mask_addresses(expected)

@@ -2,20 +2,13 @@
 mlir-opt-22 prints them, verified with its rules, and lowered with MLIR's view semantics
 (checked against mlir-runner-22 and numpy)."""
 
-import re
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import polyopt
 from polyopt.affine.diagnostics import PolyoptError
-from polyopt.cli import main
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "schedules"))
-from upstream_mlir import lower_and_run, tool  # noqa: E402
+from run_helpers import mask_addresses, polyopt_run
+from upstream_mlir import lower_and_run, run_mlir_opt
 
 OPS = """\
 func.func @f(%A: memref<8x16xf32>, %B: memref<?x?xf32>, %o: index, %s: index) {
@@ -34,18 +27,13 @@ func.func @f(%A: memref<8x16xf32>, %B: memref<?x?xf32>, %o: index, %s: index) {
 """
 
 
-def _mlir_opt(text: str, *flags: str) -> subprocess.CompletedProcess:
-    return subprocess.run([tool("mlir-opt-22"), *flags, "-"], input=text, capture_output=True,
-                          text=True, timeout=60)
-
-
 def test_printed_as_mlir_opt_prints_and_accepted_back():
-    upstream = _mlir_opt(OPS)
+    upstream = run_mlir_opt(OPS)
     assert upstream.returncode == 0, upstream.stderr
     ours = str(polyopt.parse(OPS))
     assert ours.strip() == upstream.stdout.strip()
-    assert _mlir_opt(ours).returncode == 0
-    generic = _mlir_opt(OPS, "--mlir-print-op-generic").stdout
+    assert run_mlir_opt(ours).returncode == 0
+    generic = run_mlir_opt(OPS, "--mlir-print-op-generic").stdout
     assert str(polyopt.parse(generic)).strip() == upstream.stdout.strip()
 
 
@@ -61,7 +49,7 @@ def test_printed_as_mlir_opt_prints_and_accepted_back():
 ])
 def test_invalid_views_are_refused_with_mlir_opt_s_message(body):
     text = f"func.func @f(%A: memref<8x16xf32>) {{\n  {body}\n  return\n}}\n"
-    upstream = _mlir_opt(text)
+    upstream = run_mlir_opt(text)
     assert upstream.returncode != 0
     expected = upstream.stderr.split("\n")[0].split("error: ", 1)[1]
     with pytest.raises(PolyoptError) as info:
@@ -121,13 +109,8 @@ def test_views_run_as_mlir_runner_runs_them(tmp_path, capfd):
         "--expand-strided-metadata", "--lower-affine", "--convert-scf-to-cf",
         "--finalize-memref-to-llvm", "--convert-arith-to-llvm", "--convert-vector-to-llvm",
         "--convert-func-to-llvm", "--convert-cf-to-llvm", "--reconcile-unrealized-casts"])
-    path = tmp_path / "views.mlir"
-    path.write_text(PROGRAM)
-    assert main(["run", str(path)]) == 0
-    ours = capfd.readouterr().out
-    ours = ours[ours.index("\n") + 1:]
-    mask = lambda s: re.sub(r"0x[0-9a-f]+", "ADDR", s).rstrip("\n")
-    assert mask(ours) == mask(expected)
+    ours = polyopt_run(tmp_path, capfd, PROGRAM, name="views.mlir")
+    assert mask_addresses(ours) == mask_addresses(expected)
 
 
 def test_views_of_dynamic_memrefs_against_numpy():

@@ -4,16 +4,10 @@ lowered by upstream (--convert-scf-to-cf and the LLVM conversions), with and wit
 
 from __future__ import annotations
 
-import re
-import sys
-from pathlib import Path
-
 import pytest
 
-from polyopt.cli import main
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "schedules"))
-from upstream_mlir import lower_and_run  # noqa: E402  (the oracle helper of tests/schedules)
+from run_helpers import mask_addresses, polyopt_run
+from upstream_mlir import lower_and_run
 
 UPSTREAM_PASSES = ["--lower-affine", "--convert-scf-to-cf", "--convert-vector-to-llvm",
                    "--finalize-memref-to-llvm", "--convert-math-to-llvm",
@@ -135,24 +129,11 @@ func.func @main() {
 }
 
 
-def _run_polyopt(tmp_path, name: str, text: str, *flags: str, capsys) -> str:
-    path = tmp_path / f"{name}.mlir"
-    path.write_text(text)
-    assert main(["run", str(path), *flags]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("Compilation time: ")
-    return out.split("\n", 1)[1]
-
-
-def _normalized(text: str) -> str:
-    return re.sub(r"base@ = 0x[0-9a-f]+", "base@ = <addr>", text)
-
-
 @pytest.mark.parametrize("flags", [(), ("--raise-scf-to-affine",)])
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_runs_as_mlir_runner_runs_it(tmp_path, capsys, name, flags):
     text = PROGRAMS[name]
-    ours = _run_polyopt(tmp_path, name, text, *flags, capsys=capsys)
+    ours = polyopt_run(tmp_path, capsys, text, *flags, name=f"{name}.mlir")
     upstream = lower_and_run(text, UPSTREAM_PASSES)
-    assert _normalized(ours) == _normalized(upstream)
+    assert mask_addresses(ours) == mask_addresses(upstream)
     assert ours.strip()

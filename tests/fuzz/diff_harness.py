@@ -394,11 +394,9 @@ def check_upstream(case: Case, module_text: str, what: str, stats: Stats) -> Non
 def check_upstream_print(case: Case, text: str, what: str, stats: Stats) -> None:
     """mlir-opt-22 accepts what polyopt printed, and polyopt prints it (parsed) as mlir-opt-22
     does."""
-    import subprocess
-    from upstream_mlir import tool
+    from upstream_mlir import run_mlir_opt
     printed = print_module(polyopt.parse(text, "printed.mlir"))
-    proc = subprocess.run([tool("mlir-opt-22"), "-"], input=printed, capture_output=True,
-                          text=True, timeout=120)
+    proc = run_mlir_opt(printed, timeout=120)
     if proc.returncode != 0:
         stats.failures.append(Failure(case.seed, "printer", what,
                                       f"mlir-opt-22 rejects polyopt's output: "
@@ -460,9 +458,10 @@ def _module_of(text: str) -> str:
 
 
 def tests_path() -> None:
-    """Put tests/schedules (upstream_mlir) on sys.path."""
+    """Put tests/ (upstream_mlir) on sys.path: scripts/fuzz_diff.py imports this module
+    outside pytest, where tests/conftest.py does not."""
     here = Path(__file__).resolve().parent
-    p = str(here.parent / "schedules")
+    p = str(here.parent)
     if p not in sys.path:
         sys.path.insert(0, p)
 

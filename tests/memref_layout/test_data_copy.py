@@ -5,8 +5,6 @@ lifetime (allocated once, outside the nest)."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import textwrap
 
 import numpy as np
@@ -23,8 +21,7 @@ from polyopt.affine.dialects.memref import AllocOp
 from polyopt.affine.types import MemRefType, f64
 from polyopt.affine.verifier import verify
 from polyopt.memref_layout.data_copy import generate_copy
-
-MLIR_OPT = shutil.which("mlir-opt-22")
+from upstream_mlir import assert_mlir_opt_prints_back
 
 
 def parse(text: str):
@@ -46,16 +43,6 @@ def run_both(original: str, transformed, name: str, arrays: list[np.ndarray]) ->
     for r, g in zip(ref, got):
         np.testing.assert_array_equal(g, r)
     return got
-
-
-def check_mlir_opt(text: str) -> None:
-    """mlir-opt-22 accepts ``text``, and what it prints parses back to the same text."""
-    if MLIR_OPT is None:
-        pytest.fail("mlir-opt-22 is not installed (scripts/setup.sh installs mlir-22-tools)")
-    res = subprocess.run([MLIR_OPT, "--allow-unregistered-dialect"], input=text,
-                         capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0, res.stderr
-    assert str(polyopt.parse(res.stdout)) == text
 
 
 def rand(*shape, dtype=np.float64, seed=0):
@@ -170,7 +157,7 @@ def test_both_memrefs_and_mlir_opt_accepts_the_result():
     generate_copy(top, a, depth=2)
     generate_copy(top, s, depth=1)     # %S under %ii only: 16 elements per row tile
     run_both(TILED_READ, module, "rowsum", [rand(50, 40), rand(50, seed=1)])
-    check_mlir_opt(str(module))
+    assert_mlir_opt_prints_back(str(module))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,7 +206,7 @@ def test_stencil_with_halo():
     assert "affine_map<(d0) -> (70, d0 * 32 + 33)>" in text
     assert "%alloc[%arg2 * -32 + %arg4 + 2, %arg3 * -32 + %arg5 + 1]" in text
     run_both(STENCIL, module, "stencil", [rand(70, 70), rand(70, 70, seed=1)])
-    check_mlir_opt(str(module))
+    assert_mlir_opt_prints_back(str(module))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,7 +241,7 @@ def test_transpose_copy_with_strided_tile_loops():
     assert "%alloc_0[-%arg3 + %arg5, -%arg2 + %arg4]" in str(module)
     run_both(TRANSPOSE, module, "transpose", [rand(50, 70, dtype=np.float32),
                                                rand(70, 50, dtype=np.float32, seed=1)])
-    check_mlir_opt(str(module))
+    assert_mlir_opt_prints_back(str(module))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import shutil
-import subprocess
 import textwrap
 
 import numpy as np
@@ -24,19 +22,9 @@ from polyopt.memref_layout.layout import linearize
 from polyopt.memref_layout.normalize import normalize_memref_type, normalize_memrefs
 from polyopt.pipeline import machine_model
 from polyopt.schedules.expand import expand_high_level_ops
-
-MLIR_OPT = "mlir-opt-22"
+from upstream_mlir import assert_mlir_opt_prints_back, mlir_opt
 
 TILED = "affine_map<(d0, d1) -> (d0 floordiv 4, d1, d0 mod 4)>"
-
-
-def mlir_opt(text: str, *flags: str) -> str:
-    path = shutil.which(MLIR_OPT)
-    assert path, f"{MLIR_OPT} not found: install Debian's mlir-22-tools (scripts/setup.sh does)"
-    proc = subprocess.run([path, "--allow-unregistered-dialect", *flags], input=text,
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
 
 
 def normalized(text: str, expected_count=None):
@@ -141,9 +129,9 @@ def test_golden_paper_section_2_9_buffer():
     module, remarks = normalized(PAPER_2_9, expected_count=1)
     assert str(module) == PAPER_2_9_NORMALIZED and remarks == []
     # upstream accepts it, prints it back identically, and normalizes the input to the same type
-    assert polyopt.parse(mlir_opt(str(module))).__str__() == PAPER_2_9_NORMALIZED
+    assert_mlir_opt_prints_back(str(module))
     assert "memref.alloc() {alignment = 64 : i64} : memref<16x256x4xf64>" in \
-        mlir_opt(PAPER_2_9, "--normalize-memrefs")
+        mlir_opt(PAPER_2_9, "--allow-unregistered-dialect", "--normalize-memrefs")
 
 
 ARGS_AND_CALLS = """
@@ -209,7 +197,7 @@ def test_golden_arguments_calls_loads_and_casts():
     # 4 memrefs: @scale's two arguments, @caller's argument and its alloca
     module, remarks = normalized(ARGS_AND_CALLS, expected_count=4)
     assert str(module) == ARGS_AND_CALLS_NORMALIZED and remarks == []
-    mlir_opt(str(module))
+    mlir_opt(str(module), "--allow-unregistered-dialect")
 
 
 DECLARATION_AND_RESULTS = f"""
@@ -238,7 +226,7 @@ def test_function_results_declarations_and_call_results():
     assert "func.func @make() -> memref<2x8x4xf64>" in text
     assert "%0 = call @make() : () -> memref<2x8x4xf64>" in text
     assert "affine.store %cst, %0[1, 3, 1] : memref<2x8x4xf64>" in text
-    mlir_opt(text)
+    mlir_opt(text, "--allow-unregistered-dialect")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -367,12 +355,12 @@ def memref_types(module) -> list[str]:
 def test_same_types_as_upstream_normalization(case):
     text = textwrap.dedent(UPSTREAM_CASES[case])
     ours, remarks = normalized(text)
-    theirs = polyopt.parse(mlir_opt(text, "--normalize-memrefs"))
+    theirs = polyopt.parse(mlir_opt(text, "--allow-unregistered-dialect", "--normalize-memrefs"))
     assert remarks == []
     assert memref_types(ours) == memref_types(theirs)
     assert all("affine_map" not in t and "strided" not in t for t in memref_types(ours))
     # mlir-opt accepts what we print, and prints it back the way we do
-    assert str(polyopt.parse(mlir_opt(str(ours)))) == str(ours)
+    assert_mlir_opt_prints_back(str(ours))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -517,7 +505,7 @@ def test_programs_compute_the_same_before_and_after():
     assert "memref.alloc() {alignment = 64 : i64} : memref<16x256x4xf64>" in text
     assert "%arg3: memref<3x7x4xf64>" not in text  # (argument names are renumbered)
     assert "func.func @partial(%arg0: memref<10x7xf64>, %arg1: memref<3x7x4xf64>" in text
-    mlir_opt(text)
+    mlir_opt(text, "--allow-unregistered-dialect")
     after = run_program(module)
     for name in before:
         np.testing.assert_array_equal(after[name][0], before[name][0], err_msg=name)

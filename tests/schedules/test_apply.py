@@ -10,8 +10,6 @@ Golden files live in tests/schedules/golden/; regenerate them with POLYOPT_UPDAT
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import textwrap
 from pathlib import Path
 
@@ -37,10 +35,10 @@ from polyopt.schedules.expand import expand_high_level_ops
 from polyopt.schedules.model import extract
 
 from matmul_check import check_matmul  # noqa: E402  (tests/schedules on sys.path)
+from upstream_mlir import assert_mlir_opt_prints_back, mlir_opt
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE_GOLDEN = os.environ.get("POLYOPT_UPDATE_GOLDEN") == "1"
-MLIR_OPT = shutil.which("mlir-opt-22")
 
 PAPER_2_5 = "(d0, d1, d2) -> (d2 floordiv 256, d0 floordiv 64, d1, d0, d2)"
 PAPER_BLIS = ("(d0, d1, d2) -> (d2 floordiv 256, d0 floordiv 64, d1 floordiv 8, d0 floordiv 4, "
@@ -713,22 +711,11 @@ def test_parse_schedule_option():
 @pytest.mark.parametrize("golden", ["apply_paper_2_5.mlir", "apply_paper_blis.mlir",
                                     "apply_single_row.mlir", "apply_imperfect.mlir"])
 def test_mlir_opt_accepts_the_generated_nests(golden):
-    if MLIR_OPT is None:
-        pytest.fail("mlir-opt-22 is not installed (scripts/setup.sh installs mlir-22-tools)")
-    text = (GOLDEN / golden).read_text()
-    res = subprocess.run([MLIR_OPT, "--allow-unregistered-dialect"], input=text,
-                         capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0, res.stderr
-    # and what mlir-opt prints parses back here to the same text
-    assert str(polyopt.parse(res.stdout)) == text
+    assert_mlir_opt_prints_back((GOLDEN / golden).read_text())
 
 
 def test_mlir_opt_accepts_conditions_and_strides():
-    if MLIR_OPT is None:
-        pytest.fail("mlir-opt-22 is not installed (scripts/setup.sh installs mlir-22-tools)")
     module, func = parse_func(COND)
     apply_schedule(func, {"S0": "(d0) -> (d0 floordiv 16, d0)",
                           "S1": "(d0) -> (d0 floordiv 16, d0)"})
-    res = subprocess.run([MLIR_OPT, "--allow-unregistered-dialect"], input=str(module),
-                         capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0, res.stderr
+    mlir_opt(str(module), "--allow-unregistered-dialect")

@@ -20,10 +20,10 @@ from polyopt.affine.dialects.affine import AffineForOp, AffineVectorLoadOp
 from polyopt.affine.dialects.linalg import LINALG_CONV_OPS
 from polyopt.affine.loop_utils import constant_trip_count
 from polyopt.affine.verifier import verify
-from polyopt.cli import main
 from polyopt.schedules.conv_loops import (CONV_LOOP_ORDERS, expand_conv_naive,
                                           vectorize_depthwise)
-from upstream_mlir import lower_and_run  # noqa: E402  (tests/schedules on sys.path)
+from run_helpers import mask_addresses, polyopt_run
+from upstream_mlir import lower_and_run
 
 OP_NAMES = {"conv2d": "linalg.conv_2d_nhwc_hwcf", "conv1d": "linalg.conv_1d_nwc_wcf",
             "depthwise2d": "linalg.depthwise_conv_2d_nhwc_hwc"}
@@ -221,12 +221,8 @@ def test_semantics_agree_with_mlir_opt_and_mlir_runner(kind, elem, tmp_path, cap
     # polyopt on the same program (the conv expanded by expand_conv_naive) prints the same
     module = polyopt.parse(text, "upstream.mlir")
     expand_all(module)
-    path = tmp_path / "conv.mlir"
-    path.write_text(str(module))
-    assert main(["run", str(path)]) == 0
-    ours = capfd.readouterr().out.split("\n", 1)[1]     # drop "Compilation time"
-    mask = lambda s: re.sub(r"base@ = 0x[0-9a-f]+", "base@ = 0x?", s)  # noqa: E731
-    assert mask(ours) == mask(upstream)
+    ours = polyopt_run(tmp_path, capfd, str(module), name="conv.mlir")
+    assert mask_addresses(ours) == mask_addresses(upstream)
 
 
 # ---------------------------------------------------------------------------------------------

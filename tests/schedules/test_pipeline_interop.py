@@ -3,14 +3,12 @@ accepts it), and the fully optimized module, lowered by mlir-opt-22 and run by m
 prints what `polyopt run` prints."""
 
 import itertools
-import re
-import subprocess
 
 import pytest
 
 import polyopt
-from polyopt.cli import main
-from upstream_mlir import lower_and_run, tool  # noqa: E402  (tests/schedules on sys.path)
+from run_helpers import mask_addresses, polyopt_run
+from upstream_mlir import lower_and_run, mlir_opt
 
 FLAGS = ("copy", "unroll", "scalrep", "vect")
 
@@ -62,10 +60,7 @@ def _optimized(**switches) -> str:
                          ids=lambda c: "-".join(f for f, on in zip(FLAGS, c) if on) or "tiling")
 def test_every_flag_combination_prints_upstream_mlir(combo):
     text = _optimized(**dict(zip(FLAGS, combo)))
-    proc = subprocess.run([tool("mlir-opt-22"), "-"], input=text, capture_output=True,
-                          text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert polyopt.parse(proc.stdout) is not None  # and mlir-opt's print parses back
+    assert polyopt.parse(mlir_opt(text)) is not None  # and mlir-opt's print parses back
 
 
 def test_upstream_lowering_of_the_optimized_module_runs_identically(tmp_path, capfd):
@@ -75,10 +70,6 @@ def test_upstream_lowering_of_the_optimized_module_runs_identically(tmp_path, ca
         "--convert-scf-to-cf", "--finalize-memref-to-llvm", "--convert-math-to-llvm",
         "--convert-arith-to-llvm", "--convert-func-to-llvm", "--convert-cf-to-llvm",
         "--reconcile-unrealized-casts"])
-    path = tmp_path / "optimized.mlir"
-    path.write_text(text)
-    assert main(["run", str(path)]) == 0
-    ours = capfd.readouterr().out.split("\n", 1)[1]      # drop "Compilation time"
-    mask = lambda s: re.sub(r"base@ = 0x[0-9a-f]+", "base@ = 0x?", s)  # noqa: E731
-    assert mask(ours) == mask(upstream)
+    ours = polyopt_run(tmp_path, capfd, text, name="optimized.mlir")
+    assert mask_addresses(ours) == mask_addresses(upstream)
     assert "affine.vector_load" in text and "iter_args" in text   # it was optimized
