@@ -38,6 +38,7 @@ def verify(root: Operation) -> None:
             _verify_dominance(op, i, v, positions)
         _verify_memref_layouts(op)
         op.verify_op()
+        _verify_terminator_position(op)
 
 
 def _enter_exit(root: Operation):
@@ -85,11 +86,6 @@ def _verify_memref_layouts(op: Operation) -> None:
 
 
 def _verify_structure(op: Operation) -> None:
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.ops[:-1]:
-                if inner.name in TERMINATOR_OPS:
-                    raise inner.error("must be the last operation in the parent block")
     expected = _TERMINATORS.get(op.name)
     if expected is None:
         return
@@ -102,6 +98,13 @@ def _verify_structure(op: Operation) -> None:
             for inner in block.ops[:-1]:
                 if inner.name == expected:
                     raise inner.error("must be the last operation in the parent block")
+
+
+def _verify_terminator_position(op: Operation) -> None:
+    """MLIR's ``IsTerminator`` trait, checked after the op's own rules (its parent op) as
+    mlir-opt does."""
+    if op.name in TERMINATOR_OPS and op.parent is not None and op.parent.ops[-1] is not op:
+        raise op.error("must be the last operation in the parent block")
 
 
 def _index_in_block(op: Operation, positions: dict[int, dict[int, int]]) -> int:
