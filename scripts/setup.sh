@@ -3,7 +3,8 @@
 # Debian's mlir-22-tools (the upstream MLIR oracle the interop tests run against), clang-22
 # and libpolly-22-dev (the PolyBench suite's C twins, built with clang -O3 and with Polly,
 # which Debian's clang-22 has built in), and the Python package with its test extra and its
-# report extra (matplotlib, for the plots of `python3 -m experiments.report`).  Safe to run again: it skips what is already there.
+# report extra (matplotlib, for the plots of `python3 -m experiments.report`).  Safe to run
+# again: it skips what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
