@@ -118,7 +118,7 @@ class PolybenchResult:
         def ms(b: Optional[BuildResult]) -> str:
             if b is None or not b.ok:
                 return f"{'--':>9}"
-            return f"{1e3 * b.timing.median:9.2f}"
+            return f"{1e3 * b.timing.median:9.4g}"
 
         def x(r: Optional[float]) -> str:
             return f"{r:7.2f}x" if r is not None else f"{'--':>8}"
