@@ -58,3 +58,18 @@ def test_wrong_arrays_are_refused():
     values["C"] = values["C"].T       # not C-contiguous
     with pytest.raises(ValueError, match="argument C must be a C-contiguous float64 array"):
         t.run(values)
+
+
+def test_polly_runs_on_the_twins():
+    """``-mllvm -polly`` is not silently ignored: Polly marks the kernel it optimized (Debian's
+    clang-22 has Polly built in; no -fplugin needed)."""
+    import subprocess
+    k = kernel("gemm")
+    clang = ctwin.clang_path()
+    defines = [f"-D{p}={v}" for p, v in k.params_of("MINI").items()]
+    for compiler, marked in (("clang", False), ("polly", True)):
+        ir = subprocess.run([clang, *ctwin.COMPILERS[compiler], *defines, "-S", "-emit-llvm",
+                             "-Wno-unknown-pragmas", str(k.c_path()), "-o", "-"],
+                            capture_output=True, text=True, timeout=120)
+        assert ir.returncode == 0, ir.stderr
+        assert ('"polly-optimized"' in ir.stdout) == marked, compiler
