@@ -178,3 +178,55 @@ def conv_chart(records: Sequence[dict], path: Path, *, peak: Optional[float],
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def polybench_chart(record: dict, path: Path, *, title: str) -> None:
+    """Bars per PolyBench kernel: the speed-up over clang -O3 (clang's median time over the
+    build's) of polyopt without passes, polyopt --hopt and Polly, on a log scale, the
+    geometric means as the last group; 1 (clang -O3) as a line."""
+    from polyopt.polybench.harness import CLANG, HOPT, POLLY, POLYOPT, geomean
+    plt = _pyplot()
+    kernels = record["kernels"]
+    series = [(POLYOPT, "polyopt, no passes", "#9ecae1"),
+              (HOPT, "polyopt --hopt", "#4c72b0"),
+              (POLLY, "clang -O3 + Polly", "#dd8452")]
+
+    def speedup(k: dict, label: str) -> Optional[float]:
+        b, c = k["builds"].get(label), k["builds"].get(CLANG)
+        if not b or not c or b["error"] or c["error"] or not b["timing"] or not c["timing"]:
+            return None
+        return c["timing"]["median"] / b["timing"]["median"]
+
+    labels = [k["kernel"] for k in kernels] + ["geomean"]
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.6 * len(labels) + 3), 5.5))
+    width = 0.8 / len(series)
+    for s, (label, name, color) in enumerate(series):
+        values = [speedup(k, label) for k in kernels]
+        values.append(geomean(values))
+        xs = [i + (s - (len(series) - 1) / 2) * width for i, v in enumerate(values)
+              if v is not None]
+        ys = [v for v in values if v is not None]
+        bars = ax.bar(xs, ys, width=width, color=color, label=name)
+        if label == HOPT:
+            ax.bar_label(bars, labels=[f"{y:.2g}" for y in ys], fontsize=6, padding=1,
+                         rotation=90)
+    for i, k in enumerate(kernels):
+        if any(b["error"] for b in k["builds"].values()):
+            ax.text(i, 1, "failed", ha="center", va="bottom", fontsize=7, color="red")
+    ax.axhline(1.0, color="gray", linestyle="--", linewidth=1)
+    ax.set_yscale("log")
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    ax.set_xlim(-0.6, len(labels) - 0.4)
+    ax.set_ylabel("speed-up over clang-22 -O3 -march=native (log scale)")
+    ax.set_title(title, pad=20)
+    ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=len(series),
+              frameon=False)
+    ax.grid(axis="y", alpha=0.3, which="both")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

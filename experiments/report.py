@@ -7,14 +7,16 @@ appended in quick mode):
 
 * ``report.md``: one table per experiment (ours beside the paper's), the plots, the machine
   and the command that reproduces it;
-* ``dgemm_ladder.png``, ``sgemm_ladder.png``, ``size_sweep.png``, ``conv_layers.png``;
+* ``dgemm_ladder.png``, ``sgemm_ladder.png``, ``size_sweep.png``, ``conv_layers.png``,
+  ``polybench.png``;
 * ``results.json``: every step's configuration and the harness's raw results;
 * ``machine.json``: CPU, caches, measured FMA peaks, versions, git commit.
 
 The full mode uses the paper's sizes (2088x2048x2048) and 5 repetitions: 20-30 minutes on a
-2-core machine, most of it in the naive and section 2.5 steps.  ``--quick`` runs the ladders
-at 1024^3 (the two slow first steps at 768^3), fewer sweep sizes and 3 repetitions, in a few
-minutes.  Both time the ResNet-50 convolution layers (f32, batch 1), with 5 and 2
+2-core machine, most of it in the naive and section 2.5 steps, then the PolyBench suite at its
+LARGE sizes (3 repetitions: about as long again).  ``--quick`` runs the ladders at 1024^3 (the
+two slow first steps at 768^3), fewer sweep sizes, 3 repetitions and PolyBench at MEDIUM, in a
+few minutes.  Both time the ResNet-50 convolution layers (f32, batch 1), with 5 and 2
 repetitions.  Progress goes to stderr, the report's path to stdout; the exit status is 1 when a
 step failed (it is in the report), 0 otherwise.
 """
@@ -34,8 +36,8 @@ from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Optional, Sequence  # noqa: E402
 
-from experiments import (ablations, conv_layers, dgemm_ladder, sgemm_ladder,  # noqa: E402
-                         size_sweep)
+from experiments import (ablations, conv_layers, dgemm_ladder, polybench,  # noqa: E402
+                         sgemm_ladder, size_sweep)
 from experiments.common import (PAPER_MACHINE, PAPER_PEAK_GFLOPS, Progress,  # noqa: E402
                                 gflops_text, markdown_table, percent_text, run_steps,
                                 steps_notes, steps_table)
@@ -57,15 +59,20 @@ class Mode:
     conv_reps: int
     peak_reps: int = 5
     peak_seconds: float = 0.2
+    polybench_dataset: str = "LARGE"
+    polybench_kernels: Optional[str] = None      # comma-separated; None: all of them
+    polybench_reps: int = 3
 
 
 FULL = Mode("full", dgemm_ladder.PAPER_SIZE, dgemm_ladder.PAPER_SIZE, size_sweep.SIZES, 5,
             RESNET50_LAYERS, 5)
 QUICK = Mode("quick", (1024, 1024, 1024), (768, 768, 768),
-             (256, 257, 500, 1000, 1023, 1500, 2088), 3, RESNET50_LAYERS, 2)
+             (256, 257, 500, 1000, 1023, 1500, 2088), 3, RESNET50_LAYERS, 2,
+             polybench_dataset="MEDIUM")
 # tiny matrices and convolutions for the tests: every step and every file, in seconds
 TESTS = Mode("tests", (24, 20, 16), (9, 7, 5), (8, 13), 1, conv_layers.TEST_LAYERS, 1,
-             peak_reps=1, peak_seconds=0.01)
+             peak_reps=1, peak_seconds=0.01, polybench_dataset="MINI",
+             polybench_kernels=",".join(polybench.TEST_KERNELS), polybench_reps=1)
 
 
 def default_out(mode: Mode, git: dict) -> Path:
@@ -177,6 +184,7 @@ def write_markdown(path: Path, *, mode: Mode, reps: int, command: str, machine: 
                                                      "sgemm_ladder", "size_sweep",
                                                      "conv_layers"))
     failed = [r for e in exps.values() for r in e.get("steps", []) if r["status"] == "error"]
+    pb = exps["polybench"]
     out = [f"# polyopt experiment report ({mode.name} mode)\n",
            f"{machine['date']}, commit `{git['short'] or '?'}`"
            f"{' with uncommitted changes' if git['dirty'] else ''}, on {machine['cpu']['model']} "
@@ -210,6 +218,7 @@ def write_markdown(path: Path, *, mode: Mode, reps: int, command: str, machine: 
     out.append(_tuned_summary(dg, dgemm_ladder.PAPER["tuned"].gflops, "f64"))
     out.append(_tuned_summary(sg, None, "f32"))
     out.append(_conv_summary(cv, exps["conv_layers"]["dtype"]))
+    out.append(polybench.suite_summary(pb))
     out.append("")
 
     out.append(f"## 1. {dgemm_ladder.TITLE}\n")
@@ -270,6 +279,16 @@ def write_markdown(path: Path, *, mode: Mode, reps: int, command: str, machine: 
     out.append(("\n" + notes + "\n") if notes else "")
     out.append("![Convolution layers](conv_layers.png)\n")
 
+    out.append(f"## 6. {polybench.TITLE}\n")
+    out.append("PolyBench/C 4.2's kernels written as affine MLIR (PolyBench's loops and "
+               "statement order, `polyopt/polybench/kernels/`), against PolyBench's own C "
+               "compiled by clang and by clang with Polly. " + polybench.describe_method(pb)
+               + "\n")
+    out.append(polybench.suite_table(pb))
+    notes = polybench.suite_notes(pb)
+    out.append(("\n" + notes + "\n") if notes else "")
+    out.append("![PolyBench speed-ups over clang -O3](polybench.png)\n")
+
     out.append("## Machine\n")
     out.append(_machine_section(machine) + "\n")
     out.append("## Reproduce\n")
@@ -285,6 +304,7 @@ def run_report(mode: Mode, *, reps: Optional[int] = None, out: Optional[Path] = 
     from experiments import plots
     stream = stream or sys.stderr
     conv_reps = reps or mode.conv_reps
+    polybench_reps = reps or mode.polybench_reps
     reps = reps or mode.reps
     experiments = plan(mode)
     conv_steps = conv_layers.steps(mode.conv_layers)
@@ -313,10 +333,16 @@ def run_report(mode: Mode, *, reps: Optional[int] = None, out: Optional[Path] = 
         "title": conv_layers.TITLE, "dtype": conv_layers.DTYPE, "reps": conv_reps,
         "steps": conv_layers.run_layers(conv_steps, reps=conv_reps, peaks=peaks,
                                         progress=progress, name="conv_layers")}
+    progress.note(f"PolyBench/C 4.2 at {mode.polybench_dataset}")
+    suite = polybench.run_suite(mode.polybench_dataset, reps=polybench_reps,
+                                kernels=mode.polybench_kernels, progress=progress.note)
+    results["experiments"]["polybench"] = suite
     results["errors"] = [{"experiment": key, "label": r["label"], "dtype": r["dtype"],
                           "reason": r["reason"]}
-                         for key, e in results["experiments"].items() for r in e["steps"]
-                         if r["status"] == "error"]
+                         for key, e in results["experiments"].items()
+                         for r in e.get("steps", []) if r["status"] == "error"]
+    results["errors"] += [{"experiment": "polybench", "label": f"{e['kernel']} ({e['build']})",
+                           "dtype": "f64", "reason": e["reason"]} for e in suite["errors"]]
 
     (folder / "machine.json").write_text(json.dumps(machine, indent=2) + "\n")
     (folder / "results.json").write_text(json.dumps(results, indent=2) + "\n")
@@ -340,6 +366,9 @@ def run_report(mode: Mode, *, reps: Optional[int] = None, out: Optional[Path] = 
                      peak=peaks[conv_layers.DTYPE],
                      title=f"{conv_layers.TITLE}: {conv_layers.DTYPE}, batch 1, "
                            f"{mode.name} mode")
+    plots.polybench_chart(suite, folder / "polybench.png",
+                          title=f"{polybench.TITLE}: {suite['dataset']}, one thread, "
+                                f"{mode.name} mode")
     write_markdown(folder / "report.md", mode=mode, reps=reps, command=command,
                    machine=machine, results=results)
     progress.note(f"wrote {folder}")

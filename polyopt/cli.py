@@ -145,6 +145,16 @@ def build_parser() -> argparse.ArgumentParser:
     p_cv.add_argument("--json", action="store_true", help="print the results as JSON")
     p_cv.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
 
+    p_pb = bsub.add_parser("polybench", help="PolyBench/C 4.2 kernels: polyopt without passes "
+                                             "and with --hopt against clang-22 -O3 and Polly")
+    p_pb.add_argument("--kernels", default=None, metavar="K1,K2,...",
+                      help="comma-separated kernels (default: all 20), e.g. gemm,2mm,lu")
+    p_pb.add_argument("--dataset", choices=("MINI", "SMALL", "MEDIUM", "LARGE", "EXTRALARGE"),
+                      default="LARGE", help="PolyBench's dataset sizes (default: LARGE)")
+    p_pb.add_argument("--reps", type=int, default=3, help="timed repetitions (default: 3)")
+    p_pb.add_argument("--json", action="store_true", help="print the results as JSON")
+    p_pb.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
+
     p_peak = sub.add_parser("peak", help="measure the FMA peak of this core (JIT'd loop of "
                                          "independent vector FMAs at the widest width)")
     p_peak.add_argument("--dtype", choices=("f64", "f32", "both"), default="both")
@@ -285,6 +295,8 @@ def cmd_translate(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.kernel == "conv2d":
         return cmd_bench_conv2d(args)
+    if args.kernel == "polybench":
+        return cmd_bench_polybench(args)
     from .bench import (TILE_NAMES, Variant, bench_matmul, blis_mode_variant, dump_json,
                         paper_ladder)
     tiles = {name: getattr(args, name) for name in TILE_NAMES if getattr(args, name) is not None}
@@ -349,6 +361,29 @@ def cmd_bench_conv2d(args: argparse.Namespace) -> int:
     if args.json:
         dump_json(results)
     return 0
+
+
+def cmd_bench_polybench(args: argparse.Namespace) -> int:
+    import json
+    from .polybench.harness import bench_polybench
+    from .polybench.suite import select
+    if args.reps < 1:
+        raise UsageError(f"--reps must be at least 1, got {args.reps}")
+    try:
+        kernels = select(args.kernels)
+    except ValueError as e:
+        raise UsageError(f"--kernels: {e}") from None
+    if not kernels:
+        raise UsageError("--kernels: no kernel named")
+    result = bench_polybench(kernels, args.dataset, reps=args.reps,
+                             progress=lambda s: print(f"polyopt: {s}", file=sys.stderr,
+                                                      flush=True))
+    if args.json:
+        json.dump(result.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(result.report())
+    return 1 if any(b.error for k in result.kernels for b in k.builds.values()) else 0
 
 
 def cmd_peak(args: argparse.Namespace) -> int:

@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
 # Installs what polyopt and its tests need on a fresh Debian machine:
-# Debian's mlir-22-tools (the upstream MLIR oracle the interop tests run against) and the
-# Python package with its test extra and its report extra (matplotlib, for the plots of
-# `python3 -m experiments.report`).  Safe to run again: it skips what is already there.
+# Debian's mlir-22-tools (the upstream MLIR oracle the interop tests run against), clang-22
+# and libpolly-22-dev (the PolyBench suite's C twins, built with clang -O3 and with Polly,
+# which Debian's clang-22 has built in), and the Python package with its test extra and its
+# report extra (matplotlib, for the plots of `python3 -m experiments.report`).  Safe to run
+# again: it skips what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+PACKAGES=()
 if ! command -v mlir-opt-22 >/dev/null 2>&1 || ! command -v mlir-runner-22 >/dev/null 2>&1; then
+    PACKAGES+=(mlir-22-tools)
+fi
+if ! command -v clang-22 >/dev/null 2>&1 || ! dpkg -s libpolly-22-dev >/dev/null 2>&1; then
+    PACKAGES+=(clang-22 libpolly-22-dev)
+fi
+if [ "${#PACKAGES[@]}" != 0 ]; then
     SUDO=""
     if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq mlir-22-tools >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${PACKAGES[@]}" >/dev/null
 fi
 
 python3 -m pip install -q --disable-pip-version-check -e ".[test,report]"

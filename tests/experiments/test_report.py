@@ -11,8 +11,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-EXPERIMENTS = ("dgemm_ladder", "ablations", "sgemm_ladder", "size_sweep", "conv_layers")
-PLOTS = ("dgemm_ladder.png", "sgemm_ladder.png", "size_sweep.png", "conv_layers.png")
+EXPERIMENTS = ("dgemm_ladder", "ablations", "sgemm_ladder", "size_sweep", "conv_layers",
+               "polybench")
+PLOTS = ("dgemm_ladder.png", "sgemm_ladder.png", "size_sweep.png", "conv_layers.png",
+         "polybench.png")
 def _torch_importable() -> bool:
     """As the harness decides (it imports torch; a broken install counts as absent)."""
     try:
@@ -178,6 +180,24 @@ def test_markdown_has_the_tables_and_the_facts(report):
                  machine["git"]["commit"], "measured FMA peak"):
         assert fact and fact in text, fact
     assert f"python3 -m experiments.report --sizes-for-tests --out {out}" in text
+
+
+def test_polybench_section(report):
+    """The suite at MINI on experiments.polybench.TEST_KERNELS: every build checked and timed,
+    the table, the summary and the chart."""
+    out, _ = report
+    suite = json.loads((out / "results.json").read_text())["experiments"]["polybench"]
+    assert suite["dataset"] == "MINI" and suite["errors"] == []
+    assert [k["kernel"] for k in suite["kernels"]] == ["gemm", "atax", "jacobi-1d"]
+    for k in suite["kernels"]:
+        for label, b in k["builds"].items():
+            assert b["error"] == "" and b["timing"]["reps"] == 1, (k["kernel"], label)
+            assert b["max_rel_error"] <= suite["tolerance"]
+    text = (out / "report.md").read_text()
+    assert "## 6. PolyBench/C 4.2 (issue 14)" in text
+    assert "| kernel | sizes | polyopt ms | --hopt ms | clang -O3 ms | Polly ms |" in text
+    assert "| gemm | NI=20 NJ=25 NK=30 |" in text and "| **geomean** |" in text
+    assert "- PolyBench/C 4.2 (MINI, 3 kernels, one thread): polyopt --hopt geomean **" in text
 
 
 def test_machine_json(report):

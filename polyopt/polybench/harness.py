@@ -1,0 +1,289 @@
+"""``polyopt bench polybench``: the PolyBench kernels timed four ways in one run.
+
+For each kernel, at one dataset and on one thread: polyopt without passes, polyopt ``--hopt``
+with the pass flags of the matmul benchmark's main job (``--hopt-copy --hopt-unroll
+--hopt-scalrep --hopt-vect``), the C twin built by ``clang-22 -O3 -march=native`` and the one
+built with Polly.  The rules of :mod:`polyopt.bench`: every build runs once on PolyBench's
+initial values (the warm-up) and its arrays are checked against clang's before anything is
+timed (all arguments, not only the printed ones, with a tolerance that allows reassociation);
+then the repetitions alternate the builds, each on arrays restored to the initial values
+outside the timed region; medians are reported with the spread and the ratios of the same
+run.  A build that fails (polyopt cannot compile the kernel, clang-22 is missing) or computes
+something else is a row with the reason, not the end of the run.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Optional
+
+from ..bench import Timing, _time_once
+from . import ctwin
+from .init import init_values
+from .suite import Kernel, mlir_source
+
+# the pass flags of the matmul benchmark's main job (README, experiments/)
+HOPT_SWITCHES = {"hopt": True, "copy": True, "unroll": True, "scalrep": True, "vect": True}
+HOPT_FLAGS = "--hopt --hopt-copy --hopt-unroll --hopt-scalrep --hopt-vect"
+
+POLYOPT, HOPT, CLANG, POLLY = "polyopt", "polyopt --hopt", "clang -O3", "Polly"
+BUILDS = (POLYOPT, HOPT, CLANG, POLLY)
+REFERENCE = CLANG
+
+# largest difference from clang's arrays, relative to the array's largest magnitude: the
+# builds may reassociate and contract (clang contracts a*b+c into an FMA by default)
+TOLERANCE = 1e-9
+
+
+@dataclass
+class BuildResult:
+    """One build of one kernel: its time, or why it has none."""
+
+    label: str
+    compile_time: Optional[float] = None
+    timing: Optional[Timing] = None
+    max_rel_error: Optional[float] = None
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.timing is not None and not self.error
+
+
+@dataclass
+class KernelResult:
+    kernel: str
+    dataset: str
+    params: dict
+    builds: dict = field(default_factory=dict)   # label -> BuildResult
+    checksum: Optional[float] = None
+
+    def ratio(self, label: str, versus: str) -> Optional[float]:
+        """``versus``'s time / ``label``'s time: above 1 means ``label`` is faster."""
+        a, b = self.builds.get(label), self.builds.get(versus)
+        if a is None or b is None or not (a.ok and b.ok):
+            return None
+        return b.timing.median / a.timing.median
+
+    def ratio_vs_best(self, label: str) -> Optional[float]:
+        """``label`` against the faster of clang and Polly."""
+        ratios = [r for r in (self.ratio(label, CLANG), self.ratio(label, POLLY))
+                  if r is not None]
+        return min(ratios) if ratios else None
+
+    def to_json(self) -> dict:
+        return {"kernel": self.kernel, "dataset": self.dataset, "params": self.params,
+                "checksum": self.checksum,
+                "builds": {k: {**asdict(v), "timing": asdict(v.timing) if v.timing else None}
+                           for k, v in self.builds.items()},
+                "ratios": {label: {"vs_clang": self.ratio(label, CLANG),
+                                   "vs_polly": self.ratio(label, POLLY),
+                                   "vs_best": self.ratio_vs_best(label)}
+                           for label in (POLYOPT, HOPT)}}
+
+
+def geomean(values: list) -> Optional[float]:
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+@dataclass
+class PolybenchResult:
+    dataset: str
+    reps: int
+    kernels: list
+    machine: str = ""
+    compilers: dict = field(default_factory=dict)
+
+    def geomeans(self) -> dict:
+        out = {}
+        for label in (POLYOPT, HOPT):
+            out[label] = {
+                "vs_clang": geomean([k.ratio(label, CLANG) for k in self.kernels]),
+                "vs_polly": geomean([k.ratio(label, POLLY) for k in self.kernels]),
+                "vs_best": geomean([k.ratio_vs_best(label) for k in self.kernels])}
+        return out
+
+    def to_json(self) -> dict:
+        return {"suite": "PolyBench/C 4.2", "dataset": self.dataset, "reps": self.reps,
+                "machine": self.machine, "compilers": self.compilers,
+                "polyopt_hopt_flags": HOPT_FLAGS, "tolerance": TOLERANCE,
+                "kernels": [k.to_json() for k in self.kernels], "geomean": self.geomeans()}
+
+    def report(self) -> str:
+        def ms(b: Optional[BuildResult]) -> str:
+            if b is None or not b.ok:
+                return f"{'--':>9}"
+            return f"{1e3 * b.timing.median:9.4g}"
+
+        def x(r: Optional[float]) -> str:
+            return f"{r:7.2f}x" if r is not None else f"{'--':>8}"
+        lines = [f"PolyBench/C 4.2, {self.dataset} dataset, one thread: median ms of "
+                 f"{self.reps} alternating runs; ratios are the other's time / polyopt's "
+                 f"(above 1: polyopt faster)",
+                 f"  {'kernel':<12} {'polyopt':>9} {'--hopt':>9} {'clang -O3':>9} "
+                 f"{'Polly':>9}   {'hopt/clang':>10} {'hopt/Polly':>10} {'hopt/best':>9} "
+                 f"{'plain/clang':>11} {'compile':>8}  check"]
+        errors = []
+        for k in self.kernels:
+            b = k.builds
+            hopt = b.get(HOPT)
+            errs = [e for e in (v.max_rel_error for v in b.values()) if e is not None]
+            check = f"max rel err {max(errs):.1e}" if errs else ""
+            bad = [v for v in b.values() if v.error]
+            if bad:
+                check = (check + "; " if check else "") + "failed: " + ", ".join(
+                    v.label for v in bad)
+                errors += [f"  {k.kernel} [{v.label}]: {v.error}" for v in bad]
+            compile_ = (f"{hopt.compile_time:7.2f}s" if hopt and hopt.compile_time is not None
+                        else f"{'--':>8}")
+            lines.append(f"  {k.kernel:<12} {ms(b.get(POLYOPT))} {ms(hopt)} {ms(b.get(CLANG))} "
+                         f"{ms(b.get(POLLY))}   {x(k.ratio(HOPT, CLANG)):>10} "
+                         f"{x(k.ratio(HOPT, POLLY)):>10} {x(k.ratio_vs_best(HOPT)):>9} "
+                         f"{x(k.ratio(POLYOPT, CLANG)):>11} {compile_}  {check}")
+        g = self.geomeans()
+        lines.append(f"  {'geomean':<12} {'':>9} {'':>9} {'':>9} {'':>9}   "
+                     f"{x(g[HOPT]['vs_clang']):>10} {x(g[HOPT]['vs_polly']):>10} "
+                     f"{x(g[HOPT]['vs_best']):>9} {x(g[POLYOPT]['vs_clang']):>11}")
+        lines.append(f"  polyopt --hopt is {HOPT_FLAGS}; compile is its compile time")
+        for label, flags in self.compilers.items():
+            lines.append(f"  {label}: {flags}")
+        if self.machine:
+            lines.append(f"  machine: {self.machine}")
+        if errors:
+            lines.append("errors:")
+            lines += errors
+        return "\n".join(lines)
+
+
+def _copy(values: dict) -> dict:
+    import numpy as np
+    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in values.items()}
+
+
+def _restore(work: dict, initial: dict) -> None:
+    import numpy as np
+    for name, v in initial.items():
+        if isinstance(v, np.ndarray):
+            np.copyto(work[name], v)
+
+
+def max_rel_error(kernel: Kernel, got: dict, ref: dict) -> float:
+    """The largest ``|got - ref|`` over the kernel's arrays, each relative to the array's
+    largest magnitude (``inf`` for NaNs or infinities where ``ref`` has none)."""
+    import numpy as np
+    worst = 0.0
+    for a in kernel.arrays:
+        g, r = got[a.name], ref[a.name]
+        if not np.array_equal(np.isfinite(g), np.isfinite(r)):
+            return math.inf
+        scale = float(np.max(np.abs(r[np.isfinite(r)]), initial=0.0)) or 1.0
+        diff = np.abs(np.where(np.isfinite(r), g - r, 0.0))
+        worst = max(worst, float(np.max(diff, initial=0.0)) / scale)
+    return worst
+
+
+def _describe(e: BaseException) -> str:
+    from ..affine.diagnostics import PolyoptError
+    if isinstance(e, PolyoptError):
+        return e.render("<polybench>").splitlines()[0]
+    if isinstance(e, ctwin.ToolchainError):
+        return str(e)
+    return f"internal error: {type(e).__name__}: {e}"
+
+
+def _polyopt_build(kernel: Kernel, params: dict, switches: dict):
+    from ..pipeline import compile as compile_module
+    compiled = compile_module(mlir_source(kernel, params), filename=f"{kernel.name}.mlir",
+                              **switches)
+    fn = compiled[kernel.symbol]
+    names = [a.name for a in kernel.args]
+    return lambda values: (lambda: fn(*[values[n] for n in names]))
+
+
+def _twin_build(kernel: Kernel, params: dict, compiler: str):
+    twin = ctwin.load(kernel, params, compiler)
+    return twin.bind
+
+
+def bench_kernel(kernel: Kernel, dataset: str = "LARGE", *, reps: int = 3,
+                 params: Optional[dict] = None, builds=BUILDS,
+                 progress: Optional[Callable[[str], None]] = None) -> KernelResult:
+    """Build, check and time ``kernel`` at ``dataset`` (or at explicit ``params``) as
+    :data:`BUILDS` says; see the module's docstring for the method."""
+    if reps < 1:
+        raise ValueError(f"reps must be at least 1, got {reps}")
+    params = dict(params) if params is not None else kernel.params_of(dataset)
+    say = progress or (lambda _: None)
+    result = KernelResult(kernel.name, dataset, params)
+    makers = {POLYOPT: lambda: _polyopt_build(kernel, params, {}),
+              HOPT: lambda: _polyopt_build(kernel, params, HOPT_SWITCHES),
+              CLANG: lambda: _twin_build(kernel, params, "clang"),
+              POLLY: lambda: _twin_build(kernel, params, "polly")}
+    initial = init_values(kernel, params)
+    runners, outputs = {}, {}
+    for label in builds:
+        row = result.builds[label] = BuildResult(label)
+        say(f"{kernel.name}: building {label}")
+        try:
+            start = time.perf_counter()
+            bind = makers[label]()
+            row.compile_time = time.perf_counter() - start
+            work = _copy(initial)
+            run = bind(work)
+            run()                                       # the warm-up, whose output is checked
+            outputs[label] = _copy(work)
+            runners[label] = (work, run)
+        except Exception as e:    # a row with the reason, not the end of the run
+            row.error = _describe(e)
+    ref_label = REFERENCE if REFERENCE in outputs else next(iter(outputs), None)
+    if ref_label is not None:
+        ref = outputs[ref_label]
+        result.checksum = float(sum(ref[name].sum() for name in kernel.outputs))
+        for label in list(runners):
+            err = max_rel_error(kernel, outputs[label], ref)
+            result.builds[label].max_rel_error = err
+            if not err <= TOLERANCE:
+                result.builds[label].error = (
+                    f"arrays differ from {ref_label}'s by {err:.3g} (relative; tolerance "
+                    f"{TOLERANCE:g}): not timed")
+                del runners[label]
+    samples = {label: [] for label in runners}
+    say(f"{kernel.name}: timing {', '.join(runners)} x {reps}")
+    for _ in range(reps):
+        for label, (work, run) in runners.items():
+            _restore(work, initial)
+            samples[label].append(_time_once(run))
+    for label, s in samples.items():
+        result.builds[label].timing = Timing.of(s)
+    return result
+
+
+def machine_description() -> str:
+    try:
+        from ..codegen.target import host_target
+        t = host_target()
+        return f"{t.cpu}, {t.vector_bits}-bit vectors"
+    except Exception as e:    # the facts are decoration; the run goes on
+        return f"unknown ({type(e).__name__})"
+
+
+def bench_polybench(kernels: list, dataset: str = "LARGE", *, reps: int = 3,
+                    progress: Optional[Callable[[str], None]] = None,
+                    on_kernel: Optional[Callable[[KernelResult], None]] = None
+                    ) -> PolybenchResult:
+    """:func:`bench_kernel` for each of ``kernels``; ``on_kernel`` sees each result as it
+    comes (the CLI prints rows as they are measured)."""
+    results = []
+    for k in kernels:
+        r = bench_kernel(k, dataset, reps=reps, progress=progress)
+        results.append(r)
+        if on_kernel is not None:
+            on_kernel(r)
+    return PolybenchResult(dataset, reps, results, machine_description(),
+                           {CLANG: ctwin.command_line("clang"),
+                            POLLY: ctwin.command_line("polly")})
