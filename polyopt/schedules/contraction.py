@@ -119,6 +119,7 @@ class Contraction:
     beta: Scalar = None
     tile_params: dict = field(default_factory=dict)
     schedule: Optional[AffineMap] = None
+    origin: str = ""
 
     @property
     def loop_names(self) -> tuple[str, ...]:
@@ -164,19 +165,19 @@ class Contraction:
         op = "+=" if self.beta is None else "="
         beta = ""
         if self.beta is not None and not (isinstance(self.beta, (int, float)) and self.beta == 0):
-            beta = f"{_scalar_text(self.beta)} * {lhs} + "
-        alpha = "" if self.alpha is None else f"{_scalar_text(self.alpha)} * "
+            beta = f"{_scalar_text(self.beta, 'beta')} * {lhs} + "
+        alpha = "" if self.alpha is None else f"{_scalar_text(self.alpha, 'alpha')} * "
         sizes = "x".join(str(e) if isinstance(e, int) else "?" for e in
                          (*self.batch, self.m, self.n, self.k))
         names = "x".join(self.loop_names)
-        return (f"{lhs} {op} {beta}{alpha}{self.a.describe('A')} * {self.b.describe('B')} "
+        text = (f"{lhs} {op} {beta}{alpha}{self.a.describe('A')} * {self.b.describe('B')} "
                 f"({names} = {sizes})")
+        return f"{text} {self.origin}" if self.origin else text
 
 
-def _scalar_text(s: Scalar) -> str:
-    if isinstance(s, Value):
-        return "%" + (s.name_hint if getattr(s, "name_hint", None) else "s")
-    return repr(s)
+def _scalar_text(s: Scalar, which: str) -> str:
+    """A number as itself, an SSA scalar by its role (``origin`` names the value)."""
+    return which if isinstance(s, Value) else repr(s)
 
 
 def contraction_of_op(op: Operation) -> Contraction:

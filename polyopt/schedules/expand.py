@@ -478,10 +478,11 @@ def expand_contraction(con: Contraction, *, tiled: bool = True,
     kernel = None
     if microkernel_for is not None:
         kernel = microkernel_for(str(con.element_type), con.loc)
-        if con.batch and remark is not None:
-            remark(con.loc, f"{con.kind}: --hopt-blis: C is a batch slice (a view with a "
-                            f"dynamic offset); generated register tile instead of the "
-                            f"micro-kernel")
+        if con.batch:
+            if remark is not None:
+                remark(con.loc, f"{con.kind}: --hopt-blis: C is a batch slice (a view with a "
+                                f"dynamic offset); generated register tile instead of the "
+                                f"micro-kernel")
             kernel = None
     expand_matmul_tiled(mcon, machine, remark, copy=copy or microkernel_for is not None,
                         steps=steps, microkernel=kernel)
