@@ -100,6 +100,8 @@ def raise_contractions(module: Operation, *, remark: Remark = None,
                 continue
             if con is None:
                 continue
+            if isinstance(con, _Privatized):
+                con = con.materialize()
             if remark is not None:
                 remark(top.loc, f"raised to a contraction: {con.describe()}")
             expand(con)
@@ -297,7 +299,7 @@ def _contraction(model: PolyhedralModel, upd: _Update, top: AffineForOp, namer
     in_x = {d for d, _, _ in x_sub if d is not None}
     in_y = {d for d, _, _ in y_sub if d is not None}
     roles: dict[int, str] = {}
-    xs, ys, batch, red = [], [], [], []
+    xs, ys, batch, red, private = [], [], [], [], []
     for d in range(len(loop_names)):
         where = (d in in_c, d in in_x, d in in_y)
         name = loop_names[d]
@@ -312,13 +314,14 @@ def _contraction(model: PolyhedralModel, upd: _Update, top: AffineForOp, namer
         elif where == (True, False, False):
             raise NearMiss(f"loop {name} indexes C but neither factor: a broadcast, not a "
                            f"contraction", loc)
-        elif where[0] is False and (where[1] or where[2]):
-            which = f0 if where[1] else f1
-            raise NearMiss(f"loop {name} only indexes {_mem_name(which.memref, namer)}: a sum "
-                           f"along it, not a contraction", loc)
+        elif where == (False, True, False) or where == (False, False, True):
+            private.append(d)
         elif bounds[d][1] != 1:
             raise NearMiss(f"no operand depends on loop {name}: the product is accumulated "
                            f"{bounds[d][1]} times", loc)
+    if private:
+        return _privatized(model, upd, top, namer, loop_names, bounds, private, xs, ys, batch,
+                           red, c_sub, x_sub, y_sub, f0, f1)
     if not xs or not ys:
         raise NearMiss("C has no row or no column loop of its own: a matrix-vector product "
                        "or a dot product, not a matrix product", loc)
@@ -442,3 +445,177 @@ def _initialization(model: PolyhedralModel, upd: _Update, top: Operation, c_mem:
     if not pairs.intersect(later).is_empty():
         raise NearMiss(f"{s.name} scales C after some of its updates", s.loc)
     return beta
+
+
+# ---------------------------------------------------------------------------------------------
+# a temporary reused across outer loops (PolyBench doitgen)
+
+
+class _Privatized:
+    """``for r, q { for p { T[p] = 0; for s: T[p] += A[r, q, s] * B[s, p] }
+    for p: X[.., p] = T[p] }``: the product of the rows (r, q) of A, written to a fresh
+    ``(R*Q) x P`` buffer by one contraction, then copied to X; T ends with the last row, as
+    after the nest.  :meth:`materialize` builds the buffer and A's collapsed view in front of
+    the nest and the copies after it."""
+
+    def __init__(self, top, con_args, temp, a_mem, a_groups, rows, p_extent, copy, copy_subs,
+                 copy_p, loc):
+        self.top, self.con_args, self.temp, self.a_mem = top, con_args, temp, a_mem
+        self.a_groups, self.rows, self.p_extent = a_groups, rows, p_extent
+        self.copy, self.copy_subs, self.copy_p, self.loc = copy, copy_subs, copy_p, loc
+
+    def materialize(self) -> Contraction:
+        from ..affine.affine_expr import AffineMap, constant, dim
+        from ..affine.builder import Builder
+        from ..affine.dialects.memref import AllocOp, CollapseShapeOp, DeallocOp
+        from ..affine.types import MemRefType
+        from .nest_building import constant_loops
+        loc, top = self.loc, self.top
+        etype = self.temp.type.element_type
+        nrows = 1
+        for e in self.rows:
+            nrows *= e
+        b = Builder.before(top)
+        buf = b.create(AllocOp.build, MemRefType((nrows, self.p_extent), etype),
+                       loc=loc).results[0]
+        a2 = self.a_mem
+        if self.a_groups is not None:
+            a2 = b.create(CollapseShapeOp.build, self.a_mem, self.a_groups, loc=loc).results[0]
+        kw = dict(self.con_args)
+        kw["a"] = Operand(a2, kw["a"])
+        kw["c"] = Operand(buf, (Subscript(ROW), Subscript(COL)))
+        con = Contraction(anchor=top, **kw)
+        # after the nest: X[.., p] = buf[row(r, q), p] for every row, then T = the last row
+        after = Builder.after(top)
+        loops, body = constant_loops(after, list(self.rows) + [self.copy_p], loc)
+        ivs = [l.induction_var for l in loops]
+        nr = len(self.rows)
+        row = constant(0)
+        for t, e in enumerate(self.rows):
+            row = row * e + dim(t)
+        v = body.create(AffineLoadOp.build, buf, ivs,
+                        map=AffineMap.get(len(ivs), 0, (row, dim(nr))), loc=loc).result
+        exprs = tuple(constant(off) if d is None else dim(d) * stride + off
+                      for d, stride, off in self.copy_subs)
+        body.create(AffineStoreOp.build, v, self.copy.memref, ivs,
+                    map=AffineMap.get(len(ivs), 0, exprs), loc=self.copy.loc)
+        last = nrows - 1
+        tail = Builder.after(loops[0])
+        (p_loop,), pb = constant_loops(tail, [self.p_extent], loc)
+        pv = p_loop.induction_var
+        v = pb.create(AffineLoadOp.build, buf, [pv],
+                      map=AffineMap.get(1, 0, (constant(last), dim(0))), loc=loc).result
+        pb.create(AffineStoreOp.build, v, self.temp, [pv], loc=loc)
+        Builder.after(p_loop).create(DeallocOp.build, buf, loc=loc)
+        return con
+
+
+def _privatized(model, upd, top, namer, loop_names, bounds, private, xs, ys, batch, red,
+                c_sub, x_sub, y_sub, f0, f1):
+    """The doitgen form (see :class:`_Privatized`), or :class:`NearMiss`."""
+    loc = upd.stmt.loc
+    name = loop_names[private[0]]
+    plain = NearMiss(f"loop {name} only indexes {_mem_name(f0.memref if private[0] in [d for d, _, _ in x_sub] else f1.memref, namer)}: "
+                     f"a sum along it, not a contraction", loc)
+    if xs or batch or len(ys) != 1 or len(red) != 1:
+        raise plain
+    if not all(d in [e for e, _, _ in x_sub] for d in private):
+        f0, f1, x_sub, y_sub = f1, f0, y_sub, x_sub
+        if not all(d in [e for e, _, _ in x_sub] for d in private):
+            raise plain
+    stmt = upd.stmt
+    if private != list(range(len(private))):
+        raise NearMiss(f"the temporary's rows (loops {', '.join(loop_names[d] for d in private)})"
+                       f" are not the outer loops of the update", loc)
+    col, k = ys[0], red[0]
+    temp = upd.store.memref
+    if list(c_sub) != [(col, 1, 0)] or temp.type.rank != 1 or             temp.type.shape[0] != bounds[col][1] or bounds[col][0] != 0:
+        raise NearMiss("the temporary is not a vector T[p] written whole", loc)
+    others = [s for s in model.statements if s is not stmt]
+    if len(others) != 2:
+        raise plain
+    outer = stmt.loops[:len(private)]
+    for s in others:
+        if [id(l) for l in s.loops[:len(private)]] != [id(l) for l in outer]:
+            raise NearMiss(f"{s.name} is not inside the temporary's row loops", s.loc)
+    init, copy = others
+    if any(isinstance(op, AffineLoadOp) for op in init.group):   # the copy reads T
+        init, copy = copy, init
+    # init: T[p] = 0 over the whole vector, before the update in each row
+    i_stores = [op for op in init.group if isinstance(op, AffineStoreOp)]
+    if len(i_stores) != 1 or len(init.group) != 1 or i_stores[0].memref is not temp or             _constant_or_value(i_stores[0].value) != 0 or             isinstance(_constant_or_value(i_stores[0].value), Value):
+        raise NearMiss(f"{init.name} is not T = 0 before the product", init.loc)
+    # copy: X[..] = T[p] after the update in each row
+    c_loads = [op for op in copy.group if isinstance(op, AffineLoadOp)]
+    c_stores = [op for op in copy.group if isinstance(op, AffineStoreOp)]
+    if len(copy.group) != 2 or len(c_loads) != 1 or len(c_stores) != 1 or             c_loads[0].memref is not temp or c_stores[0].value is not c_loads[0].result:
+        raise NearMiss(f"{copy.name} is not a copy of the temporary", copy.loc)
+    copy_names = ["%" + namer(iv) for iv in copy.ivs]
+    crel = {id(x.op): x.relation for x in copy.accesses}
+    irel = {id(x.op): x.relation for x in init.accesses}
+    np_ = len(private)
+    if copy.depth != np_ + 1 or init.depth != np_ + 1:
+        raise plain
+    cbounds = _box(copy.domain, copy_names, copy.loc)
+    ibounds = _box(init.domain, ["%" + namer(iv) for iv in init.ivs], init.loc)
+    if _subscripts(crel[id(c_loads[0])], "the temporary", copy_names, copy.loc) !=             [(np_, 1, 0)] or cbounds[np_] != (0, temp.type.shape[0]) or             _subscripts(irel[id(i_stores[0])], "the temporary", copy_names, init.loc) !=             [(np_, 1, 0)] or ibounds[np_] != (0, temp.type.shape[0]):
+        raise NearMiss(f"{copy.name} or {init.name} does not cover the temporary T[p]",
+                       copy.loc)
+    if any(bounds[d] != (0, bounds[d][1]) for d in private):
+        raise plain
+    copy_subs = _subscripts(crel[id(c_stores[0])], "the copy's target", copy_names, copy.loc)
+    # order inside each row: init < update < copy (the 2d+1 positions after the row loops)
+    if not (tuple(init.position[np_:]) < tuple(stmt.position[np_:]) <
+            tuple(copy.position[np_:])):
+        raise NearMiss("the temporary is not initialized, updated, then copied in each row",
+                       loc)
+    # A's rows (r, q) collapse into one: its leading subscripts, whole, row-major
+    a_mem = f0.memref
+    at = a_mem.type
+    lead = [x_sub[t] for t in range(np_)]
+    if at.layout is not None or any(sd != (d, 1, 0) for sd, d in zip(lead, private)) or             any(at.shape[t] != bounds[d][1] for t, d in enumerate(private)):
+        raise NearMiss(f"the rows of {_mem_name(a_mem, namer)} along "
+                       f"{', '.join(loop_names[d] for d in private)} are not whole leading "
+                       f"dimensions (they cannot be one row index)", loc)
+    rest = x_sub[np_:]
+    if len(rest) != 1 or rest[0][0] != k:
+        raise plain
+    groups = [list(range(np_)), [np_]] if np_ > 1 else None
+    # the copy may write A itself: legal when nothing flows from the copies back to the
+    # products (the dependences on everything but the temporary, which becomes the buffer)
+    from .dependences import compute_dependences
+    deps = compute_dependences(model)
+    tname = model.memref_names[temp]
+    for kind, mname, pairs in deps.items():
+        if mname == tname or pairs.is_empty():
+            continue
+        bad = isl.UnionMap.from_map(isl.Map(f"{model.param_space()}{{ {copy.name}[{', '.join(f'x{t}' for t in range(copy.depth))}] -> "
+                                             f"{stmt.name}[{', '.join(f'y{t}' for t in range(stmt.depth))}] }}"))
+        bad = bad.union(isl.UnionMap.from_map(isl.Map(f"{model.param_space()}{{ {copy.name}[{', '.join(f'x{t}' for t in range(copy.depth))}] -> "
+                                                       f"{init.name}[{', '.join(f'y{t}' for t in range(init.depth))}] }}")))
+        if not pairs.intersect(bad).is_empty():
+            raise NearMiss(f"{copy.name} writes {model.describe_memref(mname)}, which a later "
+                           f"row of the product reads ({kind} dependence)", copy.loc)
+    nrows = 1
+    for d in private:
+        nrows *= bounds[d][1]
+    kstart = bounds[k][0]
+    a_subs = (Subscript(ROW), Subscript(RED, rest[0][1], rest[0][2] + rest[0][1] * kstart))
+    b_subs = []
+    for d, stride, off in y_sub:
+        role = {col: COL, k: RED}.get(d)
+        if d is not None and role is None:
+            raise plain
+        b_subs.append(Subscript(None, 1, off) if d is None else
+                      Subscript(role, stride, off + stride * bounds[d][0]))
+    where = ", ".join(loop_names[d] for d in private)
+    origin = (f"with i = ({where}) through a fresh {nrows}x{bounds[col][1]} buffer for "
+              f"{_mem_name(temp, namer)}, j = {loop_names[col]}, k = {loop_names[k]}; "
+              f"A = {_mem_name(a_mem, namer)}, B = {_mem_name(f1.memref, namer)}; then "
+              f"{copy.name} copies the buffer")
+    con_args = dict(kind="contraction", loc=top.loc, a=a_subs,
+                    b=Operand(f1.memref, tuple(b_subs)), m=nrows, n=bounds[col][1],
+                    k=bounds[k][1], beta=0, origin=origin)
+    return _Privatized(top, con_args, temp, a_mem, groups,
+                       [bounds[d][1] for d in private], bounds[col][1], c_stores[0], copy_subs,
+                       cbounds[np_][1], loc)
