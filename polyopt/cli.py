@@ -307,6 +307,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 if v is not None and name != "raise_scf"}   # implied by --hopt
     if not switches.get("memref_bound_check"):   # a check, not a configuration
         switches.pop("memref_bound_check", None)
+    if switches.get("hopt_raise", True):         # on by default; hop.matmul has no nest to raise
+        switches.pop("hopt_raise", None)
     if args.steps:
         if tiles or args.schedule:
             raise UsageError("--steps times fixed configurations; drop the tile options")
