@@ -26,8 +26,8 @@ from .pipeline import PipelineOptions
 def _add_pipeline_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("passes")
     for name, flag, help_ in PipelineOptions.flag_fields():
-        group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=False,
-                           help=help_)
+        group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction,
+                           default=getattr(PipelineOptions, name), help=help_)
     for name, option, help_ in PipelineOptions.value_fields():
         group.add_argument(option, dest=name, default=None, metavar="NAME", help=help_)
 
@@ -57,6 +57,11 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help="input .mlir file ('-' reads stdin)")
     parser.add_argument("--debug", action="store_true",
                         help="show Python tracebacks for errors")
+    parser.add_argument("-p", "--pass-pipeline", dest="pass_pipeline", default=None,
+                        metavar="PIPELINE",
+                        help="run these registered passes, in order, instead of the pass "
+                             "flags' pipeline, e.g. 'hopt-raise-contractions{copy=true "
+                             "vect=true},hopt-expand' (mlir-opt's syntax; see polyopt/passes.py)")
     parser.add_argument("--remarks", action="store_true",
                         help="report what the passes chose (tile sizes, schedules) on stderr")
     parser.add_argument("--schedule", action="append", default=[], metavar="S=MAP",
@@ -232,6 +237,13 @@ def _transform(args: argparse.Namespace):
             raised = True
         for f in funcs:
             apply_schedule(f, schedules, remark=remark)
+    if getattr(args, "pass_pipeline", None) is not None:
+        from .passes import PipelineSyntaxError, run_pipeline
+        try:
+            run_pipeline(module, args.pass_pipeline, remark)
+        except PipelineSyntaxError as e:
+            raise UsageError(str(e)) from None
+        return module
     run_passes(module, options, remark, raised=raised)
     return module
 
@@ -307,6 +319,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 if v is not None and name != "raise_scf"}   # implied by --hopt
     if not switches.get("memref_bound_check"):   # a check, not a configuration
         switches.pop("memref_bound_check", None)
+    if switches.get("hopt_raise", True):         # on by default; hop.matmul has no nest to raise
+        switches.pop("hopt_raise", None)
     if args.steps:
         if tiles or args.schedule:
             raise UsageError("--steps times fixed configurations; drop the tile options")
@@ -323,7 +337,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         else:
             flags = " ".join(flag if switches[name] else "--no-" + flag[2:]
                              for name, flag, _ in PipelineOptions.flag_fields()
-                             if name not in ("blis", "raise_scf") and name in switches)
+                             if name not in ("blis", "raise_scf", "hopt_raise")
+                             and name in switches)
         variants = [Variant(f"polyopt {flags}", switches, tiles, args.schedule)]
     if not args.llvm_vectorize:
         variants = [replace(v, switches=dict(v.switches, llvm_vectorize=False))

@@ -64,6 +64,13 @@ class PipelineOptions:
         "help": "with --hopt: tile and pack as --hopt-copy does, with the register tile of a "
                 "BLIS micro-kernel (the PyPI package 'blis'), and call that hand-written kernel "
                 "for each M_R x N_R x K_C tile (paper section 2.12, 'outer MLIR, inner BLIS')"})
+    hopt_raise: bool = field(default=True, metadata={
+        "flag": "--hopt-raise",
+        "help": "with --hopt (on by default): affine nests that compute a matrix product "
+                "(C (+)= alpha * A * B after an optional C = 0 or C *= beta, in any loop order, "
+                "batched, A/B transposed or strided) go through the BLIS pipeline like "
+                "hop.matmul, with a remark saying what was recognized or why a near miss was "
+                "not (--no-hopt-raise: leave them as written)"})
     linalg_to_affine: bool = field(default=False, metadata={
         "pass_flag": "--convert-linalg-to-affine-loops",
         "help": "lower the linalg ops on memrefs to affine loop nests, as mlir-opt's "
@@ -87,7 +94,7 @@ class PipelineOptions:
             raise ValueError("--hopt-blis-kernel needs --hopt-blis")
         needs_hopt = [f.metadata["flag"] for f in fields(self)
                       if "flag" in f.metadata and f.name != "hopt" and getattr(self, f.name)
-                      and not f.metadata.get("standalone")]
+                      and not f.metadata.get("standalone") and f.default is not True]
         if needs_hopt and not self.hopt:
             verb = "needs" if len(needs_hopt) == 1 else "need"
             raise ValueError(f"{', '.join(needs_hopt)} {verb} --hopt (they transform the loop "
@@ -130,32 +137,8 @@ def run_passes(module: Operation, options: PipelineOptions, remark=None, *,
     ``raised``: the caller ran raise-scf-to-affine already (the CLI does, before
     ``--schedule``).
     """
-    from .schedules.expand import expand_high_level_ops
-    if (options.raise_scf or options.hopt) and not raised:
-        from .affine.raise_scf_to_affine import raise_scf_to_affine
-        raise_scf_to_affine(module, remark)
-    if options.memref_bound_check:
-        from .schedules.bounds_check import check_bounds
-        check_bounds(module)
-    if options.hopt:
-        from .schedules.expand import RegisterTileSteps
-        from .schedules.scops import report_opaque_nests
-        report_opaque_nests(module, remark)
-        steps = RegisterTileSteps(vect=options.vect, unroll=options.unroll,
-                                  scalrep=options.scalrep)
-        chooser = _microkernel_chooser(options.blis_kernel) if options.blis else None
-        expand_high_level_ops(module, tiled=True, machine=machine_model(), remark=remark,
-                              copy=options.copy or options.blis, steps=steps,
-                              microkernel_for=chooser)
-        if options.copy or options.blis:
-            _normalize_memrefs(module, remark)
-        if options.blis:
-            from .schedules.microkernel_call import map_to_microkernels
-            map_to_microkernels(module, remark)
-    if options.linalg_to_affine:
-        from .affine.linalg_to_affine import convert_linalg_to_affine_loops
-        convert_linalg_to_affine_loops(module)
-    verify(module)
+    from .passes import default_pipeline, run_pipeline
+    run_pipeline(module, default_pipeline(options, raised=raised), remark)
     return module
 
 

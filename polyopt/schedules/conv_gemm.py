@@ -24,12 +24,11 @@ from typing import Optional
 from ..affine.affine_expr import AffineExpr, AffineMap, dim
 from ..affine.builder import Builder
 from ..affine.dialects.affine import _AffineMemOp
-from ..affine.dialects.hop import HopMatmulOp
 from ..affine.attributes import UnitAttr
 from ..affine.dialects.memref import AllocOp
 from ..affine.ir import Operation, Value
 from ..affine.types import MemRefType
-from .expand import STAND_IN_ATTR
+from .contraction import COL, RED, ROW, STAND_IN_ATTR, Contraction, Operand, Subscript
 from .packing_loops import linear_terms, panelize_rows
 
 
@@ -65,10 +64,11 @@ def window_map(op: Operation) -> tuple[int, int, AffineMap]:
 
 
 def conv_as_matmul(op: Operation, tiles: Optional[dict] = None
-                   ) -> tuple[HopMatmulOp, Operation, AffineMap]:
-    """Replace the convolution ``op`` by a ``hop.matmul`` on (stand-in A, collapsed filter,
-    collapsed output); returns the matmul, the stand-in's alloc and the window map to apply
-    with :func:`rewrite_stand_in` once the matmul is expanded."""
+                   ) -> tuple[Contraction, Operation, AffineMap]:
+    """The contraction of the convolution ``op``: (stand-in A, collapsed filter, collapsed
+    output), built in front of ``op`` (its anchor; ``op`` is left for the caller to erase);
+    returns it, the stand-in's alloc and the window map to apply with
+    :func:`rewrite_stand_in` once the contraction is expanded."""
     loc = op.loc
     b = Builder.before(op)
     rows, red, windows = window_map(op)
@@ -79,10 +79,12 @@ def conv_as_matmul(op: Operation, tiles: Optional[dict] = None
     omat = _collapse_to_matrix(b, op.output, loc)
     if tiles is None:
         tiles = dict(getattr(op, "tile_params", {}) or {})
-    mm = b.create(HopMatmulOp.build, stand_in.results[0], kmat, omat, tile_params=tiles,
-                  loc=loc)
-    op.erase()
-    return mm, stand_in, windows
+    def matrix(v: Value, rows: str, cols: str) -> Operand:
+        return Operand(v, (Subscript(rows), Subscript(cols)))
+    con = Contraction(op.name, loc, op, matrix(stand_in.results[0], ROW, RED),
+                      matrix(kmat, RED, COL), matrix(omat, ROW, COL), rows,
+                      op.output.type.shape[-1], red, tile_params=tiles)
+    return con, stand_in, windows
 
 
 def rewrite_stand_in(stand_in: Operation, inp: Value, windows: AffineMap) -> None:
@@ -190,10 +192,11 @@ def split_im2col_copies(stand_in: Operation, op_kind: str, shapes, strides, dila
     return done
 
 
-def _register_rows(mm, machine) -> int:
-    """The M_R the matmul expansion will use (its attribute or the model's)."""
-    from .expand import matmul_blis_params
-    return matmul_blis_params(mm, machine).M_R
+def _register_rows(con: Contraction, machine) -> int:
+    """The M_R the expansion will use (the tile attribute or the model's)."""
+    from .blis_schedule import default_blis_params
+    return default_blis_params(con.m, con.n, con.k, con.element_type.width // 8, machine,
+                               dict(con.tile_params)).M_R
 
 
 def _split_window(kind: str, shapes, strides, dilations, g: int) -> tuple:
@@ -214,10 +217,9 @@ def _split_window(kind: str, shapes, strides, dilations, g: int) -> tuple:
     return (r.floordiv(ow), (r % ow) * sw + kk * dw, chan)
 
 
-def expand_conv_tiled(op: Operation, expand_matmul, machine=None, **matmul_options
-                      ) -> Optional[list]:
-    """Expand ``op`` (conv2d or conv1d) as an implicit GEMM with ``expand_matmul`` (the tiled
-    matmul expansion, given ``machine`` and the ``matmul_options``)."""
+def expand_conv_tiled(op: Operation, expand_contraction, machine=None, **options) -> None:
+    """Expand ``op`` (conv2d or conv1d) as an implicit GEMM with ``expand_contraction`` (the
+    BLIS pipeline's entry, given ``machine`` and the ``options``); ``op`` is erased."""
     from .blis_schedule import default_blis_params
     inp = op.input
     kind = op.CONV_KIND
@@ -231,10 +233,10 @@ def expand_conv_tiled(op: Operation, expand_matmul, machine=None, **matmul_optio
         elem_bytes = op.output.type.element_type.width // 8
         model = default_blis_params(rows, out_shape[-1], red, elem_bytes, machine, tiles)
         tiles["K_C"] = conv_k_c(channels, red, model.K_C)
-    mm, stand_in, windows = conv_as_matmul(op, tiles)
-    mm_m_r = _register_rows(mm, machine)
-    new_ops = expand_matmul(mm, machine=machine, **matmul_options)
+    con, stand_in, windows = conv_as_matmul(op, tiles)
+    m_r = _register_rows(con, machine)
+    expand_contraction(con, machine=machine, **options)
+    op.erase()
     split_im2col_copies(stand_in, kind, (rows_hw, (kw, channels)), strides, dilations, inp,
-                        m_r=mm_m_r)
+                        m_r=m_r)
     rewrite_stand_in(stand_in, inp, windows)
-    return new_ops

@@ -44,34 +44,39 @@ from ..affine.diagnostics import ScheduleError
 from ..affine.ir import Operation, Value
 from ..affine.types import FloatType
 from .blis_schedule import BlisParams, MachineModel, MicroKernelChoice, default_blis_params
+from .contraction import STAND_IN_ATTR, Contraction, contraction_of_op, to_matrix_form
 from ..affine.runtime_checks import guard_sizes
 from .nest_building import extent_loops, memref_size, mul_add
-
-# marks the im2col stand-in of a convolution (conv_gemm), whose packing nest is rewritten later
-STAND_IN_ATTR = "polyopt.im2col_stand_in"
 
 # (loc, message) sink for remarks such as the chosen tile sizes
 RemarkSink = Optional[Callable[[object, str], None]]
 
 
-def expand_matmul(op: Operation) -> list[AffineForOp]:
-    """Replace a ``hop.matmul``/``linalg.matmul`` by its (i, j, k) nest; returns the loops of
-    the product nest (the ``C *= beta`` nest, when present, comes before it)."""
-    a, bmat, c = op.operands
-    loc = op.loc
-    alpha = getattr(op, "alpha", None)
-    beta = getattr(op, "beta", None)
-    b = Builder.before(op)
-    m, n, k = _extents(b, op, loc)
+def expand_matmul(x) -> list[AffineForOp]:
+    """The naive nest of a matmul: ``x`` is a ``hop.matmul``/``linalg.matmul`` (replaced by
+    the nest) or a :class:`~polyopt.schedules.contraction.Contraction` in matrix form (the
+    nest is built in front of its anchor).  Returns the loops of the product nest (the
+    ``C *= beta`` nest, when present, comes before it)."""
+    if isinstance(x, Operation):
+        loops = expand_matmul(contraction_of_op(x))
+        x.erase()
+        return loops
+    con: Contraction = x
+    a, bmat, c = con.operands
+    loc = con.loc
+    alpha, beta = con.alpha, con.beta
+    b = Builder.before(con.anchor)
+    m, n, k = _extents(b, con)
     etype = c.type.element_type
-    if beta is not None and beta != 1:
+    is_float = isinstance(etype, FloatType)
+    mul = FLOAT_BINARY["mulf"] if is_float else INT_BINARY["muli"]
+    if beta is not None and not _is_one(beta):
         loops, body = extent_loops(b, (m, n), loc)
         i, j = (l.induction_var for l in loops)
-        beta_v = body.create(ConstantOp, beta, etype, loc=loc).result
+        beta_v = _scalar(body, beta, etype, loc)
         scaled = beta_v  # beta = 0: C is overwritten, not read (BLAS: NaNs in C do not survive)
-        if beta != 0:
+        if not _is_zero(beta):
             cij = body.create(AffineLoadOp, c, [i, j], loc=loc).result
-            mul = FLOAT_BINARY["mulf"] if isinstance(etype, FloatType) else INT_BINARY["muli"]
             scaled = body.create(mul, cij, beta_v, loc=loc).result
         body.create(AffineStoreOp, scaled, c, [i, j], loc=loc)
     loops, body = extent_loops(b, (m, n, k), loc)
@@ -79,40 +84,57 @@ def expand_matmul(op: Operation) -> list[AffineForOp]:
     av = body.create(AffineLoadOp, a, [i, kk], loc=loc).result
     bv = body.create(AffineLoadOp, bmat, [kk, j], loc=loc).result
     cv = body.create(AffineLoadOp, c, [i, j], loc=loc).result
-    if alpha is not None and alpha != 1:
-        alpha_v = body.create(ConstantOp, alpha, etype, loc=loc).result
-        mul = FLOAT_BINARY["mulf"] if isinstance(etype, FloatType) else INT_BINARY["muli"]
+    if alpha is not None and not _is_one(alpha):
+        alpha_v = _scalar(body, alpha, etype, loc)
         av = body.create(mul, alpha_v, av, loc=loc).result
     body.create(AffineStoreOp, mul_add(body, av, bv, cv, loc), c, [i, j], loc=loc)
-    op.erase()
     return loops
 
 
-def _extents(b: Builder, op: Operation, loc):
+def _is_one(s) -> bool:
+    return isinstance(s, (int, float)) and s == 1
+
+
+def _is_zero(s) -> bool:
+    return isinstance(s, (int, float)) and s == 0
+
+
+def _scalar(b: Builder, s, etype, loc) -> Value:
+    """The alpha/beta scalar ``s``: an SSA value as it is, a number as a constant."""
+    if isinstance(s, Value):
+        return s
+    value = s if isinstance(etype, FloatType) else int(s)
+    return b.create(ConstantOp, value, etype, loc=loc).result
+
+
+def _extents(b: Builder, con: Contraction):
     """(M, N, K) of a matmul: ``int`` when static, else ``memref.dim`` values; with a ``?``,
     the rest of the expansion is built under a run-time check that the operands' sizes agree
     (the returned builder is inside it)."""
-    a, bmat, c = op.operands
-    if all(v.type.has_static_shape for v in op.operands):
+    a, bmat, c = con.operands
+    if all(v.type.has_static_shape for v in con.operands):
         (m, k), n = a.type.shape, bmat.type.shape[1]
         return m, n, k
+    loc = con.loc
     sizes = {(v, axis): memref_size(b, v, axis, loc) for v in (a, bmat, c) for axis in (0, 1)}
     m, k, n = sizes[(a, 0)], sizes[(a, 1)], sizes[(bmat, 1)]
     inner = guard_sizes(b, [(m, sizes[(c, 0)]), (k, sizes[(bmat, 0)]),
                                     (n, sizes[(c, 1)])],
-                                f"'{op.name}' operands have sizes that do not agree at run time "
+                                f"'{con.kind}' operands have sizes that do not agree at run time "
                                 "(A: M x K, B: K x N, C: M x N)", loc)
     b.block, b.index = inner.block, inner.index
     return m, n, k
 
 
-def matmul_blis_params(op: Operation, machine: Optional[MachineModel] = None) -> BlisParams:
-    """The BLIS parameters of a matmul op: its tile attributes, completed by the model."""
-    m, k = op.operands[0].type.shape
-    n = op.operands[1].type.shape[1]
-    elem_bytes = op.operands[2].type.element_type.width // 8
-    given = dict(getattr(op, "tile_params", {}) or {})
-    return default_blis_params(m, n, k, elem_bytes, machine, given)
+def matmul_blis_params(x, machine: Optional[MachineModel] = None) -> BlisParams:
+    """The BLIS parameters of a matmul op or a matrix-form contraction: its tile attributes,
+    completed by the model."""
+    con = contraction_of_op(x) if isinstance(x, Operation) else x
+    a, bmat, c = con.operands
+    m, k = a.type.shape
+    n = bmat.type.shape[1]
+    elem_bytes = c.type.element_type.width // 8
+    return default_blis_params(m, n, k, elem_bytes, machine, dict(con.tile_params))
 
 
 @dataclass(frozen=True)
@@ -129,7 +151,7 @@ class RegisterTileSteps:
         return self.vect or self.unroll or self.scalrep
 
 
-def expand_matmul_tiled(op: Operation, machine: Optional[MachineModel] = None,
+def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
                         remark: RemarkSink = None, copy: bool = False,
                         steps: RegisterTileSteps = RegisterTileSteps(),
                         microkernel: Optional[MicroKernelChoice] = None) -> list[Operation]:
@@ -139,95 +161,105 @@ def expand_matmul_tiled(op: Operation, machine: Optional[MachineModel] = None,
     With ``microkernel`` (``--hopt-blis``), the register tile is the kernel's, the operands are
     packed, and the tile's nest is marked to become a call to the kernel
     (:mod:`polyopt.schedules.microkernel_call`).
+    ``op`` is a matmul op (replaced) or a matrix-form
+    :class:`~polyopt.schedules.contraction.Contraction` (built in front of its anchor).
     Returns the generated top-level ops (with ``copy``, the buffers' allocations, the nest and
     the deallocations)."""
     from .apply import apply_schedule
-    schedule = getattr(op, "schedule", None)
-    loc = op.loc
-    operands = op.operands
+    if isinstance(op, Operation):
+        con = contraction_of_op(op)
+        new_ops = expand_matmul_tiled(con, machine, remark, copy=copy, steps=steps,
+                                      microkernel=microkernel)
+        op.erase()
+        return new_ops
+    con: Contraction = op
+    schedule = con.schedule
+    loc = con.loc
+    operands = con.operands
     a, bmat = operands[0], operands[1]
     params = None
     if microkernel is not None:
-        return _expand_for_microkernel(op, machine, remark, microkernel, steps)
+        return _expand_for_microkernel(con, machine, remark, microkernel, steps)
     if schedule is None:
-        params = matmul_blis_params(op, machine)
+        params = matmul_blis_params(con, machine)
         schedule = params.schedule()
         if remark is not None:
-            remark(loc, f"{op.name}: BLIS schedule {schedule} with {params.describe()}")
+            remark(loc, f"{con.kind}: BLIS schedule {schedule} with {params.describe()}")
     elif remark is not None:
-        remark(loc, f"{op.name}: schedule {schedule} (from the op's 'schedule' attribute)")
+        remark(loc, f"{con.kind}: schedule {schedule} (from the op's 'schedule' attribute)")
         if copy:
-            remark(loc, f"{op.name}: packing (--hopt-copy) skipped: it applies to the BLIS "
+            remark(loc, f"{con.kind}: packing (--hopt-copy) skipped: it applies to the BLIS "
                         f"schedule (tile attributes or defaults), not to a 'schedule' attribute")
-    loops = expand_matmul(op)
+    loops = expand_matmul(con)
     new_ops = apply_schedule(loops[0], {"S0": schedule}, check=True)
     if params is not None and steps.any:
         new_ops = _with_register_tile(new_ops, operands, params, machine, remark, loc, copy,
-                                      steps)
+                                      steps, con.kind)
         return new_ops
     if not copy or params is None:
         return new_ops
     from ..memref_layout.data_copy import alias_root
     if len({id(alias_root(v)) for v in operands}) != 3:
         if remark is not None:
-            remark(loc, f"{op.name}: packing skipped: the operands share memory")
+            remark(loc, f"{con.kind}: packing skipped: the operands share memory")
         return new_ops
     nests = [o for o in new_ops if isinstance(o, AffineForOp)]
     if len(nests) != 1:
         if remark is not None:
-            remark(loc, f"{op.name}: packing skipped: the product has no loop nest to pack")
+            remark(loc, f"{con.kind}: packing skipped: the product has no loop nest to pack")
         return new_ops
     top = nests[0]
     block = top.parent
     before, after = _neighbors(block, new_ops)
-    pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name=op.name)
+    pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name=con.kind)
     return _nest_ops(block, before, after)
 
 
-def _expand_for_microkernel(op, machine, remark, kernel: MicroKernelChoice, steps):
+def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKernelChoice,
+                            steps):
     """``--hopt-blis``: BLIS tiling with the kernel's M_R x N_R, packing, and the register
     tile marked for :func:`~polyopt.schedules.microkernel_call.map_to_microkernels`."""
     from ..memref_layout.data_copy import alias_root
     from .apply import apply_schedule
     from .microkernel_call import mark_register_tile
     from .register_tile import find_register_tile
-    loc = op.loc
-    if getattr(op, "schedule", None) is not None:
-        raise ScheduleError(f"'{op.name}' op: --hopt-blis needs the BLIS schedule (tile "
+    loc = con.loc
+    if con.schedule is not None:
+        raise ScheduleError(f"'{con.kind}' op: --hopt-blis needs the BLIS schedule (tile "
                             f"attributes), not a 'schedule' attribute", loc)
-    given = dict(getattr(op, "tile_params", {}) or {})
+    given = dict(con.tile_params)
     for name, want in (("M_R", kernel.m_r), ("N_R", kernel.n_r)):
         if name in given and given[name] != want:
-            raise ScheduleError(f"'{op.name}' op: {name} = {given[name]} conflicts with the "
+            raise ScheduleError(f"'{con.kind}' op: {name} = {given[name]} conflicts with the "
                                 f"micro-kernel {kernel.symbol} ({kernel.m_r}x{kernel.n_r} "
                                 f"tile of C); drop {name} or --hopt-blis", loc)
     for name, size, what in (("M_C", kernel.m_r, "M_R"), ("N_C", kernel.n_r, "N_R")):
         if name in given and given[name] % size:
-            raise ScheduleError(f"'{op.name}' op: {name} = {given[name]} is not a multiple of "
+            raise ScheduleError(f"'{con.kind}' op: {name} = {given[name]} is not a multiple of "
                                 f"the micro-kernel {kernel.symbol}'s {what} = {size}", loc)
     given.update(M_R=kernel.m_r, N_R=kernel.n_r)
-    m, k = op.operands[0].type.shape
-    n = op.operands[1].type.shape[1]
-    elem_bytes = op.operands[2].type.element_type.width // 8
+    m, k = con.a.memref.type.shape
+    n = con.b.memref.type.shape[1]
+    elem_bytes = con.element_type.width // 8
     params = default_blis_params(m, n, k, elem_bytes, machine, given)
     if remark is not None:
-        remark(loc, f"{op.name}: BLIS schedule {params.schedule()} with {params.describe()}, "
+        remark(loc, f"{con.kind}: BLIS schedule {params.schedule()} with {params.describe()}, "
                     f"register tile = micro-kernel {kernel.symbol}")
         if steps.any:
-            remark(loc, f"{op.name}: --hopt-vect/--hopt-unroll/--hopt-scalrep do nothing with "
+            remark(loc, f"{con.kind}: --hopt-vect/--hopt-unroll/--hopt-scalrep do nothing with "
                         f"--hopt-blis: the micro-kernel is the register tile")
-    a, bmat, c = op.operands
-    if len({id(alias_root(v)) for v in op.operands}) != 3:
-        raise ScheduleError(f"'{op.name}' op: --hopt-blis packs A and B, which it cannot do "
+    a, bmat, c = con.operands
+    if len({id(alias_root(v)) for v in con.operands}) != 3:
+        raise ScheduleError(f"'{con.kind}' op: --hopt-blis packs A and B, which it cannot do "
                             f"when A, B and C share memory", loc)
     if min(m, n, k) == 1:
         # code generation promotes a loop of one iteration away: there is no M_R x N_R x K_C
         # nest to map, and a matrix-vector product gains nothing from the kernel anyway
         if remark is not None:
-            remark(loc, f"{op.name}: --hopt-blis: {m}x{n}x{k} has a dimension of 1; "
+            remark(loc, f"{con.kind}: --hopt-blis: {m}x{n}x{k} has a dimension of 1; "
                         f"generated code instead of the micro-kernel")
-        return expand_matmul_tiled(op, machine, remark, copy=True, steps=steps)
-    loops = expand_matmul(op)
+        return expand_matmul_tiled(con, machine, remark, copy=True, steps=steps)
+    loops = expand_matmul(con)
     # the kernel writes C's tiles through strides: its accesses must be in bounds (packing
     # checks A's and B's)
     from .bounds_check import check_bounds
@@ -235,23 +267,24 @@ def _expand_for_microkernel(op, machine, remark, kernel: MicroKernelChoice, step
     new_ops = apply_schedule(loops[0], {"S0": params.schedule()}, check=True)
     nests = [o for o in new_ops if isinstance(o, AffineForOp)]
     if len(nests) != 1:
-        raise ScheduleError(f"'{op.name}' op: --hopt-blis: the tiled product is not one loop "
+        raise ScheduleError(f"'{con.kind}' op: --hopt-blis: the tiled product is not one loop "
                             f"nest", loc)
     top = nests[0]
     block = top.parent
     before, after = _neighbors(block, new_ops)
-    if not pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name=op.name):
-        raise ScheduleError(f"'{op.name}' op: --hopt-blis: the tiled nest could not be packed",
+    if not pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name=con.kind):
+        raise ScheduleError(f"'{con.kind}' op: --hopt-blis: the tiled nest could not be packed",
                             loc)
     found = find_register_tile(top, c)
     if found is None:
-        raise ScheduleError(f"'{op.name}' op: --hopt-blis: no M_R x N_R x K_C register-tile "
+        raise ScheduleError(f"'{con.kind}' op: --hopt-blis: no M_R x N_R x K_C register-tile "
                             f"nest to map to the micro-kernel", loc)
     mark_register_tile(found[0], kernel.symbol, kernel.m_r, kernel.n_r)
     return _nest_ops(block, before, after)
 
 
-def _with_register_tile(new_ops, operands, params, machine, remark, loc, copy, steps):
+def _with_register_tile(new_ops, operands, params, machine, remark, loc, copy, steps,
+                        kind: str = "hop.matmul"):
     """Pack (when ``copy``) then optimize the register tile; returns the new top-level ops."""
     from .register_tile import optimize_register_tile
     a, bmat, c = operands
@@ -265,7 +298,7 @@ def _with_register_tile(new_ops, operands, params, machine, remark, loc, copy, s
     if copy:
         from ..memref_layout.data_copy import alias_root
         if len({id(alias_root(v)) for v in operands}) == 3:
-            pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name="hop.matmul")
+            pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name=kind)
             packed = True
     machine = machine or MachineModel()
     elem_bits = c.type.element_type.width
@@ -417,6 +450,44 @@ def pack_blis_operands(top: AffineForOp, a: Value, bmat: Value, params: BlisPara
     return [info_a, info_b]
 
 
+def expand_contraction(con: Contraction, *, tiled: bool = True,
+                       machine: Optional[MachineModel] = None, remark: RemarkSink = None,
+                       copy: bool = False, steps: RegisterTileSteps = RegisterTileSteps(),
+                       microkernel_for: Optional[Callable] = None) -> None:
+    """The one entry of the BLIS pipeline: build the nest of ``con``, whatever produced it
+    (a ``hop.matmul``, a linalg op, a convolution's implicit GEMM, a raised nest), in front of
+    its anchor; the caller erases what it replaces.
+
+    The batch loops and the operand views of :func:`~polyopt.schedules.contraction.
+    to_matrix_form` come first; then, with ``tiled``, the BLIS schedule through ISL
+    (:func:`expand_matmul_tiled`: packing with ``copy``, the register-tile ``steps``, the
+    micro-kernel ``microkernel_for(element type, loc)`` chooses), else the naive nest.  A
+    contraction over ``?`` sizes runs as the naive nest (under a run-time check that the sizes
+    agree), with a remark under ``tiled``."""
+    if not con.has_static_shape:
+        if tiled and remark is not None:
+            remark(con.loc, f"{con.kind} with '?' operands runs as a naive nest: the BLIS "
+                            "pipeline needs static shapes (one compiled GEMM for every size "
+                            "is the subject of the 'Every shape' issue)")
+        expand_matmul(con)
+        return
+    mcon = to_matrix_form(con)
+    if not tiled:
+        expand_matmul(mcon)
+        return
+    kernel = None
+    if microkernel_for is not None:
+        kernel = microkernel_for(str(con.element_type), con.loc)
+        if con.batch:
+            if remark is not None:
+                remark(con.loc, f"{con.kind}: --hopt-blis: C is a batch slice (a view with a "
+                                f"dynamic offset); generated register tile instead of the "
+                                f"micro-kernel")
+            kernel = None
+    expand_matmul_tiled(mcon, machine, remark, copy=copy or microkernel_for is not None,
+                        steps=steps, microkernel=kernel)
+
+
 def expand_high_level_ops(module: Operation, *, tiled: bool = False,
                           machine: Optional[MachineModel] = None,
                           remark: RemarkSink = None, copy: bool = False,
@@ -426,10 +497,12 @@ def expand_high_level_ops(module: Operation, *, tiled: bool = False,
     (BLIS-tiled matmuls with ``tiled``, naive otherwise; with ``copy`` too, tiled matmuls pack
     A and B, see :func:`pack_blis_operands`; with ``microkernel_for``,
     ``(element type, loc) -> MicroKernelChoice``, tiled matmuls call that micro-kernel);
-    with ``tiled``, ``linalg.matmul`` (default maps, one element type, static shapes) and the
-    linalg convolutions too.  Other linalg ops keep their form: they become their naive nest
-    in :func:`polyopt.affine.linalg_to_affine.convert_linalg_to_affine_loops` (with a remark
-    under ``tiled`` for the matmuls it leaves).  Returns how many ops were expanded."""
+    with ``tiled``, ``linalg.matmul``/``linalg.batch_matmul`` (default maps, one element type,
+    static shapes) and the linalg convolutions too.  Other linalg ops keep their form: they
+    become their naive nest in :func:`polyopt.affine.linalg_to_affine.
+    convert_linalg_to_affine_loops` (with a remark under ``tiled`` for the matmuls it leaves).
+    Every matmul goes through :func:`expand_contraction`.  Returns how many ops were
+    expanded."""
     todo = []
     for op in module.walk():
         if isinstance(op, LinalgStructuredOp):
@@ -440,20 +513,10 @@ def expand_high_level_ops(module: Operation, *, tiled: bool = False,
     for op in todo:
         if hasattr(op, "CONV_KIND"):
             _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for)
-        elif tiled and not all(v.type.has_static_shape for v in op.operands):
-            if remark is not None:
-                remark(op.loc, f"{op.name} with '?' operands runs as a naive nest: the BLIS "
-                               "pipeline needs static shapes (one compiled GEMM for every size "
-                               "is the subject of the 'Every shape' issue)")
-            expand_matmul(op)
-        elif tiled:
-            kernel = None
-            if microkernel_for is not None:
-                kernel = microkernel_for(str(op.operands[2].type.element_type), op.loc)
-            expand_matmul_tiled(op, machine, remark, copy=copy, steps=steps,
-                                microkernel=kernel)
-        else:
-            expand_matmul(op)
+            continue
+        expand_contraction(contraction_of_op(op), tiled=tiled, machine=machine, remark=remark,
+                           copy=copy, steps=steps, microkernel_for=microkernel_for)
+        op.erase()
     return len(todo)
 
 
@@ -466,9 +529,7 @@ def _blis_takes(op, remark: RemarkSink) -> bool:
     if not isinstance(op, (LinalgMatmulOp, BatchMatmulOp)):
         return False
     why = None
-    if isinstance(op, BatchMatmulOp):
-        why = "the batch loop is not BLIS-tiled"
-    elif not op.has_default_maps:
+    if not op.has_default_maps:
         why = "its indexing_maps transpose or broadcast operands"
     elif not op.is_plain:
         why = "its operands have different element types"
@@ -500,8 +561,5 @@ def _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for) -> No
             vectorize_depthwise(loops, width)
         return
     from .conv_gemm import expand_conv_tiled
-    kernel = None
-    if microkernel_for is not None:
-        kernel = microkernel_for(str(op.output.type.element_type), op.loc)
-    expand_conv_tiled(op, expand_matmul_tiled, machine=machine, remark=remark, copy=copy,
-                      steps=steps, microkernel=kernel)
+    expand_conv_tiled(op, expand_contraction, machine=machine, remark=remark, copy=copy,
+                      steps=steps, microkernel_for=microkernel_for)

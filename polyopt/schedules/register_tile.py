@@ -325,7 +325,9 @@ def _accumulate_from_zero(k_loop: AffineForOp, c: Value) -> None:
     from ..affine.dialects.affine import AffineVectorLoadOp, AffineVectorStoreOp, AffineLoadOp
     from ..affine.dialects.arith import ConstantOp
     from ..affine.ir import OP_REGISTRY
-    AddF = OP_REGISTRY["arith.addf"]
+    from ..affine.types import FloatType
+    is_float = isinstance(c.type.element_type, FloatType)
+    AddF = OP_REGISTRY["arith.addf" if is_float else "arith.addi"]   # integer tiles: addi
     block = k_loop.parent
     if block is None:  # promoted away
         return
@@ -348,7 +350,7 @@ def _accumulate_from_zero(k_loop: AffineForOp, c: Value) -> None:
         n, ld = loads.pop(key)
         t = ld.results[0].type
         if t not in zero_for:
-            zero_for[t] = ConstantOp.build(0.0, t, loc=ld.loc)
+            zero_for[t] = ConstantOp.build(0.0 if is_float else 0, t, loc=ld.loc)
             block.insert_before(k_loop, zero_for[t])
         k_loop.set_operand(k_loop.lower_map.num_inputs + k_loop.upper_map.num_inputs + n,
                            zero_for[t].results[0])

@@ -1,0 +1,273 @@
+"""The registry of named passes: ``name -> (options dataclass, function(module, options,
+remark))``, with a one-line description naming the MLIR counterpart.  The pipeline
+(:func:`polyopt.pipeline.run_passes`, whose ``--hopt*`` switches are spellings of
+:func:`default_pipeline`), the CLI (``-p 'name{opt=v},name2'``, as mlir-opt's
+``--pass-pipeline``) and the tests use it.
+
+    >>> run_pipeline(module, "raise-scf-to-affine,hopt-raise-contractions{copy=true},hopt-expand")
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields, replace
+from typing import Callable, Optional
+
+from .affine.diagnostics import PolyoptError
+
+Remark = Optional[Callable[[object, str], None]]
+
+__all__ = ["Pass", "REGISTRY", "register", "parse_pipeline", "run_pipeline", "BlisOptions",
+           "NoOptions", "PipelineSyntaxError", "default_pipeline", "print_pipeline"]
+
+
+class PipelineSyntaxError(ValueError):
+    """A textual pipeline that does not parse or names an unknown pass or option."""
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """A pass without options."""
+
+
+@dataclass(frozen=True)
+class BlisOptions:
+    """The BLIS pipeline's options (the ``--hopt-*`` switches)."""
+
+    copy: bool = field(default=False, metadata={"help": "pack A and B (--hopt-copy)"})
+    unroll: bool = field(default=False, metadata={"help": "unroll-and-jam the register tile "
+                                                           "(--hopt-unroll)"})
+    scalrep: bool = field(default=False, metadata={"help": "scalar replacement of C's tile "
+                                                            "(--hopt-scalrep)"})
+    vect: bool = field(default=False, metadata={"help": "vectorize the register tile "
+                                                         "(--hopt-vect)"})
+    blis: bool = field(default=False, metadata={"help": "call a BLIS micro-kernel per tile "
+                                                         "(--hopt-blis)"})
+    blis_kernel: Optional[str] = field(default=None, metadata={
+        "help": "the micro-kernel of --hopt-blis (--hopt-blis-kernel)"})
+    tiled: bool = field(default=True, metadata={"help": "BLIS tiling (false: the naive nest)"})
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: str
+    summary: str
+    options: type
+    run: Callable
+
+    def describe_options(self) -> str:
+        return ", ".join(f"{f.name.replace('_', '-')}={f.default}" for f in fields(self.options))
+
+
+REGISTRY: dict[str, Pass] = {}
+
+
+def register(name: str, summary: str, options: type = NoOptions):
+    """Decorator: ``@register("hopt-expand", "...", BlisOptions) def f(module, opts, remark)``."""
+    def wrap(fn):
+        if name in REGISTRY:
+            raise ValueError(f"pass '{name}' registered twice")
+        REGISTRY[name] = Pass(name, summary, options, fn)
+        return fn
+    return wrap
+
+
+# ---------------------------------------------------------------------------------------------
+# the passes
+
+
+@register("raise-scf-to-affine", "scf.for/scf.if with affine bounds become affine.for/"
+          "affine.if (Polygeist's raise-scf-to-affine)")
+def _raise_scf(module, opts, remark):
+    from .affine.raise_scf_to_affine import raise_scf_to_affine
+    raise_scf_to_affine(module, remark)
+
+
+@register("memref-bound-check", "refuse affine accesses that may leave their memref "
+          "(mlir-opt --test-memref-bound-check)")
+def _bound_check(module, opts, remark):
+    from .schedules.bounds_check import check_bounds
+    check_bounds(module)
+
+
+@register("hopt-report-opaque-nests", "a remark for every nest the polyhedral model cannot "
+          "represent (no MLIR counterpart)")
+def _report_opaque(module, opts, remark):
+    from .schedules.scops import report_opaque_nests
+    report_opaque_nests(module, remark)
+
+
+def _microkernel_for(opts: BlisOptions):
+    if not opts.blis:
+        return None
+    from .pipeline import _microkernel_chooser
+    return _microkernel_chooser(opts.blis_kernel)
+
+
+def _expansion_args(opts: BlisOptions) -> dict:
+    from .pipeline import machine_model
+    from .schedules.expand import RegisterTileSteps
+    return dict(tiled=opts.tiled, machine=machine_model(), copy=opts.copy or opts.blis,
+                steps=RegisterTileSteps(vect=opts.vect, unroll=opts.unroll,
+                                        scalrep=opts.scalrep),
+                microkernel_for=_microkernel_for(opts))
+
+
+@register("hopt-raise-contractions", "affine nests computing C (+)= alpha*A*B (+beta*C) go "
+          "through the BLIS pipeline (Polly's matmul pattern; no MLIR counterpart)",
+          BlisOptions)
+def _raise_contractions(module, opts, remark):
+    from .schedules.expand import expand_contraction
+    from .schedules.raise_contractions import raise_contractions
+    args = _expansion_args(opts)
+    raise_contractions(module, remark=remark,
+                       expand=lambda con: expand_contraction(con, remark=remark, **args))
+
+
+@register("hopt-expand", "hop.matmul/hop.conv2d, linalg.matmul/batch_matmul and the linalg "
+          "convolutions through the BLIS pipeline (the paper's -hopt)", BlisOptions)
+def _expand(module, opts, remark):
+    from .schedules.expand import expand_high_level_ops
+    expand_high_level_ops(module, remark=remark, **_expansion_args(opts))
+
+
+@register("hopt-normalize-memrefs", "tiled-layout buffers become higher-rank row-major ones "
+          "(mlir-opt --normalize-memrefs)")
+def _normalize(module, opts, remark):
+    from .memref_layout.normalize import normalize_memrefs
+    normalize_memrefs(module, arguments=False, remark=remark)
+
+
+@register("hopt-blis-calls", "register tiles marked by --hopt-blis become micro-kernel calls "
+          "(no MLIR counterpart)")
+def _blis_calls(module, opts, remark):
+    from .schedules.microkernel_call import map_to_microkernels
+    map_to_microkernels(module, remark)
+
+
+@register("hopt-schedule", "every other nest through the automatic ISL scheduler when it is "
+          "built (Pluto/Polly-style; a no-op until then)")
+def _schedule_rest(module, opts, remark):
+    try:
+        from .schedules import autoschedule   # the auto-scheduler's module (branch autosched)
+    except ImportError:
+        return
+    run = getattr(autoschedule, "schedule_remaining_nests", None)
+    if run is not None:
+        run(module, remark=remark)
+
+
+@register("convert-linalg-to-affine-loops", "linalg ops on memrefs become affine loop nests "
+          "(mlir-opt --convert-linalg-to-affine-loops)")
+def _linalg_to_affine(module, opts, remark):
+    from .affine.linalg_to_affine import convert_linalg_to_affine_loops
+    convert_linalg_to_affine_loops(module)
+
+
+# ---------------------------------------------------------------------------------------------
+# pipelines as text
+
+
+_ITEM = re.compile(r"\s*([A-Za-z0-9_-]+)\s*(\{([^}]*)\})?\s*(,|$)")
+
+
+def _value(text: str, ftype, where: str):
+    t = str(ftype)
+    if "bool" in t:
+        if text in ("true", "1", ""):
+            return True
+        if text in ("false", "0"):
+            return False
+        raise PipelineSyntaxError(f"{where}: expected true or false, got '{text}'")
+    if "int" in t and "Optional" not in t:
+        try:
+            return int(text)
+        except ValueError:
+            raise PipelineSyntaxError(f"{where}: expected an integer, got '{text}'") from None
+    return text
+
+
+def parse_pipeline(text: str) -> list[tuple[Pass, object]]:
+    """``'name{opt=v opt2=v2},name2'`` (mlir-opt's syntax; options separated by spaces or
+    commas) -> [(pass, options)]."""
+    out = []
+    pos = 0
+    text = text.strip()
+    while pos < len(text):
+        m = _ITEM.match(text, pos)
+        if m is None or m.end() == pos:
+            raise PipelineSyntaxError(f"cannot parse the pass pipeline at '{text[pos:]}'")
+        name = m.group(1)
+        p = REGISTRY.get(name)
+        if p is None:
+            raise PipelineSyntaxError(f"unknown pass '{name}' (known: "
+                                      f"{', '.join(sorted(REGISTRY))})")
+        kwargs = {}
+        known = {f.name: f for f in fields(p.options)}
+        for item in re.split(r"[\s,]+", (m.group(3) or "").strip()):
+            if not item:
+                continue
+            key, _, val = item.partition("=")
+            fname = key.replace("-", "_")
+            if fname not in known:
+                raise PipelineSyntaxError(
+                    f"pass '{name}' has no option '{key}' (options: "
+                    f"{', '.join(k.replace('_', '-') for k in known) or 'none'})")
+            kwargs[fname] = _value(val, known[fname].type, f"{name}{{{key}}}")
+        out.append((p, p.options(**kwargs)))
+        pos = m.end()
+    return out
+
+
+def print_pipeline(pipeline) -> str:
+    """The text :func:`parse_pipeline` reads back (options that differ from the defaults)."""
+    items = []
+    for p, opts in pipeline:
+        changed = [f"{f.name.replace('_', '-')}={str(getattr(opts, f.name)).lower()}"
+                   for f in fields(opts) if getattr(opts, f.name) != f.default]
+        items.append(p.name + ("{" + " ".join(changed) + "}" if changed else ""))
+    return ",".join(items)
+
+
+def run_pipeline(module, pipeline, remark: Remark = None):
+    """Run ``pipeline`` (text or [(pass, options)]) on ``module`` in place, then verify it."""
+    from .affine.verifier import verify
+    if isinstance(pipeline, str):
+        pipeline = parse_pipeline(pipeline)
+    for p, opts in pipeline:
+        p.run(module, opts, remark)
+    verify(module)
+    return module
+
+
+def default_pipeline(options, *, raised: bool = False) -> list[tuple[Pass, object]]:
+    """The passes the ``--hopt*`` switches of :class:`polyopt.pipeline.PipelineOptions` spell:
+
+    raise-scf-to-affine (--raise-scf-to-affine or --hopt), memref-bound-check, then with --hopt:
+    hopt-report-opaque-nests, hopt-raise-contractions (unless --no-hopt-raise), hopt-schedule,
+    hopt-expand, hopt-normalize-memrefs (--hopt-copy/--hopt-blis), hopt-blis-calls
+    (--hopt-blis); convert-linalg-to-affine-loops."""
+    out = []
+
+    def add(name, opts=None):
+        p = REGISTRY[name]
+        out.append((p, opts if opts is not None else p.options()))
+    if (options.raise_scf or options.hopt) and not raised:
+        add("raise-scf-to-affine")
+    if options.memref_bound_check:
+        add("memref-bound-check")
+    if options.hopt:
+        blis = BlisOptions(copy=options.copy, unroll=options.unroll, scalrep=options.scalrep,
+                           vect=options.vect, blis=options.blis, blis_kernel=options.blis_kernel)
+        add("hopt-report-opaque-nests")
+        if getattr(options, "hopt_raise", True):
+            add("hopt-raise-contractions", blis)
+        add("hopt-schedule")
+        add("hopt-expand", blis)
+        if options.copy or options.blis:
+            add("hopt-normalize-memrefs")
+        if options.blis:
+            add("hopt-blis-calls")
+    if options.linalg_to_affine:
+        add("convert-linalg-to-affine-loops")
+    return out
