@@ -26,8 +26,8 @@ from .pipeline import PipelineOptions
 def _add_pipeline_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("passes")
     for name, flag, help_ in PipelineOptions.flag_fields():
-        group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=False,
-                           help=help_)
+        group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction,
+                           default=getattr(PipelineOptions, name), help=help_)
     for name, option, help_ in PipelineOptions.value_fields():
         group.add_argument(option, dest=name, default=None, metavar="NAME", help=help_)
 

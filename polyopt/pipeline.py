@@ -6,6 +6,7 @@ fields, so the two cannot drift.
 
     MLIR text --parse--> Module --[--raise-scf-to-affine, --hopt: raise affine scf to affine]
               --[--memref-bound-check: refuse out-of-bounds accesses]
+              --[--hopt-schedule (with --hopt): reschedule the affine nests with ISL]
               --[--hopt: expand hop/linalg ops]
               --[--hopt-copy: pack A and B, normalize the buffers' layouts]--> affine IR
               --[--convert-linalg-to-affine-loops]
@@ -77,6 +78,12 @@ class PipelineOptions:
                 "mlir-opt's --test-memref-bound-check); without it the program is taken as "
                 "written, as mlir-opt does.  Packing and --hopt-blis check the nests they "
                 "transform in any case"})
+    auto_schedule: bool = field(default=True, metadata={
+        "flag": "--hopt-schedule",
+        "help": "with --hopt (on by default): reschedule every other affine nest with ISL's "
+                "scheduler (Pluto-style permutable bands, fusion, skewing), tile its bands "
+                "from the machine model and mark its parallel loops, or leave it as written "
+                "with a remark saying why (--no-hopt-schedule: leave them all as written)"})
     blis_kernel: Optional[str] = field(default=None, metadata={
         "option": "--hopt-blis-kernel",
         "help": "with --hopt-blis: the micro-kernel to call (default: the best one this CPU "
@@ -87,7 +94,7 @@ class PipelineOptions:
             raise ValueError("--hopt-blis-kernel needs --hopt-blis")
         needs_hopt = [f.metadata["flag"] for f in fields(self)
                       if "flag" in f.metadata and f.name != "hopt" and getattr(self, f.name)
-                      and not f.metadata.get("standalone")]
+                      and not f.metadata.get("standalone") and f.default is not True]
         if needs_hopt and not self.hopt:
             verb = "needs" if len(needs_hopt) == 1 else "need"
             raise ValueError(f"{', '.join(needs_hopt)} {verb} --hopt (they transform the loop "
@@ -141,6 +148,9 @@ def run_passes(module: Operation, options: PipelineOptions, remark=None, *,
         from .schedules.expand import RegisterTileSteps
         from .schedules.scops import report_opaque_nests
         report_opaque_nests(module, remark)
+        if options.auto_schedule:
+            from .schedules.auto_schedule import schedule_remaining_nests
+            schedule_remaining_nests(module, machine_model(), remark)
         steps = RegisterTileSteps(vect=options.vect, unroll=options.unroll,
                                   scalrep=options.scalrep)
         chooser = _microkernel_chooser(options.blis_kernel) if options.blis else None

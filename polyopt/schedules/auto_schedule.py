@@ -53,7 +53,7 @@ from .ast_to_affine import AffineGenerator
 from .band_tiling import BandInfo, band_is_skewed, choose_tile_sizes, order_band_members, \
     tile_band
 from .blis_schedule import MachineModel
-from .dependences import check_legality, compute_dependences, normalize_schedule
+from .dependences import carried_at, check_legality, compute_dependences, normalize_schedule
 from .isl_scheduler import SchedulerOptions, SchedulerTimeout, compute_isl_schedule
 from .model import PolyhedralModel
 
@@ -177,12 +177,30 @@ def _count(ops: list[Operation]) -> tuple[int, int]:
     return loops, total
 
 
+class _LoopRecorder(AffineGenerator):
+    """The AST -> affine generator, remembering which schedule dimension each loop runs
+    (ISL names the iterator of dimension ``k`` of a schedule map ``ck``)."""
+
+    def __init__(self, model: PolyhedralModel):
+        super().__init__(model)
+        self.loops: list[tuple[int, AffineForOp]] = []
+
+    def _gen_for(self, node: isl.AstNode, b: Builder) -> None:
+        name = node.for_get_iterator().get_id().get_name()
+        before = {id(op) for op in b.block.ops}
+        super()._gen_for(node, b)
+        if name.startswith("c") and name[1:].isdigit():
+            self.loops += [(int(name[1:]), op) for op in b.block.ops
+                           if id(op) not in before and isinstance(op, AffineForOp)]
+
+
 def _generate(model: PolyhedralModel, schedule: isl.UnionMap, options: AutoScheduleOptions
-              ) -> list[Operation]:
+              ) -> tuple[list[Operation], list[tuple[int, AffineForOp]]]:
     """Generate ``schedule``'s loops and replace the scop by them (nothing changes when it
-    raises: the code is built in a detached block first)."""
+    raises: the code is built in a detached block first); returns the new top-level ops and
+    the generated loops with their schedule dimensions."""
     scratch = Block()
-    gen = AffineGenerator(model)
+    gen = _LoopRecorder(model)
     try:
         new_ops = gen.generate(schedule, Builder.at_end(scratch))
         _, old_total = _count(model.scop_ops)
@@ -207,17 +225,30 @@ def _generate(model: PolyhedralModel, schedule: isl.UnionMap, options: AutoSched
         anchor.parent.insert_before(anchor, op)
     for op in reversed(model.scop_ops):
         op.erase()
-    return new_ops
+    alive = {id(op) for top in new_ops for op in top.walk()}
+    return new_ops, [(k, op) for k, op in gen.loops if id(op) in alive]
 
 
-def _mark_parallel(ops: list[Operation]) -> int:
-    from .vector_legality import is_loop_parallel
+def parallel_dimensions(model: PolyhedralModel, deps, schedule: isl.UnionMap) -> set[int]:
+    """The dimensions of ``schedule`` (normalized) that carry no dependence: their loops may
+    run their iterations in any order, or at once."""
+    length = max((m.dim(isl.dim_type.out) for m in _maps(normalize_schedule(model, schedule))),
+                 default=0)
+    return {k for k in range(length) if carried_at(model, deps, k, schedule).is_empty()}
+
+
+def _maps(umap: isl.UnionMap) -> list[isl.Map]:
+    out: list[isl.Map] = []
+    umap.foreach_map(out.append)
+    return out
+
+
+def _mark_parallel(loops: list[tuple[int, AffineForOp]], parallel: set[int]) -> int:
     count = 0
-    for top in ops:
-        for op in top.walk():
-            if isinstance(op, AffineForOp) and is_loop_parallel(op):
-                op.attributes[PARALLEL] = UnitAttr()
-                count += 1
+    for k, loop in loops:
+        if k in parallel:
+            loop.attributes[PARALLEL] = UnitAttr()
+            count += 1
     return count
 
 
@@ -296,12 +327,13 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
     except isl.Error as err:
         return fallback(f"ISL failed on the schedule: {err}")
     try:
-        new_ops = _generate(model, schedule, options)
+        parallel = parallel_dimensions(model, deps, schedule) if options.mark_parallel \
+            else set()
+        new_ops, loops = _generate(model, schedule, options)
     except ScheduleError as err:
         return fallback(err.message)
     result = NestResult(names, "scheduled", schedule=str(schedule.coalesce()), bands=bands)
-    if options.mark_parallel:
-        result.parallel_loops = _mark_parallel(new_ops)
+    result.parallel_loops = _mark_parallel(loops, parallel)
     band_text = "; ".join(_describe_band(b) for b in bands) or "no band"
     return done(result, f"schedule {result.schedule}; {band_text}"
                         f"{_innermost_note(new_ops, model) if options.mark_parallel else ''}")
