@@ -39,7 +39,7 @@ ops, so their BLIS nests are not rescheduled, and a top-level op carrying the un
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 import islpy as isl
@@ -157,6 +157,30 @@ def transform_tree(schedule: isl.Schedule, model: PolyhedralModel, machine: Mach
     return root.get_schedule(), list(reversed(infos))
 
 
+def _bands(node: isl.ScheduleNode) -> list[isl.ScheduleNode]:
+    out = [node] if node.get_type() == isl.schedule_node_type.band else []
+    for k in range(node.n_children()):
+        out += _bands(node.child(k))
+    return out
+
+
+def _has_skewed_band(schedule: isl.Schedule) -> bool:
+    return any(band_is_skewed(b) for b in _bands(schedule.get_root()))
+
+
+def _innermost_loops_parallel(model: PolyhedralModel, deps) -> bool:
+    """Whether the innermost loop around every statement (in the original order) carries no
+    dependence between instances of that statement."""
+    for s in model.statements:
+        if s.depth == 0:
+            continue
+        dom = isl.UnionSet.from_set(s.domain)
+        pairs = carried_at(model, deps, 2 * s.depth - 1).intersect_domain(dom).intersect_range(dom)
+        if not pairs.is_empty():
+            return False
+    return True
+
+
 def _same_order(model: PolyhedralModel, new: isl.UnionMap) -> bool:
     """Whether ``new`` runs the instances in exactly the original order."""
     old = normalize_schedule(model, model.schedule())
@@ -179,23 +203,36 @@ def _count(ops: list[Operation]) -> tuple[int, int]:
 
 class _LoopRecorder(AffineGenerator):
     """The AST -> affine generator, remembering which schedule dimension each loop runs
-    (ISL names the iterator of dimension ``k`` of a schedule map ``ck``)."""
+    (ISL names the iterator of dimension ``k`` of a schedule map ``ck``) and which statements
+    run inside it."""
 
     def __init__(self, model: PolyhedralModel):
         super().__init__(model)
-        self.loops: list[tuple[int, AffineForOp]] = []
+        self.loops: list[tuple[int, AffineForOp, set[str]]] = []
+        self._inside: list[set[str]] = []
 
     def _gen_for(self, node: isl.AstNode, b: Builder) -> None:
         name = node.for_get_iterator().get_id().get_name()
         before = {id(op) for op in b.block.ops}
-        super()._gen_for(node, b)
+        self._inside.append(set())
+        try:
+            super()._gen_for(node, b)
+        finally:
+            inside = self._inside.pop()
+        if self._inside:
+            self._inside[-1].update(inside)
         if name.startswith("c") and name[1:].isdigit():
-            self.loops += [(int(name[1:]), op) for op in b.block.ops
+            self.loops += [(int(name[1:]), op, inside) for op in b.block.ops
                            if id(op) not in before and isinstance(op, AffineForOp)]
+
+    def _gen_user(self, node: isl.AstNode, b: Builder) -> None:
+        if self._inside:
+            self._inside[-1].add(node.user_get_expr().get_op_arg(0).get_id().get_name())
+        super()._gen_user(node, b)
 
 
 def _generate(model: PolyhedralModel, schedule: isl.UnionMap, options: AutoScheduleOptions
-              ) -> tuple[list[Operation], list[tuple[int, AffineForOp]]]:
+              ) -> tuple[list[Operation], list[tuple[int, AffineForOp, set[str]]]]:
     """Generate ``schedule``'s loops and replace the scop by them (nothing changes when it
     raises: the code is built in a detached block first); returns the new top-level ops and
     the generated loops with their schedule dimensions."""
@@ -226,27 +263,22 @@ def _generate(model: PolyhedralModel, schedule: isl.UnionMap, options: AutoSched
     for op in reversed(model.scop_ops):
         op.erase()
     alive = {id(op) for top in new_ops for op in top.walk()}
-    return new_ops, [(k, op) for k, op in gen.loops if id(op) in alive]
+    return new_ops, [entry for entry in gen.loops if id(entry[1]) in alive]
 
 
-def parallel_dimensions(model: PolyhedralModel, deps, schedule: isl.UnionMap) -> set[int]:
-    """The dimensions of ``schedule`` (normalized) that carry no dependence: their loops may
-    run their iterations in any order, or at once."""
-    length = max((m.dim(isl.dim_type.out) for m in _maps(normalize_schedule(model, schedule))),
-                 default=0)
-    return {k for k in range(length) if carried_at(model, deps, k, schedule).is_empty()}
-
-
-def _maps(umap: isl.UnionMap) -> list[isl.Map]:
-    out: list[isl.Map] = []
-    umap.foreach_map(out.append)
-    return out
-
-
-def _mark_parallel(loops: list[tuple[int, AffineForOp]], parallel: set[int]) -> int:
+def _mark_parallel(model: PolyhedralModel, deps, schedule: isl.UnionMap,
+                   loops: list[tuple[int, AffineForOp, set[str]]]) -> int:
+    """Put :data:`PARALLEL` on each generated loop that carries no dependence: no pair of
+    the statements inside it is carried by its schedule dimension."""
+    carried: dict[int, isl.UnionMap] = {}
     count = 0
-    for k, loop in loops:
-        if k in parallel:
+    for k, loop, names in loops:
+        if k not in carried:
+            carried[k] = carried_at(model, deps, k, schedule)
+        dom = isl.UnionSet(model.param_space() + "{ }")
+        for name in names:
+            dom = dom.union(isl.UnionSet.from_set(model.statement(name).domain))
+        if carried[k].intersect_domain(dom).intersect_range(dom).is_empty():
             loop.attributes[PARALLEL] = UnitAttr()
             count += 1
     return count
@@ -310,6 +342,16 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
         return fallback(err.message)
     try:
         tree = compute_isl_schedule(model, deps, options.scheduler)
+        if not options.scheduler.outer_coincidence and _has_skewed_band(tree) and \
+                _innermost_loops_parallel(model, deps):
+            # a time-tiling (skewed) band would make the vectorizable innermost loops of a
+            # Jacobi-style stencil sequential: ask for outer parallelism instead
+            alt = compute_isl_schedule(model, deps,
+                                       replace(options.scheduler, outer_coincidence=True))
+            if not _has_skewed_band(alt):
+                # and no tiles: each sweep streams through its arrays once, rows stay in
+                # cache without them, and short tiles only cut the vector loops
+                tree, options = alt, replace(options, tile=False)
     except SchedulerTimeout as err:
         return fallback(f"scheduler time-out: {err}")
     except (isl.Error, RuntimeError) as err:
@@ -327,13 +369,12 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
     except isl.Error as err:
         return fallback(f"ISL failed on the schedule: {err}")
     try:
-        parallel = parallel_dimensions(model, deps, schedule) if options.mark_parallel \
-            else set()
         new_ops, loops = _generate(model, schedule, options)
     except ScheduleError as err:
         return fallback(err.message)
     result = NestResult(names, "scheduled", schedule=str(schedule.coalesce()), bands=bands)
-    result.parallel_loops = _mark_parallel(loops, parallel)
+    if options.mark_parallel:
+        result.parallel_loops = _mark_parallel(model, deps, schedule, loops)
     band_text = "; ".join(_describe_band(b) for b in bands) or "no band"
     return done(result, f"schedule {result.schedule}; {band_text}"
                         f"{_innermost_note(new_ops, model) if options.mark_parallel else ''}")

@@ -54,23 +54,26 @@ def _pieces(upa: isl.UnionPwAff) -> list[tuple[str, isl.Aff]]:
     return out
 
 
-def member_dims(node: isl.ScheduleNode) -> Optional[list[dict[str, int]]]:
+def member_dims(node: isl.ScheduleNode) -> Optional[list[dict[str, Optional[int]]]]:
     """For each member of the band at ``node``: statement name -> the index of the loop
-    dimension the member is (``i_d + constant``, coefficient 1); ``None`` when some statement's
-    member is anything else (a skew, a scaling, a piecewise function)."""
+    dimension the member is (``i_d + constant``, coefficient 1), or ``None`` for a constant
+    member (a statement that does not run in that loop); ``None`` overall when some
+    statement's member is anything else (a skew, a scaling, a piecewise function)."""
     mupa = node.band_get_partial_schedule()
-    out: list[dict[str, int]] = []
+    out: list[dict[str, Optional[int]]] = []
     for m in range(node.band_n_member()):
-        dims: dict[str, int] = {}
+        dims: dict[str, Optional[int]] = {}
         for name, aff in _pieces(mupa.get_at(m)):
             n = aff.dim(isl.dim_type.in_)
             coeffs = [aff.get_coefficient_val(isl.dim_type.in_, d).to_python() for d in range(n)]
             nonzero = [d for d, c in enumerate(coeffs) if c != 0]
-            if len(nonzero) != 1 or coeffs[nonzero[0]] != 1 or aff.dim(isl.dim_type.div):
+            if aff.dim(isl.dim_type.div) or len(nonzero) > 1 or \
+                    (nonzero and coeffs[nonzero[0]] != 1):
                 return None
-            if dims.get(name, nonzero[0]) != nonzero[0]:
+            d = nonzero[0] if nonzero else None
+            if name in dims and dims[name] != d:
                 return None    # piecewise with different dimensions
-            dims[name] = nonzero[0]
+            dims[name] = d
         out.append(dims)
     return out
 
@@ -114,7 +117,8 @@ def order_band_members(node: isl.ScheduleNode, model: PolyhedralModel
     if dims is None:
         return node, None
     coincident = [bool(node.band_member_get_coincident(m)) for m in range(n)]
-    scores = [sum(_access_score(model, s, d) for s, d in dims[m].items()) for m in range(n)]
+    scores = [sum(_access_score(model, s, d) for s, d in dims[m].items() if d is not None)
+              for m in range(n)]
     candidates = [m for m in range(n) if coincident[m]] or list(range(n))
     best = max(candidates, key=lambda m: (scores[m], m))   # ties: the later member
     if best == n - 1:
