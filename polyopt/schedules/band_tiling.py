@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Iterator, Optional, Sequence
 
 import islpy as isl
@@ -54,6 +55,12 @@ def _pieces(upa: isl.UnionPwAff) -> list[tuple[str, isl.Aff]]:
     return out
 
 
+def _coefficient(aff: isl.Aff, dim: int) -> Fraction:
+    """The coefficient of input dimension ``dim`` in ``aff`` (rational when ``aff`` divides)."""
+    val = aff.get_coefficient_val(isl.dim_type.in_, dim)
+    return Fraction(val.to_python()) if val.is_int() else Fraction(str(val))
+
+
 def member_dims(node: isl.ScheduleNode) -> Optional[list[dict[str, Optional[int]]]]:
     """For each member of the band at ``node``: statement name -> the index of the loop
     dimension the member is (``i_d + constant``, coefficient 1), or ``None`` for a constant
@@ -65,7 +72,7 @@ def member_dims(node: isl.ScheduleNode) -> Optional[list[dict[str, Optional[int]
         dims: dict[str, Optional[int]] = {}
         for name, aff in _pieces(mupa.get_at(m)):
             n = aff.dim(isl.dim_type.in_)
-            coeffs = [aff.get_coefficient_val(isl.dim_type.in_, d).to_python() for d in range(n)]
+            coeffs = [_coefficient(aff, d) for d in range(n)]
             nonzero = [d for d, c in enumerate(coeffs) if c != 0]
             if aff.dim(isl.dim_type.div) or len(nonzero) > 1 or \
                     (nonzero and coeffs[nonzero[0]] != 1):
@@ -93,7 +100,7 @@ def _access_score(model: PolyhedralModel, stmt: str, dim: int) -> int:
         pieces: list[isl.MultiAff] = []
         pma.foreach_piece(lambda _set, ma: pieces.append(ma))
         uses = [(k, c) for ma in pieces for k in range(ma.dim(isl.dim_type.out))
-                for c in [ma.get_at(k).get_coefficient_val(isl.dim_type.in_, dim).to_python()]
+                for c in [_coefficient(ma.get_at(k), dim)]
                 if c != 0]   # (subscript position, coefficient) of the uses of dim
         last = acc.relation.dim(isl.dim_type.out) - 1
         if not uses:

@@ -208,3 +208,77 @@ def test_compile_switch_runs_the_same_program():
     for a, b in zip(on, off):
         if isinstance(a, np.ndarray):
             np.testing.assert_allclose(a, b, rtol=1e-13)
+
+
+# found by the differential fuzzer (tests/fuzz, seed 7614): over strided loops ISL writes some
+# subscripts with rational coefficients, which the stride score must take
+FUZZ_7614 = """
+func.func @f(%A0: memref<38x48x42xi64>, %A1: memref<25xi64>, %A2: memref<29x27x29xi64>) {
+  affine.for %i0 = 3 to 11 step 3 {
+    affine.for %i1 = 1 to 5 {
+      affine.for %i2 = affine_map<(d0) -> (d0 - 1)>(%i1) to min affine_map<() -> (11, 7)>() step 3 {
+        affine.if affine_set<(d0, d1) : (d1 * -1 - 2 >= 0, d0 * 2 == 0)>(%i0, %i1) {
+          %v1 = affine.load %A0[(%i0 + 3) mod 3 + 6, %i1 + 5, 12] : memref<38x48x42xi64>
+          %v2 = affine.apply affine_map<(d0, d1) -> (d0 + d1 * -1 + 12)>(%i1, %i2)
+          affine.store %v1, %A2[%i0 * -1 - 1, %i0 * 3 + 9, %v2] : memref<29x27x29xi64>
+          %v5 = affine.load %A0[%i1 + 7, %i1 + %i0 * -1 + 9, %i0 * -1 + %i2 + 10] : memref<38x48x42xi64>
+          %v6 = affine.load %A2[%i1 * 3, %i2 * 3 + 9, %i2 * -1 + %i1 * 2 + 14] : memref<29x27x29xi64>
+          %v4 = arith.addi %v5, %v6 : i64
+          %v8 = affine.load %A2[(%i1 - 2) mod 4, %i1 * 3 + 9, %i2 + %i0 * -1 + 10] : memref<29x27x29xi64>
+          %v9 = arith.constant -1 : i64
+          %v7 = arith.addi %v8, %v9 : i64
+          %v3 = arith.xori %v4, %v7 : i64
+          affine.store %v3, %A0[%i1 * -1 + 6, (%i2 * 2 + %i0 - 1) ceildiv 2 + 6, %i0 + 9] : memref<38x48x42xi64>
+        } else {
+          %v12 = affine.load %A1[%i2 + 7] : memref<25xi64>
+          %v13 = arith.constant -2 : i64
+          %v11 = arith.ori %v12, %v13 : i64
+          %v15 = affine.load %A0[%i2 * 3 + %i1 * 2 + 9, %i2 * 2 + 5, %i0 * 3 + 11] : memref<38x48x42xi64>
+          %v16 = affine.load %A0[%i1 * 3 + 6, %i0 + 9, %i0 * 3 + 14] : memref<38x48x42xi64>
+          %v14 = arith.minsi %v15, %v16 : i64
+          %v10 = arith.maxsi %v11, %v14 : i64
+          affine.store %v10, %A2[%i0 * 3 + 1, %i0 + %i1 * 3 + 5, 12] : memref<29x27x29xi64>
+        }
+        %v19 = affine.apply affine_map<(d0) -> (d0 + 11)>(%i0)
+        %v18 = affine.load %A2[(%i0 * 3 + %i1 * 2 + 2) mod 4, (%i2 * -1 + %i0 - 1) mod 2 + 7, %v19] : memref<29x27x29xi64>
+        %v21 = arith.index_cast %i1 : index to i64
+        %v22 = affine.load %A0[(%i2 * -1 + %i1 * -1 - 2) ceildiv 2 + 6, %i2 * -1 + %i1 * 2 + 4, %i0 + 14] : memref<38x48x42xi64>
+        %v23 = arith.cmpi slt, %v21, %v22 : i64
+        %v20 = arith.select %v23, %v21, %v22 : i64
+        %v17 = arith.muli %v18, %v20 : i64
+        affine.store %v17, %A0[%i0 * 2 + %i1 + 7, %i0 + %i1 * -1 + 9, (%i0 + 2) mod 2 + 11] : memref<38x48x42xi64>
+      }
+      %v26 = affine.load %A2[%i0 * 3 - 1, %i1 * -1 + 9, %i0 + 9] : memref<29x27x29xi64>
+      %v27 = affine.load %A2[%i0, 9, %i0 * 2 + 9] : memref<29x27x29xi64>
+      %v25 = arith.minsi %v26, %v27 : i64
+      %v29 = arith.index_cast %i1 : index to i64
+      %v30 = affine.load %A1[%i0 + %i1 + 9] : memref<25xi64>
+      %v31 = arith.cmpi slt, %v29, %v30 : i64
+      %v28 = arith.select %v31, %v29, %v30 : i64
+      %v24 = arith.xori %v25, %v28 : i64
+      affine.store %v24, %A0[%i1 * -1 + 6, %i0 * 3 + %i1 * 3 + 6, %i0 * -1 + 9] : memref<38x48x42xi64>
+    }
+    %v33 = arith.constant -3 : i64
+    %v35 = affine.load %A2[2, %i0 * -1 + 9, %i0 * -1 + 9] : memref<29x27x29xi64>
+    %v36 = arith.constant 1 : i64
+    %v37 = arith.cmpi slt, %v35, %v36 : i64
+    %v34 = arith.select %v37, %v35, %v36 : i64
+    %v32 = arith.maxsi %v33, %v34 : i64
+    %v38 = affine.apply affine_map<(d0) -> (d0 * -1 + 9)>(%i0)
+    affine.store %v32, %A1[%v38] : memref<25xi64>
+  }
+  return
+}
+"""
+
+
+def test_subscripts_with_rational_coefficients_are_scored():
+    module, results, messages = _schedule(FUZZ_7614)
+    assert results and all(r.status in ("scheduled", "kept") for r in results), messages
+    fn = module.regions[0].blocks[0].ops[0]
+    name = fn.attributes["sym_name"].value
+    rng = np.random.default_rng(2)
+    shapes = [a.type.shape for a in fn.regions[0].blocks[0].args]
+    inputs = [rng.integers(-9, 9, shape) for shape in shapes]
+    for w, g in zip(_run(FUZZ_7614, name, inputs), _run(module, name, inputs)):
+        np.testing.assert_array_equal(g, w)
