@@ -316,7 +316,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if v < 1:
             raise UsageError(f"--{name.lower().replace('_', '')} must be positive, got {v}")
     switches = {name: v for name, v in _pipeline_switches(args).items()
-                if v is not None and name != "raise_scf"}   # implied by --hopt
+                if v is not None and name not in ("raise_scf", "auto_schedule")}
+    # raise_scf is implied by --hopt; auto_schedule has no nest to act on in hop.matmul's
     if not switches.get("memref_bound_check"):   # a check, not a configuration
         switches.pop("memref_bound_check", None)
     if switches.get("hopt_raise", True):         # on by default; hop.matmul has no nest to raise

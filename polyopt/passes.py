@@ -10,10 +10,11 @@ remark))``, with a one-line description naming the MLIR counterpart.  The pipeli
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import Callable, Optional
 
-from .affine.diagnostics import PolyoptError
+from .affine.attributes import UnitAttr
+from .schedules.auto_schedule import KEEP_SCHEDULE
 
 Remark = Optional[Callable[[object, str], None]]
 
@@ -120,7 +121,12 @@ def _raise_contractions(module, opts, remark):
     from .schedules.expand import expand_contraction
     from .schedules.raise_contractions import raise_contractions
     args = _expansion_args(opts)
-    raise_contractions(module, remark=remark,
+
+    def keep(ops):
+        # the automatic scheduler (hopt-schedule, next) leaves the BLIS nests as they are
+        for op in ops:
+            op.attributes[KEEP_SCHEDULE] = UnitAttr()
+    raise_contractions(module, remark=remark, on_raised=keep,
                        expand=lambda con: expand_contraction(con, remark=remark, **args))
 
 
@@ -128,6 +134,7 @@ def _raise_contractions(module, opts, remark):
           "convolutions through the BLIS pipeline (the paper's -hopt)", BlisOptions)
 def _expand(module, opts, remark):
     from .schedules.expand import expand_high_level_ops
+    _drop_keep_marks(module)      # when hopt-schedule did not run
     expand_high_level_ops(module, remark=remark, **_expansion_args(opts))
 
 
@@ -148,13 +155,16 @@ def _blis_calls(module, opts, remark):
 @register("hopt-schedule", "every other nest through the automatic ISL scheduler when it is "
           "built (Pluto/Polly-style; a no-op until then)")
 def _schedule_rest(module, opts, remark):
-    try:
-        from .schedules import autoschedule   # the auto-scheduler's module (branch autosched)
-    except ImportError:
-        return
-    run = getattr(autoschedule, "schedule_remaining_nests", None)
-    if run is not None:
-        run(module, remark=remark)
+    from .pipeline import machine_model
+    from .schedules.auto_schedule import schedule_remaining_nests
+    schedule_remaining_nests(module, machine_model(), remark)
+    _drop_keep_marks(module)
+
+
+def _drop_keep_marks(module) -> None:
+    """The marks raising leaves on its BLIS nests for hopt-schedule are not part of the IR."""
+    for op in module.walk():
+        op.attributes.pop(KEEP_SCHEDULE, None)
 
 
 @register("convert-linalg-to-affine-loops", "linalg ops on memrefs become affine loop nests "
@@ -262,7 +272,8 @@ def default_pipeline(options, *, raised: bool = False) -> list[tuple[Pass, objec
         add("hopt-report-opaque-nests")
         if getattr(options, "hopt_raise", True):
             add("hopt-raise-contractions", blis)
-        add("hopt-schedule")
+        if getattr(options, "auto_schedule", True):
+            add("hopt-schedule")
         add("hopt-expand", blis)
         if options.copy or options.blis:
             add("hopt-normalize-memrefs")

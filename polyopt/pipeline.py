@@ -6,6 +6,7 @@ fields, so the two cannot drift.
 
     MLIR text --parse--> Module --[--raise-scf-to-affine, --hopt: raise affine scf to affine]
               --[--memref-bound-check: refuse out-of-bounds accesses]
+              --[--hopt-schedule (with --hopt): reschedule the affine nests with ISL]
               --[--hopt: expand hop/linalg ops]
               --[--hopt-copy: pack A and B, normalize the buffers' layouts]--> affine IR
               --[--convert-linalg-to-affine-loops]
@@ -21,7 +22,6 @@ from typing import Optional, Union
 from .affine.diagnostics import PolyoptError
 from .affine.ir import Operation
 from .affine.parser import parse as parse_text
-from .affine.verifier import verify
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,12 @@ class PipelineOptions:
                 "mlir-opt's --test-memref-bound-check); without it the program is taken as "
                 "written, as mlir-opt does.  Packing and --hopt-blis check the nests they "
                 "transform in any case"})
+    auto_schedule: bool = field(default=True, metadata={
+        "flag": "--hopt-schedule",
+        "help": "with --hopt (on by default): reschedule every other affine nest with ISL's "
+                "scheduler (Pluto-style permutable bands, fusion, skewing), tile its bands "
+                "from the machine model and mark its parallel loops, or leave it as written "
+                "with a remark saying why (--no-hopt-schedule: leave them all as written)"})
     blis_kernel: Optional[str] = field(default=None, metadata={
         "option": "--hopt-blis-kernel",
         "help": "with --hopt-blis: the micro-kernel to call (default: the best one this CPU "

@@ -184,7 +184,6 @@ def contraction_of_op(op: Operation) -> Contraction:
     """The contraction of a ``hop.matmul`` (its tile attributes, ``schedule``, ``alpha``/
     ``beta``), a ``linalg.matmul`` or a ``linalg.batch_matmul`` with default indexing maps."""
     from ..affine.dialects.linalg import BatchMatmulOp
-    from .nest_building import memref_size
     a, bmat, c = op.operands[:3]
     tiles = dict(getattr(op, "tile_params", {}) or {})
     alpha = getattr(op, "alpha", None)

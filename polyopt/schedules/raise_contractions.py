@@ -76,12 +76,14 @@ class _Update:
 
 
 def raise_contractions(module: Operation, *, remark: Remark = None,
-                       expand: Optional[Callable[[Contraction], None]] = None) -> int:
+                       expand: Optional[Callable[[Contraction], None]] = None,
+                       on_raised: Optional[Callable[[list], None]] = None) -> int:
     """Raise every top-level nest of ``module``'s functions that computes a contraction (see
     the module docstring): ``expand(contraction)`` builds its replacement in front of the nest
     (:func:`polyopt.schedules.expand.expand_contraction` with the pipeline's options; by
     default the naive nest of the contraction), then the nest is erased.  Near misses get a
-    remark.  Returns how many nests were raised."""
+    remark.  ``on_raised(ops)`` receives the top-level ops that replaced each raised nest.
+    Returns how many nests were raised."""
     if expand is None:
         from .expand import expand_contraction
         expand = lambda con: expand_contraction(con, tiled=False)   # noqa: E731
@@ -104,9 +106,13 @@ def raise_contractions(module: Operation, *, remark: Remark = None,
                 con = con.materialize()
             if remark is not None:
                 remark(top.loc, f"raised to a contraction: {con.describe()}")
+            block = top.parent
+            before = {id(op) for op in block.ops}
             expand(con)
             top.erase()
             raised += 1
+            if on_raised is not None:
+                on_raised([op for op in block.ops if id(op) not in before])
     return raised
 
 

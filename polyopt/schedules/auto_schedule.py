@@ -1,0 +1,414 @@
+"""Automatic scheduling of affine nests: ISL's scheduler, tiling from the target model, code
+through ISL's AST (the ``--hopt-schedule`` step of ``--hopt``; what Polly's
+``-polly-opt-isl`` and PPCG/Pluto do for any static-control nest).
+
+For every scop of every function (:func:`polyopt.schedules.scops.function_scops`):
+
+1. the dependences (RAW, WAR, WAW) and ISL's schedule tree under them
+   (:func:`~polyopt.schedules.isl_scheduler.compute_isl_schedule`: Pluto-style permutable
+   bands, fusion where legal, skewing for stencils);
+2. each permutable band's innermost member chosen for stride-1 accesses and parallelism
+   (:func:`~polyopt.schedules.band_tiling.order_band_members`), and bands of two members or
+   more tiled with sizes from the machine model
+   (:func:`~polyopt.schedules.band_tiling.choose_tile_sizes`);
+3. the flattened schedule checked by the dependence-based legality check that user schedules
+   go through (:func:`~polyopt.schedules.dependences.check_legality`);
+4. the loops generated through ISL's AST (:class:`~polyopt.schedules.ast_to_affine.
+   AffineGenerator`) replace the scop; loops that carry no dependence get the unit attribute
+   ``polyopt.parallel`` (for the threads pass; LLVM's vectorizer takes the innermost ones).
+
+    affine.for %i = 0 to 1000 {                affine.for %arg5 = 0 to 32 {        (tiles of j)
+      affine.for %j = 0 to 1000 {        -->     affine.for %arg6 = 0 to 16 {      (tiles of i)
+        x2[i] += A[j][i] * y2[j]                   affine.for %arg7 = ... {        (j)
+                                                     affine.for %arg8 = ... {      (i, stride 1)
+                                                       x2[i] += A[j][i] * y2[j]
+                                                     } {polyopt.parallel}
+
+Nothing is changed, and a remark says why, when: the model cannot represent the nest, the
+dependence analysis or the scheduler exceeds its budget, the result fails the legality check
+(naming the violated dependence), the generated code blows up (too many loops or ops), or the
+schedule is the original order untiled.  Every rescheduled nest gets a remark with the
+schedule, the tile sizes, and the innermost loop.
+
+Ops of the function that are not affine nests (``hop.matmul``, linalg ops, calls) split the
+scops and are never touched; the pipeline runs this pass before it expands ``hop``/linalg
+ops, so their BLIS nests are not rescheduled, and a top-level op carrying the unit attribute
+``polyopt.keep_schedule`` (:data:`KEEP_SCHEDULE`) ends a scop as well and is left as it is.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable, Optional
+
+import islpy as isl
+
+from ..affine.attributes import UnitAttr
+from ..affine.builder import Builder
+from ..affine.diagnostics import ScheduleError
+from ..affine.dialects.affine import AffineForOp
+from ..affine.ir import Block, Operation
+from .ast_to_affine import AffineGenerator
+from .band_tiling import BandInfo, band_is_skewed, choose_tile_sizes, order_band_members, \
+    tile_band
+from .blis_schedule import MachineModel
+from .dependences import carried_at, check_legality, compute_dependences, normalize_schedule
+from .isl_scheduler import SchedulerOptions, SchedulerTimeout, compute_isl_schedule
+from .model import PolyhedralModel
+
+__all__ = ["AutoScheduleOptions", "NestResult", "schedule_remaining_nests", "schedule_function",
+           "schedule_scop", "KEEP_SCHEDULE", "PARALLEL"]
+
+Remark = Optional[Callable[[object, str], None]]
+
+#: A top-level op with this unit attribute is never rescheduled (nor anything in it).
+KEEP_SCHEDULE = "polyopt.keep_schedule"
+#: The unit attribute on generated loops that carry no dependence.
+PARALLEL = "polyopt.parallel"
+
+
+@dataclass(frozen=True)
+class AutoScheduleOptions:
+    """Options of the automatic scheduler.
+
+    ``tile``: tile permutable bands of two members or more; ``tile_sizes``: fixed sizes
+    (outermost first; the last one for the innermost member, the first one repeated for the
+    others) instead of the machine model's; ``mark_parallel``: put :data:`PARALLEL` on loops
+    that carry no dependence; ``scheduler``: ISL's options and budget; ``max_loops`` /
+    ``max_ops``: the generated code of one scop may hold at most this many loops / ops, and at
+    most ``growth`` times as many ops as the original (a blow-up falls back)."""
+
+    tile: bool = True
+    tile_sizes: Optional[tuple[int, ...]] = None
+    mark_parallel: bool = True
+    scheduler: SchedulerOptions = field(default_factory=SchedulerOptions)
+    max_loops: int = 400
+    max_ops: int = 20_000
+    growth: int = 40
+
+
+@dataclass
+class NestResult:
+    """What happened to one scop: ``status`` is ``"scheduled"``, ``"kept"`` (the original
+    order is ISL's too) or ``"fallback"``; ``why`` says why for the last two."""
+
+    statements: list[str]
+    status: str
+    why: str = ""
+    schedule: str = ""
+    bands: list[BandInfo] = field(default_factory=list)
+    parallel_loops: int = 0
+    seconds: float = 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# the schedule tree
+
+
+def _element_bytes(model: PolyhedralModel) -> int:
+    sizes = []
+    for mem in model.memrefs.values():
+        elem = getattr(mem.type, "element_type", None)
+        width = getattr(elem, "width", None) or getattr(elem, "bitwidth", None)
+        if isinstance(width, int) and width > 0:
+            sizes.append(max(1, width // 8))
+    return max(sizes, default=8)
+
+
+def _member_texts(node: isl.ScheduleNode) -> tuple[str, ...]:
+    mupa = node.band_get_partial_schedule()
+    return tuple(str(mupa.get_at(m)) for m in range(node.band_n_member()))
+
+
+def transform_tree(schedule: isl.Schedule, model: PolyhedralModel, machine: MachineModel,
+                   options: AutoScheduleOptions) -> tuple[isl.Schedule, list[BandInfo]]:
+    """Order and tile the bands of ``schedule`` (outermost band first in the returned list)."""
+    infos: list[BandInfo] = []
+    elem = _element_bytes(model)
+
+    def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:
+        if node.get_type() != isl.schedule_node_type.band:
+            return node
+        node, moved = order_band_members(node, model)
+        n = node.band_n_member()
+        permutable = bool(node.band_get_permutable())
+        coincident = tuple(bool(node.band_member_get_coincident(m)) for m in range(n))
+        members = _member_texts(node)
+        sizes: tuple[int, ...] = ()
+        if options.tile and permutable and n >= 2:
+            if options.tile_sizes:
+                given = list(options.tile_sizes)
+                sizes = tuple(given[:-1][:1] * (n - 1) if len(given) > 1 else given[:1] * (n - 1)
+                              ) + (given[-1],)
+            else:
+                sizes = choose_tile_sizes(n, elem, machine, skewed=band_is_skewed(node))
+            node = tile_band(node, sizes)
+        infos.append(BandInfo(members, sizes, moved, coincident, permutable))
+        return node
+
+    def walk(node: isl.ScheduleNode) -> isl.ScheduleNode:
+        # bottom-up by hand: islpy ignores exceptions raised in its callbacks
+        for k in range(node.n_children()):
+            node = walk(node.child(k)).parent()
+        return visit(node)
+
+    root = walk(schedule.get_root())
+    return root.get_schedule(), list(reversed(infos))
+
+
+def _bands(node: isl.ScheduleNode) -> list[isl.ScheduleNode]:
+    out = [node] if node.get_type() == isl.schedule_node_type.band else []
+    for k in range(node.n_children()):
+        out += _bands(node.child(k))
+    return out
+
+
+def _has_skewed_band(schedule: isl.Schedule) -> bool:
+    return any(band_is_skewed(b) for b in _bands(schedule.get_root()))
+
+
+def _innermost_loops_parallel(model: PolyhedralModel, deps) -> bool:
+    """Whether the innermost loop around every statement (in the original order) carries no
+    dependence between instances of that statement."""
+    for s in model.statements:
+        if s.depth == 0:
+            continue
+        dom = isl.UnionSet.from_set(s.domain)
+        pairs = carried_at(model, deps, 2 * s.depth - 1).intersect_domain(dom).intersect_range(dom)
+        if not pairs.is_empty():
+            return False
+    return True
+
+
+def _same_order(model: PolyhedralModel, new: isl.UnionMap) -> bool:
+    """Whether ``new`` runs the instances in exactly the original order."""
+    old = normalize_schedule(model, model.schedule())
+    new = normalize_schedule(model, new)
+    return old.lex_lt_union_map(old).is_equal(new.lex_lt_union_map(new))
+
+
+# ---------------------------------------------------------------------------------------------
+# code
+
+
+def _count(ops: list[Operation]) -> tuple[int, int]:
+    loops = total = 0
+    for top in ops:
+        for op in top.walk():
+            total += 1
+            loops += isinstance(op, AffineForOp)
+    return loops, total
+
+
+class _LoopRecorder(AffineGenerator):
+    """The AST -> affine generator, remembering which schedule dimension each loop runs
+    (ISL names the iterator of dimension ``k`` of a schedule map ``ck``) and which statements
+    run inside it."""
+
+    def __init__(self, model: PolyhedralModel):
+        super().__init__(model)
+        self.loops: list[tuple[int, AffineForOp, set[str]]] = []
+        self._inside: list[set[str]] = []
+
+    def _gen_for(self, node: isl.AstNode, b: Builder) -> None:
+        name = node.for_get_iterator().get_id().get_name()
+        before = {id(op) for op in b.block.ops}
+        self._inside.append(set())
+        try:
+            super()._gen_for(node, b)
+        finally:
+            inside = self._inside.pop()
+        if self._inside:
+            self._inside[-1].update(inside)
+        if name.startswith("c") and name[1:].isdigit():
+            self.loops += [(int(name[1:]), op, inside) for op in b.block.ops
+                           if id(op) not in before and isinstance(op, AffineForOp)]
+
+    def _gen_user(self, node: isl.AstNode, b: Builder) -> None:
+        if self._inside:
+            self._inside[-1].add(node.user_get_expr().get_op_arg(0).get_id().get_name())
+        super()._gen_user(node, b)
+
+
+def _generate(model: PolyhedralModel, schedule: isl.UnionMap, options: AutoScheduleOptions
+              ) -> tuple[list[Operation], list[tuple[int, AffineForOp, set[str]]]]:
+    """Generate ``schedule``'s loops and replace the scop by them (nothing changes when it
+    raises: the code is built in a detached block first); returns the new top-level ops and
+    the generated loops with their schedule dimensions."""
+    scratch = Block()
+    gen = _LoopRecorder(model)
+    try:
+        new_ops = gen.generate(schedule, Builder.at_end(scratch))
+        _, old_total = _count(model.scop_ops)
+        loops, total = _count(new_ops)
+        limit = min(options.max_ops, options.growth * max(old_total, 1))
+        if loops > options.max_loops or total > limit:
+            raise ScheduleError(f"the generated code blows up ({loops} loops, {total} ops for "
+                                f"{old_total} ops originally; limits {options.max_loops} loops, "
+                                f"{limit} ops)", model.scop_ops[0].loc)
+        for top in model.scop_ops:
+            for r in top.results:
+                if r.uses:
+                    raise ScheduleError(f"'{top.name}' op result is used after the scop",
+                                        top.loc)
+    except Exception:
+        for op in reversed(list(scratch.ops)):
+            op.erase()
+        raise
+    anchor = model.scop_ops[0]
+    for op in new_ops:
+        op.detach()
+        anchor.parent.insert_before(anchor, op)
+    for op in reversed(model.scop_ops):
+        op.erase()
+    alive = {id(op) for top in new_ops for op in top.walk()}
+    return new_ops, [entry for entry in gen.loops if id(entry[1]) in alive]
+
+
+def _mark_parallel(model: PolyhedralModel, deps, schedule: isl.UnionMap,
+                   loops: list[tuple[int, AffineForOp, set[str]]]) -> int:
+    """Put :data:`PARALLEL` on each generated loop that carries no dependence: no pair of
+    the statements inside it is carried by its schedule dimension."""
+    carried: dict[int, isl.UnionMap] = {}
+    count = 0
+    for k, loop, names in loops:
+        if k not in carried:
+            carried[k] = carried_at(model, deps, k, schedule)
+        dom = isl.UnionSet(model.param_space() + "{ }")
+        for name in names:
+            dom = dom.union(isl.UnionSet.from_set(model.statement(name).domain))
+        if carried[k].intersect_domain(dom).intersect_range(dom).is_empty():
+            loop.attributes[PARALLEL] = UnitAttr()
+            count += 1
+    return count
+
+
+# ---------------------------------------------------------------------------------------------
+# remarks
+
+
+def _describe_band(info: BandInfo) -> str:
+    members = ", ".join(info.members)
+    what = f"band ({members})"
+    if not info.permutable:
+        what += " not permutable"
+    if info.tile_sizes:
+        what += f" tiled {'x'.join(map(str, info.tile_sizes))}"
+    if info.innermost is not None:
+        what += f", member {info.innermost} moved innermost (stride-1 accesses)"
+    par = [str(k) for k, c in enumerate(info.coincident) if c]
+    if par:
+        what += f", parallel member(s) {', '.join(par)}"
+    return what
+
+
+def _innermost_note(ops: list[Operation], model: PolyhedralModel) -> str:
+    inner = [op for top in ops for op in top.walk()
+             if isinstance(op, AffineForOp) and not any(isinstance(o, AffineForOp)
+                                                      for o in op.body.ops)]
+    if not inner:
+        return ""
+    par = sum(1 for op in inner if PARALLEL in op.attributes)
+    return (f"; {par} of {len(inner)} innermost loops parallel (left to LLVM's vectorizer)"
+            if par else f"; no innermost loop is parallel ({len(inner)} carry dependences)")
+
+
+# ---------------------------------------------------------------------------------------------
+# the pass
+
+
+def schedule_scop(model: PolyhedralModel, machine: MachineModel,
+                  options: AutoScheduleOptions = AutoScheduleOptions(), remark: Remark = None
+                  ) -> NestResult:
+    """Reschedule one scop in place (see the module docstring); returns what was done."""
+    start = time.perf_counter()
+    names = [s.name for s in model.statements]
+    loc = model.scop_ops[0].loc
+    label = f"nest of {', '.join(names)}"
+
+    def done(result: NestResult, message: str) -> NestResult:
+        result.seconds = time.perf_counter() - start
+        if remark is not None:
+            remark(loc, f"auto-schedule: {label}: {message}")
+        return result
+
+    def fallback(why: str) -> NestResult:
+        return done(NestResult(names, "fallback", why), f"{why}; it keeps its original order")
+
+    try:
+        deps = compute_dependences(model)
+    except ScheduleError as err:
+        return fallback(err.message)
+    try:
+        tree = compute_isl_schedule(model, deps, options.scheduler)
+        if not options.scheduler.outer_coincidence and _has_skewed_band(tree) and \
+                _innermost_loops_parallel(model, deps):
+            # a time-tiling (skewed) band would make the vectorizable innermost loops of a
+            # Jacobi-style stencil sequential: ask for outer parallelism instead
+            alt = compute_isl_schedule(model, deps,
+                                       replace(options.scheduler, outer_coincidence=True))
+            if not _has_skewed_band(alt):
+                # and no tiles: each sweep streams through its arrays once, rows stay in
+                # cache without them, and short tiles only cut the vector loops
+                tree, options = alt, replace(options, tile=False)
+    except SchedulerTimeout as err:
+        return fallback(f"scheduler time-out: {err}")
+    except (isl.Error, RuntimeError) as err:
+        return fallback(f"ISL's scheduler failed: {err}")
+    try:
+        tree, bands = transform_tree(tree, model, machine, options)
+        schedule = tree.get_map().intersect_domain(model.domains())
+        if not any(b.tile_sizes for b in bands) and _same_order(model, schedule):
+            return done(NestResult(names, "kept", "the original order is ISL's schedule",
+                                   bands=bands),
+                        "ISL's schedule is the original order (no band to tile); unchanged")
+        check_legality(model, schedule, deps)
+    except ScheduleError as err:
+        return fallback(f"the schedule is not legal: {err.message}")
+    except isl.Error as err:
+        return fallback(f"ISL failed on the schedule: {err}")
+    try:
+        new_ops, loops = _generate(model, schedule, options)
+    except ScheduleError as err:
+        return fallback(err.message)
+    result = NestResult(names, "scheduled", schedule=str(schedule.coalesce()), bands=bands)
+    if options.mark_parallel:
+        result.parallel_loops = _mark_parallel(model, deps, schedule, loops)
+    band_text = "; ".join(_describe_band(b) for b in bands) or "no band"
+    return done(result, f"schedule {result.schedule}; {band_text}"
+                        f"{_innermost_note(new_ops, model) if options.mark_parallel else ''}")
+
+
+def _keep(op: Operation) -> bool:
+    return KEEP_SCHEDULE in op.attributes
+
+
+def schedule_function(func: Operation, machine: MachineModel,
+                      options: AutoScheduleOptions = AutoScheduleOptions(),
+                      remark: Remark = None) -> list[NestResult]:
+    """Reschedule every scop of ``func`` (statements numbered across the function)."""
+    from .scops import function_scops
+    results = []
+    for model in function_scops(func, None)[0]:
+        if any(_keep(op) for op in model.scop_ops):
+            if remark is not None:
+                remark(model.scop_ops[0].loc, f"auto-schedule: a nest marked {KEEP_SCHEDULE} "
+                                              f"is left as it is, with the nests next to it")
+            continue
+        results.append(schedule_scop(model, machine, options, remark))
+    return results
+
+
+def schedule_remaining_nests(module: Operation, machine: MachineModel, remark: Remark = None,
+                             options: AutoScheduleOptions = AutoScheduleOptions()
+                             ) -> list[NestResult]:
+    """The automatic scheduler on every function of ``module`` (``--hopt``, unless
+    ``--no-hopt-schedule``): each scop is rescheduled with ISL, tiled for ``machine`` (the
+    pipeline's :func:`~polyopt.pipeline.machine_model`) and regenerated, or left as it is
+    with a remark saying why."""
+    results: list[NestResult] = []
+    for func in list(module.walk()):
+        if func.name == "func.func" and func.regions and func.regions[0].blocks:
+            results += schedule_function(func, machine, options, remark)
+    return results

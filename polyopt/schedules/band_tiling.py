@@ -1,0 +1,188 @@
+"""Bands of an ISL schedule tree made fast: the innermost member chosen for stride-1 accesses,
+then rectangular tiles sized from the target's caches (Pluto's tiling and intra-tile
+reordering; PPCG's ``--tile``; Polly's ``-polly-tiling``).
+
+    band [i, j] permutable, coincident [1, 0]      x2[i] += A[j][i] * y2[j]   (mvt, 2nd nest)
+      --order_band_members-->  band [j, i]          i innermost: A[j][i] and x2[i] are read
+                                                   with stride 1, and i carries no dependence
+      --tile_band(32, 64)-->   band [floor(j/32), floor(i/64)] / band [j, i]
+
+Reordering the members of a *permutable* band is always legal (every dependence has a
+non-negative distance along every member), and so is tiling it.  Members are reordered only
+when each statement's member is one of its loop indices (plus constants): the skewed members
+of a stencil's band are left in ISL's order (the innermost one is already the stride-1 one,
+skewed by the time dimension).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Iterator, Optional, Sequence
+
+import islpy as isl
+
+from .blis_schedule import MachineModel
+from .model import PolyhedralModel
+
+__all__ = ["BandInfo", "member_dims", "order_band_members", "choose_tile_sizes", "tile_band",
+           "band_is_skewed"]
+
+
+@dataclass(frozen=True)
+class BandInfo:
+    """What was done to one band, for remarks: its members (ISL text of each statement's
+    function), the tile sizes (empty: not tiled), the member moved innermost (``None``: kept)."""
+
+    members: tuple[str, ...]
+    tile_sizes: tuple[int, ...]
+    innermost: Optional[int]
+    coincident: tuple[bool, ...]
+    permutable: bool
+
+
+def _pieces(upa: isl.UnionPwAff) -> list[tuple[str, isl.Aff]]:
+    # the callbacks only collect: islpy ignores (prints) exceptions raised in them
+    pws: list[isl.PwAff] = []
+    upa.foreach_pw_aff(pws.append)
+    out: list[tuple[str, isl.Aff]] = []
+    for pa in pws:
+        name = pa.get_domain_space().get_tuple_name(isl.dim_type.set)
+        affs: list[isl.Aff] = []
+        pa.foreach_piece(lambda _set, aff: affs.append(aff))
+        out += [(name, aff) for aff in affs]
+    return out
+
+
+def _coefficient(aff: isl.Aff, dim: int) -> Fraction:
+    """The coefficient of input dimension ``dim`` in ``aff`` (rational when ``aff`` divides)."""
+    val = aff.get_coefficient_val(isl.dim_type.in_, dim)
+    return Fraction(val.to_python()) if val.is_int() else Fraction(str(val))
+
+
+def member_dims(node: isl.ScheduleNode) -> Optional[list[dict[str, Optional[int]]]]:
+    """For each member of the band at ``node``: statement name -> the index of the loop
+    dimension the member is (``i_d + constant``, coefficient 1), or ``None`` for a constant
+    member (a statement that does not run in that loop); ``None`` overall when some
+    statement's member is anything else (a skew, a scaling, a piecewise function)."""
+    mupa = node.band_get_partial_schedule()
+    out: list[dict[str, Optional[int]]] = []
+    for m in range(node.band_n_member()):
+        dims: dict[str, Optional[int]] = {}
+        for name, aff in _pieces(mupa.get_at(m)):
+            n = aff.dim(isl.dim_type.in_)
+            coeffs = [_coefficient(aff, d) for d in range(n)]
+            nonzero = [d for d, c in enumerate(coeffs) if c != 0]
+            if aff.dim(isl.dim_type.div) or len(nonzero) > 1 or \
+                    (nonzero and coeffs[nonzero[0]] != 1):
+                return None
+            d = nonzero[0] if nonzero else None
+            if name in dims and dims[name] != d:
+                return None    # piecewise with different dimensions
+            dims[name] = d
+        out.append(dims)
+    return out
+
+
+def band_is_skewed(node: isl.ScheduleNode) -> bool:
+    """Whether some member of the band is not a plain loop index of each statement."""
+    return member_dims(node) is None
+
+
+def _access_score(model: PolyhedralModel, stmt: str, dim: int) -> int:
+    """How well the accesses of ``stmt`` suit loop dimension ``dim`` innermost: +2 for a
+    stride-1 access (``dim`` only in the last subscript, coefficient +-1), +1 for an invariant
+    one (a register across the loop), -4 for a large stride (``dim`` in another subscript)."""
+    score = 0
+    for acc in model.statement(stmt).accesses:
+        pma = isl.PwMultiAff.from_map(acc.relation)
+        pieces: list[isl.MultiAff] = []
+        pma.foreach_piece(lambda _set, ma: pieces.append(ma))
+        uses = [(k, c) for ma in pieces for k in range(ma.dim(isl.dim_type.out))
+                for c in [_coefficient(ma.get_at(k), dim)]
+                if c != 0]   # (subscript position, coefficient) of the uses of dim
+        last = acc.relation.dim(isl.dim_type.out) - 1
+        if not uses:
+            score += 1
+        elif all(k == last and abs(c) == 1 for k, c in uses):
+            score += 2
+        elif any(k != last for k, _ in uses):
+            score -= 4
+    return score
+
+
+def order_band_members(node: isl.ScheduleNode, model: PolyhedralModel
+                       ) -> tuple[isl.ScheduleNode, Optional[int]]:
+    """Move the member best suited to be the innermost loop (see :func:`_access_score`;
+    parallel members first, for vectorization) to the end of the permutable band at ``node``.
+    Returns the new node and the original index of the member moved (``None``: unchanged)."""
+    n = node.band_n_member()
+    if n < 2 or not node.band_get_permutable():
+        return node, None
+    dims = member_dims(node)
+    if dims is None:
+        return node, None
+    coincident = [bool(node.band_member_get_coincident(m)) for m in range(n)]
+    scores = [sum(_access_score(model, s, d) for s, d in dims[m].items() if d is not None)
+              for m in range(n)]
+    candidates = [m for m in range(n) if coincident[m]] or list(range(n))
+    best = max(candidates, key=lambda m: (scores[m], m))   # ties: the later member
+    if best == n - 1:
+        return node, None
+    order = [m for m in range(n) if m != best] + [best]
+    mupa = node.band_get_partial_schedule()
+    new = mupa
+    for k, m in enumerate(order):
+        new = new.set_at(k, mupa.get_at(m))
+    node = node.delete().insert_partial_schedule(new)
+    node = node.band_set_permutable(1)
+    for k, m in enumerate(order):
+        node = node.band_member_set_coincident(k, int(coincident[m]))
+    return node, best
+
+
+def choose_tile_sizes(n: int, elem_bytes: int, machine: MachineModel, *,
+                      skewed: bool = False) -> tuple[int, ...]:
+    """Tile sizes for an ``n``-member band (outermost first) from the target model.
+
+    The innermost member gets a row of ``4 * lanes`` elements (four vectors: whole cache lines,
+    and room for LLVM to vectorize and interleave); the others share what is left of half the
+    L2 cache, with about three arrays' tiles live: ``s ** (n - 1) * inner * elem_bytes * 3 <=
+    L2 / 2``, rounded down to a multiple of 8 within [8, 64] (16 at most for the time
+    dimension of a skewed, stencil band, whose tiles must stay short to keep the wavefront
+    of the skew within cache)."""
+    lanes = machine.lanes(elem_bytes)
+    inner = 4 * lanes
+    if n == 1:
+        return (inner,)
+    budget = machine.l2_bytes // 2 // (3 * inner * elem_bytes)
+    s = int(budget ** (1.0 / (n - 1)))
+    s = max(8, min(64, s - s % 8))
+    sizes = [s] * (n - 1) + [inner]
+    if skewed:
+        sizes[0] = min(sizes[0], 16)
+    return tuple(sizes)
+
+
+@contextlib.contextmanager
+def _tile_options(ctx: isl.Context) -> Iterator[None]:
+    saved = (ctx.get_tile_scale_tile_loops(), ctx.get_tile_shift_point_loops())
+    try:
+        ctx.set_tile_scale_tile_loops(0)   # tile loops count tiles; point loops are the
+        ctx.set_tile_shift_point_loops(0)  # original values (readable bounds)
+        yield
+    finally:
+        ctx.set_tile_scale_tile_loops(saved[0])
+        ctx.set_tile_shift_point_loops(saved[1])
+
+
+def tile_band(node: isl.ScheduleNode, sizes: Sequence[int]) -> isl.ScheduleNode:
+    """Tile the band at ``node`` by ``sizes`` (one per member): a band of tile loops with the
+    band of point loops as its child (``isl_schedule_node_band_tile``)."""
+    space = node.band_get_space()
+    mv = isl.MultiVal.zero(space)
+    for k, s in enumerate(sizes):
+        mv = mv.set_val(k, isl.Val.int_from_si(node.get_ctx(), int(s)))
+    with _tile_options(node.get_ctx()):
+        return node.band_tile(mv)
