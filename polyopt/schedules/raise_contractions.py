@@ -91,6 +91,9 @@ def raise_contractions(module: Operation, *, remark: Remark = None,
     for func in [op for op in module.walk() if op.name == "func.func"]:
         if not func.regions or not func.regions[0].blocks:
             continue
+        # every nest is recognized before any is expanded: the register-tile steps of an
+        # expansion (scalar replacement, unroll-and-jam) may rewrite the nests after it
+        found = []
         for top in list(func.regions[0].blocks[0].ops):
             if not isinstance(top, AffineForOp):
                 continue
@@ -100,8 +103,9 @@ def raise_contractions(module: Operation, *, remark: Remark = None,
                 if remark is not None:
                     remark(miss.loc or top.loc, f"not raised to a contraction: {miss.message}")
                 continue
-            if con is None:
-                continue
+            if con is not None:
+                found.append((top, con))
+        for top, con in found:
             if isinstance(con, _Privatized):
                 con = con.materialize()
             if remark is not None:

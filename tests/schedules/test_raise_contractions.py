@@ -477,3 +477,12 @@ def test_doitgen_copy_before_the_product_is_a_near_miss():
     remarks = raising_remarks(moved)
     assert remarks == ["not raised to a contraction: the temporary is not initialized, updated, "
                        "then copied in each row"]
+
+
+@pytest.mark.parametrize("name, count", [("2mm", 2), ("3mm", 3)])
+def test_every_product_of_a_chain_is_raised_with_every_flag(name, count):
+    """The register-tile steps of the first expansion (scalar replacement) used to rewrite the
+    next nest before it was recognized: 2mm's second product ran as written, silently."""
+    text = (HERE / f"{name}.mlir").read_text()
+    remarks = remarks_of(text, hopt=True, copy=True, unroll=True, scalrep=True, vect=True)
+    assert sum(m.startswith("raised to a contraction") for m in remarks) == count
