@@ -50,12 +50,13 @@ from ..affine.diagnostics import ScheduleError
 from ..affine.dialects.affine import AffineForOp
 from ..affine.ir import Block, Operation
 from .ast_to_affine import AffineGenerator
-from .band_tiling import BandInfo, band_is_skewed, choose_tile_sizes, order_band_members, \
-    tile_band
+from .band_tiling import BandInfo, band_footprint, band_is_skewed, choose_tile_sizes, \
+    order_band_members, tile_band
 from .blis_schedule import MachineModel
 from .dependences import carried_at, check_legality, compute_dependences, normalize_schedule
 from .isl_scheduler import SchedulerOptions, SchedulerTimeout, compute_isl_schedule
 from .model import PolyhedralModel
+from .point_loops import jam_reductions
 
 __all__ = ["AutoScheduleOptions", "NestResult", "schedule_remaining_nests", "schedule_function",
            "schedule_scop", "KEEP_SCHEDULE", "PARALLEL"]
@@ -77,7 +78,9 @@ class AutoScheduleOptions:
     others) instead of the machine model's; ``mark_parallel``: put :data:`PARALLEL` on loops
     that carry no dependence; ``scheduler``: ISL's options and budget; ``max_loops`` /
     ``max_ops``: the generated code of one scop may hold at most this many loops / ops, and at
-    most ``growth`` times as many ops as the original (a blow-up falls back)."""
+    most ``growth`` times as many ops as the original (a blow-up falls back); ``jam``:
+    unroll-and-jam the loops around innermost reductions and keep their accumulators in
+    registers (:func:`~polyopt.schedules.point_loops.jam_reductions`)."""
 
     tile: bool = True
     tile_sizes: Optional[tuple[int, ...]] = None
@@ -86,6 +89,7 @@ class AutoScheduleOptions:
     max_loops: int = 400
     max_ops: int = 20_000
     growth: int = 40
+    jam: bool = True
 
 
 @dataclass
@@ -136,7 +140,11 @@ def transform_tree(schedule: isl.Schedule, model: PolyhedralModel, machine: Mach
         coincident = tuple(bool(node.band_member_get_coincident(m)) for m in range(n))
         members = _member_texts(node)
         sizes: tuple[int, ...] = ()
-        if options.tile and permutable and n >= 2:
+        small = False
+        if options.tile and permutable and n >= 2 and not options.tile_sizes:
+            footprint = band_footprint(node, model, elem)
+            small = footprint is not None and footprint <= machine.l2_bytes // 2
+        if options.tile and permutable and n >= 2 and not small:
             if options.tile_sizes:
                 given = list(options.tile_sizes)
                 sizes = tuple(given[:-1][:1] * (n - 1) if len(given) > 1 else given[:1] * (n - 1)
@@ -360,9 +368,11 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
         tree, bands = transform_tree(tree, model, machine, options)
         schedule = tree.get_map().intersect_domain(model.domains())
         if not any(b.tile_sizes for b in bands) and _same_order(model, schedule):
+            note = _register_steps(model.scop_ops) if options.jam else ""
             return done(NestResult(names, "kept", "the original order is ISL's schedule",
                                    bands=bands),
-                        "ISL's schedule is the original order (no band to tile); unchanged")
+                        "ISL's schedule is the original order (no band to tile); "
+                        + (note[2:] if note else "unchanged"))
         check_legality(model, schedule, deps)
     except ScheduleError as err:
         return fallback(f"the schedule is not legal: {err.message}")
@@ -376,8 +386,23 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
     if options.mark_parallel:
         result.parallel_loops = _mark_parallel(model, deps, schedule, loops)
     band_text = "; ".join(_describe_band(b) for b in bands) or "no band"
-    return done(result, f"schedule {result.schedule}; {band_text}"
-                        f"{_innermost_note(new_ops, model) if options.mark_parallel else ''}")
+    note = _innermost_note(new_ops, model) if options.mark_parallel else ''
+    if options.jam:
+        note += _register_steps(new_ops)
+    return done(result, f"schedule {result.schedule}; {band_text}{note}")
+
+
+def _register_steps(ops: list[Operation]) -> str:
+    """Unroll-and-jam around the innermost reductions of ``ops``, then scalar replacement;
+    the remark's words for it."""
+    from ..affine.scalrep import scalar_replace
+    report = jam_reductions(ops)
+    if not report.jams:
+        return ""
+    for top in ops:
+        if top.parent is not None:
+            scalar_replace(top)
+    return f"; unroll-and-jam around innermost reductions: {report.describe()}"
 
 
 def _keep(op: Operation) -> bool:

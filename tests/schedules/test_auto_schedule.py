@@ -190,7 +190,7 @@ def test_cli_remarks_and_the_switch(tmp_path, capsys):
     assert main(["opt", str(path), "--hopt", "--remarks"]) == 0
     out, err = capsys.readouterr()
     assert f"{path}:3:3: remark: auto-schedule: nest of S0, S1: schedule" in err
-    assert "tiled" in err and PARALLEL in out
+    assert "band (" in err and PARALLEL in out
     assert main(["opt", str(path), "--hopt", "--no-hopt-schedule", "--remarks"]) == 0
     out2, err2 = capsys.readouterr()
     assert "auto-schedule" not in err2 and PARALLEL not in out2

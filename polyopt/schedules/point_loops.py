@@ -1,0 +1,150 @@
+"""Register-level steps on the innermost loops of a scheduled nest: unroll-and-jam of the loops
+around a reduction, then scalar replacement (what Pluto's ``--unrolljam`` and Polly's
+register tiling do after the schedule; MLIR's ``affine-loop-unroll-jam`` + ``affine-scalrep``).
+
+An innermost loop that carries a dependence through an element it keeps updating (a
+reduction: ``tmp[i] += A[i][j] * x[j]`` in ``j``) runs at the latency of one add per
+iteration: LLVM does not vectorize it (that would reassociate the sum).  Unroll-and-jam of
+the loops around it gives it independent chains, as many as the core keeps in flight
+(FMA latency x FMA units, about 8), and the loads of elements invariant in the jammed loop
+(``x[j]``) are shared by the copies:
+
+    affine.for %i = 0 to 1900 {                 affine.for %i = 0 to 1896 step 8 {
+      affine.for %j = 0 to 2100 {        -->      %t = affine.for %j = 0 to 2100
+        tmp[i] += A[i][j] * x[j]                        iter_args(%t0 = tmp[i], .., %t7 = tmp[i+7]) {
+      }                                             %x = x[j]
+    }                                               %t0' = %t0 + A[i][j] * %x  ...  %t7' = ...
+                                                  } ; tmp[i] = %t#0 ... tmp[i+7] = %t#7
+                                                }   (and a cleanup loop for i = 1896 .. 1899)
+
+Each jam is checked against the dependences (:func:`~polyopt.schedules.loop_legality.
+unroll_jam_is_legal`); a loop that cannot be jammed (a dependence, bounds of the inner loop
+that depend on it) is left alone and the next loop out is tried.  Innermost loops that carry
+no dependence are LLVM's vectorizer's and are left as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from ..affine.diagnostics import ScheduleError
+from ..affine.dialects.affine import AffineForOp
+from ..affine.ir import Operation
+from ..affine.loop_utils import describe_loop, unroll_jam
+from .loop_legality import unroll_jam_is_legal
+from .vector_legality import is_loop_parallel
+
+__all__ = ["JamReport", "jam_reductions", "innermost_loops"]
+
+#: independent chains an innermost reduction gets: FMA latency (4 cycles) x FMA units (2)
+CHAINS = 8
+
+
+@dataclass
+class JamReport:
+    """What :func:`jam_reductions` did: ``(loop description, factor)`` per jam."""
+
+    jams: list[tuple[str, int]] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return ", ".join(f"{what} by {f}" for what, f in self.jams)
+
+
+def innermost_loops(ops: list[Operation]) -> list[AffineForOp]:
+    """The ``affine.for`` loops under ``ops`` with no loop nested in them, in program order."""
+    return [op for top in ops for op in top.walk()
+            if isinstance(op, AffineForOp)
+            and not any(isinstance(o, AffineForOp) for o in op.walk() if o is not op)]
+
+
+def _tile_size(loop: AffineForOp) -> Optional[int]:
+    """``T`` when ``loop`` is a tile's point loop ``lb to min(lb + T, ...)`` (one lower bound,
+    an upper bound ``lb + T`` among others, step 1), else ``None``."""
+    lb, ub = loop.lower_map, loop.upper_map
+    if lb.num_results != 1 or ub.num_results < 2 or loop.step != 1 or \
+            list(loop.lower_operands) != list(loop.upper_operands[:lb.num_inputs]) or \
+            lb.num_symbols or ub.num_symbols:
+        return None
+    for r in ub.results:
+        diff = r - lb.results[0]
+        if diff.is_symbolic_or_constant() and not diff.used_dims():
+            value = diff.evaluate([0] * ub.num_dims)
+            if value > 0:
+                return value
+    return None
+
+
+def version_full_tile(loop: AffineForOp) -> Optional[tuple[AffineForOp, AffineForOp]]:
+    """Loop versioning of a tile's point loop ``lb to min(lb + T, N, ...)``: ``affine.if (the
+    tile is full) { lb to lb + T } else { the loop as it was }``, so that the full tiles (all
+    but the last ones) have the constant trip count ``T``.  Returns (full copy, original), or
+    ``None`` when ``loop`` is not of that form."""
+    from ..affine.affine_expr import AffineMap
+    from .register_tile import _version_full_tiles
+    size = _tile_size(loop)
+    if size is None:
+        return None
+    try:
+        full = _version_full_tiles(loop, [(loop, size)], None)
+    except ScheduleError:
+        return None
+    lb = full.lower_map
+    full.set_upper_bound(AffineMap.get(lb.num_dims, lb.num_symbols, (lb.results[0] + size,)),
+                         list(full.lower_operands))
+    return full, loop
+
+
+def _try_jam(loop: AffineForOp, factor: int, check) -> int:
+    """Unroll-and-jam ``loop`` by the largest power of two up to ``factor`` that is legal and
+    possible; returns it (1: nothing done)."""
+    while factor > 1:
+        try:
+            result = unroll_jam(loop, factor, check=check)
+        except ScheduleError:
+            factor //= 2
+            continue
+        return factor if result.main is not None else 1
+    return 1
+
+
+def _jam_around(inner: AffineForOp, chains: int, check, report: JamReport) -> None:
+    want = chains
+    loop = inner.parent_op
+    while want > 1 and isinstance(loop, AffineForOp):
+        outer = loop.parent_op
+        size = _tile_size(loop)
+        if size is not None and size % want == 0 and unroll_jam_legal(loop, want, check):
+            full, partial = version_full_tile(loop) or (loop, None)
+            done = _try_jam(full, want, check)
+            if partial is not None:
+                _try_jam(partial, want, check)
+        else:
+            done = _try_jam(loop, want, check)
+        if done > 1:
+            report.jams.append((describe_loop(loop), done))
+            want //= done
+        loop = outer
+
+
+def unroll_jam_legal(loop: AffineForOp, factor: int, check) -> bool:
+    if check is None:
+        return True
+    try:
+        check(loop, factor)
+    except ScheduleError:
+        return False
+    return True
+
+
+def jam_reductions(ops: list[Operation], *, chains: int = CHAINS,
+                   check: Optional[Callable] = unroll_jam_is_legal) -> JamReport:
+    """Unroll-and-jam the loops around each innermost loop under ``ops`` that carries a
+    dependence, nearest first, until it has ``chains`` independent copies (see the module
+    docstring); returns what was jammed."""
+    report = JamReport()
+    for inner in innermost_loops(ops):
+        if inner.parent is None or is_loop_parallel(inner):
+            continue
+        _jam_around(inner, chains, check, report)
+    return report
