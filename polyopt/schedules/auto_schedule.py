@@ -150,7 +150,8 @@ def transform_tree(schedule: isl.Schedule, model: PolyhedralModel, machine: Mach
                 sizes = tuple(given[:-1][:1] * (n - 1) if len(given) > 1 else given[:1] * (n - 1)
                               ) + (given[-1],)
             else:
-                sizes = choose_tile_sizes(n, elem, machine, skewed=band_is_skewed(node))
+                sizes = choose_tile_sizes(n, elem, machine, skewed=band_is_skewed(node),
+                                          inner_reduction=not coincident[-1])
             node = tile_band(node, sizes)
         infos.append(BandInfo(members, sizes, moved, coincident, permutable))
         return node

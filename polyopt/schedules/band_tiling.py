@@ -197,7 +197,7 @@ def _subscripts(relation: isl.Map) -> list[isl.Aff]:
 
 
 def choose_tile_sizes(n: int, elem_bytes: int, machine: MachineModel, *,
-                      skewed: bool = False) -> tuple[int, ...]:
+                      skewed: bool = False, inner_reduction: bool = False) -> tuple[int, ...]:
     """Tile sizes for an ``n``-member band (outermost first) from the target model.
 
     The innermost member gets a row of ``4 * lanes`` elements (four vectors: whole cache lines,
@@ -205,7 +205,9 @@ def choose_tile_sizes(n: int, elem_bytes: int, machine: MachineModel, *,
     L2 cache, with about three arrays' tiles live: ``s ** (n - 1) * inner * elem_bytes * 3 <=
     L2 / 2``, rounded down to a multiple of 8 within [8, 64] (16 at most for the time
     dimension of a skewed, stencil band, whose tiles must stay short to keep the wavefront
-    of the skew within cache)."""
+    of the skew within cache).  When the innermost member carries a reduction
+    (``inner_reduction``: it is not vectorized, its accumulators stay in registers across
+    it), its tile is four times longer, so that loading and storing them is rare."""
     lanes = machine.lanes(elem_bytes)
     inner = 4 * lanes
     if n == 1:
@@ -213,7 +215,7 @@ def choose_tile_sizes(n: int, elem_bytes: int, machine: MachineModel, *,
     budget = machine.l2_bytes // 2 // (3 * inner * elem_bytes)
     s = int(budget ** (1.0 / (n - 1)))
     s = max(8, min(64, s - s % 8))
-    sizes = [s] * (n - 1) + [inner]
+    sizes = [s] * (n - 1) + [4 * inner if inner_reduction else inner]
     if skewed:
         sizes[0] = min(sizes[0], 16)
     return tuple(sizes)

@@ -61,17 +61,15 @@ def innermost_loops(ops: list[Operation]) -> list[AffineForOp]:
 def _tile_size(loop: AffineForOp) -> Optional[int]:
     """``T`` when ``loop`` is a tile's point loop ``lb to min(lb + T, ...)`` (one lower bound,
     an upper bound ``lb + T`` among others, step 1), else ``None``."""
-    lb, ub = loop.lower_map, loop.upper_map
-    if lb.num_results != 1 or ub.num_results < 2 or loop.step != 1 or \
-            list(loop.lower_operands) != list(loop.upper_operands[:lb.num_inputs]) or \
-            lb.num_symbols or ub.num_symbols:
+    from ..affine.linear_form import add_forms, constant_of, is_constant_form
+    from ..affine.loop_utils import value_linear_form
+    if loop.lower_map.num_results != 1 or loop.upper_map.num_results < 2 or loop.step != 1:
         return None
-    for r in ub.results:
-        diff = r - lb.results[0]
-        if diff.is_symbolic_or_constant() and not diff.used_dims():
-            value = diff.evaluate([0] * ub.num_dims)
-            if value > 0:
-                return value
+    (lb,) = value_linear_form(loop.lower_map, loop.lower_operands)
+    for ub in value_linear_form(loop.upper_map, loop.upper_operands):
+        diff = add_forms(ub, lb, -1)
+        if is_constant_form(diff) and constant_of(diff) > 0:
+            return constant_of(diff)
     return None
 
 

@@ -140,3 +140,15 @@ def test_isl_bounds_its_coefficients_on_large_static_sizes():
     text, _, _ = KERNELS["gemver"](n=2000)
     module, (result,), messages = _schedule(text)
     assert result.status == "scheduled", messages
+
+
+def test_triangular_tiles_are_versioned_and_jammed():
+    # syrk tiled (A's rows do not fit in L2): the j point loop is bounded by the tile and by
+    # i (j <= i); full tiles get a constant trip count and are jammed by 8, the partial ones
+    # along the diagonal keep the loop
+    text, fn, make = KERNELS["syrk"](n=75, m_=1001)
+    module, (result,), messages = _schedule(text)
+    assert "tiled" in messages[0] and "unroll-and-jam" in messages[0], messages
+    assert any(op.name == "affine.if" and op.else_block is not None for op in module.walk())
+    assert any(len(op.inits) == 8 for op in _loops(module))
+    _same(text, fn, make, module)
