@@ -177,6 +177,32 @@ def _has_skewed_band(schedule: isl.Schedule) -> bool:
     return any(band_is_skewed(b) for b in _bands(schedule.get_root()))
 
 
+#: seconds: a skewed schedule found faster than this is computed again without the bounds
+#: on coefficients and constants (under :data:`UNBOUNDED_TIME_LIMIT`)
+CHEAP_SCHEDULE = 0.5
+UNBOUNDED_TIME_LIMIT = 1.0
+
+
+def _unskewed_if_cheap(model: PolyhedralModel, deps, options: SchedulerOptions,
+                       tree: isl.Schedule, seconds: float) -> isl.Schedule:
+    """ISL's schedule without the bounds on coefficients and constant terms when that one has
+    no skewed band and ``tree`` has one.  The bounds (Polly's) keep the ILP fast on large
+    static sizes, but can make ISL fuse statements at the price of a skew the unbounded
+    search avoids (bicg: ``q[i] = 0`` fused into ``s[j] += r[i] * A[i][j]`` by ``i + j``);
+    only tried when the bounded search was quick, and under a short time limit."""
+    if seconds > CHEAP_SCHEDULE or not _has_skewed_band(tree) or \
+            (options.max_coefficient < 0 and options.max_constant_term < 0):
+        return tree
+    free = replace(options, max_coefficient=-1, max_constant_term=-1,
+                   time_limit=min(options.time_limit or UNBOUNDED_TIME_LIMIT,
+                                  UNBOUNDED_TIME_LIMIT))
+    try:
+        alt = compute_isl_schedule(model, deps, free)
+    except (SchedulerTimeout, isl.Error, RuntimeError):
+        return tree
+    return tree if _has_skewed_band(alt) else alt
+
+
 def _innermost_loops_parallel(model: PolyhedralModel, deps) -> bool:
     """Whether the innermost loop around every statement (in the original order) carries no
     dependence between instances of that statement."""
@@ -350,7 +376,10 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
     except ScheduleError as err:
         return fallback(err.message)
     try:
+        began = time.perf_counter()
         tree = compute_isl_schedule(model, deps, options.scheduler)
+        tree = _unskewed_if_cheap(model, deps, options.scheduler, tree,
+                                  time.perf_counter() - began)
         if not options.scheduler.outer_coincidence and _has_skewed_band(tree) and \
                 _innermost_loops_parallel(model, deps):
             # a time-tiling (skewed) band would make the vectorizable innermost loops of a

@@ -106,9 +106,33 @@ def _try_jam(loop: AffineForOp, factor: int, check) -> int:
     return 1
 
 
+def _streams(inner: AffineForOp, loop: AffineForOp) -> int:
+    """The loads in ``inner``'s body whose element changes with both ``inner``'s and
+    ``loop``'s induction variables: each jammed copy of ``loop`` adds that many streams of
+    loads to ``inner`` (rows of ``A`` in ``tmp[i] += A[i][j] * x[j]``)."""
+    from ..affine.dialects.affine import AffineLoadOp
+    from ..affine.loop_utils import value_linear_form
+    keys = {("v", inner.induction_var), ("v", loop.induction_var)}
+    seen = set()
+    for op in inner.body.ops:
+        if isinstance(op, AffineLoadOp):
+            forms = value_linear_form(op.map, op.map_operands)
+            used = {k for f in forms for k in f}
+            if keys <= used:
+                seen.add((id(op.memref), tuple(tuple(sorted(f.items(), key=repr))
+                                               for f in forms)))
+    return len(seen)
+
+
 def _jam_around(inner: AffineForOp, chains: int, check, report: JamReport) -> None:
     want = chains
     loop = inner.parent_op
+    if isinstance(loop, AffineForOp):
+        # the core streams about `chains` rows at once: fewer copies when each brings several
+        streams = _streams(inner, loop)
+        while streams > 1 and want > 2:
+            want //= 2
+            streams = (streams + 1) // 2
     while want > 1 and isinstance(loop, AffineForOp):
         outer = loop.parent_op
         size = _tile_size(loop)

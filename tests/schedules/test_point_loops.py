@@ -152,3 +152,20 @@ def test_triangular_tiles_are_versioned_and_jammed():
     assert any(op.name == "affine.if" and op.else_block is not None for op in module.walk())
     assert any(len(op.inits) == 8 for op in _loops(module))
     _same(text, fn, make, module)
+
+
+def test_two_streams_per_copy_halve_the_jam():
+    # syr2k: A[j][k] and B[j][k] in every copy of j: 4 copies stream 8 rows
+    text, fn, make = KERNELS["syr2k"](n=45, m_=31)
+    module, _, messages = _schedule(text)
+    assert "by 4" in messages[0], messages
+    _same(text, fn, make, module)
+
+
+def test_a_skew_from_the_bounded_search_is_dropped_when_the_unbounded_one_has_none():
+    # bicg at PolyBench's LARGE size: with Polly's bounds ISL fuses q[i] = 0 into
+    # s[j] += r[i] * A[i][j] with a skew i + j; the unbounded search keeps plain loops
+    text, _, _ = KERNELS["bicg"](m_=1900, n=2100)
+    module, (result,), messages = _schedule(text)
+    assert result.status == "scheduled"
+    assert "i0 + i1" not in messages[0] and "i1 + i0" not in messages[0]
