@@ -39,6 +39,8 @@ __all__ = ["JamReport", "jam_reductions", "innermost_loops"]
 
 #: independent chains an innermost reduction gets: FMA latency (4 cycles) x FMA units (2)
 CHAINS = 8
+#: copies of a reduction loop jammed around a vectorized loop that updates its elements
+VECTOR_JAM = 4
 
 
 @dataclass
@@ -124,17 +126,28 @@ def _streams(inner: AffineForOp, loop: AffineForOp) -> int:
     return len(seen)
 
 
-def _jam_around(inner: AffineForOp, chains: int, check, report: JamReport) -> None:
+def _subscripts_use(inner: AffineForOp, loop: AffineForOp) -> bool:
+    """Whether some access in ``inner``'s body has ``loop``'s induction variable in its
+    subscripts (a tile loop's copies would only repeat whole tiles)."""
+    from ..affine.dialects.affine import AffineLoadOp, AffineStoreOp
+    from ..affine.loop_utils import value_linear_form
+    key = ("v", loop.induction_var)
+    return any(key in f for op in inner.body.ops if isinstance(op, (AffineLoadOp, AffineStoreOp))
+               for f in value_linear_form(op.map, op.map_operands))
+
+
+def _jam_around(inner: AffineForOp, chains: int, check, report: JamReport, *,
+                streams_rule: bool = True) -> None:
     want = chains
     loop = inner.parent_op
-    if isinstance(loop, AffineForOp):
+    if streams_rule and isinstance(loop, AffineForOp):
         # the core streams about `chains` rows at once: fewer copies when each brings several
         streams = _streams(inner, loop)
         while streams > 1 and want > 2:
             want //= 2
             streams = (streams + 1) // 2
-    while want > 1 and isinstance(loop, AffineForOp):
-        outer = loop.parent_op
+    while want > 1 and isinstance(loop, AffineForOp) and _subscripts_use(inner, loop):
+        outer = loop.parent_op if streams_rule else None
         size = _tile_size(loop)
         if size is not None and size % want == 0 and unroll_jam_legal(loop, want, check):
             full, partial = version_full_tile(loop) or (loop, None)
@@ -166,7 +179,29 @@ def jam_reductions(ops: list[Operation], *, chains: int = CHAINS,
     docstring); returns what was jammed."""
     report = JamReport()
     for inner in innermost_loops(ops):
-        if inner.parent is None or is_loop_parallel(inner):
+        if inner.parent is None:
             continue
-        _jam_around(inner, chains, check, report)
+        if not is_loop_parallel(inner):
+            _jam_around(inner, chains, check, report)
+        elif _updates_invariant_in_parent(inner):
+            # a vector loop inside a reduction loop (cov[i][j] += data[k][i] * data[k][j],
+            # j vectorized, k around it): jammed copies of k update the same vector of cov,
+            # loaded and stored once for VECTOR_JAM products
+            _jam_around(inner, VECTOR_JAM, check, report, streams_rule=False)
     return report
+
+
+def _updates_invariant_in_parent(inner: AffineForOp) -> bool:
+    """Whether ``inner``'s body stores to an element that changes with ``inner`` but not with
+    the loop around it (the parent loop is a reduction over that element)."""
+    from ..affine.dialects.affine import AffineStoreOp
+    from ..affine.loop_utils import value_linear_form
+    parent = inner.parent_op
+    if not isinstance(parent, AffineForOp):
+        return False
+    for op in inner.body.ops:
+        if isinstance(op, AffineStoreOp):
+            used = {k for f in value_linear_form(op.map, op.map_operands) for k in f}
+            if ("v", inner.induction_var) in used and ("v", parent.induction_var) not in used:
+                return True
+    return False

@@ -169,3 +169,28 @@ def test_a_skew_from_the_bounded_search_is_dropped_when_the_unbounded_one_has_no
     module, (result,), messages = _schedule(text)
     assert result.status == "scheduled"
     assert "i0 + i1" not in messages[0] and "i1 + i0" not in messages[0]
+
+
+def test_a_reduction_loop_around_a_vector_loop_is_jammed():
+    # covariance: cov[i][j] += data[k][i] * data[k][j], j innermost (vectorized), k around
+    # it: four copies of k update each vector of cov between one load and one store
+    text, fn, make = KERNELS["covariance"](m_=37, n=41)
+    module, _, messages = _schedule(text)
+    assert "unroll-and-jam" in messages[0], messages
+    cov_loops = [op for op in _loops(module) if op.step == 4]
+    assert cov_loops
+    _same(text, fn, make, module)
+
+
+def test_tile_loops_are_not_jammed():
+    # trmm untiled: the k loop (from i + 1) is jammed around the vector loop of j; tiled, k
+    # starts at max(tile start, i + 1) and cannot be jammed, and the loop that could be
+    # instead is the tile loop of j, whose copies would only repeat whole tiles
+    text, fn, make = KERNELS["trmm"](m_=29, n=71)
+    module, _, messages = _schedule(text)
+    assert "by 4" in messages[-1], messages
+    _same(text, fn, make, module)
+    text, fn, make = KERNELS["trmm"](m_=200, n=1001)
+    module, _, messages = _schedule(text)
+    assert "tiled" in messages[-1] and "unroll-and-jam" not in messages[-1], messages
+    _same(text, fn, make, module)
