@@ -203,6 +203,60 @@ def _unskewed_if_cheap(model: PolyhedralModel, deps, options: SchedulerOptions,
     return tree if _has_skewed_band(alt) else alt
 
 
+def _memref_bytes(model: PolyhedralModel, name: str) -> int:
+    t = model.memrefs[name].type
+    shape = getattr(t, "shape", None)
+    width = getattr(getattr(t, "element_type", None), "width", None) or 64
+    if not shape or any(not isinstance(d, int) or d < 0 for d in shape):
+        return 0
+    size = max(1, width // 8)
+    for d in shape:
+        size *= d
+    return size
+
+
+def _streamed_bytes(model: PolyhedralModel, groups: list[set[str]], cache: int) -> int:
+    """The bytes of arrays larger than ``cache`` that the top-level nests ``groups`` (each a
+    set of statement names) stream through memory: each nest streams every such array it
+    touches once."""
+    total = 0
+    for group in groups:
+        touched = {a.memref for name in group for a in model.statement(name).accesses}
+        total += sum(b for b in (_memref_bytes(model, m) for m in touched) if b > cache)
+    return total
+
+
+def _tree_groups(schedule: isl.Schedule) -> list[set[str]]:
+    """The statements of each top-level nest of ``schedule`` (the filters of an outermost
+    sequence or set; one nest otherwise)."""
+    node = schedule.get_root().child(0)
+    if node.get_type() not in (isl.schedule_node_type.sequence, isl.schedule_node_type.set):
+        return [{s.get_tuple_name() for s in _sets(schedule.get_domain())}]
+    return [{s.get_tuple_name() for s in _sets(node.child(k).filter_get_filter())}
+            for k in range(node.n_children())]
+
+
+def _sets(uset: isl.UnionSet) -> list[isl.Set]:
+    out: list[isl.Set] = []
+    uset.foreach_set(out.append)
+    return out
+
+
+def _original_is_stride_one(model: PolyhedralModel) -> bool:
+    """Whether every access is stride-1 or invariant in the innermost loop around it, in the
+    original order (no array walked across rows there: the order worth keeping)."""
+    from .band_tiling import _access_score
+    return all(not _access_score(model, s.name, s.depth - 1)[1]
+               for s in model.statements if s.depth)
+
+
+def _original_groups(model: PolyhedralModel) -> list[set[str]]:
+    groups: dict[int, set[str]] = {}
+    for s in model.statements:
+        groups.setdefault(s.position[0] if s.position else 0, set()).add(s.name)
+    return list(groups.values())
+
+
 def _innermost_loops_parallel(model: PolyhedralModel, deps) -> bool:
     """Whether the innermost loop around every statement (in the original order) carries no
     dependence between instances of that statement."""
@@ -394,6 +448,16 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
         return fallback(f"scheduler time-out: {err}")
     except (isl.Error, RuntimeError) as err:
         return fallback(f"ISL's scheduler failed: {err}")
+    original = _streamed_bytes(model, _original_groups(model), machine.l2_bytes)
+    streamed = _streamed_bytes(model, _tree_groups(tree), machine.l2_bytes)
+    if streamed > original and _original_is_stride_one(model):
+        # ISL split nests that share an array larger than the cache (atax: A * x and
+        # A^T * tmp read A row by row in one loop over i): each part would stream it again
+        note = _register_steps(model.scop_ops) if options.jam else ""
+        return done(NestResult(names, "kept", "ISL's schedule streams more memory"),
+                    f"ISL's schedule splits it into nests that stream {streamed >> 20} MiB "
+                    f"of arrays larger than L2 instead of {original >> 20} MiB; the original "
+                    f"order is kept" + note)
     try:
         tree, bands = transform_tree(tree, model, machine, options)
         schedule = tree.get_map().intersect_domain(model.domains())

@@ -45,6 +45,7 @@ def test_atax_keeps_the_stride_one_reduction_innermost_and_jams_its_rows():
     # tmp[i] += A[i][j] * x[j]: i is parallel but walks A across rows; j stays innermost
     # and unroll-and-jam of i gives it 8 independent chains kept in registers
     text, fn, make = KERNELS["atax"](m_=75, n=67)
+    # (A fits in L2 at this size: ISL's split of the two products is taken)
     module, results, messages = _schedule(text)
     assert "unroll-and-jam" in messages[0] and "by 8" in messages[0]
     carried = [op for op in _loops(module) if len(op.inits) == 8]
@@ -193,4 +194,18 @@ def test_tile_loops_are_not_jammed():
     text, fn, make = KERNELS["trmm"](m_=200, n=1001)
     module, _, messages = _schedule(text)
     assert "tiled" in messages[-1] and "unroll-and-jam" not in messages[-1], messages
+    _same(text, fn, make, module)
+
+
+def test_a_split_that_streams_a_large_array_twice_keeps_the_original_order():
+    # atax at sizes where A does not fit in L2: the original loop over i reads row i of A
+    # for tmp[i] and again, from L1, for y; ISL's two nests would stream A twice
+    text, fn, make = KERNELS["atax"](m_=301, n=467)
+    module, (result,), messages = _schedule(text)
+    assert result.status == "kept" and "original order is kept" in messages[0], messages
+    assert "unroll-and-jam" in messages[0]
+    top = [op for op in module.walk() if isinstance(op, AffineForOp)
+           and not isinstance(op.parent_op, AffineForOp)]
+    # one loop over i holding both loops over j (and the cleanup of the jam)
+    assert len([op for op in top if any(isinstance(o, AffineForOp) for o in op.body.ops)]) <= 2
     _same(text, fn, make, module)
