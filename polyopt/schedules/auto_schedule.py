@@ -50,12 +50,13 @@ from ..affine.diagnostics import ScheduleError
 from ..affine.dialects.affine import AffineForOp
 from ..affine.ir import Block, Operation
 from .ast_to_affine import AffineGenerator
-from .band_tiling import BandInfo, band_is_skewed, choose_tile_sizes, order_band_members, \
-    tile_band
+from .band_tiling import BandInfo, band_footprint, band_is_skewed, choose_tile_sizes, \
+    order_band_members, tile_band
 from .blis_schedule import MachineModel
 from .dependences import carried_at, check_legality, compute_dependences, normalize_schedule
 from .isl_scheduler import SchedulerOptions, SchedulerTimeout, compute_isl_schedule
 from .model import PolyhedralModel
+from .point_loops import jam_reductions
 
 __all__ = ["AutoScheduleOptions", "NestResult", "schedule_remaining_nests", "schedule_function",
            "schedule_scop", "KEEP_SCHEDULE", "PARALLEL"]
@@ -77,7 +78,9 @@ class AutoScheduleOptions:
     others) instead of the machine model's; ``mark_parallel``: put :data:`PARALLEL` on loops
     that carry no dependence; ``scheduler``: ISL's options and budget; ``max_loops`` /
     ``max_ops``: the generated code of one scop may hold at most this many loops / ops, and at
-    most ``growth`` times as many ops as the original (a blow-up falls back)."""
+    most ``growth`` times as many ops as the original (a blow-up falls back); ``jam``:
+    unroll-and-jam the loops around innermost reductions and keep their accumulators in
+    registers (:func:`~polyopt.schedules.point_loops.jam_reductions`)."""
 
     tile: bool = True
     tile_sizes: Optional[tuple[int, ...]] = None
@@ -86,6 +89,7 @@ class AutoScheduleOptions:
     max_loops: int = 400
     max_ops: int = 20_000
     growth: int = 40
+    jam: bool = True
 
 
 @dataclass
@@ -136,13 +140,18 @@ def transform_tree(schedule: isl.Schedule, model: PolyhedralModel, machine: Mach
         coincident = tuple(bool(node.band_member_get_coincident(m)) for m in range(n))
         members = _member_texts(node)
         sizes: tuple[int, ...] = ()
-        if options.tile and permutable and n >= 2:
+        small = False
+        if options.tile and permutable and n >= 2 and not options.tile_sizes:
+            footprint = band_footprint(node, model, elem)
+            small = footprint is not None and footprint <= machine.l2_bytes // 2
+        if options.tile and permutable and n >= 2 and not small:
             if options.tile_sizes:
                 given = list(options.tile_sizes)
                 sizes = tuple(given[:-1][:1] * (n - 1) if len(given) > 1 else given[:1] * (n - 1)
                               ) + (given[-1],)
             else:
-                sizes = choose_tile_sizes(n, elem, machine, skewed=band_is_skewed(node))
+                sizes = choose_tile_sizes(n, elem, machine, skewed=band_is_skewed(node),
+                                          inner_reduction=not coincident[-1])
             node = tile_band(node, sizes)
         infos.append(BandInfo(members, sizes, moved, coincident, permutable))
         return node
@@ -166,6 +175,86 @@ def _bands(node: isl.ScheduleNode) -> list[isl.ScheduleNode]:
 
 def _has_skewed_band(schedule: isl.Schedule) -> bool:
     return any(band_is_skewed(b) for b in _bands(schedule.get_root()))
+
+
+#: seconds: a skewed schedule found faster than this is computed again without the bounds
+#: on coefficients and constants (under :data:`UNBOUNDED_TIME_LIMIT`)
+CHEAP_SCHEDULE = 0.5
+UNBOUNDED_TIME_LIMIT = 1.0
+
+
+def _unskewed_if_cheap(model: PolyhedralModel, deps, options: SchedulerOptions,
+                       tree: isl.Schedule, seconds: float) -> isl.Schedule:
+    """ISL's schedule without the bounds on coefficients and constant terms when that one has
+    no skewed band and ``tree`` has one.  The bounds (Polly's) keep the ILP fast on large
+    static sizes, but can make ISL fuse statements at the price of a skew the unbounded
+    search avoids (bicg: ``q[i] = 0`` fused into ``s[j] += r[i] * A[i][j]`` by ``i + j``);
+    only tried when the bounded search was quick, and under a short time limit."""
+    if seconds > CHEAP_SCHEDULE or not _has_skewed_band(tree) or \
+            (options.max_coefficient < 0 and options.max_constant_term < 0):
+        return tree
+    free = replace(options, max_coefficient=-1, max_constant_term=-1,
+                   time_limit=min(options.time_limit or UNBOUNDED_TIME_LIMIT,
+                                  UNBOUNDED_TIME_LIMIT))
+    try:
+        alt = compute_isl_schedule(model, deps, free)
+    except (SchedulerTimeout, isl.Error, RuntimeError):
+        return tree
+    return tree if _has_skewed_band(alt) else alt
+
+
+def _memref_bytes(model: PolyhedralModel, name: str) -> int:
+    t = model.memrefs[name].type
+    shape = getattr(t, "shape", None)
+    width = getattr(getattr(t, "element_type", None), "width", None) or 64
+    if not shape or any(not isinstance(d, int) or d < 0 for d in shape):
+        return 0
+    size = max(1, width // 8)
+    for d in shape:
+        size *= d
+    return size
+
+
+def _streamed_bytes(model: PolyhedralModel, groups: list[set[str]], cache: int) -> int:
+    """The bytes of arrays larger than ``cache`` that the top-level nests ``groups`` (each a
+    set of statement names) stream through memory: each nest streams every such array it
+    touches once."""
+    total = 0
+    for group in groups:
+        touched = {a.memref for name in group for a in model.statement(name).accesses}
+        total += sum(b for b in (_memref_bytes(model, m) for m in touched) if b > cache)
+    return total
+
+
+def _tree_groups(schedule: isl.Schedule) -> list[set[str]]:
+    """The statements of each top-level nest of ``schedule`` (the filters of an outermost
+    sequence or set; one nest otherwise)."""
+    node = schedule.get_root().child(0)
+    if node.get_type() not in (isl.schedule_node_type.sequence, isl.schedule_node_type.set):
+        return [{s.get_tuple_name() for s in _sets(schedule.get_domain())}]
+    return [{s.get_tuple_name() for s in _sets(node.child(k).filter_get_filter())}
+            for k in range(node.n_children())]
+
+
+def _sets(uset: isl.UnionSet) -> list[isl.Set]:
+    out: list[isl.Set] = []
+    uset.foreach_set(out.append)
+    return out
+
+
+def _original_is_stride_one(model: PolyhedralModel) -> bool:
+    """Whether every access is stride-1 or invariant in the innermost loop around it, in the
+    original order (no array walked across rows there: the order worth keeping)."""
+    from .band_tiling import _access_score
+    return all(not _access_score(model, s.name, s.depth - 1)[1]
+               for s in model.statements if s.depth)
+
+
+def _original_groups(model: PolyhedralModel) -> list[set[str]]:
+    groups: dict[int, set[str]] = {}
+    for s in model.statements:
+        groups.setdefault(s.position[0] if s.position else 0, set()).add(s.name)
+    return list(groups.values())
 
 
 def _innermost_loops_parallel(model: PolyhedralModel, deps) -> bool:
@@ -341,7 +430,10 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
     except ScheduleError as err:
         return fallback(err.message)
     try:
+        began = time.perf_counter()
         tree = compute_isl_schedule(model, deps, options.scheduler)
+        tree = _unskewed_if_cheap(model, deps, options.scheduler, tree,
+                                  time.perf_counter() - began)
         if not options.scheduler.outer_coincidence and _has_skewed_band(tree) and \
                 _innermost_loops_parallel(model, deps):
             # a time-tiling (skewed) band would make the vectorizable innermost loops of a
@@ -356,13 +448,25 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
         return fallback(f"scheduler time-out: {err}")
     except (isl.Error, RuntimeError) as err:
         return fallback(f"ISL's scheduler failed: {err}")
+    original = _streamed_bytes(model, _original_groups(model), machine.l2_bytes)
+    streamed = _streamed_bytes(model, _tree_groups(tree), machine.l2_bytes)
+    if streamed > original and _original_is_stride_one(model):
+        # ISL split nests that share an array larger than the cache (atax: A * x and
+        # A^T * tmp read A row by row in one loop over i): each part would stream it again
+        note = _register_steps(model.scop_ops) if options.jam else ""
+        return done(NestResult(names, "kept", "ISL's schedule streams more memory"),
+                    f"ISL's schedule splits it into nests that stream {streamed >> 20} MiB "
+                    f"of arrays larger than L2 instead of {original >> 20} MiB; the original "
+                    f"order is kept" + note)
     try:
         tree, bands = transform_tree(tree, model, machine, options)
         schedule = tree.get_map().intersect_domain(model.domains())
         if not any(b.tile_sizes for b in bands) and _same_order(model, schedule):
+            note = _register_steps(model.scop_ops) if options.jam else ""
             return done(NestResult(names, "kept", "the original order is ISL's schedule",
                                    bands=bands),
-                        "ISL's schedule is the original order (no band to tile); unchanged")
+                        "ISL's schedule is the original order (no band to tile); "
+                        + (note[2:] if note else "unchanged"))
         check_legality(model, schedule, deps)
     except ScheduleError as err:
         return fallback(f"the schedule is not legal: {err.message}")
@@ -376,8 +480,23 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
     if options.mark_parallel:
         result.parallel_loops = _mark_parallel(model, deps, schedule, loops)
     band_text = "; ".join(_describe_band(b) for b in bands) or "no band"
-    return done(result, f"schedule {result.schedule}; {band_text}"
-                        f"{_innermost_note(new_ops, model) if options.mark_parallel else ''}")
+    note = _innermost_note(new_ops, model) if options.mark_parallel else ''
+    if options.jam:
+        note += _register_steps(new_ops)
+    return done(result, f"schedule {result.schedule}; {band_text}{note}")
+
+
+def _register_steps(ops: list[Operation]) -> str:
+    """Unroll-and-jam around the innermost reductions of ``ops``, then scalar replacement;
+    the remark's words for it."""
+    from ..affine.scalrep import scalar_replace
+    report = jam_reductions(ops)
+    if not report.jams:
+        return ""
+    for top in ops:
+        if top.parent is not None:
+            scalar_replace(top)
+    return f"; unroll-and-jam around innermost reductions: {report.describe()}"
 
 
 def _keep(op: Operation) -> bool:

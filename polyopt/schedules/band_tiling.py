@@ -27,7 +27,7 @@ from .blis_schedule import MachineModel
 from .model import PolyhedralModel
 
 __all__ = ["BandInfo", "member_dims", "order_band_members", "choose_tile_sizes", "tile_band",
-           "band_is_skewed"]
+           "band_is_skewed", "band_footprint"]
 
 
 @dataclass(frozen=True)
@@ -90,11 +90,12 @@ def band_is_skewed(node: isl.ScheduleNode) -> bool:
     return member_dims(node) is None
 
 
-def _access_score(model: PolyhedralModel, stmt: str, dim: int) -> int:
+def _access_score(model: PolyhedralModel, stmt: str, dim: int) -> tuple[int, bool]:
     """How well the accesses of ``stmt`` suit loop dimension ``dim`` innermost: +2 for a
     stride-1 access (``dim`` only in the last subscript, coefficient +-1), +1 for an invariant
-    one (a register across the loop), -4 for a large stride (``dim`` in another subscript)."""
-    score = 0
+    one (a register across the loop), -4 for a large stride (``dim`` in another subscript);
+    and whether some access has that large stride."""
+    score, strided = 0, False
     for acc in model.statement(stmt).accesses:
         pma = isl.PwMultiAff.from_map(acc.relation)
         pieces: list[isl.MultiAff] = []
@@ -109,13 +110,14 @@ def _access_score(model: PolyhedralModel, stmt: str, dim: int) -> int:
             score += 2
         elif any(k != last for k, _ in uses):
             score -= 4
-    return score
+            strided = True
+    return score, strided
 
 
 def order_band_members(node: isl.ScheduleNode, model: PolyhedralModel
                        ) -> tuple[isl.ScheduleNode, Optional[int]]:
     """Move the member best suited to be the innermost loop (see :func:`_access_score`;
-    parallel members first, for vectorization) to the end of the permutable band at ``node``.
+    parallel members without a large-stride access first, for vectorization) to the end of the permutable band at ``node``.
     Returns the new node and the original index of the member moved (``None``: unchanged)."""
     n = node.band_n_member()
     if n < 2 or not node.band_get_permutable():
@@ -124,9 +126,14 @@ def order_band_members(node: isl.ScheduleNode, model: PolyhedralModel
     if dims is None:
         return node, None
     coincident = [bool(node.band_member_get_coincident(m)) for m in range(n)]
-    scores = [sum(_access_score(model, s, d) for s, d in dims[m].items() if d is not None)
+    scored = [[_access_score(model, s, d) for s, d in dims[m].items() if d is not None]
               for m in range(n)]
-    candidates = [m for m in range(n) if coincident[m]] or list(range(n))
+    scores = [sum(sc for sc, _ in scored[m]) for m in range(n)]
+    strided = [any(st for _, st in scored[m]) for m in range(n)]
+    # a parallel member innermost is vectorized, unless it walks an array across rows: then
+    # the stride-1 member is better innermost even when it carries a reduction (atax's
+    # tmp[i] += A[i][j] * x[j] keeps j innermost, and unroll-and-jam of i breaks the chain)
+    candidates = [m for m in range(n) if coincident[m] and not strided[m]] or list(range(n))
     best = max(candidates, key=lambda m: (scores[m], m))   # ties: the later member
     if best == n - 1:
         return node, None
@@ -142,8 +149,55 @@ def order_band_members(node: isl.ScheduleNode, model: PolyhedralModel
     return node, best
 
 
+def _extent(domain: isl.Set, dim: int) -> Optional[int]:
+    """The number of values dimension ``dim`` of ``domain`` takes (``None``: unbounded or
+    parametric)."""
+    hi, lo = domain.dim_max_val(dim), domain.dim_min_val(dim)
+    if not (hi.is_int() and lo.is_int()):
+        return None
+    return hi.to_python() - lo.to_python() + 1
+
+
+def band_footprint(node: isl.ScheduleNode, model: PolyhedralModel, elem_bytes: int
+                   ) -> Optional[int]:
+    """The bytes one iteration of the outermost member of the band at ``node`` touches while
+    the other members run their whole range (each access counts the product of the extents of
+    the inner members in its subscripts: no overlap assumed); ``None`` when it cannot be told
+    (a skewed band, parametric bounds).  A band whose footprint fits in cache gains nothing
+    from tiles: the data reused across the outer member stays in cache anyway."""
+    dims = member_dims(node)
+    if dims is None:
+        return None
+    total = 0
+    names = set().union(*(d.keys() for d in dims))
+    for name in names:
+        stmt = model.statement(name)
+        extents = {}
+        for m in range(1, len(dims)):
+            d = dims[m].get(name)
+            if d is not None:
+                e = _extent(stmt.domain, d)
+                if e is None:
+                    return None
+                extents[d] = e
+        for acc in stmt.accesses:
+            size = elem_bytes
+            for d, e in extents.items():
+                if any(_coefficient(ma_aff, d) != 0 for ma_aff in _subscripts(acc.relation)):
+                    size *= e
+            total += size
+    return total
+
+
+def _subscripts(relation: isl.Map) -> list[isl.Aff]:
+    pma = isl.PwMultiAff.from_map(relation)
+    pieces: list[isl.MultiAff] = []
+    pma.foreach_piece(lambda _set, ma: pieces.append(ma))
+    return [ma.get_at(k) for ma in pieces for k in range(ma.dim(isl.dim_type.out))]
+
+
 def choose_tile_sizes(n: int, elem_bytes: int, machine: MachineModel, *,
-                      skewed: bool = False) -> tuple[int, ...]:
+                      skewed: bool = False, inner_reduction: bool = False) -> tuple[int, ...]:
     """Tile sizes for an ``n``-member band (outermost first) from the target model.
 
     The innermost member gets a row of ``4 * lanes`` elements (four vectors: whole cache lines,
@@ -151,7 +205,9 @@ def choose_tile_sizes(n: int, elem_bytes: int, machine: MachineModel, *,
     L2 cache, with about three arrays' tiles live: ``s ** (n - 1) * inner * elem_bytes * 3 <=
     L2 / 2``, rounded down to a multiple of 8 within [8, 64] (16 at most for the time
     dimension of a skewed, stencil band, whose tiles must stay short to keep the wavefront
-    of the skew within cache)."""
+    of the skew within cache).  When the innermost member carries a reduction
+    (``inner_reduction``: it is not vectorized, its accumulators stay in registers across
+    it), its tile is four times longer, so that loading and storing them is rare."""
     lanes = machine.lanes(elem_bytes)
     inner = 4 * lanes
     if n == 1:
@@ -159,7 +215,7 @@ def choose_tile_sizes(n: int, elem_bytes: int, machine: MachineModel, *,
     budget = machine.l2_bytes // 2 // (3 * inner * elem_bytes)
     s = int(budget ** (1.0 / (n - 1)))
     s = max(8, min(64, s - s % 8))
-    sizes = [s] * (n - 1) + [inner]
+    sizes = [s] * (n - 1) + [4 * inner if inner_reduction else inner]
     if skewed:
         sizes[0] = min(sizes[0], 16)
     return tuple(sizes)

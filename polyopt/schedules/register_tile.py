@@ -240,7 +240,7 @@ def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c:
                 unroll_full(loop)
 
     if scalrep:
-        scalar_replace(func)
+        scalar_replace(top)
 
     if unroll and k_u > 1:
         for kl, _ in versions:

@@ -102,7 +102,7 @@ def test_mvt_second_nest_runs_the_stride_one_loop_innermost():
     loads = [op for op in module.walk() if op.name == "affine.load" and
              str(op.memref.type) == "memref<50x50xf64>" and
              any(o.name == "affine.store" and o.memref is x2 for o in op.parent.ops)]
-    assert len(loads) == 1
+    assert loads   # one per copy of j jammed around it, and the cleanup's
     for load in loads:
         inner = load.parent_op
         assert inner.name == "affine.for" and PARALLEL in inner.attributes
@@ -190,7 +190,7 @@ def test_cli_remarks_and_the_switch(tmp_path, capsys):
     assert main(["opt", str(path), "--hopt", "--remarks"]) == 0
     out, err = capsys.readouterr()
     assert f"{path}:3:3: remark: auto-schedule: nest of S0, S1: schedule" in err
-    assert "tiled" in err and PARALLEL in out
+    assert "band (" in err and PARALLEL in out
     assert main(["opt", str(path), "--hopt", "--no-hopt-schedule", "--remarks"]) == 0
     out2, err2 = capsys.readouterr()
     assert "auto-schedule" not in err2 and PARALLEL not in out2
