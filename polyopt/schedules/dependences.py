@@ -327,9 +327,11 @@ def is_parallel(model: PolyhedralModel, deps: Dependences, loop: Union[AffineFor
         if not inside:
             raise ValueError("is_parallel: the loop is not part of the model")
         depth = next(k for k, l in enumerate(inside[0].loops) if l is loop)
-        pairs = carried_at(model, deps, 2 * depth + 1)
         dom = isl.UnionSet(model.param_space() + "{ }")
         for s in inside:
             dom = dom.union(isl.UnionSet.from_set(s.domain))
+        if dom.is_empty():
+            return True     # a loop that never runs (its schedule has no time dimensions)
+        pairs = carried_at(model, deps, 2 * depth + 1)
         return pairs.intersect_domain(dom).intersect_range(dom).is_empty()
     return carried_at(model, deps, loop, schedule).is_empty()

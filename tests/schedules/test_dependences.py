@@ -392,3 +392,19 @@ def test_schedule_must_cover_and_be_a_function():
     padded = normalize_schedule(model, isl.UnionMap(
         "{ S0[i, j, k] -> [0, i]; S1[i, j, k] -> [1, i, j, k] }"))
     assert evaluate_schedule(padded, "S0", (2, 3, 4)) == (0, 2, 0, 0)
+
+
+def test_a_loop_that_never_runs_is_parallel():
+    """Found by the differential fuzzer: a nest with an empty domain has a schedule without
+    time dimensions, and asking whether its loop is parallel was an internal error."""
+    model = model_of("""
+    func.func @f(%A: memref<22xf64>) {
+      affine.for %i = 5 to 3 {
+        %v = affine.load %A[%i] : memref<22xf64>
+        affine.store %v, %A[%i + 1] : memref<22xf64>
+      }
+      return
+    }""")
+    deps = compute_dependences(model)
+    (loop,) = model.statement("S0").loops
+    assert is_parallel(model, deps, loop)
