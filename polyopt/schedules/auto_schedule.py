@@ -180,6 +180,8 @@ def _has_skewed_band(schedule: isl.Schedule) -> bool:
 #: seconds: a skewed schedule found faster than this is computed again without the bounds
 #: on coefficients and constants (under :data:`UNBOUNDED_TIME_LIMIT`)
 CHEAP_SCHEDULE = 0.5
+#: seconds ISL's skewed search may take on a nest whose outer-parallel schedule is at hand
+JACOBI_TIME_LIMIT = 2.0
 UNBOUNDED_TIME_LIMIT = 1.0
 
 
@@ -430,20 +432,33 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
     except ScheduleError as err:
         return fallback(err.message)
     try:
-        began = time.perf_counter()
-        tree = compute_isl_schedule(model, deps, options.scheduler)
-        tree = _unskewed_if_cheap(model, deps, options.scheduler, tree,
-                                  time.perf_counter() - began)
-        if not options.scheduler.outer_coincidence and _has_skewed_band(tree) and \
-                _innermost_loops_parallel(model, deps):
-            # a time-tiling (skewed) band would make the vectorizable innermost loops of a
-            # Jacobi-style stencil sequential: ask for outer parallelism instead
+        # a time-tiling (skewed) band would make the vectorizable innermost loops of a
+        # Jacobi-style stencil sequential: its schedule with outer parallelism (cheap) is
+        # kept at hand, taken when ISL's own is skewed or takes too long (heat-3d: 0.4 s
+        # instead of 4-8 s for the skewed search)
+        alt = None
+        if not options.scheduler.outer_coincidence and _innermost_loops_parallel(model, deps):
             alt = compute_isl_schedule(model, deps,
                                        replace(options.scheduler, outer_coincidence=True))
-            if not _has_skewed_band(alt):
-                # and no tiles: each sweep streams through its arrays once, rows stay in
-                # cache without them, and short tiles only cut the vector loops
-                tree, options = alt, replace(options, tile=False)
+            if _has_skewed_band(alt):
+                alt = None
+        scheduler = options.scheduler
+        if alt is not None and scheduler.time_limit is not None:
+            scheduler = replace(scheduler, time_limit=min(scheduler.time_limit,
+                                                          JACOBI_TIME_LIMIT))
+        try:
+            began = time.perf_counter()
+            tree = compute_isl_schedule(model, deps, scheduler)
+            tree = _unskewed_if_cheap(model, deps, scheduler, tree,
+                                      time.perf_counter() - began)
+        except SchedulerTimeout:
+            if alt is None:
+                raise
+            tree = alt
+        if alt is not None and (tree is alt or _has_skewed_band(tree)):
+            # and no tiles: each sweep streams through its arrays once, rows stay in cache
+            # without them, and short tiles only cut the vector loops
+            tree, options = alt, replace(options, tile=False)
     except SchedulerTimeout as err:
         return fallback(f"scheduler time-out: {err}")
     except (isl.Error, RuntimeError) as err:
