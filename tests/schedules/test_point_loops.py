@@ -216,10 +216,16 @@ def test_a_split_that_streams_a_large_array_twice_keeps_the_original_order():
 
 def test_a_recurrence_is_not_jammed():
     # seidel: A[i][j] from A[i][j - 1] carries the innermost loop, but over other elements,
-    # not through an accumulator: copies of the loops around it would depend on each other
+    # not through an accumulator: copies of the loops around it would depend on each other,
+    # so no jam is tried (its legality check alone takes seconds on a tiled, skewed nest)
     text, fn, make = KERNELS["seidel_2d"](n=29, tsteps=5)
+    module = polyopt.parse(text)
+    checked = []
+    report = jam_reductions(_loops(module)[:1], check=lambda loop, f: checked.append(f))
+    assert not report.jams and not checked
+    # and the whole nest keeps its original order: a skewed band around a recurrence
     module, (result,), messages = _schedule(text)
-    assert result.status == "scheduled" and "unroll-and-jam" not in messages[0]
+    assert result.status == "kept" and "skewed" in messages[0]
     _same(text, fn, make, module)
 
 
