@@ -80,7 +80,8 @@ class AutoScheduleOptions:
     ``max_ops``: the generated code of one scop may hold at most this many loops / ops, and at
     most ``growth`` times as many ops as the original (a blow-up falls back); ``jam``:
     unroll-and-jam the loops around innermost reductions and keep their accumulators in
-    registers (:func:`~polyopt.schedules.point_loops.jam_reductions`)."""
+    registers (:func:`~polyopt.schedules.point_loops.jam_reductions`); ``fuse_sweeps``: fuse
+    the sweeps of a time step with shifts (:mod:`~polyopt.schedules.shift_fusion`)."""
 
     tile: bool = True
     tile_sizes: Optional[tuple[int, ...]] = None
@@ -90,6 +91,7 @@ class AutoScheduleOptions:
     max_ops: int = 20_000
     growth: int = 40
     jam: bool = True
+    fuse_sweeps: bool = True
 
 
 @dataclass
@@ -332,7 +334,8 @@ class _LoopRecorder(AffineGenerator):
         super()._gen_user(node, b)
 
 
-def _generate(model: PolyhedralModel, schedule: isl.UnionMap, options: AutoScheduleOptions
+def _generate(model: PolyhedralModel, schedule: isl.UnionMap, options: AutoScheduleOptions,
+              separate: bool = False
               ) -> tuple[list[Operation], list[tuple[int, AffineForOp, set[str]]]]:
     """Generate ``schedule``'s loops and replace the scop by them (nothing changes when it
     raises: the code is built in a detached block first); returns the new top-level ops and
@@ -340,7 +343,7 @@ def _generate(model: PolyhedralModel, schedule: isl.UnionMap, options: AutoSched
     scratch = Block()
     gen = _LoopRecorder(model)
     try:
-        new_ops = gen.generate(schedule, Builder.at_end(scratch))
+        new_ops = gen.generate(schedule, Builder.at_end(scratch), separate=separate)
         _, old_total = _count(model.scop_ops)
         loops, total = _count(new_ops)
         limit = min(options.max_ops, options.growth * max(old_total, 1))
@@ -465,10 +468,11 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
             if alt is None:
                 raise
             tree = alt
+        sweeps = False
         if alt is not None and (tree is alt or _has_skewed_band(tree)):
             # and no tiles: each sweep streams through its arrays once, rows stay in cache
             # without them, and short tiles only cut the vector loops
-            tree, options = alt, replace(options, tile=False)
+            tree, options, sweeps = alt, replace(options, tile=False), True
     except SchedulerTimeout as err:
         return fallback(f"scheduler time-out: {err}")
     except (isl.Error, RuntimeError) as err:
@@ -495,6 +499,9 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
     try:
         tree, bands = transform_tree(tree, model, machine, options)
         schedule = tree.get_map().intersect_domain(model.domains())
+        fusion = ""
+        if sweeps and options.fuse_sweeps:
+            schedule, fusion = _fuse_sweeps(model, deps, schedule, machine)
         if not any(b.tile_sizes for b in bands) and _same_order(model, schedule):
             note = _register_steps(model.scop_ops) if options.jam else ""
             return done(NestResult(names, "kept", "the original order is ISL's schedule",
@@ -507,17 +514,55 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
     except isl.Error as err:
         return fallback(f"ISL failed on the schedule: {err}")
     try:
-        new_ops, loops = _generate(model, schedule, options)
+        # fused sweeps: no guard left in their loops (the peeled rows and columns come out)
+        new_ops, loops = _generate(model, schedule, options, separate=bool(fusion))
     except ScheduleError as err:
         return fallback(err.message)
     result = NestResult(names, "scheduled", schedule=str(schedule.coalesce()), bands=bands)
     if options.mark_parallel:
         result.parallel_loops = _mark_parallel(model, deps, schedule, loops)
     band_text = "; ".join(_describe_band(b) for b in bands) or "no band"
+    band_text += fusion
     note = _innermost_note(new_ops, model) if options.mark_parallel else ''
     if options.jam:
         note += _register_steps(new_ops)
     return done(result, f"schedule {result.schedule}; {band_text}{note}")
+
+
+def _fuse_sweeps(model: PolyhedralModel, deps, schedule: isl.UnionMap,
+                 machine: MachineModel) -> tuple[isl.UnionMap, str]:
+    """The sweeps of a time step fused on their outer loop with shifts
+    (:func:`~polyopt.schedules.shift_fusion.fuse_with_shifts`) when they share an array
+    larger than L2 and each keeps an inner loop; ``schedule`` unchanged otherwise.  Returns
+    the schedule and the remark's words."""
+    from .shift_fusion import fuse_with_shifts, sequence_position, _constant_dim, _maps
+    p = sequence_position(schedule)
+    if p is None:
+        return schedule, ""
+    maps = _maps(schedule)
+    n = maps[0].dim(isl.dim_type.out)
+    for m in maps:   # an inner loop stays for the vectorizer
+        if all(_constant_dim(m, d) is not None for d in range(p + 2, n)):
+            return schedule, ""
+    by_position: dict[int, set[str]] = {}
+    for m in maps:
+        name = m.get_tuple_name(isl.dim_type.in_)
+        by_position.setdefault(_constant_dim(m, p), set()).update(
+            a.memref for a in model.statement(name).accesses
+            if _memref_bytes(model, a.memref) > machine.l2_bytes)
+    groups = list(by_position.values())
+    if not any(groups[a] & groups[b] for a in range(len(groups))
+               for b in range(a + 1, len(groups))):
+        return schedule, ""
+    fused = fuse_with_shifts(model, deps, schedule, p)
+    if fused is None:
+        return schedule, ""
+    try:
+        check_legality(model, fused, deps)
+    except ScheduleError:
+        return schedule, ""
+    return fused, (f"; the {len(groups)} sweeps of each step fused on their outer loop "
+                   f"(with shifts): their arrays are streamed once per step")
 
 
 def _register_steps(ops: list[Operation]) -> str:
