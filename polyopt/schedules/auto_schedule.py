@@ -15,7 +15,18 @@ For every scop of every function (:func:`polyopt.schedules.scops.function_scops`
    go through (:func:`~polyopt.schedules.dependences.check_legality`);
 4. the loops generated through ISL's AST (:class:`~polyopt.schedules.ast_to_affine.
    AffineGenerator`) replace the scop; loops that carry no dependence get the unit attribute
-   ``polyopt.parallel`` (for the threads pass; LLVM's vectorizer takes the innermost ones).
+   ``polyopt.parallel`` (for the threads pass; LLVM's vectorizer takes the innermost ones);
+5. register-level steps (:func:`~polyopt.schedules.point_loops.jam_reductions`):
+   unroll-and-jam of the loops around innermost reductions and of reduction loops around
+   vectorized loops, then scalar replacement.
+
+Choices made on the way: a band whose data fit in L2 is not tiled (matrix-vector
+products: tiles only cut the streams); a Jacobi-style stencil (innermost loops parallel)
+takes ISL's outer-parallel schedule, untiled, with the sweeps of each time step fused with
+shifts when their arrays exceed L2 (:mod:`~polyopt.schedules.shift_fusion`); the original
+order is kept (and jammed) when ISL's schedule would stream an array larger than L2 more
+often than the stride-1 original (atax), or skews a recurrence that is latency-bound
+(seidel).
 
     affine.for %i = 0 to 1000 {                affine.for %arg5 = 0 to 32 {        (tiles of j)
       affine.for %j = 0 to 1000 {        -->     affine.for %arg6 = 0 to 16 {      (tiles of i)
