@@ -523,16 +523,24 @@ def _ast_build_options(ctx: isl.Context, overrides: Optional[Mapping[str, int]] 
 
 
 def build_ast(model, schedule: isl.UnionMap, context: Optional[isl.Set] = None,
-              ast_options: Optional[Mapping[str, int]] = None) -> isl.AstNode:
+              ast_options: Optional[Mapping[str, int]] = None,
+              separate: bool = False) -> isl.AstNode:
     """The ISL AST of ``schedule`` (restricted to the model's domains) under the model's
     context (and ``context``, a parameter set, when given).  ``ast_options`` overrides ISL
-    context options such as ``{"ast_build_allow_or": 1}`` for this build."""
+    context options such as ``{"ast_build_allow_or": 1}`` for this build; ``separate``
+    asks ISL to split every loop where the set of statements it runs changes (its
+    ``separate`` option: no guard inside a loop, at the price of more code)."""
     sched = schedule.intersect_domain(model.domains())
     ctx_set = model.context()
     if context is not None:
         ctx_set = ctx_set.intersect(context)
     with _ast_build_options(sched.get_ctx(), ast_options):
         build = isl.AstBuild.from_context(ctx_set)
+        if separate and not sched.is_empty():
+            n = sched.range().as_set().dim(isl.dim_type.set)
+            dims = ", ".join(f"c{k}" for k in range(n))
+            build = build.set_options(isl.UnionMap(
+                f"{model.param_space()}{{ [{dims}] -> separate[x] : 0 <= x < {n} }}"))
         return build.node_from_schedule_map(sched)
 
 
@@ -577,8 +585,8 @@ class AffineGenerator:
     # -- entry point -----------------------------------------------------------------------
     def generate(self, schedule: isl.UnionMap, builder: Builder, *,
                  context: Optional[isl.Set] = None, normalize: bool = True,
-                 simplify: bool = True, ast_options: Optional[Mapping[str, int]] = None
-                 ) -> list[Operation]:
+                 simplify: bool = True, ast_options: Optional[Mapping[str, int]] = None,
+                 separate: bool = False) -> list[Operation]:
         """See :func:`generate_affine`."""
         block = builder.block
         pos = len(block.ops) if builder.index is None else builder.index
@@ -590,7 +598,7 @@ class AffineGenerator:
             end = block.index_of(after) if after is not None else len(block.ops)
             return block.ops[start:end]
 
-        node = build_ast(self.model, schedule, context, ast_options)
+        node = build_ast(self.model, schedule, context, ast_options, separate)
         self._preclone_constants(builder)
         self._gen(node, builder)
         for old in self.precloned:

@@ -15,7 +15,18 @@ For every scop of every function (:func:`polyopt.schedules.scops.function_scops`
    go through (:func:`~polyopt.schedules.dependences.check_legality`);
 4. the loops generated through ISL's AST (:class:`~polyopt.schedules.ast_to_affine.
    AffineGenerator`) replace the scop; loops that carry no dependence get the unit attribute
-   ``polyopt.parallel`` (for the threads pass; LLVM's vectorizer takes the innermost ones).
+   ``polyopt.parallel`` (for the threads pass; LLVM's vectorizer takes the innermost ones);
+5. register-level steps (:func:`~polyopt.schedules.point_loops.jam_reductions`):
+   unroll-and-jam of the loops around innermost reductions and of reduction loops around
+   vectorized loops, then scalar replacement.
+
+Choices made on the way: a band whose data fit in L2 is not tiled (matrix-vector
+products: tiles only cut the streams); a Jacobi-style stencil (innermost loops parallel)
+takes ISL's outer-parallel schedule, untiled, with the sweeps of each time step fused with
+shifts when their arrays exceed L2 (:mod:`~polyopt.schedules.shift_fusion`); the original
+order is kept (and jammed) when ISL's schedule would stream an array larger than L2 more
+often than the stride-1 original (atax), or skews a recurrence that is latency-bound
+(seidel).
 
     affine.for %i = 0 to 1000 {                affine.for %arg5 = 0 to 32 {        (tiles of j)
       affine.for %j = 0 to 1000 {        -->     affine.for %arg6 = 0 to 16 {      (tiles of i)
@@ -80,7 +91,8 @@ class AutoScheduleOptions:
     ``max_ops``: the generated code of one scop may hold at most this many loops / ops, and at
     most ``growth`` times as many ops as the original (a blow-up falls back); ``jam``:
     unroll-and-jam the loops around innermost reductions and keep their accumulators in
-    registers (:func:`~polyopt.schedules.point_loops.jam_reductions`)."""
+    registers (:func:`~polyopt.schedules.point_loops.jam_reductions`); ``fuse_sweeps``: fuse
+    the sweeps of a time step with shifts (:mod:`~polyopt.schedules.shift_fusion`)."""
 
     tile: bool = True
     tile_sizes: Optional[tuple[int, ...]] = None
@@ -90,6 +102,7 @@ class AutoScheduleOptions:
     max_ops: int = 20_000
     growth: int = 40
     jam: bool = True
+    fuse_sweeps: bool = True
 
 
 @dataclass
@@ -180,6 +193,8 @@ def _has_skewed_band(schedule: isl.Schedule) -> bool:
 #: seconds: a skewed schedule found faster than this is computed again without the bounds
 #: on coefficients and constants (under :data:`UNBOUNDED_TIME_LIMIT`)
 CHEAP_SCHEDULE = 0.5
+#: seconds ISL's skewed search may take on a nest whose outer-parallel schedule is at hand
+JACOBI_TIME_LIMIT = 2.0
 UNBOUNDED_TIME_LIMIT = 1.0
 
 
@@ -257,6 +272,16 @@ def _original_groups(model: PolyhedralModel) -> list[set[str]]:
     return list(groups.values())
 
 
+def _skewed_recurrence(schedule: isl.Schedule) -> bool:
+    """Whether some skewed band's innermost member is not coincident (carries a
+    dependence)."""
+    for b in _bands(schedule.get_root()):
+        n = b.band_n_member()
+        if band_is_skewed(b) and not b.band_member_get_coincident(n - 1):
+            return True
+    return False
+
+
 def _innermost_loops_parallel(model: PolyhedralModel, deps) -> bool:
     """Whether the innermost loop around every statement (in the original order) carries no
     dependence between instances of that statement."""
@@ -320,7 +345,8 @@ class _LoopRecorder(AffineGenerator):
         super()._gen_user(node, b)
 
 
-def _generate(model: PolyhedralModel, schedule: isl.UnionMap, options: AutoScheduleOptions
+def _generate(model: PolyhedralModel, schedule: isl.UnionMap, options: AutoScheduleOptions,
+              separate: bool = False
               ) -> tuple[list[Operation], list[tuple[int, AffineForOp, set[str]]]]:
     """Generate ``schedule``'s loops and replace the scop by them (nothing changes when it
     raises: the code is built in a detached block first); returns the new top-level ops and
@@ -328,7 +354,7 @@ def _generate(model: PolyhedralModel, schedule: isl.UnionMap, options: AutoSched
     scratch = Block()
     gen = _LoopRecorder(model)
     try:
-        new_ops = gen.generate(schedule, Builder.at_end(scratch))
+        new_ops = gen.generate(schedule, Builder.at_end(scratch), separate=separate)
         _, old_total = _count(model.scop_ops)
         loops, total = _count(new_ops)
         limit = min(options.max_ops, options.growth * max(old_total, 1))
@@ -430,24 +456,47 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
     except ScheduleError as err:
         return fallback(err.message)
     try:
-        began = time.perf_counter()
-        tree = compute_isl_schedule(model, deps, options.scheduler)
-        tree = _unskewed_if_cheap(model, deps, options.scheduler, tree,
-                                  time.perf_counter() - began)
-        if not options.scheduler.outer_coincidence and _has_skewed_band(tree) and \
-                _innermost_loops_parallel(model, deps):
-            # a time-tiling (skewed) band would make the vectorizable innermost loops of a
-            # Jacobi-style stencil sequential: ask for outer parallelism instead
+        # a time-tiling (skewed) band would make the vectorizable innermost loops of a
+        # Jacobi-style stencil sequential: its schedule with outer parallelism (cheap) is
+        # kept at hand, taken when ISL's own is skewed or takes too long (heat-3d: 0.4 s
+        # instead of 4-8 s for the skewed search)
+        alt = None
+        if not options.scheduler.outer_coincidence and _innermost_loops_parallel(model, deps):
             alt = compute_isl_schedule(model, deps,
                                        replace(options.scheduler, outer_coincidence=True))
-            if not _has_skewed_band(alt):
-                # and no tiles: each sweep streams through its arrays once, rows stay in
-                # cache without them, and short tiles only cut the vector loops
-                tree, options = alt, replace(options, tile=False)
+            if _has_skewed_band(alt):
+                alt = None
+        scheduler = options.scheduler
+        if alt is not None and scheduler.time_limit is not None:
+            scheduler = replace(scheduler, time_limit=min(scheduler.time_limit,
+                                                          JACOBI_TIME_LIMIT))
+        try:
+            began = time.perf_counter()
+            tree = compute_isl_schedule(model, deps, scheduler)
+            tree = _unskewed_if_cheap(model, deps, scheduler, tree,
+                                      time.perf_counter() - began)
+        except SchedulerTimeout:
+            if alt is None:
+                raise
+            tree = alt
+        sweeps = False
+        if alt is not None and (tree is alt or _has_skewed_band(tree)):
+            # and no tiles: each sweep streams through its arrays once, rows stay in cache
+            # without them, and short tiles only cut the vector loops
+            tree, options, sweeps = alt, replace(options, tile=False), True
     except SchedulerTimeout as err:
         return fallback(f"scheduler time-out: {err}")
     except (isl.Error, RuntimeError) as err:
         return fallback(f"ISL's scheduler failed: {err}")
+    if _skewed_recurrence(tree) and _original_is_stride_one(model):
+        # seidel: the skewed band's innermost loop carries A[i][j - 1] -> A[i][j], so no
+        # vector loop is gained, while every point pays the skewed bounds; the nest is
+        # latency-bound (each point waits for the previous one), not memory-bound, so the
+        # tiles buy nothing (LARGE: 25.1 s tiled, 18.9 s in the original order)
+        return done(NestResult(names, "kept", "a skewed band around a recurrence"),
+                    "ISL's schedule is a skewed (time-tiling) band whose innermost loop "
+                    "carries a dependence: no vector loop to gain from it, the original "
+                    "stride-1 order is kept")
     original = _streamed_bytes(model, _original_groups(model), machine.l2_bytes)
     streamed = _streamed_bytes(model, _tree_groups(tree), machine.l2_bytes)
     if streamed > original and _original_is_stride_one(model):
@@ -461,6 +510,9 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
     try:
         tree, bands = transform_tree(tree, model, machine, options)
         schedule = tree.get_map().intersect_domain(model.domains())
+        fusion = ""
+        if sweeps and options.fuse_sweeps:
+            schedule, fusion = _fuse_sweeps(model, deps, schedule, machine)
         if not any(b.tile_sizes for b in bands) and _same_order(model, schedule):
             note = _register_steps(model.scop_ops) if options.jam else ""
             return done(NestResult(names, "kept", "the original order is ISL's schedule",
@@ -473,17 +525,55 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
     except isl.Error as err:
         return fallback(f"ISL failed on the schedule: {err}")
     try:
-        new_ops, loops = _generate(model, schedule, options)
+        # fused sweeps: no guard left in their loops (the peeled rows and columns come out)
+        new_ops, loops = _generate(model, schedule, options, separate=bool(fusion))
     except ScheduleError as err:
         return fallback(err.message)
     result = NestResult(names, "scheduled", schedule=str(schedule.coalesce()), bands=bands)
     if options.mark_parallel:
         result.parallel_loops = _mark_parallel(model, deps, schedule, loops)
     band_text = "; ".join(_describe_band(b) for b in bands) or "no band"
+    band_text += fusion
     note = _innermost_note(new_ops, model) if options.mark_parallel else ''
     if options.jam:
         note += _register_steps(new_ops)
     return done(result, f"schedule {result.schedule}; {band_text}{note}")
+
+
+def _fuse_sweeps(model: PolyhedralModel, deps, schedule: isl.UnionMap,
+                 machine: MachineModel) -> tuple[isl.UnionMap, str]:
+    """The sweeps of a time step fused on their outer loop with shifts
+    (:func:`~polyopt.schedules.shift_fusion.fuse_with_shifts`) when they share an array
+    larger than L2 and each keeps an inner loop; ``schedule`` unchanged otherwise.  Returns
+    the schedule and the remark's words."""
+    from .shift_fusion import fuse_with_shifts, sequence_position, _constant_dim, _maps
+    p = sequence_position(schedule)
+    if p is None:
+        return schedule, ""
+    maps = _maps(schedule)
+    n = maps[0].dim(isl.dim_type.out)
+    for m in maps:   # an inner loop stays for the vectorizer
+        if all(_constant_dim(m, d) is not None for d in range(p + 2, n)):
+            return schedule, ""
+    by_position: dict[int, set[str]] = {}
+    for m in maps:
+        name = m.get_tuple_name(isl.dim_type.in_)
+        by_position.setdefault(_constant_dim(m, p), set()).update(
+            a.memref for a in model.statement(name).accesses
+            if _memref_bytes(model, a.memref) > machine.l2_bytes)
+    groups = list(by_position.values())
+    if not any(groups[a] & groups[b] for a in range(len(groups))
+               for b in range(a + 1, len(groups))):
+        return schedule, ""
+    fused = fuse_with_shifts(model, deps, schedule, p)
+    if fused is None:
+        return schedule, ""
+    try:
+        check_legality(model, fused, deps)
+    except ScheduleError:
+        return schedule, ""
+    return fused, (f"; the {len(groups)} sweeps of each step fused on their outer loop "
+                   f"(with shifts): their arrays are streamed once per step")
 
 
 def _register_steps(ops: list[Operation]) -> str:

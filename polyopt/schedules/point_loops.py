@@ -60,38 +60,82 @@ def innermost_loops(ops: list[Operation]) -> list[AffineForOp]:
             and not any(isinstance(o, AffineForOp) for o in op.walk() if o is not op)]
 
 
-def _tile_size(loop: AffineForOp) -> Optional[int]:
-    """``T`` when ``loop`` is a tile's point loop ``lb to min(lb + T, ...)`` (one lower bound,
-    an upper bound ``lb + T`` among others, step 1), else ``None``."""
+def _tile_origin(loop: AffineForOp) -> Optional[tuple[int, int]]:
+    """``(r, T)`` when ``loop`` is a tile's point loop ``max(.., lb_r, ..) to min(lb_r + T,
+    ...)``: lower-bound result ``r`` plus the constant ``T`` is one of the upper bounds (step
+    1, more than one bound in all), else ``None``."""
     from ..affine.linear_form import add_forms, constant_of, is_constant_form
     from ..affine.loop_utils import value_linear_form
-    if loop.lower_map.num_results != 1 or loop.upper_map.num_results < 2 or loop.step != 1:
+    if loop.step != 1 or loop.lower_map.num_results + loop.upper_map.num_results < 3:
         return None
-    (lb,) = value_linear_form(loop.lower_map, loop.lower_operands)
-    for ub in value_linear_form(loop.upper_map, loop.upper_operands):
-        diff = add_forms(ub, lb, -1)
-        if is_constant_form(diff) and constant_of(diff) > 0:
-            return constant_of(diff)
+    lbs = value_linear_form(loop.lower_map, loop.lower_operands)
+    ubs = value_linear_form(loop.upper_map, loop.upper_operands)
+    for r, lb in enumerate(lbs):
+        for ub in ubs:
+            diff = add_forms(ub, lb, -1)
+            if is_constant_form(diff) and constant_of(diff) > 0:
+                return r, constant_of(diff)
     return None
 
 
+def _tile_size(loop: AffineForOp) -> Optional[int]:
+    found = _tile_origin(loop)
+    return found[1] if found is not None else None
+
+
 def version_full_tile(loop: AffineForOp) -> Optional[tuple[AffineForOp, AffineForOp]]:
-    """Loop versioning of a tile's point loop ``lb to min(lb + T, N, ...)``: ``affine.if (the
-    tile is full) { lb to lb + T } else { the loop as it was }``, so that the full tiles (all
-    but the last ones) have the constant trip count ``T``.  Returns (full copy, original), or
-    ``None`` when ``loop`` is not of that form."""
-    from ..affine.affine_expr import AffineMap
-    from .register_tile import _version_full_tiles
-    size = _tile_size(loop)
-    if size is None:
+    """Loop versioning of a tile's point loop ``max(lb, ...) to min(lb + T, N, ...)``:
+    ``affine.if (the tile is full: every other lower bound <= lb, every other upper bound >=
+    lb + T) { lb to lb + T } else { the loop as it was }``, so that the full tiles (all but
+    the ones at the edges of the domain) have the constant trip count ``T``.  Returns (full
+    copy, original), or ``None`` when ``loop`` is not of that form."""
+    from ..affine.affine_expr import AffineMap, IntegerSet, dim
+    from ..affine.dialects.affine import AffineIfOp
+    found = _tile_origin(loop)
+    if found is None:
         return None
-    try:
-        full = _version_full_tiles(loop, [(loop, size)], None)
-    except ScheduleError:
+    r, size = found
+    operands: list = []
+
+    def remap(amap, ops):
+        idx = []
+        for v in ops:
+            for n, u in enumerate(operands):
+                if u is v:
+                    idx.append(n)
+                    break
+            else:
+                operands.append(v)
+                idx.append(len(operands) - 1)
+        nd = amap.num_dims
+        return [e.replace([dim(idx[t]) for t in range(nd)],
+                          [dim(idx[nd + t]) for t in range(amap.num_symbols)])
+                for e in amap.results]
+
+    lbs = remap(loop.lower_map, loop.lower_operands)
+    ubs = remap(loop.upper_map, loop.upper_operands)
+    origin = lbs[r]
+    constraints = []
+    for k, lb in enumerate(lbs):
+        if k != r:
+            constraints.append(origin - lb)
+    for ub in ubs:
+        diff = ub - (origin + size)
+        if not (diff.is_symbolic_or_constant() and not diff.used_dims()
+                and diff.evaluate([0] * len(operands)) >= 0):
+            constraints.append(diff)
+    if not constraints:
         return None
-    lb = full.lower_map
-    full.set_upper_bound(AffineMap.get(lb.num_dims, lb.num_symbols, (lb.results[0] + size,)),
-                         list(full.lower_operands))
+    cond = IntegerSet(len(operands), 0, tuple(constraints), (False,) * len(constraints))
+    if_op = AffineIfOp.build(cond, operands, with_else=True, loc=loop.loc)
+    loop.parent.insert_before(loop, if_op)
+    full = loop.clone()
+    if_op.then_block.insert_before(if_op.then_block.terminator, full)
+    loop.detach()
+    if_op.else_block.insert_before(if_op.else_block.terminator, loop)
+    lb_map = AffineMap.get(len(operands), 0, (origin,))
+    full.set_lower_bound(lb_map, list(operands))
+    full.set_upper_bound(AffineMap.get(len(operands), 0, (origin + size,)), list(operands))
     return full, loop
 
 
@@ -182,13 +226,27 @@ def jam_reductions(ops: list[Operation], *, chains: int = CHAINS,
         if inner.parent is None:
             continue
         if not is_loop_parallel(inner):
-            _jam_around(inner, chains, check, report)
+            if _accumulates(inner):
+                _jam_around(inner, chains, check, report)
         elif _updates_invariant_in_parent(inner):
             # a vector loop inside a reduction loop (cov[i][j] += data[k][i] * data[k][j],
             # j vectorized, k around it): jammed copies of k update the same vector of cov,
             # loaded and stored once for VECTOR_JAM products
             _jam_around(inner, VECTOR_JAM, check, report, streams_rule=False)
     return report
+
+
+def _accumulates(inner: AffineForOp) -> bool:
+    """Whether ``inner``'s body stores to an element that does not change with ``inner``
+    (an accumulator: the chain jamming breaks).  A recurrence over other elements (seidel's
+    ``A[i][j]`` from ``A[i][j - 1]``) is not one: copies of the loops around it would depend
+    on each other as well."""
+    from ..affine.dialects.affine import AffineStoreOp
+    from ..affine.loop_utils import value_linear_form
+    key = ("v", inner.induction_var)
+    return any(isinstance(op, AffineStoreOp)
+               and not any(key in f for f in value_linear_form(op.map, op.map_operands))
+               for op in inner.body.ops)
 
 
 def _updates_invariant_in_parent(inner: AffineForOp) -> bool:

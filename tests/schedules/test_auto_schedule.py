@@ -71,7 +71,7 @@ def test_kernel_matches_the_original_order(name, sizes):
         np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
 
 
-@pytest.mark.parametrize("name", ["seidel_2d", "lu", "mvt", "covariance", "gemver"])
+@pytest.mark.parametrize("name", ["trmm", "bicg", "lu", "mvt", "covariance", "gemver", "syrk"])
 def test_upstream_mlir_accepts_the_scheduled_nests(name):
     text, _, _ = KERNELS[name]()
     module, results, _ = _schedule(text)
@@ -112,8 +112,12 @@ def test_mvt_second_nest_runs_the_stride_one_loop_innermost():
 
 
 def test_stencil_time_tiling_for_seidel_and_spatial_order_for_jacobi():
-    _, _, messages = _schedule(KERNELS["seidel_2d"]()[0])
-    assert "tiled" in messages[0] and "2i0" in messages[0]     # skewed, tiled band
+    # seidel: ISL's skewed band keeps a recurrence innermost (nothing to vectorize) and
+    # the nest is latency-bound: the original stride-1 order is kept
+    text = KERNELS["seidel_2d"]()[0]
+    module, (result,), messages = _schedule(text)
+    assert result.status == "kept" and "skewed" in messages[0]
+    assert str(module) == str(polyopt.parse(text, "kernel.mlir"))
     # jacobi: a skew would make the vectorizable j loops sequential; with outer parallelism
     # and no tiles, ISL's schedule is the original order
     text = KERNELS["jacobi_2d"]()[0]
@@ -165,10 +169,10 @@ def test_an_illegal_result_is_refused_with_the_violated_dependence(monkeypatch):
                 isl.UnionMap("{ [c0, t, c1, i, c2, j, c3] -> [t, i, j] }")).apply_range(rev))
         ), []
     monkeypatch.setattr(auto, "transform_tree", reverse_time)
-    text, _, _ = KERNELS["seidel_2d"]()
+    text, _, _ = KERNELS["jacobi_2d"]()
     module, (result,), messages = _schedule(text)
     assert result.status == "fallback"
-    assert "not legal: schedule violates a RAW dependence on %arg0" in messages[0]
+    assert "not legal: schedule violates a RAW dependence on %arg" in messages[0]
     assert str(module) == str(polyopt.parse(text, "kernel.mlir"))
 
 

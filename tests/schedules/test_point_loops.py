@@ -184,17 +184,20 @@ def test_a_reduction_loop_around_a_vector_loop_is_jammed():
 
 
 def test_tile_loops_are_not_jammed():
-    # trmm untiled: the k loop (from i + 1) is jammed around the vector loop of j; tiled, k
-    # starts at max(tile start, i + 1) and cannot be jammed, and the loop that could be
-    # instead is the tile loop of j, whose copies would only repeat whole tiles
-    text, fn, make = KERNELS["trmm"](m_=29, n=71)
-    module, _, messages = _schedule(text)
-    assert "by 4" in messages[-1], messages
-    _same(text, fn, make, module)
-    text, fn, make = KERNELS["trmm"](m_=200, n=1001)
-    module, _, messages = _schedule(text)
-    assert "tiled" in messages[-1] and "unroll-and-jam" not in messages[-1], messages
-    _same(text, fn, make, module)
+    # trmm: the k loop (from i + 1) is jammed around the vector loop of j; tiled, k starts
+    # at max(tile start, i + 1), so the full tiles are versioned first; the tile loop of j,
+    # whose copies would only repeat whole tiles, is never jammed
+    from polyopt.affine.dialects.affine import AffineLoadOp
+    for sizes in (dict(m_=29, n=71), dict(m_=200, n=1001)):
+        text, fn, make = KERNELS["trmm"](**sizes)
+        module, _, messages = _schedule(text)
+        assert "by 4" in messages[-1], messages
+        for loop in _loops(module):
+            if loop.step > 1:
+                iv = loop.induction_var
+                assert any(iv in op.map_operands for op in loop.walk()
+                           if isinstance(op, AffineLoadOp)), "a tile loop was jammed"
+        _same(text, fn, make, module)
 
 
 def test_a_split_that_streams_a_large_array_twice_keeps_the_original_order():
@@ -208,4 +211,30 @@ def test_a_split_that_streams_a_large_array_twice_keeps_the_original_order():
            and not isinstance(op.parent_op, AffineForOp)]
     # one loop over i holding both loops over j (and the cleanup of the jam)
     assert len([op for op in top if any(isinstance(o, AffineForOp) for o in op.body.ops)]) <= 2
+    _same(text, fn, make, module)
+
+
+def test_a_recurrence_is_not_jammed():
+    # seidel: A[i][j] from A[i][j - 1] carries the innermost loop, but over other elements,
+    # not through an accumulator: copies of the loops around it would depend on each other,
+    # so no jam is tried (its legality check alone takes seconds on a tiled, skewed nest)
+    text, fn, make = KERNELS["seidel_2d"](n=29, tsteps=5)
+    module = polyopt.parse(text)
+    checked = []
+    report = jam_reductions(_loops(module)[:1], check=lambda loop, f: checked.append(f))
+    assert not report.jams and not checked
+    # and the whole nest keeps its original order: a skewed band around a recurrence
+    module, (result,), messages = _schedule(text)
+    assert result.status == "kept" and "skewed" in messages[0]
+    _same(text, fn, make, module)
+
+
+def test_a_slow_skewed_search_falls_back_to_the_outer_parallel_schedule(monkeypatch):
+    # Jacobi-style nests: the outer-parallel schedule is computed first; when ISL's own
+    # search then runs out of time, that schedule is taken instead of the original order
+    from polyopt.schedules import auto_schedule as auto
+    monkeypatch.setattr(auto, "JACOBI_TIME_LIMIT", 1e-6)
+    text, fn, make = KERNELS["heat_3d"](n=11, tsteps=3)
+    module, (result,), messages = _schedule(text)
+    assert result.status in ("kept", "scheduled") and "time-out" not in messages[0], messages
     _same(text, fn, make, module)
