@@ -308,6 +308,8 @@ def carried_at(model: PolyhedralModel, deps: Dependences, dim: int,
     sched = normalize_schedule(model, model.schedule() if schedule is None else schedule)
     maps = _maps(sched)
     length = max((m.dim(isl.dim_type.out) for m in maps), default=0)
+    if length == 0:     # no statement instance runs (empty domains): nothing is carried
+        return isl.UnionMap(model.param_space() + "{ }")
     if not 0 <= dim < length:
         raise ValueError(f"schedule dimension {dim} out of range (the schedule has {length})")
     times = _carried_time_relation(length, dim, model.param_space())

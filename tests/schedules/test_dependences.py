@@ -408,3 +408,20 @@ def test_a_loop_that_never_runs_is_parallel():
     deps = compute_dependences(model)
     (loop,) = model.statement("S0").loops
     assert is_parallel(model, deps, loop)
+
+
+def test_nothing_is_carried_in_a_nest_that_never_runs():
+    """The same fuzz case through the auto-scheduler's innermost-loop check: carried_at of a
+    model whose domains are all empty."""
+    model = model_of("""
+    func.func @f(%A: memref<22xf64>) {
+      affine.for %i = 5 to 3 {
+        affine.for %j = 0 to 4 {
+          %v = affine.load %A[%i + %j] : memref<22xf64>
+          affine.store %v, %A[%i + %j + 1] : memref<22xf64>
+        }
+      }
+      return
+    }""")
+    deps = compute_dependences(model)
+    assert carried_at(model, deps, 3).is_empty()
