@@ -293,10 +293,14 @@ def _innermost_loops_parallel(model: PolyhedralModel, deps) -> bool:
     """Whether the innermost loop around every statement (in the original order) carries no
     dependence between instances of that statement."""
     for s in model.statements:
-        if s.depth == 0:
+        if s.depth == 0 or s.domain.is_empty():
             continue
         dom = isl.UnionSet.from_set(s.domain)
-        pairs = carried_at(model, deps, 2 * s.depth - 1).intersect_domain(dom).intersect_range(dom)
+        try:
+            carried = carried_at(model, deps, 2 * s.depth - 1)
+        except ValueError:    # the normalized schedule is shorter (empty loops around)
+            return False
+        pairs = carried.intersect_domain(dom).intersect_range(dom)
         if not pairs.is_empty():
             return False
     return True
