@@ -23,7 +23,8 @@ For every scop of every function (:func:`polyopt.schedules.scops.function_scops`
 Choices made on the way: a band whose data fit in L2 is not tiled (matrix-vector
 products: tiles only cut the streams); a Jacobi-style stencil (innermost loops parallel)
 takes ISL's outer-parallel schedule, untiled, with the sweeps of each time step fused with
-shifts when their arrays exceed L2 (:mod:`~polyopt.schedules.shift_fusion`); the original
+shifts when their arrays exceed L2 and then cut into time tiles of steps x skewed rows
+(:mod:`~polyopt.schedules.shift_fusion`); the original
 order is kept (and jammed) when ISL's schedule would stream an array larger than L2 more
 often than the stride-1 original (atax), or skews a recurrence that is latency-bound
 (seidel).
@@ -193,6 +194,12 @@ def _has_skewed_band(schedule: isl.Schedule) -> bool:
 #: seconds: a skewed schedule found faster than this is computed again without the bounds
 #: on coefficients and constants (under :data:`UNBOUNDED_TIME_LIMIT`)
 CHEAP_SCHEDULE = 0.5
+#: time tiles of fused stencil sweeps: steps x (skewed) rows.  Measured on Zen 4 at PolyBench's
+#: LARGE sizes (1 MiB L2, 32 MiB L3): jacobi-2d 1.08 s untiled, 0.62 s with 8 x 8, 0.58 s with
+#: 16 x 16; fdtd-2d 0.82 / 0.48 / 0.45 s; heat-3d (rows are 115 KiB planes) 1.50 / 0.94 /
+#: 0.95 s
+TIME_TILE = 16
+ROW_TILE = 16
 #: seconds ISL's skewed search may take on a nest whose outer-parallel schedule is at hand
 JACOBI_TIME_LIMIT = 2.0
 UNBOUNDED_TIME_LIMIT = 1.0
@@ -286,10 +293,14 @@ def _innermost_loops_parallel(model: PolyhedralModel, deps) -> bool:
     """Whether the innermost loop around every statement (in the original order) carries no
     dependence between instances of that statement."""
     for s in model.statements:
-        if s.depth == 0:
+        if s.depth == 0 or s.domain.is_empty():
             continue
         dom = isl.UnionSet.from_set(s.domain)
-        pairs = carried_at(model, deps, 2 * s.depth - 1).intersect_domain(dom).intersect_range(dom)
+        try:
+            carried = carried_at(model, deps, 2 * s.depth - 1)
+        except ValueError:    # the normalized schedule is shorter (empty loops around)
+            return False
+        pairs = carried.intersect_domain(dom).intersect_range(dom)
         if not pairs.is_empty():
             return False
     return True
@@ -572,8 +583,22 @@ def _fuse_sweeps(model: PolyhedralModel, deps, schedule: isl.UnionMap,
         check_legality(model, fused, deps)
     except ScheduleError:
         return schedule, ""
-    return fused, (f"; the {len(groups)} sweeps of each step fused on their outer loop "
-                   f"(with shifts): their arrays are streamed once per step")
+    words = (f"; the {len(groups)} sweeps of each step fused on their outer loop (with "
+             f"shifts): their arrays are streamed once per step")
+    if p == 1:
+        # then tiles of TIME_TILE steps x ROW_TILE rows, skewed so that each tile only needs
+        # rows computed by earlier ones: a tile's rows stay in cache across its steps
+        from .shift_fusion import tile_time, time_skew
+        k = time_skew(deps, fused)
+        if k is not None:
+            tiled = tile_time(model, fused, k, TIME_TILE, ROW_TILE)
+            try:
+                check_legality(model, tiled, deps)
+            except ScheduleError:
+                return fused, words
+            return tiled, (words + f"; time tiles of {TIME_TILE} steps x {ROW_TILE} rows "
+                                   f"(rows skewed by {k} per step)")
+    return fused, words
 
 
 def _register_steps(ops: list[Operation]) -> str:

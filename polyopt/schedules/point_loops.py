@@ -225,7 +225,11 @@ def jam_reductions(ops: list[Operation], *, chains: int = CHAINS,
     for inner in innermost_loops(ops):
         if inner.parent is None:
             continue
-        if not is_loop_parallel(inner):
+        try:
+            parallel = is_loop_parallel(inner)
+        except ValueError:      # a loop that never runs (empty domain): nothing to gain
+            continue
+        if not parallel:
             if _accumulates(inner):
                 _jam_around(inner, chains, check, report)
         elif _updates_invariant_in_parent(inner):

@@ -16,6 +16,13 @@ sequence at dimension ``p`` and ``x`` its outermost loop), the fused schedule is
 every dependence from an earlier nest ``a`` (with the same outer values) keeps
 ``x_src + s_a <= x_snk + s_c`` (ties run in sequence order).  The result goes through the
 legality check like any schedule.
+
+The fused schedule is then time-tiled (:func:`time_skew`, :func:`tile_time`, what Pluto's
+diamond-free skewed tiling does with the rows only): rows are skewed by ``k`` per step, the
+smallest ``k`` that makes every dependence distance along the skewed rows non-negative, and
+the band ``(t, x + k t)`` is cut into rectangles of ``T`` steps by ``R`` rows, so that a tile
+works on ``R + k T`` rows across ``T`` steps from cache instead of streaming the arrays at
+every step; the inner loops of each row stay whole and vectorizable.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import islpy as isl
 from .dependences import Dependences
 from .model import PolyhedralModel
 
-__all__ = ["fuse_with_shifts", "sequence_position"]
+__all__ = ["fuse_with_shifts", "sequence_position", "time_skew", "tile_time"]
 
 
 def _maps(umap: isl.UnionMap) -> list[isl.Map]:
@@ -129,3 +136,50 @@ def fuse_with_shifts(model: PolyhedralModel, deps: Dependences, schedule: isl.Un
         pieces.append(f"[{ins}] -> [{', '.join(outs)}] : d{p} = {c}")
     swap = isl.UnionMap(params + "{ " + "; ".join(pieces) + " }")
     return schedule.apply_range(swap)
+
+
+def _union_pairs(deps: Dependences, schedule: isl.UnionMap) -> Optional[isl.Map]:
+    pairs_list = _maps(deps.all().apply_domain(schedule).apply_range(schedule))
+    if not pairs_list:
+        return None
+    pairs = pairs_list[0]
+    for m in pairs_list[1:]:
+        pairs = pairs.union(m)
+    return pairs
+
+
+def time_skew(deps: Dependences, fused: isl.UnionMap, max_skew: int = 4) -> Optional[int]:
+    """The smallest ``k`` in ``0..max_skew`` such that every dependence of the fused
+    schedule ``S -> [t, x, ...]`` with ``dt > 0`` has ``dx + k * dt >= 0`` (then ``(t, x +
+    k * t)`` is a permutable band that rectangular tiles may cut); ``None`` when none."""
+    pairs = _union_pairs(deps, fused)
+    if pairs is None:
+        return 0
+    delta = pairs.deltas()
+    n = delta.dim(isl.dim_type.set)
+    space = delta.get_space()
+    params = [space.get_dim_name(isl.dim_type.param, k)
+              for k in range(space.dim(isl.dim_type.param))]
+    names = ", ".join(f"e{k}" for k in range(n))
+    if not delta.intersect(isl.Set(f"[{', '.join(params)}] -> {{ [{names}] : e0 < 0 }}")
+                           ).is_empty():
+        return None
+    for k in range(max_skew + 1):
+        bad = isl.Set(f"[{', '.join(params)}] -> {{ [{names}] : e0 > 0 and e1 + {k} * e0 < 0 }}")
+        if delta.intersect(bad).is_empty():
+            return k
+    return None
+
+
+def tile_time(model: PolyhedralModel, fused: isl.UnionMap, skew: int, time_tile: int,
+              row_tile: int) -> isl.UnionMap:
+    """``S -> [t, x, rest]`` (fused sweeps) as time tiles: ``S -> [floor(t / T),
+    floor((x + k t) / R), t, x + k t, rest]`` -- ``T`` steps of ``R`` (skewed) rows at a
+    time, the inner loops of each row as they were (still vectorizable)."""
+    n = _maps(fused)[0].dim(isl.dim_type.out)
+    ins = ", ".join(f"d{k}" for k in range(n))
+    rest = [f"d{k}" for k in range(2, n)]
+    skewed = f"d1 + {skew} * d0"
+    outs = [f"floor(d0 / {time_tile})", f"floor(({skewed}) / {row_tile})", "d0", skewed] + rest
+    tiles = isl.UnionMap(f"{model.param_space()}{{ [{ins}] -> [{', '.join(outs)}] }}")
+    return fused.apply_range(tiles)

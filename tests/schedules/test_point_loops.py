@@ -238,3 +238,27 @@ def test_a_slow_skewed_search_falls_back_to_the_outer_parallel_schedule(monkeypa
     module, (result,), messages = _schedule(text)
     assert result.status in ("kept", "scheduled") and "time-out" not in messages[0], messages
     _same(text, fn, make, module)
+
+
+def test_a_nest_whose_loops_never_run_is_left_alone():
+    # found by the differential fuzzer (seed 53229170): an empty inner loop made the
+    # parallelism queries fail on a schedule without dimensions
+    text = """
+func.func @f(%A: memref<8xf64>, %B: memref<8x8xf64>) {
+  affine.for %i = 0 to 8 {
+    affine.for %j = 3 to 1 {
+      %a = affine.load %A[%i] : memref<8xf64>
+      %b = affine.load %B[%i, %j] : memref<8x8xf64>
+      %s = arith.addf %a, %b : f64
+      affine.store %s, %A[%i] : memref<8xf64>
+    }
+  }
+  return
+}
+"""
+    module, (result,), messages = _schedule(text)
+    assert result.status in ("kept", "scheduled"), messages
+    a = np.arange(8.0)
+    got = [a.copy(), np.ones((8, 8))]
+    polyopt.compile(module)["f"](*got)
+    np.testing.assert_array_equal(got[0], a)

@@ -1,6 +1,7 @@
-"""Fusion with shifts of the sweeps of a time step (``shift_fusion``): Jacobi-style stencils
-whose arrays do not fit in L2 get one pass over them per step, with no guard left in the
-loops; the result computes what the original order computes."""
+"""Fusion with shifts of the sweeps of a time step, then time tiles (``shift_fusion``):
+Jacobi-style stencils whose arrays do not fit in L2 get one pass over them per step, in tiles
+of steps x skewed rows, with no guard left in the innermost loops; the result computes what
+the original order computes, also when the steps outnumber a time tile."""
 
 import numpy as np
 import pytest
@@ -8,7 +9,8 @@ import pytest
 import polyopt
 from polyopt.affine.dialects.affine import AffineForOp, AffineIfOp
 from polyopt.pipeline import machine_model
-from polyopt.schedules.auto_schedule import AutoScheduleOptions, schedule_remaining_nests
+from polyopt.schedules.auto_schedule import PARALLEL, AutoScheduleOptions, \
+    schedule_remaining_nests
 
 from polybench_small import KERNELS  # noqa: E402  (tests/schedules is on sys.path)
 
@@ -31,22 +33,44 @@ def _run(module_or_text, fn, inputs):
 
 @pytest.mark.parametrize("name,sizes", [("heat_3d", dict(n=61, tsteps=3)),
                                         ("jacobi_2d", dict(n=401, tsteps=3)),
-                                        ("fdtd_2d", dict(nx=367, ny=411, tmax=3))])
-def test_sweeps_are_fused_and_compute_what_the_original_computes(name, sizes):
+                                        ("jacobi_2d", dict(n=389, tsteps=37)),
+                                        ("fdtd_2d", dict(nx=367, ny=411, tmax=3)),
+                                        ("fdtd_2d", dict(nx=361, ny=397, tmax=21))])
+def test_sweeps_are_fused_time_tiled_and_compute_what_the_original_computes(name, sizes):
     text, fn, make = KERNELS[name](**sizes)
     module, (result,), messages = _schedule(text)
     assert result.status == "scheduled" and "sweeps of each step fused" in messages[0]
-    time_loop = next(op for op in module.walk() if isinstance(op, AffineForOp))
-    # one loop over rows inside the time loop (and the rows peeled at its ends)
-    rows = [op for op in time_loop.body.ops if isinstance(op, AffineForOp)
-            and len([o for o in op.body.ops if isinstance(o, AffineForOp)]) >= 2]
-    assert len(rows) == 1, str(module)
+    assert "time tiles of" in messages[0], messages
     for loop in (op for op in module.walk() if isinstance(op, AffineForOp)):
         if not any(isinstance(o, AffineForOp) for o in loop.body.ops):
             assert not any(isinstance(o, AffineIfOp) for o in loop.body.ops)
+            assert PARALLEL in loop.attributes     # the rows' loops stay vectorizable
     inputs = make(np.random.default_rng(4))
     for w, g in zip(_run(text, fn, inputs), _run(module, fn, inputs)):
         np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
+
+
+def test_skew_and_tiles_of_the_fused_schedule():
+    # jacobi-2d fused: B's row i at step t, A's row i - 1 (shift 1); A's row i at step t
+    # reads B's rows i - 1 .. i + 1 of the same step and B's row i at step t + 1 reads A's
+    # rows i - 1 .. i + 1 of step t: rows must be skewed by 2 per step for tiles
+    from polyopt.schedules.dependences import compute_dependences
+    from polyopt.schedules.scops import function_scops
+    from polyopt.schedules.shift_fusion import fuse_with_shifts, time_skew
+    text, _, _ = KERNELS["jacobi_2d"](n=20, tsteps=4)
+    module = polyopt.parse(text)
+    func = next(op for op in module.walk() if op.name == "func.func")
+    model = function_scops(func, None)[0][0]
+    deps = compute_dependences(model)
+    import islpy as isl
+    plain = isl.UnionMap(model.param_space() + "{ S0[t, i, j] -> [t, 0, i, j]; "
+                                               "S1[t, i, j] -> [t, 1, i, j] }")
+    plain = plain.intersect_domain(model.domains())
+    fused = fuse_with_shifts(model, deps, plain, 1)
+    assert fused.is_equal(isl.UnionMap(model.param_space() + "{ S0[t, i, j] -> [t, i, 0, j]; "
+                                       "S1[t, i, j] -> [t, i + 1, 1, j] }"
+                                       ).intersect_domain(model.domains()))
+    assert time_skew(deps, fused) == 2
 
 
 def test_small_arrays_and_the_switch_leave_the_sweeps_apart():
