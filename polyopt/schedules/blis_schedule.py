@@ -31,6 +31,15 @@ class MachineModel:
     l1d_bytes: int = 32 * 1024
     l2_bytes: int = 512 * 1024
     l3_bytes: int = 32 * 1024 * 1024
+    # facts about the core, filled from the target description (codegen/target.py) when known
+    l1d_ways: int = 8
+    l2_ways: int = 16
+    line_bytes: int = 64
+    fma_latency: int = 4            # cycles from one FMA to a dependent one
+    fma_per_cycle: float = 2.0      # vector FMAs at vector_bits issued per cycle (measured)
+    full_width_fma: bool = True     # vector_bits FMAs run at the rate of two half-width ones
+    embedded_broadcast: bool = False   # FMAs take a broadcast memory operand ({1toN}, AVX-512)
+    features: frozenset = frozenset()  # LLVM feature names the CPU has ("avx512f", "amx-bf16", ...)
 
     def lanes(self, elem_bytes: int) -> int:
         return max(1, self.vector_bits // (8 * elem_bytes))
