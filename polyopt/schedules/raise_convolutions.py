@@ -101,6 +101,41 @@ def _affine_subscripts(relation: isl.Map, what: str, loc) -> list[tuple[dict, in
     return out
 
 
+def _linear(e) -> bool:
+    """Is ``e`` a sum of constant multiples of dims and constants?"""
+    from ..affine.affine_expr import AffineExprKind
+    k = e.kind
+    if k in (AffineExprKind.DIM, AffineExprKind.CONSTANT):
+        return True
+    if k is AffineExprKind.ADD:
+        return _linear(e.lhs) and _linear(e.rhs)
+    if k is AffineExprKind.MUL:
+        return (e.rhs.kind is AffineExprKind.CONSTANT and _linear(e.lhs)) or \
+            (e.lhs.kind is AffineExprKind.CONSTANT and _linear(e.rhs))
+    return False
+
+
+def _subscripts_of(access, stmt, relation: isl.Map, what: str, loc) -> list[tuple[dict, int]]:
+    """The subscripts of ``access`` over the statement's loops: from its affine map when its
+    operands are the loops (a loop of one iteration keeps its place, which ISL folds to a
+    constant), else from its access relation."""
+    pos = {id(v): d for d, v in enumerate(stmt.ivs)}
+    amap = access.map
+    if amap.num_symbols or not all(id(v) in pos for v in access.map_operands) or \
+            not all(_linear(e) for e in amap.results):
+        return _affine_subscripts(relation, what, loc)
+    n = amap.num_dims
+    out = []
+    for e in amap.results:
+        const = e.evaluate([0] * n)
+        coeffs: dict[int, int] = {}
+        for t, v in enumerate(access.map_operands):
+            c = e.evaluate([1 if u == t else 0 for u in range(n)]) - const
+            coeffs[pos[id(v)]] = coeffs.get(pos[id(v)], 0) + c
+        out.append(({d: c for d, c in coeffs.items() if c != 0}, const))
+    return out
+
+
 def _text(subs, names) -> str:
     parts = []
     for coeffs, const in subs:
@@ -132,7 +167,7 @@ def recognize_convolution(top: AffineForOp) -> Optional[RaisedConvolution]:
     namer = value_namer(top)
     names = ["%" + namer.value_name(iv).lstrip("%") for iv in stmt.ivs]
     rel = {id(x.op): x.relation for x in stmt.accesses}
-    subs = {id(op): _affine_subscripts(rel[id(op)], what, loc)
+    subs = {id(op): _subscripts_of(op, stmt, rel[id(op)], what, loc)
             for op, what in ((upd.store, "the output"), (upd.factors[0], "the first factor"),
                              (upd.factors[1], "the second factor"))}
     pairs = [any(len(c) == 2 for c, _ in subs[id(f)]) for f in upd.factors]
