@@ -272,6 +272,9 @@ def _roles(layout, o_sub, i_sub, k_sub, names, text, loc) -> dict[str, int]:
                            f"output {text['O']}: not a convolution", loc)
         else:
             role[r] = d
+    k_loops = [role[r] for r in k_names]
+    if len(set(k_loops)) != len(k_loops):
+        raise NearMiss(f"the filter {text['K']} uses a loop twice (a diagonal)", loc)
     for t, want in enumerate(i_names):
         coeffs, const = i_sub[t]
         if isinstance(want, str):
