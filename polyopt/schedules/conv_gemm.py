@@ -28,7 +28,7 @@ from ..affine.dialects.affine import _AffineMemOp
 from ..affine.attributes import UnitAttr
 from ..affine.dialects.memref import AllocOp
 from ..affine.ir import Operation, Value
-from ..affine.types import MemRefType
+from ..affine.types import MemRefType, StridedLayout
 from .contraction import COL, RED, ROW, STAND_IN_ATTR, Contraction, Operand, Subscript
 from .packing_loops import linear_terms, panelize_rows
 
@@ -156,7 +156,11 @@ def nchw_conv_as_matmul(spec: ConvSpec, tiles: Optional[dict] = None
     red, cols, windows = nchw_window_map(spec)
     nb, nf = spec.output.type.shape[:2]
     elem = spec.output.type.element_type
-    stand_in = b.create(AllocOp.build, MemRefType((nb, red, cols), elem), loc=loc)
+    # column-major in (q, p): no register tile vectorizes its loads along p (j), which
+    # would become vector loads of windows that are not contiguous in the input; packing
+    # copies B element by element, and the packed panels are what the tile reads
+    layout = StridedLayout((red * cols, 1, red), 0)
+    stand_in = b.create(AllocOp.build, MemRefType((nb, red, cols), elem, layout), loc=loc)
     stand_in.attributes[STAND_IN_ATTR] = UnitAttr()
     kmat = b.create(CollapseShapeOp.build, spec.filter, [[0], [1, 2, 3]], loc=loc).results[0]
     omat = b.create(CollapseShapeOp.build, spec.output, [[0], [1], [2, 3]],
@@ -197,7 +201,9 @@ def rewrite_stand_in(stand_in: Operation, inp: Value, windows: AffineMap) -> Non
 
 def _rewrite_access(use, inp: Value, windows: AffineMap, batch: Optional[Value]) -> None:
     access = use.op
-    if not isinstance(access, _AffineMemOp) or use.index != access.MEMREF_INDEX:
+    if not isinstance(access, _AffineMemOp) or use.index != access.MEMREF_INDEX or \
+            "vector" in access.name:
+        # (a vector of consecutive im2col elements is no vector of the input)
         raise AssertionError(f"the im2col stand-in is used by '{access.name}'")
     amap = access.map
     operands = list(access.map_operands)
