@@ -148,7 +148,8 @@ def _text(subs, names) -> str:
 
 def recognize_convolution(top: AffineForOp) -> Optional[RaisedConvolution]:
     """The convolution the nest ``top`` computes (see the module docstring); ``None`` when it
-    does not look like one (no factor of a single update is indexed by a sum of two loops);
+    does not look like one (no factor of a single update is indexed by a sum of two loops, or
+    the output and the factors are not all of rank 4, or all of rank 3);
     raises :class:`~polyopt.schedules.raise_contractions.NearMiss` naming the condition that
     fails when it does."""
     try:
@@ -171,8 +172,9 @@ def recognize_convolution(top: AffineForOp) -> Optional[RaisedConvolution]:
             for op, what in ((upd.store, "the output"), (upd.factors[0], "the first factor"),
                              (upd.factors[1], "the second factor"))}
     pairs = [any(len(c) == 2 for c, _ in subs[id(f)]) for f in upd.factors]
-    if not any(pairs):
-        return None
+    ranks = {len(x) for x in subs.values()}
+    if not any(pairs) or len(ranks) != 1 or ranks.pop() not in (3, 4):
+        return None    # not shaped like a convolution: the contraction's remark stands
     if all(pairs):
         raise NearMiss("both factors are indexed by sums of loops: a convolution's filter is "
                        "indexed by single loops", loc)
