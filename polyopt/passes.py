@@ -126,7 +126,7 @@ def _raise_contractions(module, opts, remark):
         # the automatic scheduler (hopt-schedule, next) leaves the BLIS nests as they are
         for op in ops:
             op.attributes[KEEP_SCHEDULE] = UnitAttr()
-    raise_contractions(module, remark=remark, on_raised=keep,
+    raise_contractions(module, remark=remark, on_raised=keep, machine=args["machine"],
                        expand=lambda con: expand_contraction(con, remark=remark, **args))
 
 

@@ -123,15 +123,17 @@ def _iv_coefficient(e: AffineExpr, operand_coeffs: Sequence[object], num_dims: i
 
 def _physical_subscripts(t: MemRefType, amap: AffineMap) -> Optional[tuple[AffineExpr, ...]]:
     """The indices into the physical (row-major) buffer of ``t`` that an access with map
-    ``amap`` touches, over ``amap``'s inputs; ``None`` for layouts that are not affine in the
-    indices (dynamic strides, layout maps with symbols)."""
+    ``amap`` touches, over ``amap``'s inputs, up to a constant (a dynamic offset counts as 0);
+    ``None`` for layouts that are not affine in the indices (dynamic strides, layout maps with
+    symbols)."""
     layout = t.layout
     if layout is None:
         return amap.results
     if isinstance(layout, StridedLayout):
-        if any(x is None for x in layout.strides) or layout.offset is None:
+        if any(x is None for x in layout.strides):
             return None
-        flat: AffineExpr = constant(layout.offset)
+        # a dynamic offset ('?', a batch slice) moves every element alike: 0 stands for it
+        flat: AffineExpr = constant(layout.offset or 0)
         for stride, sub in zip(layout.strides, amap.results):
             flat = flat + sub * stride
         return (flat,)

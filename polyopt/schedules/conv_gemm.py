@@ -19,7 +19,8 @@ the tensor world).
 
 from __future__ import annotations
 
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 from ..affine.affine_expr import AffineExpr, AffineMap, dim
 from ..affine.builder import Builder
@@ -27,9 +28,45 @@ from ..affine.dialects.affine import _AffineMemOp
 from ..affine.attributes import UnitAttr
 from ..affine.dialects.memref import AllocOp
 from ..affine.ir import Operation, Value
-from ..affine.types import MemRefType
+from ..affine.types import MemRefType, StridedLayout
 from .contraction import COL, RED, ROW, STAND_IN_ATTR, Contraction, Operand, Subscript
 from .packing_loops import linear_terms, panelize_rows
+
+
+@dataclass(frozen=True, eq=False)
+class ConvSpec:
+    """A convolution to expand as an implicit GEMM, whoever produced it: a convolution op
+    (:func:`conv_spec`) or a loop nest raised by :mod:`polyopt.schedules.raise_convolutions`.
+    ``kind`` is the op's ``CONV_KIND`` (``"conv2d"``, ``"conv1d"``), ``layout`` ``"nhwc"``
+    (NHWC input, HWCF filter, NHWF output; NWC/WCF/NWF in 1-D) or ``"nchw"`` (NCHW, FCHW,
+    NFHW; 2-D only); ``anchor`` is what the expansion is built in front of; ``beta``/``alpha``
+    as in :class:`~polyopt.schedules.contraction.Contraction`."""
+
+    name: str
+    loc: Any
+    anchor: Operation
+    kind: str
+    input: Value
+    filter: Value
+    output: Value
+    strides: tuple
+    dilations: tuple
+    layout: str = "nhwc"
+    tile_params: dict = field(default_factory=dict)
+    alpha: Any = None
+    beta: Any = None
+
+    @property
+    def CONV_KIND(self) -> str:  # noqa: N802  (the conv ops' spelling)
+        return self.kind
+
+
+def conv_spec(op: Operation) -> ConvSpec:
+    """The :class:`ConvSpec` of a convolution op (``hop.conv2d``, ``linalg.conv_2d_nhwc_hwcf``,
+    ``linalg.conv_1d_nwc_wcf``)."""
+    return ConvSpec(op.name, op.loc, op, op.CONV_KIND, op.input, op.filter, op.output,
+                    tuple(op.strides), tuple(op.dilations),
+                    tile_params=dict(getattr(op, "tile_params", {}) or {}))
 
 
 def _collapse_to_matrix(b: Builder, v: Value, loc) -> Value:
@@ -63,14 +100,30 @@ def window_map(op: Operation) -> tuple[int, int, AffineMap]:
     raise ValueError(f"{op.name} is not an implicit GEMM")
 
 
-def conv_as_matmul(op: Operation, tiles: Optional[dict] = None
+def nchw_window_map(spec: ConvSpec) -> tuple[int, int, AffineMap]:
+    """(Q, P, the map (n, q, p) -> input indices) of an NCHW convolution, whose implicit GEMM
+    per image is ``O_n[f, p] += K[f, q] * im2col_n[q, p]``, ``q = (c, kh, kw)``,
+    ``p = (oh, ow)``."""
+    _, _, oh, ow = spec.output.type.shape
+    _, c, kh, kw = spec.filter.type.shape
+    (sh, sw), (dh, dw) = spec.strides, spec.dilations
+    n, q, p = dim(0), dim(1), dim(2)
+    idx = (n, q.floordiv(kh * kw),
+           p.floordiv(ow) * sh + (q.floordiv(kw) % kh) * dh,
+           (p % ow) * sw + (q % kw) * dw)
+    return c * kh * kw, oh * ow, AffineMap.get(3, 0, idx)
+
+
+def conv_as_matmul(op, tiles: Optional[dict] = None
                    ) -> tuple[Contraction, Operation, AffineMap]:
-    """The contraction of the convolution ``op``: (stand-in A, collapsed filter, collapsed
-    output), built in front of ``op`` (its anchor; ``op`` is left for the caller to erase);
-    returns it, the stand-in's alloc and the window map to apply with
+    """The contraction of the NHWC convolution ``op`` (an op or a :class:`ConvSpec`):
+    (stand-in A, collapsed filter, collapsed output), built in front of its anchor (left for
+    the caller to erase); returns it, the stand-in's alloc and the window map to apply with
     :func:`rewrite_stand_in` once the contraction is expanded."""
+    if not isinstance(op, ConvSpec):
+        op = conv_spec(op)
     loc = op.loc
-    b = Builder.before(op)
+    b = Builder.before(op.anchor)
     rows, red, windows = window_map(op)
     elem = op.output.type.element_type
     stand_in = b.create(AllocOp.build, MemRefType((rows, red), elem), loc=loc)
@@ -81,26 +134,90 @@ def conv_as_matmul(op: Operation, tiles: Optional[dict] = None
         tiles = dict(getattr(op, "tile_params", {}) or {})
     def matrix(v: Value, rows: str, cols: str) -> Operand:
         return Operand(v, (Subscript(rows), Subscript(cols)))
-    con = Contraction(op.name, loc, op, matrix(stand_in.results[0], ROW, RED),
+    con = Contraction(op.name, loc, op.anchor, matrix(stand_in.results[0], ROW, RED),
                       matrix(kmat, RED, COL), matrix(omat, ROW, COL), rows,
-                      op.output.type.shape[-1], red, tile_params=tiles)
+                      op.output.type.shape[-1], red, alpha=op.alpha, beta=op.beta,
+                      tile_params=tiles)
+    return con, stand_in, windows
+
+
+def nchw_conv_as_matmul(spec: ConvSpec, tiles: Optional[dict] = None
+                        ) -> tuple[Contraction, Operation, AffineMap]:
+    """The contraction of the NCHW convolution ``spec``, one GEMM per image:
+    ``O_n[f, p] += K[f, q] * im2col_n[q, p]`` with A the filter collapsed to ``F x Q`` and C
+    the output collapsed to ``N x F x P`` (both row-major already), B a stand-in
+    ``N x Q x P`` memref (a batch dimension ``n``); built in front of ``spec.anchor``.
+    Returns it, the stand-in's alloc and the window map ``(n, q, p) -> input indices`` to
+    apply with :func:`rewrite_stand_in` once the contraction is expanded (its batch loop
+    makes B a ``memref.subview`` of the stand-in, which the rewrite sees through)."""
+    from ..affine.dialects.memref import CollapseShapeOp
+    loc = spec.loc
+    b = Builder.before(spec.anchor)
+    red, cols, windows = nchw_window_map(spec)
+    nb, nf = spec.output.type.shape[:2]
+    elem = spec.output.type.element_type
+    # column-major in (q, p): no register tile vectorizes its loads along p (j), which
+    # would become vector loads of windows that are not contiguous in the input; packing
+    # copies B element by element, and the packed panels are what the tile reads
+    layout = StridedLayout((red * cols, 1, red), 0)
+    stand_in = b.create(AllocOp.build, MemRefType((nb, red, cols), elem, layout), loc=loc)
+    stand_in.attributes[STAND_IN_ATTR] = UnitAttr()
+    kmat = b.create(CollapseShapeOp.build, spec.filter, [[0], [1, 2, 3]], loc=loc).results[0]
+    omat = b.create(CollapseShapeOp.build, spec.output, [[0], [1], [2, 3]],
+                    loc=loc).results[0]
+    batch = Subscript("b0")
+    con = Contraction(spec.name, loc, spec.anchor,
+                      Operand(kmat, (Subscript(ROW), Subscript(RED))),
+                      Operand(stand_in.results[0], (batch, Subscript(RED), Subscript(COL))),
+                      Operand(omat, (batch, Subscript(ROW), Subscript(COL))),
+                      nf, cols, red, batch=(nb,), alpha=spec.alpha, beta=spec.beta,
+                      tile_params=dict(tiles if tiles is not None else spec.tile_params))
     return con, stand_in, windows
 
 
 def rewrite_stand_in(stand_in: Operation, inp: Value, windows: AffineMap) -> None:
     """Every access ``A[e0, e1]`` of the stand-in becomes ``I[windows(e0, e1)]``; then the
-    stand-in is erased."""
+    stand-in is erased.  A stand-in with a batch dimension (``windows`` over ``(b, e0, e1)``)
+    is accessed through the ``memref.subview`` per batch of
+    :func:`~polyopt.schedules.contraction.to_matrix_form`: ``view[e0, e1]`` of
+    ``view = subview A[%b, 0, 0]`` becomes ``I[windows(%b, e0, e1)]`` and the views go."""
+    from ..affine.dialects.memref_views import SubViewOp
     value = stand_in.results[0]
+    batched = windows.num_dims == 3
     for use in list(value.uses):
         access = use.op
-        if not isinstance(access, _AffineMemOp) or use.index != access.MEMREF_INDEX:
-            raise AssertionError(f"the im2col stand-in is used by '{access.name}'")
-        amap = access.map
-        exprs: list[AffineExpr] = [w.replace(list(amap.results), []) for w in windows.results]
-        new = AffineMap.get(amap.num_dims, amap.num_symbols, tuple(exprs))
-        access.set_operand(access.MEMREF_INDEX, inp)
-        access.set_map(new, list(access.map_operands))
+        if batched and isinstance(access, SubViewOp):
+            offsets = [v for v in access.operands[1:]]
+            if len(offsets) != 1:
+                raise AssertionError("the batched im2col stand-in is viewed at a static or "
+                                     "computed batch offset")
+            for vuse in list(access.results[0].uses):
+                _rewrite_access(vuse, inp, windows, offsets[0])
+            access.erase()
+            continue
+        _rewrite_access(use, inp, windows, None)
     stand_in.erase()
+
+
+def _rewrite_access(use, inp: Value, windows: AffineMap, batch: Optional[Value]) -> None:
+    access = use.op
+    if not isinstance(access, _AffineMemOp) or use.index != access.MEMREF_INDEX or \
+            "vector" in access.name:
+        # (a vector of consecutive im2col elements is no vector of the input)
+        raise AssertionError(f"the im2col stand-in is used by '{access.name}'")
+    amap = access.map
+    operands = list(access.map_operands)
+    nd = amap.num_dims
+    if batch is None:
+        subst = list(amap.results)
+    else:
+        subst = [dim(nd)] + list(amap.results)
+        operands = operands[:nd] + [batch] + operands[nd:]
+        nd += 1
+    exprs: list[AffineExpr] = [w.replace(subst, []) for w in windows.results]
+    new = AffineMap.get(nd, amap.num_symbols, tuple(exprs))
+    access.set_operand(access.MEMREF_INDEX, inp)
+    access.set_map(new, operands)
 
 
 def conv_k_c(channels: int, reduction: int, k_c: int) -> int:
@@ -217,26 +334,42 @@ def _split_window(kind: str, shapes, strides, dilations, g: int) -> tuple:
     return (r.floordiv(ow), (r % ow) * sw + kk * dw, chan)
 
 
-def expand_conv_tiled(op: Operation, expand_contraction, machine=None, **options) -> None:
-    """Expand ``op`` (conv2d or conv1d) as an implicit GEMM with ``expand_contraction`` (the
-    BLIS pipeline's entry, given ``machine`` and the ``options``); ``op`` is erased."""
+def expand_conv_tiled(op, expand_contraction, machine=None, **options) -> None:
+    """Expand ``op`` (a conv2d or conv1d op, or a :class:`ConvSpec`) as an implicit GEMM with
+    ``expand_contraction`` (the BLIS pipeline's entry, given ``machine`` and the ``options``).
+    An op is erased; a spec's anchor is left for its producer to erase."""
     from .blis_schedule import default_blis_params
-    inp = op.input
-    kind = op.CONV_KIND
-    out_shape, flt_shape = op.output.type.shape, op.filter.type.shape
+    spec = op if isinstance(op, ConvSpec) else conv_spec(op)
+    if spec.layout == "nchw":
+        _expand_nchw(spec, expand_contraction, machine, **options)
+        if spec is not op:
+            op.erase()
+        return
+    inp = spec.input
+    kind = spec.kind
+    out_shape, flt_shape = spec.output.type.shape, spec.filter.type.shape
     rows_hw = tuple(out_shape[1:-1])
     kw, channels = flt_shape[-3] if kind == "conv2d" else flt_shape[0], flt_shape[-2]
-    rows, red, _ = window_map(op)
-    strides, dilations = op.strides, op.dilations
-    tiles = dict(getattr(op, "tile_params", {}) or {})
+    rows, red, _ = window_map(spec)
+    strides, dilations = spec.strides, spec.dilations
+    tiles = dict(spec.tile_params)
     if "K_C" not in tiles:
-        elem_bytes = op.output.type.element_type.width // 8
+        elem_bytes = spec.output.type.element_type.width // 8
         model = default_blis_params(rows, out_shape[-1], red, elem_bytes, machine, tiles)
         tiles["K_C"] = conv_k_c(channels, red, model.K_C)
-    con, stand_in, windows = conv_as_matmul(op, tiles)
+    con, stand_in, windows = conv_as_matmul(spec, tiles)
     m_r = _register_rows(con, machine)
     expand_contraction(con, machine=machine, **options)
-    op.erase()
+    if spec is not op:
+        op.erase()
     split_im2col_copies(stand_in, kind, (rows_hw, (kw, channels)), strides, dilations, inp,
                         m_r=m_r)
     rewrite_stand_in(stand_in, inp, windows)
+
+
+def _expand_nchw(spec: ConvSpec, expand_contraction, machine, **options) -> None:
+    """The NCHW implicit GEMM (:func:`nchw_conv_as_matmul`) through ``expand_contraction``;
+    the B packing nests of the stand-in become im2col copies of the image."""
+    con, stand_in, windows = nchw_conv_as_matmul(spec)
+    expand_contraction(con, machine=machine, **options)
+    rewrite_stand_in(stand_in, spec.input, windows)

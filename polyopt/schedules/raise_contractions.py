@@ -77,11 +77,15 @@ class _Update:
 
 def raise_contractions(module: Operation, *, remark: Remark = None,
                        expand: Optional[Callable[[Contraction], None]] = None,
-                       on_raised: Optional[Callable[[list], None]] = None) -> int:
+                       on_raised: Optional[Callable[[list], None]] = None,
+                       machine=None) -> int:
     """Raise every top-level nest of ``module``'s functions that computes a contraction (see
     the module docstring): ``expand(contraction)`` builds its replacement in front of the nest
     (:func:`polyopt.schedules.expand.expand_contraction` with the pipeline's options; by
-    default the naive nest of the contraction), then the nest is erased.  Near misses get a
+    default the naive nest of the contraction), then the nest is erased.  A nest that is not
+    a contraction is tried as a convolution
+    (:func:`polyopt.schedules.raise_convolutions.recognize_convolution`), whose implicit GEMM
+    goes through the same ``expand`` (``machine`` chooses its K_C).  Near misses get a
     remark.  ``on_raised(ops)`` receives the top-level ops that replaced each raised nest.
     Returns how many nests were raised."""
     if expand is None:
@@ -100,24 +104,44 @@ def raise_contractions(module: Operation, *, remark: Remark = None,
             try:
                 con = recognize_nest(top)
             except NearMiss as miss:
-                if remark is not None:
-                    remark(miss.loc or top.loc, f"not raised to a contraction: {miss.message}")
-                continue
+                con, miss = _try_convolution(top, miss)
+                if con is None:
+                    if remark is not None:
+                        remark(miss.loc or top.loc, miss.message)
+                    continue
             if con is not None:
                 found.append((top, con))
         for top, con in found:
             if isinstance(con, _Privatized):
                 con = con.materialize()
+            what = "contraction" if isinstance(con, Contraction) else "convolution"
             if remark is not None:
-                remark(top.loc, f"raised to a contraction: {con.describe()}")
+                remark(top.loc, f"raised to a {what}: {con.describe()}")
             block = top.parent
             before = {id(op) for op in block.ops}
-            expand(con)
+            if isinstance(con, Contraction):
+                expand(con)
+            else:
+                con.expand(expand, machine)
             top.erase()
             raised += 1
             if on_raised is not None:
                 on_raised([op for op in block.ops if id(op) not in before])
     return raised
+
+
+def _try_convolution(top: AffineForOp, miss: NearMiss):
+    """(the nest as a convolution, None) or (None, the near miss to report: the
+    convolution's when the nest looks like one, else the contraction's)."""
+    from .raise_convolutions import recognize_convolution
+    try:
+        conv = recognize_convolution(top)
+    except NearMiss as conv_miss:
+        return None, NearMiss(f"not raised to a convolution: {conv_miss.message}",
+                              conv_miss.loc)
+    if conv is None:
+        return None, NearMiss(f"not raised to a contraction: {miss.message}", miss.loc)
+    return conv, None
 
 
 def recognize_nest(top: AffineForOp) -> Optional[Contraction]:
