@@ -206,7 +206,7 @@ def blis_mode_variant(dtype: str) -> tuple[Optional[Variant], str]:
     from .codegen import microkernels
     kernel = microkernels.default_kernel(dtype)
     if kernel is None:
-        return None, f"no registered BLIS micro-kernel for {dtype} runs on this CPU"
+        return None, microkernels.why_no_kernel(dtype)
     try:
         microkernels.load_microkernel(kernel)
     except microkernels.MicroKernelError as e:

@@ -175,8 +175,7 @@ def _microkernel_chooser(requested: Optional[str]):
         else:
             kernel = microkernels.default_kernel(elem, target)
             if kernel is None:
-                raise CodegenError(f"--hopt-blis: no BLIS micro-kernel for {elem} runs on this "
-                                   f"CPU ({target.cpu}); the registered ones need AVX2 and FMA",
+                raise CodegenError(f"--hopt-blis: {microkernels.why_no_kernel(elem, target)}",
                                    loc)
         try:
             microkernels.load_microkernel(kernel, target)
