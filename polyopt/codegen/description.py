@@ -29,7 +29,7 @@ from typing import Optional
 
 from .cpu_facts import CacheLevel, CpuFacts, host_facts
 from .microbench import Measurements, defaults, host_measurements
-from .target import Target, host_target
+from .target import Target, is_detected_host
 
 __all__ = ["TargetDescription", "host_description", "describe_target", "target_from_facts",
            "FULL_WIDTH_RATIO"]
@@ -228,14 +228,19 @@ _CPUINFO_AVX = ("avx512_bf16", "avx512_fp16", "avx512_vnni", "avx512_vbmi2", "av
 @functools.lru_cache(maxsize=None)
 def _host_description() -> TargetDescription:
     facts = host_facts()
-    return TargetDescription(host_target(), facts, host_measurements(facts))
+    return TargetDescription(_detected(), facts, host_measurements(facts))
+
+
+def _detected() -> Target:
+    from .target import _detected_host_target
+    return _detected_host_target()
 
 
 def host_description(remeasure: bool = False) -> TargetDescription:
     """This machine's description: measured once per process at most (then the cache)."""
     if remeasure:
         facts = host_facts()
-        desc = TargetDescription(host_target(), facts, host_measurements(facts, remeasure=True))
+        desc = TargetDescription(_detected(), facts, host_measurements(facts, remeasure=True))
         _host_description.cache_clear()
         return desc
     return _host_description()
@@ -256,7 +261,7 @@ def describe_target(target: Target, facts: Optional[CpuFacts] = None,
     be measured from here), or from the ``facts`` and ``measurements`` given (a recorded
     machine)."""
     if facts is None:
-        if target == host_target():
+        if is_detected_host(target):
             return host_description()
         enabled = frozenset(x[1:] for x in target.features.split(",") if x.startswith("+"))
         caches = tuple(CacheLevel(level, "Data" if level == 1 else "Unified", size)

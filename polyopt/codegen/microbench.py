@@ -213,11 +213,11 @@ def measure(facts: CpuFacts, target=None) -> Measurements:
     if not _widths(facts):
         return defaults("no AVX: nothing vector-wide to measure")
     from .jit import JITEngine
-    from .target import host_target
+    from .target import _detected_host_target
     started = time.perf_counter()
     kernels = _kernels(facts)
     engine = JITEngine("\n".join(ir for ir, _ in kernels.values()),
-                       target if target is not None else host_target())
+                       target if target is not None else _detected_host_target())
     raw = ctypes.create_string_buffer(2048 + 64 * 4)
     addr = (ctypes.addressof(raw) + 63) // 64 * 64
     proto = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p)
