@@ -127,9 +127,17 @@ def peaks(reps: int = 5, seconds: float = 0.2) -> dict:
     return out
 
 
+def description() -> dict:
+    """The target description the compiler used (polyopt.codegen.description: flags, caches,
+    cached micro-benchmarks, the MachineModel), as ``polyopt target --json`` prints it."""
+    from polyopt.codegen.description import host_description
+    return host_description().to_json()
+
+
 def machine_facts(peak_reps: int = 5, peak_seconds: float = 0.2) -> dict:
     return {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             "cpu": cpu_info(), "caches": caches(), "target": target(),
+            "description": description(),
             "peak": peaks(peak_reps, peak_seconds), "software": software(),
             "git": git_state()}
 

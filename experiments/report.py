@@ -110,6 +110,10 @@ def _machine_section(machine: dict) -> str:
                              f"vector registers; L1d {target['l1d_bytes'] // 1024} KiB, L2 "
                              f"{target['l2_bytes'] // 1024} KiB, L3 "
                              f"{target['l3_bytes'] // 2**20} MiB"),
+        ("target description (`polyopt target`)",
+         machine["description"]["summary"] + "; model: " + ", ".join(
+             f"{k}={v}" for k, v in machine["description"]["machine_model"].items()
+             if k != "features") if "description" in machine else "—"),
         ("measured FMA peak", ", ".join(f"{d} {p['gflops']:.1f} GFLOPS ({p['lanes']} lanes, "
                                         f"median of {p['reps']})"
                                         for d, p in machine["peak"].items())),

@@ -53,6 +53,13 @@ def single_threaded_numpy(native_openblas_kernel: bool = True) -> None:
             os.environ.pop(var, None)
 
 
+def machine_summary() -> str:
+    """One line on the machine a benchmark ran on: CPU, vector ISA, caches, measured peak
+    (:meth:`polyopt.codegen.description.TargetDescription.summary_line`)."""
+    from .codegen.description import host_description
+    return host_description().summary_line()
+
+
 def blas_description() -> str:
     """Which BLAS numpy runs and how (library, version, kernel, threads)."""
     try:
@@ -119,6 +126,7 @@ class MatmulBenchResult:
     numpy: Timing
     blas: str = ""
     peak_gflops: Optional[float] = None
+    machine: str = ""
 
     @property
     def flops(self) -> float:
@@ -134,7 +142,7 @@ class MatmulBenchResult:
     def to_json(self) -> dict:
         return {
             "m": self.m, "n": self.n, "k": self.k, "dtype": self.dtype, "blas": self.blas,
-            "peak_gflops": self.peak_gflops,
+            "peak_gflops": self.peak_gflops, "machine": self.machine,
             "numpy": asdict(self.numpy), "numpy_gflops": self.gflops(self.numpy),
             "variants": [{
                 "label": r.variant.label, "switches": r.variant.switches,
@@ -198,7 +206,7 @@ def blis_mode_variant(dtype: str) -> tuple[Optional[Variant], str]:
     from .codegen import microkernels
     kernel = microkernels.default_kernel(dtype)
     if kernel is None:
-        return None, f"no registered BLIS micro-kernel for {dtype} runs on this CPU"
+        return None, microkernels.why_no_kernel(dtype)
     try:
         microkernels.load_microkernel(kernel)
     except microkernels.MicroKernelError as e:
@@ -278,7 +286,7 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
         from .codegen.peak import measure_peak as run_peak
         peak = run_peak(dtype).gflops
     return MatmulBenchResult(m, n, k, dtype, results, Timing.of(theirs), blas_description(),
-                             peak)
+                             peak, machine_summary())
 
 
 def dump_json(results: list, stream=None) -> None:

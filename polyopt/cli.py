@@ -160,6 +160,15 @@ def build_parser() -> argparse.ArgumentParser:
     p_pb.add_argument("--json", action="store_true", help="print the results as JSON")
     p_pb.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
 
+    p_tg = sub.add_parser("target", help="describe this CPU as polyopt sees it: signature, "
+                                         "feature flags, caches, micro-benchmarks (FMA "
+                                         "throughput and latency, loads), the machine model")
+    p_tg.add_argument("--json", action="store_true", help="print the description as JSON")
+    p_tg.add_argument("--remeasure", action="store_true",
+                      help="run the micro-benchmarks again instead of reading the cache "
+                           "($XDG_CACHE_HOME/polyopt/) and store the new figures")
+    p_tg.add_argument("--debug", action="store_true", help="show Python tracebacks")
+
     p_peak = sub.add_parser("peak", help="measure the FMA peak of this core (JIT'd loop of "
                                          "independent vector FMAs at the widest width)")
     p_peak.add_argument("--dtype", choices=("f64", "f32", "both"), default="both")
@@ -305,6 +314,9 @@ def cmd_translate(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if not getattr(args, "json", False):
+        from .bench import machine_summary
+        print(machine_summary(), flush=True)
     if args.kernel == "conv2d":
         return cmd_bench_conv2d(args)
     if args.kernel == "polybench":
@@ -402,6 +414,18 @@ def cmd_bench_polybench(args: argparse.Namespace) -> int:
     return 1 if any(b.error for k in result.kernels for b in k.builds.values()) else 0
 
 
+def cmd_target(args: argparse.Namespace) -> int:
+    import json
+    from .codegen.description import host_description
+    desc = host_description(remeasure=args.remeasure)
+    if args.json:
+        json.dump(desc.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(desc.render())
+    return 0
+
+
 def cmd_peak(args: argparse.Namespace) -> int:
     from .codegen.peak import measure_peak
     from .codegen.target import host_target
@@ -418,7 +442,7 @@ def cmd_peak(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"opt": cmd_opt, "run": cmd_run, "translate": cmd_translate, "bench": cmd_bench,
-            "peak": cmd_peak}
+            "target": cmd_target, "peak": cmd_peak}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

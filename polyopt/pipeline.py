@@ -126,13 +126,17 @@ class PipelineOptions:
 
 
 def machine_model(target=None):
-    """The cache/register description the schedule model needs, from the host target."""
+    """The description the schedule model needs (vector width and registers, cache sizes,
+    ways and line size, FMA latency and throughput, full-width FMAs, embedded broadcasts, the
+    feature names), every field from the target's facts and measurements
+    (:mod:`polyopt.codegen.description`), never from the CPU's name.  The host's is measured
+    at most once per process, then read from the cache; a named target that is not the host
+    gets MachineModel's defaults for what only a measurement can tell."""
+    from .codegen.description import describe_target
     from .codegen.target import host_target
     from .schedules.blis_schedule import MachineModel
     t = target if target is not None else host_target()
-    return MachineModel(vector_bits=t.vector_bits, num_vector_registers=t.num_vector_registers,
-                        l1d_bytes=t.l1d_cache_bytes, l2_bytes=t.l2_cache_bytes,
-                        l3_bytes=t.l3_cache_bytes)
+    return MachineModel(**describe_target(t).machine_fields())
 
 
 def run_passes(module: Operation, options: PipelineOptions, remark=None, *,
@@ -171,8 +175,7 @@ def _microkernel_chooser(requested: Optional[str]):
         else:
             kernel = microkernels.default_kernel(elem, target)
             if kernel is None:
-                raise CodegenError(f"--hopt-blis: no BLIS micro-kernel for {elem} runs on this "
-                                   f"CPU ({target.cpu}); the registered ones need AVX2 and FMA",
+                raise CodegenError(f"--hopt-blis: {microkernels.why_no_kernel(elem, target)}",
                                    loc)
         try:
             microkernels.load_microkernel(kernel, target)

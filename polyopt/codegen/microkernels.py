@@ -33,9 +33,12 @@ columns), passing our B panel as its A and our A panel as its B.
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib.machinery
 import importlib.util
 import os
+import re
+import struct
 import threading
 from dataclasses import dataclass
 from typing import Optional
@@ -50,7 +53,10 @@ __all__ = [
     "MicroKernel",
     "MicroKernelError",
     "REGISTRY",
+    "describe_kernel",
+    "exported_kernels",
     "lookup",
+    "why_no_kernel",
     "missing_features",
     "default_kernel",
     "blis_library_path",
@@ -92,19 +98,137 @@ class MicroKernel:
         return self.mr if self.swapped else self.nr
 
 
-#: The kernels polyopt knows, best first (:func:`default_kernel` takes the first that fits).
-REGISTRY: tuple = (
-    MicroKernel("bli_dgemm_skx_asm_16x14", "f64", 16, 14, True, ("avx512f",), 64),
-    MicroKernel("bli_dgemm_haswell_asm_6x8", "f64", 6, 8, False, ("avx2", "fma"), 32),
-    MicroKernel("bli_sgemm_haswell_asm_6x16", "f32", 6, 16, False, ("avx2", "fma"), 32),
-)
+# What the kernels' names do not say, per BLIS configuration (sub-architecture): the CPU
+# features its instructions need and its vector width.  knl's kernels use AVX-512ER/PF
+# (Xeon Phi only); bulldozer's and piledriver's use FMA4.  A configuration not listed here is
+# not used: polyopt cannot know what it needs.
+_ARCH = {
+    "skx": (("avx512f",), 512),
+    "knl": (("avx512f", "avx512er", "avx512pf"), 512),
+    "haswell": (("avx2", "fma"), 256),
+    "zen": (("avx2", "fma"), 256),
+    "sandybridge": (("avx",), 256),
+    "bulldozer": (("avx", "fma4"), 256),
+    "piledriver": (("avx", "fma4"), 128),
+    "penryn": (("ssse3",), 128),
+}
+_KERNEL_NAME = re.compile(r"bli_([sd])gemm_([a-z0-9]+)_(?:asm|int)_(\d+)x(\d+)((?:_[a-z0-9]+)*)")
+
+
+def describe_kernel(symbol: str) -> Optional[MicroKernel]:
+    """The :class:`MicroKernel` a BLIS 0.7 gemm micro-kernel's name describes, e.g.
+    ``bli_sgemm_skx_asm_32x12_l2``: element type, ``mr x nr``, the configuration's features
+    and vector width (:data:`_ARCH`); the orientation from which of ``mr``/``nr`` is a whole
+    number of vectors (the kernel loads that panel with vector moves, aligned to a vector,
+    and broadcasts the other).  None for other names, configurations polyopt does not know,
+    and tiles where both or neither are whole vectors (the orientation is not certain)."""
+    match = _KERNEL_NAME.fullmatch(symbol)
+    if match is None or match.group(2) not in _ARCH:
+        return None
+    letter, arch, mr, nr = match.group(1), match.group(2), int(match.group(3)), \
+        int(match.group(4))
+    requires, bits = _ARCH[arch]
+    lanes = bits // (64 if letter == "d" else 32)
+    along_mr, along_nr = mr % lanes == 0, nr % lanes == 0
+    if along_mr == along_nr:
+        return None
+    return MicroKernel(symbol, "f64" if letter == "d" else "f32", mr, nr, swapped=along_mr,
+                       requires=requires, alignment=bits // 8)
+
+
+def _rank(kernel: MicroKernel) -> tuple:
+    """Sort key, best first: the widest vectors, then the largest register tile (the most
+    FMAs per loaded element), then vectors along C's rows (our orientation), then the name."""
+    bits = kernel.alignment * 8
+    return (-bits, -kernel.mr * kernel.nr, kernel.swapped, kernel.symbol)
+
+
+def _elf_function_symbols(path: str) -> Optional[list]:
+    """Names of the functions an ELF64 little-endian shared object exports (``.dynsym``,
+    defined, ``STT_FUNC``), what ``nm -D --defined-only`` lists; None if not such a file."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+                return None
+            shoff, = struct.unpack_from("<Q", head, 0x28)
+            shentsize, shnum = struct.unpack_from("<HH", head, 0x3A)
+            f.seek(shoff)
+            table = f.read(shentsize * shnum)
+            sections = [struct.unpack_from("<IIQQQQIIQQ", table, i * shentsize)
+                        for i in range(shnum)]
+            dynsym = next((sh for sh in sections if sh[1] == 11), None)   # SHT_DYNSYM
+            if dynsym is None:
+                return []
+            strtab = sections[dynsym[6]]
+            f.seek(strtab[4])
+            strings = f.read(strtab[5])
+            f.seek(dynsym[4])
+            symbols = f.read(dynsym[5])
+    except (OSError, struct.error, IndexError):
+        return None
+    names = []
+    for off in range(0, len(symbols) - 23, 24):
+        st_name, st_info, _, st_shndx = struct.unpack_from("<IBBH", symbols, off)
+        if st_shndx != 0 and st_info & 0xF == 2:
+            end = strings.find(b"\0", st_name)
+            names.append(strings[st_name:end].decode("ascii", "replace"))
+    return names
+
+
+# the kernels BLIS 0.7 has, for platforms whose libraries are not ELF (probed by name)
+_PROBED = ("bli_dgemm_skx_asm_16x14", "bli_dgemm_skx_asm_16x12_l2", "bli_sgemm_skx_asm_32x12_l2",
+           "bli_dgemm_haswell_asm_6x8", "bli_dgemm_haswell_asm_8x6",
+           "bli_sgemm_haswell_asm_6x16", "bli_sgemm_haswell_asm_16x6")
+
+
+@functools.lru_cache(maxsize=None)
+def _exported(path: Optional[str]) -> tuple:
+    if path is None:
+        return ()
+    names = _elf_function_symbols(path)
+    if names is None:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            return ()
+        names = [n for n in _PROBED if hasattr(lib, n)]
+    kernels = [k for k in map(describe_kernel, sorted(set(names))) if k is not None]
+    return tuple(sorted(kernels, key=_rank))
+
+
+def exported_kernels() -> tuple:
+    """The gemm micro-kernels the installed ``blis`` package exports (read from its extension
+    module's dynamic symbol table at run time) that polyopt can describe, best first (see
+    :func:`_rank`); ``()`` without the package."""
+    try:
+        path = blis_library_path()
+    except MicroKernelError:
+        return ()
+    return _exported(path)
+
+
+def __getattr__(name: str):
+    # REGISTRY: the exported kernels, computed when first asked for (it reads the library)
+    if name == "REGISTRY":
+        return exported_kernels()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _INSTALL_HINT = "pip install 'blis>=0.7' or pip install 'polyopt[blis]'"
 
 
 def lookup(symbol: str) -> Optional[MicroKernel]:
-    """The registered kernel named ``symbol``, or None."""
-    return next((k for k in REGISTRY if k.symbol == symbol), None)
+    """The kernel named ``symbol`` if the installed blis exports it (without the package:
+    whatever the name describes, so that using it says to install blis), or None."""
+    kernels = exported_kernels()
+    if not kernels:
+        try:
+            if blis_library_path() is None:
+                return describe_kernel(symbol)
+        except MicroKernelError:
+            return describe_kernel(symbol)
+    return next((k for k in kernels if k.symbol == symbol), None)
 
 
 def _features(target: Target) -> set:
@@ -122,10 +246,32 @@ def missing_features(kernel: MicroKernel, target: Optional[Target] = None) -> tu
 
 
 def default_kernel(dtype: str, target: Optional[Target] = None) -> Optional[MicroKernel]:
-    """The best registered kernel for ``dtype`` (``"f64"``/``"f32"``) that ``target`` (default:
-    the host) runs: skx for f64 on AVX-512 CPUs, else haswell; None if none runs."""
-    return next((k for k in REGISTRY if k.dtype == dtype and not missing_features(k, target)),
-                None)
+    """The best exported kernel for ``dtype`` (``"f64"``/``"f32"``) that ``target`` (default:
+    the host) runs, from its features: skx kernels on AVX-512F CPUs, haswell ones on AVX2+FMA;
+    None if none runs (see :func:`why_no_kernel`)."""
+    return next((k for k in exported_kernels()
+                 if k.dtype == dtype and not missing_features(k, target)), None)
+
+
+def why_no_kernel(dtype: str, target: Optional[Target] = None) -> str:
+    """Why :func:`default_kernel` found nothing, as a clause: the blis package is missing,
+    exports no kernel for ``dtype``, or what the kernels need that the CPU lacks."""
+    try:
+        path = blis_library_path()
+    except MicroKernelError as e:
+        return str(e)
+    if path is None:
+        return f"BLIS mode needs the Python package 'blis' ({_INSTALL_HINT})"
+    kernels = [k for k in exported_kernels() if k.dtype == dtype]
+    if not kernels:
+        return f"the installed blis package exports no {dtype} gemm micro-kernel polyopt knows"
+    t = target if target is not None else host_target()
+    groups: dict = {}   # missing features -> kernels, best first
+    for k in kernels:
+        groups.setdefault(missing_features(k, t), []).append(k.symbol)
+    lacks = "; ".join(f"{', '.join(names)} need{'s' if len(names) == 1 else ''} "
+                      f"{' and '.join(missing)}" for missing, names in groups.items())
+    return f"no {dtype} micro-kernel runs on this CPU ({t.cpu or 'generic'}): {lacks}"
 
 
 def blis_library_path() -> Optional[str]:

@@ -30,6 +30,7 @@ must never be passed to ``create_mcjit_compiler``; use
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -41,6 +42,8 @@ import llvmlite.binding as llvm
 __all__ = [
     "Target",
     "host_target",
+    "compiling_for",
+    "is_detected_host",
     "create_target_machine",
     "new_target_machine",
     "ensure_llvm_initialized",
@@ -208,9 +211,38 @@ class Target:
         )
 
 
-@functools.lru_cache(maxsize=None)
+_overrides: list = []
+
+
 def host_target() -> Target:
-    """The :class:`Target` describing the machine we are running on (cached)."""
+    """The :class:`Target` describing the machine we are running on (cached), or the one
+    :func:`compiling_for` put in its place."""
+    if _overrides:
+        return _overrides[-1]
+    return _detected_host_target()
+
+
+@contextlib.contextmanager
+def compiling_for(target: Target):
+    """Within the ``with`` block, :func:`host_target` is ``target``: the passes choose vector
+    widths and tiles for it, the JIT compiles for it (the code runs only if this CPU has its
+    features) and :func:`polyopt.pipeline.machine_model` describes it from its features
+    alone.  For tests and tools that generate code for CPUs other than this one, e.g.
+    ``Target.from_features("x86_64-unknown-linux-gnu", "sapphirerapids", "+avx512f,...")``."""
+    _overrides.append(target)
+    try:
+        yield target
+    finally:
+        _overrides.pop()
+
+
+def is_detected_host(target: Target) -> bool:
+    """Whether ``target`` is this machine as detected (not a named target)."""
+    return target == _detected_host_target()
+
+
+@functools.lru_cache(maxsize=None)
+def _detected_host_target() -> Target:
     ensure_llvm_initialized()
     triple = llvm.get_process_triple()
     cpu = llvm.get_host_cpu_name()

@@ -147,7 +147,7 @@ def fake_target(cpu: str, features: str) -> Target:
 
 
 @pytest.mark.parametrize("features, f64, f32", [
-    ("+avx512f,+avx2,+fma", "bli_dgemm_skx_asm_16x14", "bli_sgemm_haswell_asm_6x16"),
+    ("+avx512f,+avx2,+fma", "bli_dgemm_skx_asm_16x14", "bli_sgemm_skx_asm_32x12_l2"),
     ("+avx2,+fma,-avx512f", "bli_dgemm_haswell_asm_6x8", "bli_sgemm_haswell_asm_6x16"),
     ("+avx2,-fma", None, None),
     ("+sse4.2", None, None),
@@ -348,3 +348,74 @@ def test_host_target_is_the_default():
     # the skx kernel runs exactly on the hosts that have AVX-512F
     skx = mk.lookup("bli_dgemm_skx_asm_16x14")
     assert (mk.missing_features(skx) == ()) == host_target().has_avx512f
+
+
+# -- the kernels read from the blis package's exports ------------------------------------------
+
+
+@pytest.mark.parametrize("symbol, dtype, m_r, n_r, swapped, requires, align", [
+    ("bli_dgemm_skx_asm_16x14", "f64", 14, 16, True, ("avx512f",), 64),
+    ("bli_sgemm_skx_asm_32x12_l2", "f32", 12, 32, True, ("avx512f",), 64),
+    ("bli_dgemm_haswell_asm_8x6", "f64", 6, 8, True, ("avx2", "fma"), 32),
+    ("bli_sgemm_haswell_asm_6x16", "f32", 6, 16, False, ("avx2", "fma"), 32),
+    ("bli_dgemm_knl_asm_24x8", None, 0, 0, False, (), 0),        # 24 and 8: both whole vectors
+    ("bli_dgemm_sandybridge_asm_8x4", None, 0, 0, False, (), 0),  # 8 and 4: both
+    ("bli_dgemm_zen9_asm_6x8", None, 0, 0, False, (), 0),         # a configuration not known
+    ("bli_cgemm_haswell_asm_3x8", None, 0, 0, False, (), 0),      # complex
+    ("bli_info_get_version_str", None, 0, 0, False, (), 0),
+])
+def test_describe_kernel_from_its_name(symbol, dtype, m_r, n_r, swapped, requires, align):
+    k = mk.describe_kernel(symbol)
+    if dtype is None:
+        assert k is None
+        return
+    assert (k.dtype, k.m_r, k.n_r, k.swapped, k.requires, k.alignment) == \
+        (dtype, m_r, n_r, swapped, requires, align)
+
+
+def test_exported_kernels_are_the_librarys_symbols():
+    path = mk.blis_library_path()
+    names = mk._elf_function_symbols(path)
+    assert names is not None and "bli_info_get_version_str" in names
+    lib = ctypes.CDLL(path)
+    kernels = mk.exported_kernels()
+    assert kernels == mk.REGISTRY
+    for k in kernels:
+        assert hasattr(lib, k.symbol) and k.symbol in names
+    symbols = {k.symbol for k in kernels}
+    assert {"bli_dgemm_skx_asm_16x14", "bli_sgemm_skx_asm_32x12_l2",
+            "bli_dgemm_haswell_asm_6x8", "bli_sgemm_haswell_asm_6x16"} <= symbols
+    # best first: the widest vectors, then the largest tile
+    widths = [k.alignment for k in kernels]
+    assert widths == sorted(widths, reverse=True)
+    assert mk._elf_function_symbols(__file__) is None   # not an ELF file
+
+
+@pytest.mark.parametrize("features, why", [
+    ("+avx2,-fma", r"no f64 micro-kernel runs on this CPU \(somecpu\): bli_dgemm_skx_asm_16x14, "
+                   r"bli_dgemm_skx_asm_16x12_l2 need avx512f; bli_dgemm_haswell_asm_6x8, "
+                   r"bli_dgemm_haswell_asm_8x6 need fma; "),
+    ("+sse4.2", r"no f64 micro-kernel runs on this CPU \(somecpu\): bli_dgemm_skx_asm_16x14, "
+                r"bli_dgemm_skx_asm_16x12_l2 need avx512f; bli_dgemm_haswell_asm_6x8, "
+                r"bli_dgemm_haswell_asm_8x6 need avx2 and fma; "),
+])
+def test_why_no_kernel_names_what_is_missing(features, why):
+    target = fake_target("somecpu", features)
+    assert mk.default_kernel("f64", target) is None
+    assert re.match(why, mk.why_no_kernel("f64", target))
+
+
+def test_no_kernel_for_the_cpu_is_a_located_error(monkeypatch):
+    import polyopt.codegen.target as target_mod
+    old = fake_target("haswell-like", "+avx2,-fma")
+    monkeypatch.setattr(target_mod, "host_target", lambda: old)
+    text = ("func.func @matmul(%A: memref<8x8xf32>, %B: memref<8x8xf32>, %C: memref<8x8xf32>) {\n"
+            "  hop.matmul %A, %B, %C : (memref<8x8xf32>, memref<8x8xf32>, memref<8x8xf32>)\n"
+            "  return\n}\n")
+    with pytest.raises(CodegenError) as info:
+        polyopt.compile(text, hopt=True, blis=True)
+    assert info.value.loc.line == 2
+    msg = info.value.message
+    assert msg.startswith("--hopt-blis: no f32 micro-kernel runs on this CPU (haswell-like): ")
+    assert "bli_sgemm_skx_asm_32x12_l2 needs avx512f;" in msg
+    assert "bli_sgemm_haswell_asm_6x16, bli_sgemm_haswell_asm_16x6 need fma" in msg

@@ -46,7 +46,8 @@ def test_json_has_every_build_checked_and_timed():
 def test_table_rows_and_geomean():
     proc = _run("--kernels", "atax,seidel-2d", "--dataset", "MINI", "--reps", "1")
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
+    machine, *lines = proc.stdout.splitlines()   # every bench starts with the machine summary
+    assert machine.startswith("machine: ") and "vector registers" in machine
     assert lines[0].startswith("PolyBench/C 4.2, MINI dataset, one thread")
     for name in ("atax", "seidel-2d", "geomean"):
         assert any(line.split()[0] == name for line in lines[2:]), name
