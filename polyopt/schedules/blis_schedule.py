@@ -66,6 +66,9 @@ class BlisParams:
     K_U: int = 4
     N_C: Optional[int] = None
     register_order: str = "ji"   # "ji": (.., d1, d0) as the paper; "ij": (.., d0, d1)
+    # "row": broadcast A's elements, vector loads of B's row (vectors along j); "col": vector
+    # loads of A's packed column, broadcast B's elements (vectors along i)
+    register_form: str = "row"
     origin: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self):
@@ -77,6 +80,8 @@ class BlisParams:
             raise ValueError(f"N_C must be a positive integer, got {self.N_C!r}")
         if self.register_order not in ("ji", "ij"):
             raise ValueError(f"register_order must be 'ji' or 'ij', got {self.register_order!r}")
+        if self.register_form not in ("row", "col"):
+            raise ValueError(f"register_form must be 'row' or 'col', got {self.register_form!r}")
 
     def schedule(self) -> AffineMap:
         """The schedule map over (d0, d1, d2) = (i, j, k)."""
@@ -101,7 +106,7 @@ class BlisParams:
         if self.N_C is not None:
             parts.append(f"N_C={self.N_C}")
         parts += [f"M_R={self.M_R}", f"N_R={self.N_R}", f"K_U={self.K_U}",
-                  f"order={self.register_order}"]
+                  f"order={self.register_order}", f"form={self.register_form}"]
         src = {k: v for k, v in self.origin.items() if v != "attribute"}
         tail = f" (from the model: {', '.join(sorted(src))})" if src else ""
         return ", ".join(parts) + tail
@@ -241,7 +246,8 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
                     ("N_C", nc)):
         origin[name] = "attribute" if name in given else "model"
     return BlisParams(M_C=mc, K_C=kc, M_R=mr, N_R=nr, K_U=ku, N_C=nc,
-                      register_order=given.get("register_order", order), origin=origin)
+                      register_order=given.get("register_order", order),
+                      register_form=given.get("register_form", "row"), origin=origin)
 
 
 def with_order(params: BlisParams, order: str) -> BlisParams:
