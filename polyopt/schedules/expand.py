@@ -316,7 +316,7 @@ def _with_register_tile(new_ops, operands, params, machine, remark, loc, copy, s
                            k_u=params.K_U,
                            vect=steps.vect, unroll=steps.unroll, scalrep=steps.scalrep,
                            packed=packed, width=max(1, machine.vector_bits // elem_bits),
-                           remark=remark, loc=loc)
+                           remark=remark, loc=loc, form=params.register_form)
     return _nest_ops(block, before, after)
 
 
