@@ -184,7 +184,9 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
         params = matmul_blis_params(con, machine)
         schedule = params.schedule()
         if remark is not None:
-            remark(loc, f"{con.kind}: BLIS schedule {schedule} with {params.describe()}")
+            why = "; ".join(params.reasons)
+            remark(loc, f"{con.kind}: BLIS schedule {schedule} with {params.describe()}"
+                        + (f"; why: {why}" if why else ""))
     elif remark is not None:
         remark(loc, f"{con.kind}: schedule {schedule} (from the op's 'schedule' attribute)")
         if copy:
