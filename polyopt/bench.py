@@ -100,7 +100,8 @@ class Variant:
     schedule: Optional[str] = None
 
     def attributes(self) -> dict:
-        attrs = {name: f"{v} : i32" for name, v in self.tiles.items() if v is not None}
+        attrs = {name: f'"{v}"' if isinstance(v, str) else f"{v} : i32"
+                 for name, v in self.tiles.items() if v is not None}
         if self.schedule is not None:
             attrs["schedule"] = self.schedule
         return attrs

@@ -128,6 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("M_C", "K_C", "N_C", "M_R", "N_R", "K_U"):
         p_mm.add_argument(f"--{name.lower().replace('_', '')}", dest=name, type=int, default=None,
                           metavar="N", help=f"tile parameter {name} of hop.matmul")
+    p_mm.add_argument("--form", choices=("row", "col"), default=None,
+                      help="register-tile form: row (broadcast A, vector loads of B) or col "
+                           "(vector loads of A's packed column, broadcast B); default: the "
+                           "model's")
+    p_mm.add_argument("--explain", action="store_true",
+                      help="print the form, tile and blocking the model chose and why")
     _add_pipeline_flags(p_mm)
     _add_llvm_vectorize(p_mm)
     p_mm.set_defaults(hopt=True)
@@ -327,6 +333,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for name, v in tiles.items():
         if v < 1:
             raise UsageError(f"--{name.lower().replace('_', '')} must be positive, got {v}")
+    if args.form is not None:
+        tiles["register_form"] = args.form
+    if args.explain:
+        print(_explain_matmul(args.m, args.n, args.k, args.dtype, tiles))
     switches = {name: v for name, v in _pipeline_switches(args).items()
                 if v is not None and name not in ("raise_scf", "auto_schedule")}
     # raise_scf is implied by --hopt; auto_schedule has no nest to act on in hop.matmul's
@@ -366,6 +376,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         print(result.report())
     return 0
+
+
+def _explain_matmul(m: int, n: int, k: int, dtype: str, tiles: dict) -> str:
+    """``bench matmul --explain``: the parameters the model picks for this shape and why."""
+    from .pipeline import machine_model
+    from .schedules.blis_schedule import default_blis_params
+    try:
+        p = default_blis_params(m, n, k, 8 if dtype == "f64" else 4, machine_model(), tiles)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    lines = [f"model's choice for {m}x{n}x{k} {dtype}: {p.describe()}"]
+    lines += [f"  {r}" for r in p.reasons]
+    return "\n".join(lines)
 
 
 def cmd_bench_conv2d(args: argparse.Namespace) -> int:

@@ -66,6 +66,11 @@ class BlisParams:
     K_U: int = 4
     N_C: Optional[int] = None
     register_order: str = "ji"   # "ji": (.., d1, d0) as the paper; "ij": (.., d0, d1)
+    # "row": broadcast A's elements, vector loads of B's row (vectors along j); "col": vector
+    # loads of A's packed column, broadcast B's elements (vectors along i)
+    register_form: str = "row"
+    # why the model chose what it chose (the numbers it used), for --remarks and --explain
+    reasons: tuple = field(default=(), compare=False, hash=False)
     origin: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self):
@@ -77,6 +82,8 @@ class BlisParams:
             raise ValueError(f"N_C must be a positive integer, got {self.N_C!r}")
         if self.register_order not in ("ji", "ij"):
             raise ValueError(f"register_order must be 'ji' or 'ij', got {self.register_order!r}")
+        if self.register_form not in ("row", "col"):
+            raise ValueError(f"register_form must be 'row' or 'col', got {self.register_form!r}")
 
     def schedule(self) -> AffineMap:
         """The schedule map over (d0, d1, d2) = (i, j, k)."""
@@ -96,60 +103,112 @@ class BlisParams:
             return self.M_R * vecs + self.M_R + 1
         return self.M_R * vecs + vecs + 1
 
+    def explain(self) -> str:
+        """The model's reasons, one per line ("form row ...", "4x32: 16 accumulators ...")."""
+        return "\n".join(self.reasons)
+
     def describe(self) -> str:
         parts = [f"M_C={self.M_C}", f"K_C={self.K_C}"]
         if self.N_C is not None:
             parts.append(f"N_C={self.N_C}")
         parts += [f"M_R={self.M_R}", f"N_R={self.N_R}", f"K_U={self.K_U}",
-                  f"order={self.register_order}"]
+                  f"order={self.register_order}", f"form={self.register_form}"]
         src = {k: v for k, v in self.origin.items() if v != "attribute"}
         tail = f" (from the model: {', '.join(sorted(src))})" if src else ""
         return ", ".join(parts) + tail
 
 
-# Register tiles that LLVM 22 compiles without spills and near peak on AVX2 (PERF-NOTES.md,
-# measured), best first; used when the machine has 16 vector registers.
-_MEASURED_AVX2 = {8: [(6, 8, "ij"), (4, 12, "ij")], 4: [(4, 24, "ij"), (6, 16, "ij")]}
+# Measured facts the model below reproduces from the machines' facts (tests/schedules/
+# test_tile_model.py checks it):
+# * AVX2 (16 ymm, Zen 3): f64 6x8 and 4x12, f32 4x24 and 6x16 in the permuted order, near peak;
+# * AVX-512 (Zen 5: 32 zmm, two full-width FMA pipes, 48 KiB 12-way L1d), ratio to OpenBLAS's
+#   SkylakeX kernel in the same run at 2088x2048x2048: f64 4x32 1.11-1.12x, 3x32 1.14x, 4x24
+#   1.10x, 6x32 1.05x, 4x40 1.04x, 8x16 0.97x; f32 4x64 1.03-1.05x, 3x64 1.04x, 5x64 1.03x, 6x64
+#   1.02x, 8x32 0.98-1.00x, 4x48 0.97-0.99x, 16x16 0.79x.  C's rows are often a multiple of
+#   4 KiB apart, so a tile's M_R rows share L1 sets: B's K_C x N_R micro-panel takes 2/3 of
+#   every set's ways and C's rows must fit in the rest, or they evict the prefetched tile of C
+#   (and B) before the k loop ends.  Hence few rows and wide tiles;
+# * AVX-512 on Zen 4 (32 KiB 8-way L1d, 512-bit FMAs double-pumped), 2088x2048x2048 f64, loaded
+#   machine: row 4x32 0.93-0.95x, 3x32 0.98x, 24x8 (K_C 256) 0.98x; the column form 8x28 with
+#   its transposed C update 0.70-0.85x.
 
 
-# Register tiles measured on AVX-512 (Zen 5, 32 zmm registers, 48 KiB 12-way L1d), ratio to
-# OpenBLAS's SkylakeX kernel in the same run at 2088x2048x2048: f64 4x32 1.11-1.12x, 3x32 1.14x,
-# 4x24 1.10x, 6x32 1.05x, 4x40 1.04x, 8x16 0.97x; f32 4x64 1.03-1.05x, 3x64 1.04x, 5x64 1.03x,
-# 6x64 1.02x, 8x32 0.98-1.00x, 4x48 0.97-0.99x, 16x16 0.79x (all at 1000^3, where C stays in
-# cache, within 2% of each other).  C's rows are often a multiple of 4 KiB apart, so a tile's
-# M_R rows share L1 sets: B's K_C x N_R micro-panel takes 2/3 of every set's ways and C's rows
-# must fit in the rest, or they evict the prefetched tile of C (and B) before the k loop ends.
-# Hence few rows and wide tiles: 4 rows x 4 vectors keeps 16 accumulators and C's lines in 4
-# ways.
-_MEASURED_AVX512 = {8: [(4, 32, "ji")], 4: [(4, 64, "ji")]}
+@dataclass(frozen=True)
+class TileChoice:
+    """The register tile the model picks, with the numbers behind it (``reasons``: text for
+    ``--remarks`` and ``bench matmul --explain``)."""
+
+    m_r: int
+    n_r: int
+    order: str
+    form: str = "row"
+    reasons: tuple = ()
 
 
-def _register_tile(machine: MachineModel, elem_bytes: int) -> tuple[int, int, str]:
+def _accumulators_needed(machine: MachineModel) -> int:
+    """Independent accumulators that keep every FMA pipe busy: latency x FMAs per cycle."""
+    return max(1, int(-(-machine.fma_latency * machine.fma_per_cycle // 1)))
+
+
+def _row_need(mr: int, nv: int, order: str, folded: bool) -> int:
+    """Vector registers of a row-form tile: accumulators, B's vectors, A's broadcasts (none
+    when they are folded into the FMAs as {1toN} operands)."""
+    acc = mr * nv
+    if folded:
+        return acc + nv
+    return acc + (mr + 1 if order == "ji" else nv + 1)
+
+
+def _register_tile(machine: MachineModel, elem_bytes: int) -> TileChoice:
+    """The row-form register tile from the machine's facts (no CPU names):
+
+    * registers: accumulators + B's vectors + A's broadcasts <= ``num_vector_registers`` (no
+      spills), in the order with fewer live values;
+    * latency: at least ``fma_latency x fma_per_cycle`` independent accumulators;
+    * with 32 registers: half of them as accumulators (the rest hold B's vectors and A's
+      broadcasts with slack for LLVM's scheduler), at most 4 vectors of B per row (wider
+      ones shrink K_C: Zen 5 measured 4x40 1.04x against 4x32 1.11x), and at most a third of
+      the L1 ways as rows of C (they often share one set with B's micro-panel, which takes the
+      other two thirds): 4 rows in a 12-way L1, 3 in an 8-way one;
+    * with 16 registers: the tile with the fewest loads per FMA, at most 2 vectors wide in the
+      permuted order (AVX2: 6x8 f64, 6x16 f32).
+    The column form is not chosen by default: its C update goes through a transposed buffer
+    (measured slower on Zen 4); ask for it with ``register_form = "col"``."""
     lanes = machine.lanes(elem_bytes)
-    measured = None
-    if machine.vector_bits == 256 and machine.num_vector_registers == 16:
-        measured = _MEASURED_AVX2.get(elem_bytes)
-    elif machine.vector_bits == 512 and machine.num_vector_registers == 32:
-        measured = _MEASURED_AVX512.get(elem_bytes)
-    if measured:
-        return measured[0]
-    # Otherwise: the largest accumulator block that fits the register file in the permuted
-    # order, with enough independent accumulators to cover FMA latency (>= 8), at most as many
-    # rows as the L1 ways B's micro-panel leaves free (a third of them, see above; a VIPT L1
-    # has 4 KiB per way), preferring square-ish tiles (fewer loads per FMA).
-    best = None
     regs = machine.num_vector_registers
-    max_rows = max(1, max(1, machine.l1d_bytes // 4096) // 3)
-    for nr_vecs in range(1, 5):
+    need = _accumulators_needed(machine)
+    ways = max(1, machine.l1d_ways)
+    wide = regs >= 32
+    max_rows = max(1, round(ways / 3)) if wide else regs
+    max_vecs = 4 if wide else 2
+    target = max(need, regs // 2)
+    order = "ji" if wide else "ij"
+    best = None
+    for nv in range(1, max_vecs + 1):
         for mr in range(1, max_rows + 1):
-            need = mr * nr_vecs + nr_vecs + 1
-            if need > regs or mr * nr_vecs < 8:
+            acc = mr * nv
+            folded = machine.embedded_broadcast and nv == 1
+            if acc < need or _row_need(mr, nv, order, folded) > regs:
                 continue
-            loads_per_fma = (mr + nr_vecs) / (mr * nr_vecs)
-            key = (mr * nr_vecs, -loads_per_fma)
+            loads = (mr + nv) / acc
+            key = (min(acc, target), -acc, -loads, -mr) if wide else (-loads, acc, -mr)
             if best is None or key > best[0]:
-                best = (key, (mr, nr_vecs * lanes, "ij"))
-    return best[1] if best else (4, 2 * lanes, "ij")
+                best = (key, mr, nv, folded)
+    if best is None:
+        return TileChoice(4, 2 * lanes, "ij", "row", (f"no tile has >= {need} accumulators in "
+                                                      f"{regs} registers: 4 x 2 vectors",))
+    _, mr, nv, folded = best
+    acc = mr * nv
+    reasons = ("form row (broadcast A, vector loads of B; the column form adds C through a "
+               "transposed buffer)",
+               f"{mr}x{nv * lanes}: {acc} accumulators >= latency {machine.fma_latency} x "
+               f"{machine.fma_per_cycle:g} FMAs/cycle = {need}; "
+               f"{_row_need(mr, nv, order, folded)} of {regs} vector registers"
+               + (" (A's broadcasts folded as {1toN})" if folded else ""),
+               (f"{mr} rows of C beside B's micro-panel: at most {max_rows} of {ways} L1 ways"
+                if wide else f"{(mr + nv) / acc:.2f} loads per FMA, the fewest in {regs} "
+                             f"registers"))
+    return TileChoice(mr, nv * lanes, order, "row", reasons)
 
 
 # K_C is a multiple of 4: of K_U's default (the k loop then needs no cleanup) and enough to keep
@@ -204,7 +263,9 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
     machine = machine or MachineModel()
     given = {key: v for key, v in (given or {}).items() if v is not None}
     origin = {}
-    mr, nr, order = _register_tile(machine, elem_bytes)
+    tile = _register_tile(machine, elem_bytes)
+    mr, nr, order = tile.m_r, tile.n_r, tile.order
+    reasons = list(tile.reasons)
     values = {"M_R": mr, "N_R": nr}
     for name in ("M_R", "N_R"):
         values[name] = given.get(name, values[name])
@@ -217,15 +278,30 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
         regs = machine.num_vector_registers
         spills_ji = mr * vecs + mr + 1 > regs
         order = "ij" if spills_ji and mr * vecs + vecs + 1 <= regs else "ji"
+        reasons = [r for r in reasons[:1]] + [f"{mr}x{nr} given by the op"]
+    form = given.get("register_form", tile.form)
+    if form == "col":
+        reasons[0] = ("form col (given: vector loads of A's packed column, B broadcast, C "
+                      "added through a transposed buffer)")
+        order = given.get("register_order", "ji")
     # B's K_C x N_R micro-panel stays in L1 (two thirds of it: A's micro-panel streams through
     # the rest); A's M_C x K_C block fills most of L2 (packing B once per M_C block, a larger
     # block repacks B less often: measured faster than half of L2 on the AVX-512 Zen 5)
+    # (in ways: B's micro-panel in 2/3 of each L1 set's ways, A's block in a third of L2's)
+    l1_way = machine.l1d_bytes // max(1, machine.l1d_ways)
+    b_ways = max(1, (2 * machine.l1d_ways) // 3)
     kc = int(0.66 * machine.l1d_bytes / (nr * elem_bytes))
     kc = max(8, kc - kc % 8)
     kc = given.get("K_C", _dividing(k, kc, _K_C_MULTIPLE) or _balanced(k, kc, _K_C_MULTIPLE))
+    reasons.append(f"K_C {kc}" + (" (given)" if "K_C" in given else
+                   f": B's micro-panel {kc}x{nr} = {kc * nr * elem_bytes / 1024:.1f} KiB in "
+                   f"{b_ways} of {machine.l1d_ways} L1 ways ({l1_way // 1024} KiB each)"))
     mc = int(machine.l2_bytes / 3 / (kc * elem_bytes))
     mc = max(mr, mc - mc % mr)
     mc = given.get("M_C", _balanced(m, mc, mr))
+    reasons.append(f"M_C {mc}" + (" (given)" if "M_C" in given else
+                   f": A's block {mc}x{kc} = {mc * kc * elem_bytes / 1024:.0f} KiB in a third "
+                   f"of L2 ({machine.l2_bytes // 1024} KiB, {machine.l2_ways} ways)"))
     nc = given.get("N_C")
     if nc is None:
         # B is packed once per K_C block (not once per M_C block) into a K_C x N_C block that
@@ -237,11 +313,17 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
         explicit = "M_C" in given or "K_C" in given
         nc = (limit if n > limit else None) if explicit else min(limit, _balanced(n, limit, nr))
     ku = given.get("K_U", 4)
+    reasons.append(f"K_U {ku}" + (" (given)" if "K_U" in given else
+                   ": k unrolled by 4 (K_C is a multiple of 4: no cleanup loop)"))
+    if nc is not None:
+        reasons.append(f"N_C {nc}: B's K_C x N_C block in at most half of L3 "
+                       f"({machine.l3_bytes >> 20} MiB)")
     for name, v in (("M_C", mc), ("K_C", kc), ("M_R", mr), ("N_R", nr), ("K_U", ku),
                     ("N_C", nc)):
         origin[name] = "attribute" if name in given else "model"
     return BlisParams(M_C=mc, K_C=kc, M_R=mr, N_R=nr, K_U=ku, N_C=nc,
-                      register_order=given.get("register_order", order), origin=origin)
+                      register_order=given.get("register_order", order),
+                      register_form=form, origin=origin, reasons=tuple(reasons))
 
 
 def with_order(params: BlisParams, order: str) -> BlisParams:

@@ -184,7 +184,9 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
         params = matmul_blis_params(con, machine)
         schedule = params.schedule()
         if remark is not None:
-            remark(loc, f"{con.kind}: BLIS schedule {schedule} with {params.describe()}")
+            why = "; ".join(params.reasons)
+            remark(loc, f"{con.kind}: BLIS schedule {schedule} with {params.describe()}"
+                        + (f"; why: {why}" if why else ""))
     elif remark is not None:
         remark(loc, f"{con.kind}: schedule {schedule} (from the op's 'schedule' attribute)")
         if copy:
@@ -316,7 +318,7 @@ def _with_register_tile(new_ops, operands, params, machine, remark, loc, copy, s
                            k_u=params.K_U,
                            vect=steps.vect, unroll=steps.unroll, scalrep=steps.scalrep,
                            packed=packed, width=max(1, machine.vector_bits // elem_bits),
-                           remark=remark, loc=loc)
+                           remark=remark, loc=loc, form=params.register_form)
     return _nest_ops(block, before, after)
 
 

@@ -30,7 +30,7 @@ from typing import Callable, Optional
 
 from ..affine.affine_expr import AffineMap
 from ..affine.diagnostics import ScheduleError
-from ..affine.dialects.affine import AffineForOp, AffineStoreOp
+from ..affine.dialects.affine import AffineForOp, AffineLoadOp, AffineStoreOp
 from ..affine.ir import Operation, Value
 
 Remark = Optional[Callable[[object, str], None]]
@@ -161,8 +161,14 @@ def _version_full_tiles(k_loop: AffineForOp, loops_sizes, c: Value):
 
 def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c: int, k_u: int,
                            vect: bool, unroll: bool, scalrep: bool, packed: bool,
-                           width: int, remark: Remark = None, loc=None) -> None:
-    """Apply the enabled register-tile steps to the BLIS nest ``top`` computing into ``c``."""
+                           width: int, remark: Remark = None, loc=None,
+                           form: str = "row") -> None:
+    """Apply the enabled register-tile steps to the BLIS nest ``top`` computing into ``c``.
+
+    ``form="row"`` vectorizes along ``j`` (broadcast A, vector loads of B's packed row);
+    ``form="col"`` along ``i`` (vector loads of A's packed column, broadcast B): with packing
+    and ``unroll`` or ``vect``, C's tile is then accumulated in an ``N_R x M_R`` buffer
+    (:func:`_transposed_tile_buffer`) that is added to C after the ``k`` loop."""
     from ..affine.loop_utils import constant_trip_count, unroll as unroll_loop, unroll_full
     from ..affine.scalrep import scalar_replace
     from ..affine.vectorize import vectorize_loop
@@ -182,7 +188,21 @@ def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c:
     sized = ((i_loop, m_r), (j_loop, n_r), (k_loop, k_c))
     partial = [(loop, size) for loop, size in sized if constant_trip_count(loop) != size]
     versions = [(k_loop, j_loop)]
-    if unroll and packed and partial == [(k_loop, k_c)]:
+    acc_memref = c
+    if form == "col":
+        versions = [(k_loop, i_loop)]
+    prefetch = None
+    if form == "col" and packed and (unroll or vect):
+        prefetch = _c_tile_prefetcher(k_loop, c, m_r, n_r) if unroll and scalrep else None
+        try:
+            acc_memref = _transposed_tile_buffer(k_loop, c, m_r, n_r, func)
+            for loop, size in partial:
+                _extend_to_full_tile(loop, size)
+        except ScheduleError as e:
+            note(f"column form: C's tile stays in C: {e.message}")
+    elif form == "col":
+        pass
+    elif unroll and packed and partial == [(k_loop, k_c)]:
         # only the last K_C block is short: the packed panels are zero-padded to K_C, so
         # every tile runs the full K_C iterations (the extra ones add zeros)
         _extend_to_full_tile(k_loop, k_c)
@@ -219,7 +239,9 @@ def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c:
         except ScheduleError as e:
             note(f"partial register tiles stay partial: {e.message}")
 
-    prefetch = _c_tile_prefetcher(versions[0][0], c, m_r, n_r) if unroll and scalrep else None
+    if form != "col":
+        prefetch = _c_tile_prefetcher(versions[0][0], c, m_r, n_r) if unroll and scalrep \
+            else None
 
     for n, (kl, jl) in enumerate(versions):
         if vect and width > 1:
@@ -249,7 +271,9 @@ def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c:
             except ScheduleError as e:
                 note(f"--hopt-unroll: k loop not unrolled by {k_u}: {e.message}")
 
-    if scalrep:
+    if scalrep and acc_memref is not c:
+        _start_from_zero(versions[0][0], acc_memref)
+    elif scalrep:
         _accumulate_from_zero(versions[0][0], c)
     if prefetch is not None:
         prefetch()
@@ -362,3 +386,70 @@ def _accumulate_from_zero(k_loop: AffineForOp, c: Value) -> None:
         block.insert_before(stores[0], add)
         st.set_operand(0, add.results[0])
 
+
+
+def _transposed_tile_buffer(k_loop: AffineForOp, c: Value, m_r: int, n_r: int, func) -> Value:
+    """The column form's C tile: the ``k`` loop accumulates into an ``N_R x M_R`` buffer (layout
+    ``(d0, d1) -> (d1, d0)``: a column of the tile is contiguous, so it vectorizes along ``i``),
+    which starts at zero instead of holding a copy of C, and ``C[i, j] += buf[j, i]`` after the
+    loop (the box of C the tile covers: partial tiles add only their part).  Returns the
+    buffer."""
+    from ..affine.dialects.arith import ConstantOp
+    from ..affine.ir import OP_REGISTRY
+    from ..affine.types import FloatType
+    from ..memref_layout.data_copy import generate_copy
+    from ..affine.affine_expr import dim
+    layout = AffineMap.get(2, 0, (dim(1), dim(0)))
+    info = generate_copy(k_loop, c, depth=0, pad_to=(m_r, n_r), buffer_layout=layout,
+                         hoist_alloc_to=func)
+    if info.buffer is None:
+        raise ScheduleError("the tile never runs", k_loop.loc)
+    # no copy in: the accumulators start from zero (what the buffer holds before the k loop
+    # is never read once the k loop's accumulators are scalar-replaced; without scalar
+    # replacement the zero fill below is what the k loop adds to)
+    etype = c.type.element_type
+    is_float = isinstance(etype, FloatType)
+    for nest in info.copy_in:
+        for op in nest.walk():
+            if isinstance(op, AffineLoadOp) and op.memref is c:
+                zero = ConstantOp.build(0.0 if is_float else 0, etype, loc=op.loc)
+                op.parent.insert_before(op, zero)
+                op.results[0].replace_all_uses_with(zero.results[0])
+                op.erase()
+                break
+    AddF = OP_REGISTRY["arith.addf" if is_float else "arith.addi"]
+    for nest in info.copy_out:
+        stores = [op for op in (nest.walk() if hasattr(nest, "walk") else [nest])
+                  if isinstance(op, AffineStoreOp) and op.memref is c]
+        for st in stores:
+            old = AffineLoadOp.build(c, list(st.map_operands), st.map, loc=st.loc)
+            st.parent.insert_before(st, old)
+            add = AddF.build(old.results[0], st.value, loc=st.loc)
+            st.parent.insert_before(st, add)
+            st.set_operand(0, add.results[0])
+    return info.buffer
+
+
+def _start_from_zero(k_loop: AffineForOp, buf: Value) -> None:
+    """The scalar-replaced accumulators of the column form's tile buffer start at zero (the
+    buffer was zero-filled: its loads before the ``k`` loop are replaced by a zero vector, so
+    the fill is dead except for the lanes no store covers)."""
+    from ..affine.dialects.affine import AffineVectorLoadOp
+    from ..affine.dialects.arith import ConstantOp
+    from ..affine.types import FloatType
+    block = k_loop.parent
+    if block is None:
+        return
+    is_float = isinstance(buf.type.element_type, FloatType)
+    zero_for = {}
+    for n, v in enumerate(k_loop.inits):
+        op = v.defining_op
+        if isinstance(op, (AffineVectorLoadOp, AffineLoadOp)) and op.memref is buf \
+                and len(v.uses) == 1 and op.parent is block:
+            t = op.results[0].type
+            if t not in zero_for:
+                zero_for[t] = ConstantOp.build(0.0 if is_float else 0, t, loc=op.loc)
+                block.insert_before(k_loop, zero_for[t])
+            k_loop.set_operand(k_loop.lower_map.num_inputs + k_loop.upper_map.num_inputs + n,
+                               zero_for[t].results[0])
+            op.erase()

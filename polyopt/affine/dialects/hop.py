@@ -20,13 +20,17 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..affine_expr import AffineMap
-from ..attributes import AffineMapAttr, ArrayAttr, DenseArrayAttr, FloatAttr, IntegerAttr
+from ..attributes import (AffineMapAttr, ArrayAttr, DenseArrayAttr, FloatAttr, IntegerAttr,
+                          StringAttr)
 from ..ir import Operation, Value, register_op
 from ..types import FloatType, MemRefType, i32, i64
 
 # tile sizes of the BLIS schedule (paper section 2.4): cache tiles M_C x K_C (x N_C), register
 # tile M_R x N_R, unroll factor K_U of the k loop
 TILE_PARAMS = ("M_C", "K_C", "N_C", "M_R", "N_R", "K_U")
+# the register tile's form: "row" (broadcast A, vector loads of B) or "col" (vector loads of
+# A's packed column, broadcast B), a string attribute beside the tile sizes
+REGISTER_FORMS = ("row", "col")
 
 
 def _normalize_attrs(attrs: dict) -> dict:
@@ -84,8 +88,12 @@ class _HopOp(Operation):
     @property
     def tile_params(self) -> dict[str, int]:
         """The tile sizes present among M_C, K_C, N_C, M_R, N_R, K_U, by name."""
-        return {k: self.attributes[k].value for k in TILE_PARAMS
-                if isinstance(self.attributes.get(k), IntegerAttr)}
+        out = {k: self.attributes[k].value for k in TILE_PARAMS
+               if isinstance(self.attributes.get(k), IntegerAttr)}
+        form = self.attributes.get("register_form")
+        if isinstance(form, StringAttr):
+            out["register_form"] = form.value
+        return out
 
     # -- verification helpers ---------------------------------------------------------------
     def _verify_operands(self, rank: int, allow_dynamic: bool = False) -> list[MemRefType]:
@@ -106,6 +114,10 @@ class _HopOp(Operation):
                 raise self.error(f"{k} must be a positive integer, got {a}")
             if a.value <= 0:
                 raise self.error(f"{k} must be positive, got {a.value}")
+        form = self.attributes.get("register_form")
+        if form is not None and (not isinstance(form, StringAttr)
+                                 or form.value not in REGISTER_FORMS):
+            raise self.error(f"register_form must be \"row\" or \"col\", got {form}")
 
 
 @register_op
@@ -114,7 +126,7 @@ class HopMatmulOp(_HopOp):
 
     OP_NAME = "hop.matmul"
     OPERAND_NAMES = ("A", "B", "C")
-    KNOWN_ATTRS = TILE_PARAMS + ("schedule", "alpha", "beta")
+    KNOWN_ATTRS = TILE_PARAMS + ("register_form", "schedule", "alpha", "beta")
 
     @classmethod
     def build(cls, a: Value, b: Value, c: Value, tile_params: Optional[dict[str, int]] = None,
