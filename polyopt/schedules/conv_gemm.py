@@ -103,21 +103,46 @@ def rewrite_stand_in(stand_in: Operation, inp: Value, windows: AffineMap) -> Non
     stand_in.erase()
 
 
-def conv_k_c(channels: int, reduction: int, k_c: int) -> int:
-    """A K_C near the model's ``k_c`` that is a multiple or a divisor of the channel count when
-    one is a multiple of 8, so that each K_C block of the reduction ``q = (kh, kw, c)`` holds
-    whole runs of channels (see :func:`split_im2col_copies`).  Among the multiples up to
-    1.5 ``k_c``: the least zero padding of the last block (it runs a full K_C), then the fewest
-    blocks.  ResNet-50's 3x3 layer on 64 channels (``q`` = 576) with 4x64 f32 tiles
-    (``k_c`` = 128): 128 pads 576 to 640 and ran at 178 GFLOPS, 192 at 210, 64 at 198."""
-    if channels <= k_c * 1.5:
-        whole = -(-reduction // channels) * channels
-        candidates = [min(m * channels, whole)
-                      for m in range(1, int(k_c * 1.5) // channels + 1)]
-        return min(candidates, key=lambda c: (-(-reduction // c) * c, -(-reduction // c)))
-    limit = int(k_c * 1.1)
-    divisors = [d for d in range(8, limit + 1, 8) if channels % d == 0]
-    return max(divisors) if divisors else k_c
+def conv_k_c(channels: int, reduction: int, k_c: int, limit: Optional[int] = None) -> int:
+    """The K_C of a convolution's implicit GEMM, between the model's ``k_c`` and ``limit``
+    (default 1.5 ``k_c``; :func:`expand_conv_tiled` passes what lets B's K_C x N_C block take
+    half of L2):
+
+    * the whole reduction ``q = (kh, kw, c)`` when it fits (one K_C block: C is loaded and
+      stored once, A is im2col-packed in one sweep);
+    * else the largest multiple of 8 that splits the reduction exactly (the last block runs a
+      full, zero-padded K_C otherwise) and shares a run of at least 8 channels with the channel
+      count, so that each block holds whole runs (:func:`split_im2col_copies`), down to half of
+      ``k_c``;
+    * else the old rule: multiples of the channel count (or of its largest divisor that is a
+      multiple of 8) up to ``limit``, the least padding of the last block, then fewest blocks.
+
+    Measured on Zen 4 (32 KiB L1d, 1 MiB L2, 4x64 f32 tile, model K_C 80, so 64 before this
+    rule), best GFLOPS of 31-41 runs: ResNet-50's 3x3 on 64 channels (q = 576) 104.7 at 64,
+    109.5 at 192, 108.6 at 576, 76 at 256 and 384 (padded to 768); 128 channels (q = 1152)
+    105-109 at 64..576, 97.5 at 256 (padded); 256 channels (q = 2304) 102.2 at 64, 105.0 at
+    256, 107.2 at 384, 94.3 at 512 (padded), 98.9 at 768 and 90.3 at 2304 (B's block beyond
+    L2); 512 channels 75.1 at 64, 77.6 at 256, 50.5 at 4608; the 1x1 on 256 channels 97.7 at
+    64, 104.9 at 256.  B's micro-panel then no longer fits L1, but the 4x64 tile reads 256
+    bytes of B per 16 FMAs, which L2 sustains; fewer K_C blocks save passes over C and A."""
+    from math import gcd
+    limit = max(k_c, limit if limit is not None else int(k_c * 1.5))
+    if reduction <= limit:
+        return reduction
+    run = min(8, channels)
+    exact = [d for d in range(limit - limit % 8, max(8, k_c // 2) - 1, -8)
+             if reduction % d == 0 and gcd(d, channels) >= run]
+    if exact:
+        return exact[0]
+    if channels <= limit:
+        step = channels
+    else:
+        divisors = [d for d in range(8, limit + 1, 8) if channels % d == 0]
+        if not divisors:
+            return k_c
+        step = max(divisors)
+    candidates = [m * step for m in range(1, limit // step + 1)]
+    return min(candidates, key=lambda c: (-(-reduction // c) * c, -(-reduction // c)))
 
 
 def split_im2col_copies(stand_in: Operation, op_kind: str, shapes, strides, dilations,
@@ -230,9 +255,14 @@ def expand_conv_tiled(op: Operation, expand_contraction, machine=None, **options
     strides, dilations = op.strides, op.dilations
     tiles = dict(getattr(op, "tile_params", {}) or {})
     if "K_C" not in tiles:
+        from .blis_schedule import MachineModel
         elem_bytes = op.output.type.element_type.width // 8
         model = default_blis_params(rows, out_shape[-1], red, elem_bytes, machine, tiles)
-        tiles["K_C"] = conv_k_c(channels, red, model.K_C)
+        # B's K_C x N_C block is packed once per K_C block and read again for every M_C
+        # block of A (a third of L2): half of L2 for it
+        n_c = min(out_shape[-1], model.N_C or out_shape[-1])
+        limit = int((machine or MachineModel()).l2_bytes / 2 / (n_c * elem_bytes))
+        tiles["K_C"] = conv_k_c(channels, red, model.K_C, limit)
     con, stand_in, windows = conv_as_matmul(op, tiles)
     m_r = _register_rows(con, machine)
     expand_contraction(con, machine=machine, **options)

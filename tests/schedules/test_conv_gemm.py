@@ -103,7 +103,33 @@ def test_hypothesis_shapes(kind, batch, size, c, f, k, stride, dilation, elem, s
 def test_k_c_holds_whole_channel_runs_without_padding_the_last_block():
     from polyopt.schedules.conv_gemm import conv_k_c
     assert conv_k_c(64, 576, 128) == 192      # 3 blocks; 128 would pad 576 to 640
-    assert conv_k_c(64, 320, 128) == 64       # the only multiple that splits 5 x 64 evenly
+    assert conv_k_c(64, 320, 128) == 160      # 2 blocks of 160 (runs of 32 channels)
     assert conv_k_c(16, 144, 128) == 144      # the whole reduction in one block
-    assert conv_k_c(256, 2304, 128) == 128    # more channels than k_c: a divisor of them
+    assert conv_k_c(256, 2304, 128) == 192    # 12 blocks, runs of 64 channels
     assert conv_k_c(3, 27, 128) == 27
+    # no multiple of 8 divides 9 x 37: multiples of the channel count, least padding
+    assert conv_k_c(37, 333, 80, 100) == 37
+    # with the L2 limit expand_conv_tiled passes (Zen 4: 1 MiB L2, f32, model K_C 80)
+    assert conv_k_c(64, 576, 80, 2048) == 576       # ResNet-50 conv2_x 3x3: one block
+    assert conv_k_c(256, 2304, 80, 512) == 384      # conv4_x: 6 blocks, not 512 (padded)
+    assert conv_k_c(512, 4608, 80, 256) == 256      # conv5_x
+    assert conv_k_c(64, 576, 80, 40) == 576 // 8    # the limit never goes below k_c
+
+
+@pytest.mark.parametrize("machine_l2, k_c", [(1 << 20, 576), (64 << 10, 288), (16 << 10, 96)])
+def test_k_c_follows_l2(monkeypatch, machine_l2, k_c):
+    """expand_conv_tiled gives B's K_C x N_C block half of L2: a 3x3 on 64 channels and 16
+    filters (q = 576, f32) gets all of q with 1 MiB, 288 with 64 KiB, 96 with 16 KiB (runs of
+    32 channels); checked by running it."""
+    import dataclasses
+
+    import polyopt.pipeline
+    host = polyopt.pipeline.machine_model()
+    monkeypatch.setattr(polyopt.pipeline, "machine_model",
+                        lambda target=None: dataclasses.replace(host, l2_bytes=machine_l2))
+    remarks = []
+    si, sk, so = shapes("conv2d", 1, (7, 6), 64, 16, (3, 3), (1, 1), (1, 1))
+    text = conv_text("conv2d", si, sk, so, (1, 1), (1, 1), "f32", hop=True)
+    compiled = polyopt.compile(text, remark=lambda loc, m: remarks.append(m), **ALL)
+    assert any(f"K_C={k_c}," in m for m in remarks), remarks
+    check_run(compiled, "conv2d", random_operands(si, sk, so, DTYPES["f32"], 3), (1, 1), (1, 1))
