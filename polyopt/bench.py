@@ -336,8 +336,8 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
         from .codegen.peak import measure_peak as run_peak
         peak = run_peak(dtype).gflops
     return MatmulBenchResult(m, n, k, dtype, results, Timing.of(theirs), blas_description(),
-                             peak, Timing.of(torch_samples) if torch_samples else None,
-                             torch_note)
+                             peak, torch=Timing.of(torch_samples) if torch_samples else None,
+                             torch_note=torch_note)
 
 
 def dump_json(results: list, stream=None) -> None:

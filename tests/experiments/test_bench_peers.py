@@ -66,7 +66,7 @@ def test_report_ratios_of_the_peers():
     t = lambda s: Timing(s, s, s, 1)   # noqa: E731
     from polyopt.bench import VariantResult
     result = MatmulBenchResult(10, 10, 10, "f64", [VariantResult(Variant("p"), 0.1, t(2.0), 0.0)],
-                               t(3.0), "", None, t(4.0), "torch x")
+                               t(3.0), "", None, torch=t(4.0), torch_note="torch x")
     rows = {line.split()[0]: line.split() for line in result.report().splitlines()[2:5]}
     assert rows["p"][5:7] == ["1.500x", "2.000x"]
     assert rows["numpy"][6:8] == ["1.000x", "1.333x"]
