@@ -151,7 +151,8 @@ def split_im2col_copies(stand_in: Operation, op_kind: str, shapes, strides, dila
     as im2col copies whose inner loop runs over ``g = gcd(K_C-aligned bounds, C)`` consecutive
     channels: ``for r { for qq { for c < g { buf[.., qq*g + c] = I[.., (qq mod C/g)*g + c] }}}``
     -- contiguous reads, and the window's ``floordiv``/``mod`` only once per run instead of
-    once per element.  Returns how many nests were rewritten (the others keep the generic
+    once per element.  Without width dilation the runs span whole window rows (``g`` divides
+    KW*C), read through the input with W and C folded into one dimension.  Returns how many nests were rewritten (the others keep the generic
     rewrite of :func:`rewrite_stand_in`)."""
     from math import gcd
 
@@ -159,6 +160,12 @@ def split_im2col_copies(stand_in: Operation, op_kind: str, shapes, strides, dila
     from ..affine.loop_utils import simplify_affine_expr
     value = stand_in.results[0]
     out_rows, (kw, channels) = shapes
+    # with no dilation along the width, a window row (kw, c) is kw*C consecutive elements of
+    # the input: runs span it, read through a view whose last dimension is W*C (ResNet-50's
+    # 7x7 stem on 3 channels: runs of 21 instead of 3, below the 8 a run needs)
+    whole_rows = dilations[-1] == 1 and kw > 1
+    run = kw * channels if whole_rows else channels
+    flat: Optional[Value] = None
     done = 0
     for use in list(value.uses):
         load = use.op
@@ -173,7 +180,7 @@ def split_im2col_copies(stand_in: Operation, op_kind: str, shapes, strides, dila
         if not isinstance(store, AffineStoreOp) or len(q_loop.body.ops) != 3:
             continue
         # g divides every bound of q (constants and multiples of the K_C tile)
-        g = channels
+        g = run
         for amap in (q_loop.lower_map, q_loop.upper_map):
             for e in amap.results:
                 for t in linear_terms(e):
@@ -194,8 +201,10 @@ def split_im2col_copies(stand_in: Operation, op_kind: str, shapes, strides, dila
         inner = Builder.before_terminator(c_loop.body)
         qq, c = qq_loop.induction_var, c_loop.induction_var
         # I[window(r, qq, c)] over dims (r, qq, c)
-        idx = _split_window(op_kind, shapes, strides, dilations, g)
-        new_load = inner.create(AffineLoadOp.build, inp, [r_iv, qq, c],
+        if whole_rows and flat is None:
+            flat = _collapse_width_channels(stand_in, inp)
+        idx = _split_window(op_kind, shapes, strides, dilations, g, whole_rows)
+        new_load = inner.create(AffineLoadOp.build, flat if whole_rows else inp, [r_iv, qq, c],
                                 map=AffineMap.get(3, 0, idx), loc=load.loc)
         # the buffer subscript with q := qq*g + c (every operand as a dim)
         smap = store.map
@@ -224,21 +233,39 @@ def _register_rows(con: Contraction, machine) -> int:
                                dict(con.tile_params)).M_R
 
 
-def _split_window(kind: str, shapes, strides, dilations, g: int) -> tuple:
-    """Input subscripts over (r, qq, c) with q = qq*g + c, g dividing C (no floordiv/mod on
-    the innermost c)."""
+def _collapse_width_channels(anchor: Operation, inp: Value) -> Value:
+    """``inp`` (NHWC or NWC) seen with its last two dimensions folded into one (W*C), built in
+    front of ``anchor``."""
+    from ..affine.dialects.memref import CollapseShapeOp
+    rank = inp.type.rank
+    groups = [[d] for d in range(rank - 2)] + [[rank - 2, rank - 1]]
+    return Builder.before(anchor).create(CollapseShapeOp.build, inp, groups,
+                                         loc=anchor.loc).results[0]
+
+
+def _split_window(kind: str, shapes, strides, dilations, g: int,
+                  whole_rows: bool = False) -> tuple:
+    """Input subscripts over (r, qq, c) with q = qq*g + c (no floordiv/mod on the innermost c):
+    g divides C, or, with ``whole_rows``, KW*C and the subscripts are into the input with W
+    and C folded into one dimension (:func:`_collapse_width_channels`)."""
     (rows_hw), (kw, channels) = shapes
     r, qq, c = dim(0), dim(1), dim(2)
-    m = channels // g
-    kk = qq.floordiv(m) if m > 1 else qq              # (kh, kw) index
-    chan = (qq % m) * g + c if m > 1 else c
+    run = kw * channels if whole_rows else channels
+    m = run // g
+    kk = qq.floordiv(m) if m > 1 else qq              # (kh, kw) index, or kh with whole rows
+    chan = (qq % m) * g + c if m > 1 else c           # c, or kw*C + c with whole rows
     if kind == "conv2d":
         oh, ow = rows_hw
         (sh, sw), (dh, dw) = strides, dilations
+        if whole_rows:
+            return (r.floordiv(oh * ow), (r.floordiv(ow) % oh) * sh + kk * dh,
+                    (r % ow) * (sw * channels) + chan)
         return (r.floordiv(oh * ow), (r.floordiv(ow) % oh) * sh + kk.floordiv(kw) * dh,
                 (r % ow) * sw + (kk % kw) * dw, chan)
     (ow,) = rows_hw
     (sw,), (dw,) = strides, dilations
+    if whole_rows:       # q < KW*C: one window row
+        return (r.floordiv(ow), (r % ow) * (sw * channels) + chan)
     return (r.floordiv(ow), (r % ow) * sw + kk * dw, chan)
 
 
