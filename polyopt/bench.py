@@ -533,9 +533,13 @@ def bench_conv2d(s: ConvShape, dtype: str = "f32", *, reps: int = 5, seed: int =
 
 
 RESNET50_LAYERS = {
+    "conv1 7x7/2 224x224x3->64": ConvShape(1, 230, 230, 3, 64, 7, 7, stride=2),
     "conv2_x 3x3 56x56x64->64": ConvShape(1, 58, 58, 64, 64, 3, 3),
     "conv3_x 3x3 28x28x128->128": ConvShape(1, 30, 30, 128, 128, 3, 3),
     "conv4_x 3x3 14x14x256->256": ConvShape(1, 16, 16, 256, 256, 3, 3),
     "conv5_x 3x3 7x7x512->512": ConvShape(1, 9, 9, 512, 512, 3, 3),
     "conv2_x 1x1 56x56x256->64": ConvShape(1, 56, 56, 256, 64, 1, 1),
+    "conv2_x 1x1 56x56x64->256": ConvShape(1, 56, 56, 64, 256, 1, 1),
+    "conv3_1 3x3/2 56x56x128->128": ConvShape(1, 58, 58, 128, 128, 3, 3, stride=2),
+    "conv3_1 1x1/2 56x56x256->512": ConvShape(1, 56, 56, 256, 512, 1, 1, stride=2),
 }
