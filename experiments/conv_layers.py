@@ -4,7 +4,8 @@ against numpy's im2col + matmul timed in the same run (and torch's conv2d when i
     python3 -m experiments.conv_layers [--reps N] [--dtype f32]
 
 The layers are ``polyopt.bench.RESNET50_LAYERS``: batch 1, NHWC input, HWCF filter, no
-padding (the 3x3 layers' inputs are padded by the caller: 58x58 in, 56x56 out).  polyopt runs
+padding (the inputs are padded by the caller: 58x58 in, 56x56 out for the 3x3 layers, 230x230
+for the 7x7 stride-2 stem; "/2" marks stride 2).  polyopt runs
 a 2-D convolution as an implicit GEMM on the matmul pipeline, M = N*OH*OW output pixels,
 N = F filters, K = KH*KW*C, where packing A is im2col done one M_C x K_C tile at a time; the
 table gives each layer's GEMM shape.  numpy's baseline copies the whole im2col matrix, then

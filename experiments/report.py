@@ -36,8 +36,8 @@ from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Optional, Sequence  # noqa: E402
 
-from experiments import (ablations, conv_layers, dgemm_ladder, polybench,  # noqa: E402
-                         sgemm_ladder, size_sweep)
+from experiments import (ablations, by_cpu, conv_layers, dgemm_ladder,  # noqa: E402
+                         polybench, sgemm_ladder, size_sweep)
 from experiments.common import (PAPER_MACHINE, PAPER_PEAK_GFLOPS, Progress,  # noqa: E402
                                 gflops_text, markdown_table, percent_text, run_steps,
                                 steps_notes, steps_table)
@@ -62,6 +62,7 @@ class Mode:
     polybench_dataset: str = "LARGE"
     polybench_kernels: Optional[str] = None      # comma-separated; None: all of them
     polybench_reps: int = 3
+    by_cpu_workloads: tuple = by_cpu.WORKLOADS
 
 
 FULL = Mode("full", dgemm_ladder.PAPER_SIZE, dgemm_ladder.PAPER_SIZE, size_sweep.SIZES, 5,
@@ -72,7 +73,8 @@ QUICK = Mode("quick", (1024, 1024, 1024), (768, 768, 768),
 # tiny matrices and convolutions for the tests: every step and every file, in seconds
 TESTS = Mode("tests", (24, 20, 16), (9, 7, 5), (8, 13), 1, conv_layers.TEST_LAYERS, 1,
              peak_reps=1, peak_seconds=0.01, polybench_dataset="MINI",
-             polybench_kernels=",".join(polybench.TEST_KERNELS), polybench_reps=1)
+             polybench_kernels=",".join(polybench.TEST_KERNELS), polybench_reps=1,
+             by_cpu_workloads=by_cpu.TEST_WORKLOADS)
 
 
 def default_out(mode: Mode, git: dict) -> Path:
@@ -293,6 +295,13 @@ def write_markdown(path: Path, *, mode: Mode, reps: int, command: str, machine: 
     out.append(("\n" + notes + "\n") if notes else "")
     out.append("![PolyBench speed-ups over clang -O3](polybench.png)\n")
 
+    out.append(f"## 7. {by_cpu.TITLE}\n")
+    out.append(by_cpu.describe_method() + (
+        "" if mode is FULL else f" In {mode.name} mode this run's rows go to the report "
+        "folder's `by_cpu.json` (a copy of the kept table with them merged), not to the kept "
+        "table.") + "\n")
+    out.append(by_cpu.table(results["by_cpu"]) + "\n")
+
     out.append("## Machine\n")
     out.append(_machine_section(machine) + "\n")
     out.append("## Reproduce\n")
@@ -341,6 +350,16 @@ def run_report(mode: Mode, *, reps: Optional[int] = None, out: Optional[Path] = 
     suite = polybench.run_suite(mode.polybench_dataset, reps=polybench_reps,
                                 kernels=mode.polybench_kernels, progress=progress.note)
     results["experiments"]["polybench"] = suite
+    # by CPU: merged into the kept table in full mode; other modes (other sizes) merge into a
+    # copy in the report folder
+    identity = by_cpu.cpu_identity()
+    by_cpu_rows = by_cpu.measure(mode.by_cpu_workloads, reps=reps, progress=progress.note)
+    if mode is not FULL:
+        by_cpu.save(folder / "by_cpu.json", by_cpu.load(by_cpu.BY_CPU_FILE))
+    results["by_cpu"] = by_cpu.record(by_cpu.BY_CPU_FILE if mode is FULL
+                                      else folder / "by_cpu.json", identity, by_cpu_rows)
+    if mode is FULL:
+        by_cpu.save(folder / "by_cpu.json", results["by_cpu"])
     results["errors"] = [{"experiment": key, "label": r["label"], "dtype": r["dtype"],
                           "reason": r["reason"]}
                          for key, e in results["experiments"].items()

@@ -128,6 +128,8 @@ class MatmulBenchResult:
     blas: str = ""
     peak_gflops: Optional[float] = None
     machine: str = ""
+    torch: Optional[Timing] = None
+    torch_note: str = ""
 
     @property
     def flops(self) -> float:
@@ -140,18 +142,28 @@ class MatmulBenchResult:
         """numpy time / polyopt time: above 1 means polyopt is faster."""
         return self.numpy.median / r.timing.median
 
+    def ratio_vs_torch(self, r: VariantResult) -> Optional[float]:
+        """torch.mm time / polyopt time, or None when torch was not timed."""
+        return self.torch.median / r.timing.median if self.torch is not None else None
+
     def to_json(self) -> dict:
-        return {
+        out = {
             "m": self.m, "n": self.n, "k": self.k, "dtype": self.dtype, "blas": self.blas,
             "peak_gflops": self.peak_gflops, "machine": self.machine,
             "numpy": asdict(self.numpy), "numpy_gflops": self.gflops(self.numpy),
+            "torch_note": self.torch_note,
             "variants": [{
                 "label": r.variant.label, "switches": r.variant.switches,
                 "tiles": r.variant.tiles, "schedule": r.variant.schedule,
                 "compile_time": r.compile_time, "timing": asdict(r.timing),
                 "gflops": self.gflops(r.timing), "ratio_vs_numpy": self.ratio(r),
+                "ratio_vs_torch": self.ratio_vs_torch(r),
                 "max_abs_error": r.max_abs_error} for r in self.variants],
         }
+        if self.torch is not None:
+            out["torch"] = asdict(self.torch)
+            out["torch_gflops"] = self.gflops(self.torch)
+        return out
 
     def report(self) -> str:
         def spread(t: Timing) -> str:
@@ -164,16 +176,26 @@ class MatmulBenchResult:
                  + (f"; measured FMA peak {self.peak_gflops:.1f} GFLOPS" if self.peak_gflops
                     else ""),
                  f"  {'variant':<{width}}  {'GFLOPS':>8}  {'range':>18}  {'vs numpy':>8}  "
-                 f"{'compile':>8}  {'max|err|':>8}  {'of peak':>7}"]
+                 + (f"{'vs torch':>8}  " if self.torch is not None else "")
+                 + f"{'compile':>8}  {'max|err|':>8}  {'of peak':>7}"]
+        def vs_torch(t: Timing) -> str:
+            return f"{self.torch.median / t.median:7.3f}x  " if self.torch is not None else ""
         for r in self.variants:
             lines.append(f"  {r.variant.label:<{width}}  {self.gflops(r.timing):8.2f}  "
                          f"{spread(r.timing):>18}  {self.ratio(r):7.3f}x  "
+                         f"{vs_torch(r.timing)}"
                          f"{r.compile_time:7.3f}s  {r.max_abs_error:8.1e}  {of_peak(r.timing)}")
-        lines.append(f"  {'numpy (OpenBLAS)':<{width}}  {self.gflops(self.numpy):8.2f}  "
-                     f"{spread(self.numpy):>18}  {1:7.3f}x  {'':>8}  {'':>8}  "
-                     f"{of_peak(self.numpy)}")
+        peers = [("numpy (OpenBLAS)", self.numpy)]
+        if self.torch is not None:
+            peers.append(("torch.mm", self.torch))
+        for label, t in peers:
+            lines.append(f"  {label:<{width}}  {self.gflops(t):8.2f}  {spread(t):>18}  "
+                         f"{self.numpy.median / t.median:7.3f}x  {vs_torch(t)}{'':>8}  "
+                         f"{'':>8}  {of_peak(t)}")
         if self.blas:
             lines.append(f"  numpy's BLAS: {self.blas}")
+        if self.torch_note:
+            lines.append(f"  torch: {self.torch_note}")
         off = [r.variant.label for r in self.variants
                if r.variant.switches.get("llvm_vectorize") is False]
         if off:
@@ -216,6 +238,33 @@ def blis_mode_variant(dtype: str) -> tuple[Optional[Variant], str]:
                    {"hopt": True, "blis": True}), ""
 
 
+def torch_description() -> str:
+    """torch's version and the BLAS it was built with (MKL's version when it names one)."""
+    import re
+
+    import torch
+    found = re.search(r"Math Kernel Library Version (\d[\d.]*)", torch.__config__.show())
+    blas = f"MKL {found.group(1)}" if found else "its built-in BLAS"
+    return f"torch {torch.__version__} ({blas}), {torch.get_num_threads()} thread(s)"
+
+
+def _torch_matmul(a, b):
+    """``(run, note)``: ``torch.mm`` of ``a`` and ``b`` (sharing their memory) into a
+    preallocated result on one thread, or ``(None, why not)`` when torch is not installed."""
+    try:
+        import torch
+    except ImportError:
+        return None, "not installed (optional)"
+    torch.set_num_threads(1)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    out = torch.empty((a.shape[0], b.shape[1]), dtype=ta.dtype)
+
+    def run():
+        torch.mm(ta, tb, out=out)
+        return out.numpy()
+    return run, torch_description()
+
+
 def paper_ladder(m: int, n: int, k: int) -> list[Variant]:
     """The steps of the paper's Figure 5, one knob at a time: the naive nest, cache tiling
     (section 2.5's schedule), BLIS tiling, + packing (2.6), + unroll-and-jam and scalar
@@ -238,9 +287,10 @@ def paper_ladder(m: int, n: int, k: int) -> list[Variant]:
 
 def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
                  variants: Optional[list[Variant]] = None, seed: int = 0,
-                 measure_peak: bool = True) -> MatmulBenchResult:
+                 measure_peak: bool = True, torch_peer: bool = True) -> MatmulBenchResult:
     """Compile each variant of ``hop.matmul`` (C += A*B), check it against numpy, then time all
-    of them and numpy's matmul on the same arrays, round-robin, ``reps`` times each."""
+    of them, numpy's matmul and (``torch_peer``, when torch is installed) ``torch.mm`` on one
+    thread on the same arrays, round-robin, ``reps`` times each."""
     import numpy as np
 
     from .pipeline import compile as compile_module
@@ -274,12 +324,20 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
     c = c0.copy()
     out = np.empty((m, n), np_dtype)
     np.matmul(a, b, out=out)  # warm-up
+    torch_run, torch_note = _torch_matmul(a, b) if torch_peer else (None, "")
+    if torch_run is not None:
+        err = float(np.max(np.abs(c0 + torch_run() - expected)))  # also the warm-up
+        if not err <= tol:
+            raise AssertionError(f"torch.mm differs from numpy by {err:.3g}; not timing it")
     samples: list[list[float]] = [[] for _ in fns]
     theirs: list[float] = []
+    torch_samples: list[float] = []
     for _ in range(reps):
         for i, fn in enumerate(fns):
             samples[i].append(_time_once(lambda: fn(a, b, c)))
         theirs.append(_time_once(lambda: np.matmul(a, b, out=out)))
+        if torch_run is not None:
+            torch_samples.append(_time_once(torch_run))
     results = [VariantResult(v, ct, Timing.of(s), e)
                for v, ct, s, e in zip(variants, compile_times, samples, errors)]
     peak = None
@@ -287,7 +345,9 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
         from .codegen.peak import measure_peak as run_peak
         peak = run_peak(dtype).gflops
     return MatmulBenchResult(m, n, k, dtype, results, Timing.of(theirs), blas_description(),
-                             peak, machine_summary())
+                             peak, machine_summary(),
+                             torch=Timing.of(torch_samples) if torch_samples else None,
+                             torch_note=torch_note)
 
 
 def dump_json(results: list, stream=None) -> None:
@@ -483,9 +543,13 @@ def bench_conv2d(s: ConvShape, dtype: str = "f32", *, reps: int = 5, seed: int =
 
 
 RESNET50_LAYERS = {
+    "conv1 7x7/2 224x224x3->64": ConvShape(1, 230, 230, 3, 64, 7, 7, stride=2),
     "conv2_x 3x3 56x56x64->64": ConvShape(1, 58, 58, 64, 64, 3, 3),
     "conv3_x 3x3 28x28x128->128": ConvShape(1, 30, 30, 128, 128, 3, 3),
     "conv4_x 3x3 14x14x256->256": ConvShape(1, 16, 16, 256, 256, 3, 3),
     "conv5_x 3x3 7x7x512->512": ConvShape(1, 9, 9, 512, 512, 3, 3),
     "conv2_x 1x1 56x56x256->64": ConvShape(1, 56, 56, 256, 64, 1, 1),
+    "conv2_x 1x1 56x56x64->256": ConvShape(1, 56, 56, 64, 256, 1, 1),
+    "conv3_1 3x3/2 56x56x128->128": ConvShape(1, 58, 58, 128, 128, 3, 3, stride=2),
+    "conv3_1 1x1/2 56x56x256->512": ConvShape(1, 56, 56, 256, 512, 1, 1, stride=2),
 }

@@ -220,21 +220,46 @@ def _rewrite_access(use, inp: Value, windows: AffineMap, batch: Optional[Value])
     access.set_map(new, operands)
 
 
-def conv_k_c(channels: int, reduction: int, k_c: int) -> int:
-    """A K_C near the model's ``k_c`` that is a multiple or a divisor of the channel count when
-    one is a multiple of 8, so that each K_C block of the reduction ``q = (kh, kw, c)`` holds
-    whole runs of channels (see :func:`split_im2col_copies`).  Among the multiples up to
-    1.5 ``k_c``: the least zero padding of the last block (it runs a full K_C), then the fewest
-    blocks.  ResNet-50's 3x3 layer on 64 channels (``q`` = 576) with 4x64 f32 tiles
-    (``k_c`` = 128): 128 pads 576 to 640 and ran at 178 GFLOPS, 192 at 210, 64 at 198."""
-    if channels <= k_c * 1.5:
-        whole = -(-reduction // channels) * channels
-        candidates = [min(m * channels, whole)
-                      for m in range(1, int(k_c * 1.5) // channels + 1)]
-        return min(candidates, key=lambda c: (-(-reduction // c) * c, -(-reduction // c)))
-    limit = int(k_c * 1.1)
-    divisors = [d for d in range(8, limit + 1, 8) if channels % d == 0]
-    return max(divisors) if divisors else k_c
+def conv_k_c(channels: int, reduction: int, k_c: int, limit: Optional[int] = None) -> int:
+    """The K_C of a convolution's implicit GEMM, between the model's ``k_c`` and ``limit``
+    (default 1.5 ``k_c``; :func:`expand_conv_tiled` passes what lets B's K_C x N_C block take
+    half of L2):
+
+    * the whole reduction ``q = (kh, kw, c)`` when it fits (one K_C block: C is loaded and
+      stored once, A is im2col-packed in one sweep);
+    * else the largest multiple of 8 that splits the reduction exactly (the last block runs a
+      full, zero-padded K_C otherwise) and shares a run of at least 8 channels with the channel
+      count, so that each block holds whole runs (:func:`split_im2col_copies`), down to half of
+      ``k_c``;
+    * else the old rule: multiples of the channel count (or of its largest divisor that is a
+      multiple of 8) up to ``limit``, the least padding of the last block, then fewest blocks.
+
+    Measured on Zen 4 (32 KiB L1d, 1 MiB L2, 4x64 f32 tile, model K_C 80, so 64 before this
+    rule), best GFLOPS of 31-41 runs: ResNet-50's 3x3 on 64 channels (q = 576) 104.7 at 64,
+    109.5 at 192, 108.6 at 576, 76 at 256 and 384 (padded to 768); 128 channels (q = 1152)
+    105-109 at 64..576, 97.5 at 256 (padded); 256 channels (q = 2304) 102.2 at 64, 105.0 at
+    256, 107.2 at 384, 94.3 at 512 (padded), 98.9 at 768 and 90.3 at 2304 (B's block beyond
+    L2); 512 channels 75.1 at 64, 77.6 at 256, 50.5 at 4608; the 1x1 on 256 channels 97.7 at
+    64, 104.9 at 256.  B's micro-panel then no longer fits L1, but the 4x64 tile reads 256
+    bytes of B per 16 FMAs, which L2 sustains; fewer K_C blocks save passes over C and A."""
+    from math import gcd
+    limit = max(k_c, limit if limit is not None else int(k_c * 1.5))
+    if reduction <= limit:
+        return reduction
+    run = min(8, channels)
+    exact = [d for d in range(limit - limit % 8, max(8, k_c // 2) - 1, -8)
+             if reduction % d == 0 and gcd(d, channels) >= run]
+    if exact:
+        return exact[0]
+    if channels <= limit:
+        step = channels
+    else:
+        divisors = [d for d in range(8, limit + 1, 8) if channels % d == 0]
+        if not divisors:
+            return k_c
+        step = max(divisors)
+    candidates = [m * step for m in range(1, limit // step + 1)]
+    return min(candidates, key=lambda c: (-(-reduction // c) * c, -(-reduction // c)))
 
 
 def split_im2col_copies(stand_in: Operation, op_kind: str, shapes, strides, dilations,
@@ -243,7 +268,8 @@ def split_im2col_copies(stand_in: Operation, op_kind: str, shapes, strides, dila
     as im2col copies whose inner loop runs over ``g = gcd(K_C-aligned bounds, C)`` consecutive
     channels: ``for r { for qq { for c < g { buf[.., qq*g + c] = I[.., (qq mod C/g)*g + c] }}}``
     -- contiguous reads, and the window's ``floordiv``/``mod`` only once per run instead of
-    once per element.  Returns how many nests were rewritten (the others keep the generic
+    once per element.  Without width dilation the runs span whole window rows (``g`` divides
+    KW*C), read through the input with W and C folded into one dimension.  Returns how many nests were rewritten (the others keep the generic
     rewrite of :func:`rewrite_stand_in`)."""
     from math import gcd
 
@@ -251,6 +277,12 @@ def split_im2col_copies(stand_in: Operation, op_kind: str, shapes, strides, dila
     from ..affine.loop_utils import simplify_affine_expr
     value = stand_in.results[0]
     out_rows, (kw, channels) = shapes
+    # with no dilation along the width, a window row (kw, c) is kw*C consecutive elements of
+    # the input: runs span it, read through a view whose last dimension is W*C (ResNet-50's
+    # 7x7 stem on 3 channels: runs of 21 instead of 3, below the 8 a run needs)
+    whole_rows = dilations[-1] == 1 and kw > 1
+    run = kw * channels if whole_rows else channels
+    flat: Optional[Value] = None
     done = 0
     for use in list(value.uses):
         load = use.op
@@ -265,7 +297,7 @@ def split_im2col_copies(stand_in: Operation, op_kind: str, shapes, strides, dila
         if not isinstance(store, AffineStoreOp) or len(q_loop.body.ops) != 3:
             continue
         # g divides every bound of q (constants and multiples of the K_C tile)
-        g = channels
+        g = run
         for amap in (q_loop.lower_map, q_loop.upper_map):
             for e in amap.results:
                 for t in linear_terms(e):
@@ -286,8 +318,10 @@ def split_im2col_copies(stand_in: Operation, op_kind: str, shapes, strides, dila
         inner = Builder.before_terminator(c_loop.body)
         qq, c = qq_loop.induction_var, c_loop.induction_var
         # I[window(r, qq, c)] over dims (r, qq, c)
-        idx = _split_window(op_kind, shapes, strides, dilations, g)
-        new_load = inner.create(AffineLoadOp.build, inp, [r_iv, qq, c],
+        if whole_rows and flat is None:
+            flat = _collapse_width_channels(stand_in, inp)
+        idx = _split_window(op_kind, shapes, strides, dilations, g, whole_rows)
+        new_load = inner.create(AffineLoadOp.build, flat if whole_rows else inp, [r_iv, qq, c],
                                 map=AffineMap.get(3, 0, idx), loc=load.loc)
         # the buffer subscript with q := qq*g + c (every operand as a dim)
         smap = store.map
@@ -316,21 +350,39 @@ def _register_rows(con: Contraction, machine) -> int:
                                dict(con.tile_params)).M_R
 
 
-def _split_window(kind: str, shapes, strides, dilations, g: int) -> tuple:
-    """Input subscripts over (r, qq, c) with q = qq*g + c, g dividing C (no floordiv/mod on
-    the innermost c)."""
+def _collapse_width_channels(anchor: Operation, inp: Value) -> Value:
+    """``inp`` (NHWC or NWC) seen with its last two dimensions folded into one (W*C), built in
+    front of ``anchor``."""
+    from ..affine.dialects.memref import CollapseShapeOp
+    rank = inp.type.rank
+    groups = [[d] for d in range(rank - 2)] + [[rank - 2, rank - 1]]
+    return Builder.before(anchor).create(CollapseShapeOp.build, inp, groups,
+                                         loc=anchor.loc).results[0]
+
+
+def _split_window(kind: str, shapes, strides, dilations, g: int,
+                  whole_rows: bool = False) -> tuple:
+    """Input subscripts over (r, qq, c) with q = qq*g + c (no floordiv/mod on the innermost c):
+    g divides C, or, with ``whole_rows``, KW*C and the subscripts are into the input with W
+    and C folded into one dimension (:func:`_collapse_width_channels`)."""
     (rows_hw), (kw, channels) = shapes
     r, qq, c = dim(0), dim(1), dim(2)
-    m = channels // g
-    kk = qq.floordiv(m) if m > 1 else qq              # (kh, kw) index
-    chan = (qq % m) * g + c if m > 1 else c
+    run = kw * channels if whole_rows else channels
+    m = run // g
+    kk = qq.floordiv(m) if m > 1 else qq              # (kh, kw) index, or kh with whole rows
+    chan = (qq % m) * g + c if m > 1 else c           # c, or kw*C + c with whole rows
     if kind == "conv2d":
         oh, ow = rows_hw
         (sh, sw), (dh, dw) = strides, dilations
+        if whole_rows:
+            return (r.floordiv(oh * ow), (r.floordiv(ow) % oh) * sh + kk * dh,
+                    (r % ow) * (sw * channels) + chan)
         return (r.floordiv(oh * ow), (r.floordiv(ow) % oh) * sh + kk.floordiv(kw) * dh,
                 (r % ow) * sw + (kk % kw) * dw, chan)
     (ow,) = rows_hw
     (sw,), (dw,) = strides, dilations
+    if whole_rows:       # q < KW*C: one window row
+        return (r.floordiv(ow), (r % ow) * (sw * channels) + chan)
     return (r.floordiv(ow), (r % ow) * sw + kk * dw, chan)
 
 
@@ -354,9 +406,14 @@ def expand_conv_tiled(op, expand_contraction, machine=None, **options) -> None:
     strides, dilations = spec.strides, spec.dilations
     tiles = dict(spec.tile_params)
     if "K_C" not in tiles:
+        from .blis_schedule import MachineModel
         elem_bytes = spec.output.type.element_type.width // 8
         model = default_blis_params(rows, out_shape[-1], red, elem_bytes, machine, tiles)
-        tiles["K_C"] = conv_k_c(channels, red, model.K_C)
+        # B's K_C x N_C block is packed once per K_C block and read again for every M_C
+        # block of A (a third of L2): half of L2 for it
+        n_c = min(out_shape[-1], model.N_C or out_shape[-1])
+        limit = int((machine or MachineModel()).l2_bytes / 2 / (n_c * elem_bytes))
+        tiles["K_C"] = conv_k_c(channels, red, model.K_C, limit)
     con, stand_in, windows = conv_as_matmul(spec, tiles)
     m_r = _register_rows(con, machine)
     expand_contraction(con, machine=machine, **options)

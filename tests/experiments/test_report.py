@@ -200,6 +200,32 @@ def test_polybench_section(report):
     assert "- PolyBench/C 4.2 (MINI, 3 kernels, one thread): polyopt --hopt geomean **" in text
 
 
+def test_by_cpu_section(report, monkeypatch):
+    """Section 7: this run's rows filed under this CPU's signature in the report folder's
+    by_cpu.json (tests mode leaves the kept table alone), and the table in report.md."""
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")   # experiments.* check numpy's pin
+    from experiments import by_cpu
+    out, _ = report
+    store = json.loads((out / "by_cpu.json").read_text())
+    results = json.loads((out / "results.json").read_text())
+    assert results["by_cpu"] == store
+    signature = by_cpu.cpu_identity()["signature"]
+    rows = store["cpus"][signature]["rows"]
+    assert {"DGEMM 23x19x17", "SGEMM 21x18x13"} <= set(rows)
+    for label in ("DGEMM 23x19x17", "SGEMM 21x18x13"):
+        r = rows[label]
+        assert r["gflops"] > 0 and 0 < r["fraction_of_peak"] and r["ratio_vs_openblas"] > 0
+        assert r["choice"].startswith("M_C=") and r["date"][:4].isdigit()
+        assert (r["ratio_vs_torch"] is not None) == TORCH
+    if by_cpu.BY_CPU_FILE.exists():
+        assert "DGEMM 23x19x17" not in by_cpu.BY_CPU_FILE.read_text()
+    text = (out / "report.md").read_text()
+    assert f"## 7. {by_cpu.TITLE}" in text
+    assert "| CPU | signature | workload | the model's choice |" in text
+    assert f"| `{signature}` |" in text     # on the CPU's first row (kept rows sort first)
+    assert "| DGEMM 23x19x17 |" in text and "| SGEMM 21x18x13 |" in text
+
+
 def test_machine_json(report):
     out, _ = report
     machine = json.loads((out / "machine.json").read_text())

@@ -70,18 +70,54 @@ def test_one_by_one_and_a_layer_of_resnet():
 
 def test_im2col_copy_reads_whole_channel_runs():
     """With packing, the A buffer is filled straight from the input: the innermost copy loop
-    runs over consecutive channels (no floordiv/mod on its IV), one micro-panel row at a time
-    unrolled inside it; the input is never copied whole (no R x Q buffer)."""
+    runs over consecutive elements of a window row (kw*C of them with no width dilation, read
+    through the input seen as N x H x (W*C); no floordiv/mod on its IV), one micro-panel row
+    at a time unrolled inside it; the input is never copied whole (no R x Q buffer)."""
+    import re
     kind, strides, dilations = "conv2d", (1, 1), (1, 1)
     si, sk, so = shapes(kind, 1, (10, 9), 16, 20, (3, 3), strides, dilations)
     module = polyopt.parse(conv_text(kind, si, sk, so, strides, dilations, "f32"))
     run_passes(module, PipelineOptions(**ALL))
-    text = str(module)
-    allocs = [line for line in text.splitlines() if "memref.alloc()" in line]
+    lines = str(module).splitlines()
+    allocs = [line for line in lines if "memref.alloc()" in line]
     assert not any("56x144" in a for a in allocs)            # no im2col matrix
+    assert any("memref.collapse_shape %arg0 [[0], [1], [2, 3]] : memref<1x10x9x16xf32> into "
+               "memref<1x10x144xf32>" in line for line in lines)
+    assert not any("affine.load %arg0[" in line for line in lines)
+    reads = 0
+    for i, line in enumerate(lines):
+        if "affine.load %collapse_shape[" not in line or "1x10x144" not in line:
+            continue
+        iv = next(re.search(r"affine.for (%arg\d+) = 0 to (\d+)", lines[j])
+                  for j in range(i - 1, -1, -1) if "affine.for" in lines[j])
+        assert iv and iv.group(2) == "48", line      # runs of 3 x 16 = a whole window row
+        last = line.split("[")[1].split("]")[0].split(", ")[-1]
+        inner = iv.group(1)
+        terms = last.split(" + ")       # the run's IV added, never inside a mod/floordiv
+        assert inner in terms and sum(inner in t for t in terms) == 1, line
+        reads += 1
+    assert reads >= 4       # M_R = 4 rows of the micro-panel, and the remainder rows
+
+
+def test_dilated_width_keeps_channel_runs():
+    """A width dilation splits a window row: the runs are C long, read from the NHWC input."""
+    kind, strides, dilations = "conv2d", (1, 1), (1, 2)
+    si, sk, so = shapes(kind, 1, (10, 11), 16, 20, (3, 3), strides, dilations)
+    module = polyopt.parse(conv_text(kind, si, sk, so, strides, dilations, "f32"))
+    run_passes(module, PipelineOptions(**ALL))
+    text = str(module)
+    assert "memref.collapse_shape %arg0" not in text
     reads = [line for line in text.splitlines() if "affine.load %arg0[" in line]
     assert reads and all(line.split("[")[1].split("]")[0].split(", ")[-1].startswith("%arg")
                          and "mod" not in line.split(", ")[-1] for line in reads)
+
+
+@pytest.mark.parametrize("elem", ["f32", "f64"])
+def test_resnet_stem_shape_runs_whole_window_rows(elem):
+    """ResNet-50's stem (7x7, stride 2, 3 channels) on a small odd image: runs of 7 x 3 = 21
+    elements (3 alone is below the 8 a run needs), executed against numpy."""
+    compiled = case("conv2d", 1, (23, 20), 3, 13, (7, 7), (2, 2), (1, 1), elem, **ALL)
+    assert "memref.collapse_shape %arg0 [[0], [1], [2, 3]]" in str(compiled.module)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -103,7 +139,33 @@ def test_hypothesis_shapes(kind, batch, size, c, f, k, stride, dilation, elem, s
 def test_k_c_holds_whole_channel_runs_without_padding_the_last_block():
     from polyopt.schedules.conv_gemm import conv_k_c
     assert conv_k_c(64, 576, 128) == 192      # 3 blocks; 128 would pad 576 to 640
-    assert conv_k_c(64, 320, 128) == 64       # the only multiple that splits 5 x 64 evenly
+    assert conv_k_c(64, 320, 128) == 160      # 2 blocks of 160 (runs of 32 channels)
     assert conv_k_c(16, 144, 128) == 144      # the whole reduction in one block
-    assert conv_k_c(256, 2304, 128) == 128    # more channels than k_c: a divisor of them
+    assert conv_k_c(256, 2304, 128) == 192    # 12 blocks, runs of 64 channels
     assert conv_k_c(3, 27, 128) == 27
+    # no multiple of 8 divides 9 x 37: multiples of the channel count, least padding
+    assert conv_k_c(37, 333, 80, 100) == 37
+    # with the L2 limit expand_conv_tiled passes (Zen 4: 1 MiB L2, f32, model K_C 80)
+    assert conv_k_c(64, 576, 80, 2048) == 576       # ResNet-50 conv2_x 3x3: one block
+    assert conv_k_c(256, 2304, 80, 512) == 384      # conv4_x: 6 blocks, not 512 (padded)
+    assert conv_k_c(512, 4608, 80, 256) == 256      # conv5_x
+    assert conv_k_c(64, 576, 80, 40) == 576 // 8    # the limit never goes below k_c
+
+
+@pytest.mark.parametrize("machine_l2, k_c", [(1 << 20, 576), (64 << 10, 288), (16 << 10, 96)])
+def test_k_c_follows_l2(monkeypatch, machine_l2, k_c):
+    """expand_conv_tiled gives B's K_C x N_C block half of L2: a 3x3 on 64 channels and 16
+    filters (q = 576, f32) gets all of q with 1 MiB, 288 with 64 KiB, 96 with 16 KiB (runs of
+    32 channels); checked by running it."""
+    import dataclasses
+
+    import polyopt.pipeline
+    host = polyopt.pipeline.machine_model()
+    monkeypatch.setattr(polyopt.pipeline, "machine_model",
+                        lambda target=None: dataclasses.replace(host, l2_bytes=machine_l2))
+    remarks = []
+    si, sk, so = shapes("conv2d", 1, (7, 6), 64, 16, (3, 3), (1, 1), (1, 1))
+    text = conv_text("conv2d", si, sk, so, (1, 1), (1, 1), "f32", hop=True)
+    compiled = polyopt.compile(text, remark=lambda loc, m: remarks.append(m), **ALL)
+    assert any(f"K_C={k_c}," in m for m in remarks), remarks
+    check_run(compiled, "conv2d", random_operands(si, sk, so, DTYPES["f32"], 3), (1, 1), (1, 1))

@@ -1,0 +1,73 @@
+"""The peers ``polyopt bench matmul`` times beside polyopt: numpy (OpenBLAS) always, torch.mm
+on one thread when torch is importable.  Speed is never asserted; that the peer was timed in
+the same alternating run, checked, and reported (table, JSON) is."""
+
+import json
+import sys
+
+import pytest
+
+from polyopt.bench import MatmulBenchResult, Timing, Variant, bench_matmul
+
+ALL_PASSES = {"hopt": True, "copy": True, "unroll": True, "scalrep": True, "vect": True}
+
+
+def _torch_importable() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _torch_importable(), reason="torch is not installed (an optional peer)")
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+def test_torch_mm_is_timed_beside_numpy(dtype):
+    import torch
+    result = bench_matmul(19, 23, 13, dtype, reps=3, variants=[Variant("all", ALL_PASSES)],
+                          measure_peak=False)
+    assert result.torch is not None and result.torch.reps == 3
+    assert torch.get_num_threads() == 1
+    assert result.torch_note.startswith(f"torch {torch.__version__}") and \
+        "1 thread(s)" in result.torch_note
+    (variant,) = result.variants
+    assert result.ratio_vs_torch(variant) == pytest.approx(
+        result.torch.median / variant.timing.median)
+    data = json.loads(json.dumps(result.to_json()))
+    assert data["torch"]["reps"] == 3 and data["torch_gflops"] > 0
+    assert data["variants"][0]["ratio_vs_torch"] == pytest.approx(
+        result.ratio_vs_torch(variant))
+    lines = result.report().splitlines()
+    assert "vs torch" in lines[1]
+    assert any(line.strip().startswith("torch.mm ") for line in lines)
+    assert any(line.startswith("  torch: torch ") for line in lines)
+
+
+def test_without_torch_the_table_has_no_torch_column(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)   # import torch raises ImportError
+    result = bench_matmul(7, 9, 5, "f64", reps=1, measure_peak=False)
+    assert result.torch is None and result.torch_note == "not installed (optional)"
+    assert result.ratio_vs_torch(result.variants[0]) is None
+    data = result.to_json()
+    assert "torch" not in data and data["variants"][0]["ratio_vs_torch"] is None
+    report = result.report()
+    assert "vs torch" not in report and "torch.mm" not in report
+    assert "torch: not installed (optional)" in report
+
+
+def test_torch_peer_off():
+    result = bench_matmul(7, 9, 5, "f64", reps=1, measure_peak=False, torch_peer=False)
+    assert result.torch is None and result.torch_note == ""
+
+
+def test_report_ratios_of_the_peers():
+    """The torch row's 'vs numpy' is numpy's time over torch's; polyopt's 'vs torch' is
+    torch's time over polyopt's (numbers made up, nothing timed)."""
+    t = lambda s: Timing(s, s, s, 1)   # noqa: E731
+    from polyopt.bench import VariantResult
+    result = MatmulBenchResult(10, 10, 10, "f64", [VariantResult(Variant("p"), 0.1, t(2.0), 0.0)],
+                               t(3.0), "", None, torch=t(4.0), torch_note="torch x")
+    rows = {line.split()[0]: line.split() for line in result.report().splitlines()[2:5]}
+    assert rows["p"][5:7] == ["1.500x", "2.000x"]
+    assert rows["numpy"][6:8] == ["1.000x", "1.333x"]
+    assert rows["torch.mm"][5:7] == ["0.750x", "1.000x"]
