@@ -12,6 +12,7 @@ The regression cases below are what the fuzzer found, reduced by hand.
 from __future__ import annotations
 
 import os
+import time
 import sys
 
 import pytest
@@ -163,3 +164,23 @@ def test_upstream_cross_check():
     with pytest.raises(text_fuzzer.Failure) as info:
         text_fuzzer.check_input(text.encode(), upstream=True)
     assert info.value.kind == "upstream" and "constant too large for index" in info.value.detail
+
+
+def test_slow_only_when_the_input_is_slow_twice(monkeypatch):
+    """The CPU budget catches blow-ups, which repeat; a one-time cost of the first call (a lazy
+    import, the first target description) does not fail the input."""
+    spends = []
+
+    def fake_check(data, name, upstream=False):
+        busy_until = time.process_time() + spends.pop(0)
+        while time.process_time() < busy_until:
+            pass
+        return "ok"
+
+    monkeypatch.setattr(text_fuzzer, "CPU_SECONDS", 0.05)
+    monkeypatch.setattr(text_fuzzer, "_check", fake_check)
+    spends[:] = [0.08, 0.0]
+    assert text_fuzzer.check_input(b"") == "ok"
+    spends[:] = [0.08, 0.08]
+    with pytest.raises(text_fuzzer.Failure, match="slow"):
+        text_fuzzer.check_input(b"")

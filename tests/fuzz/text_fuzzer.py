@@ -363,12 +363,19 @@ def check_input(data: bytes, name: str = "fuzz.mlir", upstream: bool = False) ->
     be read by mlir-opt-22 and printed back identically (kind "upstream"; the time mlir-opt
     takes is not counted)."""
     start = time.process_time()
-    try:
-        return _check(data, name, upstream)
-    finally:
-        spent = time.process_time() - start
-        if spent > CPU_SECONDS:
-            raise Failure("slow", f"{spent:.2f} s of CPU time (budget {CPU_SECONDS} s)")
+    outcome = _check(data, name, upstream)
+    spent = time.process_time() - start
+    if spent > CPU_SECONDS:
+        # once more before calling it slow: a blow-up on the input repeats, one-time costs
+        # (a module imported lazily, the first JIT or target description of the process)
+        # and a neighbour's load on a shared core do not (CI 2026-11-25: 1.08 s, then 0.08 s)
+        start = time.process_time()
+        _check(data, name, upstream)
+        again = time.process_time() - start
+        if again > CPU_SECONDS:
+            raise Failure("slow", f"{spent:.2f} s then {again:.2f} s of CPU time (budget "
+                                  f"{CPU_SECONDS} s)")
+    return outcome
 
 
 def _check(data: bytes, name: str, upstream: bool = False) -> str:
