@@ -14,6 +14,18 @@ import polyopt
 from polyopt.cli import main
 
 
+#: The pass-flag sets a raised nest is checked under: --hopt alone, with each register-tile
+#: flag, all of them, and BLIS mode.
+PASS_FLAG_SETS = {
+    "hopt": dict(hopt=True),
+    "copy": dict(hopt=True, copy=True),
+    "unroll": dict(hopt=True, unroll=True),
+    "scalrep": dict(hopt=True, scalrep=True),
+    "vect": dict(hopt=True, vect=True),
+    "all": dict(hopt=True, copy=True, unroll=True, scalrep=True, vect=True),
+    "blis": dict(hopt=True, blis=True),
+}
+
 def polyopt_run(tmp_path, capture, text: str, *flags: str, name: str = "prog.mlir") -> str:
     """What ``polyopt run FILE flags`` prints for ``text`` (written to ``tmp_path/name``),
     without its first line, ``Compilation time: ...``; the command must succeed.  ``capture``

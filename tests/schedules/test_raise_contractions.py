@@ -16,17 +16,11 @@ from polyopt.affine.parser import parse
 from polyopt.passes import parse_pipeline, print_pipeline, run_pipeline
 from polyopt.schedules.raise_contractions import raise_contractions
 
+from run_helpers import PASS_FLAG_SETS
+
 HERE = Path(__file__).parent / "raising"
 
-FLAGS = {
-    "hopt": dict(hopt=True),
-    "copy": dict(hopt=True, copy=True),
-    "unroll": dict(hopt=True, unroll=True),
-    "scalrep": dict(hopt=True, scalrep=True),
-    "vect": dict(hopt=True, vect=True),
-    "all": dict(hopt=True, copy=True, unroll=True, scalrep=True, vect=True),
-    "blis": dict(hopt=True, blis=True),
-}
+FLAGS = PASS_FLAG_SETS
 
 
 def remarks_of(text, **switches):

@@ -17,15 +17,9 @@ import polyopt
 from polyopt.affine.parser import parse
 from polyopt.schedules.raise_contractions import raise_contractions
 
-FLAGS = {
-    "hopt": dict(hopt=True),
-    "copy": dict(hopt=True, copy=True),
-    "unroll": dict(hopt=True, unroll=True),
-    "scalrep": dict(hopt=True, scalrep=True),
-    "vect": dict(hopt=True, vect=True),
-    "all": dict(hopt=True, copy=True, unroll=True, scalrep=True, vect=True),
-    "blis": dict(hopt=True, blis=True),
-}
+from run_helpers import PASS_FLAG_SETS
+
+FLAGS = PASS_FLAG_SETS
 
 
 def compile_with_remarks(text, **switches):
