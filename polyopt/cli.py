@@ -29,7 +29,9 @@ def _add_pipeline_flags(parser: argparse.ArgumentParser) -> None:
         group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction,
                            default=getattr(PipelineOptions, name), help=help_)
     for name, option, help_ in PipelineOptions.value_fields():
-        group.add_argument(option, dest=name, default=None, metavar="NAME", help=help_)
+        meta = PipelineOptions.__dataclass_fields__[name].metadata
+        group.add_argument(option, dest=name, default=None, metavar=meta.get("metavar", "NAME"),
+                           type=meta.get("type", str), help=help_)
 
 
 def _add_pass_flags(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,288 @@
+"""Parallel regions on LLVM's OpenMP runtime (libomp), as MLIR's ``convert-openmp-to-llvm``
+and clang emit them.
+
+Why libomp: it is the runtime MLIR's OpenMP lowering (``OpenMPIRBuilder``) and
+``clang -fopenmp`` target (``__kmpc_fork_call``), Debian ships it as ``libomp-22-dev``
+(``libomp.so.5`` under ``/usr/lib/llvm-22/lib``, installed by ``scripts/setup.sh``), and it
+also exports GCC's ``GOMP_*`` entry points, so Polly's default GNU-OpenMP code runs on the
+same runtime.  It is loaded into the process with ``llvm.load_library_permanently`` the first
+time a module with a parallel region is lowered; when it is missing the lowering stops with a
+:class:`CodegenError` at the parallel op naming the package.
+
+The region's ABI in the LLVM IR emitted here (one pointer of captures, as
+``__kmpc_fork_call``'s variadic tail allows)::
+
+    %ctx = alloca { ptr, i64, ... }             ; the live-in values, stored before the fork
+    %gtid = call i32 @__kmpc_global_thread_num(ptr @ident)
+    call void @__kmpc_push_num_threads(ptr @ident, i32 %gtid, i32 <threads>)
+    call void (ptr, i32, ptr, ...) @__kmpc_fork_call(ptr @ident, i32 1, ptr @f.omp_outlined.0, ptr %ctx)
+
+    define internal void @f.omp_outlined.0(ptr %gtid, ptr %btid, ptr %ctx) {
+      ; loads of the live-ins, then the body with omp_get_thread_num()/omp_get_num_threads()
+    }
+
+:func:`emit_parallel_region` lowers a body into such an outlined function without the handlers
+knowing: the body is emitted with the enclosing function's LLVM values, then every value of
+the enclosing function that the outlined one uses is captured (stored into ``%ctx`` before the
+fork, loaded at the outlined function's entry) and substituted.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import os
+from typing import Callable, Optional
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from polyopt.affine.diagnostics import CodegenError
+from polyopt.codegen.llvm_helpers import I32, I64, PTR, VOID, FnAttrs, i64, opaque_alloca
+
+#: Where Debian's libomp-22-dev puts the runtime, then the names the loader searches.
+OPENMP_LIBRARIES = ("/usr/lib/llvm-22/lib/libomp.so.5", "/usr/lib/x86_64-linux-gnu/libomp.so.5",
+                    "libomp.so.5", "libomp.so")
+OPENMP_PACKAGE = "libomp-22-dev"
+
+_loaded: Optional[str] = None
+
+
+def resolve_threads(threads: Optional[int] = None) -> int:
+    """The team size to compile for: ``threads`` when given, else ``OMP_NUM_THREADS`` (its
+    first entry, as OpenMP reads it), else the number of cores this process may run on."""
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads must be a positive integer, got {threads!r}")
+        return threads
+    env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise ValueError(f"OMP_NUM_THREADS must be a positive integer, got {env!r}")
+        return n
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def load_openmp_runtime(loc=None) -> str:
+    """Load libomp into the process for the JIT (once); returns its path.  Raises
+    :class:`CodegenError` at ``loc`` naming the Debian package when it cannot be found.
+    ``POLYOPT_OPENMP_LIB`` names another copy (tests use a missing path to check the error)."""
+    global _loaded
+    override = os.environ.get("POLYOPT_OPENMP_LIB")
+    if _loaded is not None and override in (None, _loaded):
+        return _loaded
+    # idle workers spin for KMP_BLOCKTIME ms before sleeping (200 by default): on a shared,
+    # often oversubscribed machine that spinning steals the cores from other work
+    os.environ.setdefault("KMP_BLOCKTIME", "1")
+    candidates = [override] if override else list(OPENMP_LIBRARIES)
+    if not override:
+        found = ctypes.util.find_library("omp")
+        if found:
+            candidates.append(found)
+    for path in candidates:
+        if os.path.isabs(path) and not os.path.exists(path):
+            continue
+        try:
+            llvm.load_library_permanently(path)
+        except RuntimeError:
+            continue
+        _loaded = path
+        return path
+    raise CodegenError(
+        f"parallel loops need LLVM's OpenMP runtime (libomp.so.5), which was not found "
+        f"(tried {', '.join(candidates)}): install Debian's {OPENMP_PACKAGE} "
+        f"(scripts/setup.sh does), or compile with threads=1 (--threads 1)", loc)
+
+
+def _ident(ml) -> ir.GlobalVariable:
+    """The ``ident_t`` source location every ``__kmpc_*`` call takes (flags KMP_IDENT_KMPC)."""
+    gv = ml.llmod.globals.get("__polyopt_omp_ident")
+    if gv is None:
+        psource = ml.c_string(";unknown;unknown;0;0;;")
+        ty = ir.LiteralStructType([I32, I32, I32, I32, PTR])
+        gv = ir.GlobalVariable(ml.llmod, ty, "__polyopt_omp_ident")
+        gv.global_constant = True
+        gv.linkage = "private"
+        gv.initializer = ir.Constant(ty, [ir.Constant(I32, 0), ir.Constant(I32, 2),
+                                          ir.Constant(I32, 0), ir.Constant(I32, 0), psource])
+    return gv
+
+
+def omp_function(ml, name: str) -> ir.Function:
+    """A declaration of one of the runtime's entry points used here."""
+    sigs = {
+        "__kmpc_fork_call": ir.FunctionType(VOID, [PTR, I32, PTR], var_arg=True),
+        "__kmpc_global_thread_num": ir.FunctionType(I32, [PTR]),
+        "__kmpc_push_num_threads": ir.FunctionType(VOID, [PTR, I32, I32]),
+        "__kmpc_barrier": ir.FunctionType(VOID, [PTR, I32]),
+        "omp_get_thread_num": ir.FunctionType(I32, []),
+        "omp_get_num_threads": ir.FunctionType(I32, []),
+    }
+    return ml.get_function(name, sigs[name])
+
+
+class Region:
+    """What the body of a parallel region is emitted with: the thread's number and the team's
+    size (``i64``), and :meth:`barrier` (``__kmpc_barrier``, all threads of the team)."""
+
+    def __init__(self, L, gtid_ptr: ir.Value):
+        self.L = L
+        self._gtid_ptr = gtid_ptr
+        b = L.b
+        self.thread = b.sext(b.call(omp_function(L.ml, "omp_get_thread_num"), []), I64,
+                             name="omp.tid")
+        self.num_threads = b.sext(b.call(omp_function(L.ml, "omp_get_num_threads"), []), I64,
+                                  name="omp.nth")
+        L.leaf_ranges[id(self.thread)] = (0, None)
+        L.leaf_ranges[id(self.num_threads)] = (1, None)
+
+    def barrier(self) -> None:
+        b = self.L.b
+        gtid = b.load(self._gtid_ptr, typ=I32)
+        b.call(omp_function(self.L.ml, "__kmpc_barrier"), [_ident(self.L.ml), gtid])
+
+    def static_chunk(self, lb: ir.Value, ub: ir.Value, step) -> tuple:
+        """This thread's part ``[lb', ub')`` of ``for iv = lb to ub step step`` under a static
+        schedule: ``ceil(trips / team)`` consecutive iterations per thread, thread 0 first
+        (OpenMP's ``schedule(static)``)."""
+        b = self.L.b
+        span = b.sub(ub, lb)
+        span = b.select(b.icmp_signed(">", span, i64(0)), span, i64(0))
+        if isinstance(step, int):
+            step = i64(step)
+        trips = b.sdiv(b.add(span, b.sub(step, i64(1))), step)
+        chunk = b.sdiv(b.add(trips, b.sub(self.num_threads, i64(1))), self.num_threads)
+        first = b.mul(self.thread, chunk)
+        last = b.add(first, chunk)
+        last = b.select(b.icmp_signed("<", last, trips), last, trips)
+        lo = b.add(lb, b.mul(first, step))
+        hi = b.add(lb, b.mul(last, step))
+        return lo, hi
+
+
+def emit_parallel_region(L, loc, threads: int, body: Callable[[Region], None]) -> None:
+    """Emit ``body(region)`` as an outlined function run by a team of ``threads`` threads
+    (``__kmpc_fork_call``) at the current point of ``L`` (a FunctionLowering).
+
+    ``body`` emits through ``L`` as usual (``L.b``, ``L.entry_builder``, ``L.values``...); it
+    may use every LLVM value of the enclosing function: they are captured.  ``alloca``s and
+    heap buffers the body hoists go to the outlined function's entry (one per thread), and
+    nothing the body binds in ``L`` outlives the region.  Parallel ops inside ``body`` run
+    sequentially (``L.in_parallel``)."""
+    ml = L.ml
+    load_openmp_runtime(loc)
+    ml._omp_regions = getattr(ml, "_omp_regions", 0) + 1
+    name = f"{L.fn.name}.omp_outlined.{ml._omp_regions - 1}"
+    child = ir.Function(ml.llmod, ir.FunctionType(VOID, [PTR, PTR, PTR]), name)
+    child.linkage = "internal"
+    child.attributes = FnAttrs(ml.fn_attr_strings)
+    child.attributes.add("nounwind")
+    gtid_ptr, btid_ptr, ctx = child.args
+    gtid_ptr.name, btid_ptr.name, ctx.name = "gtid", "btid", "ctx"
+    parent = L.fn
+    saved = (L.fn, L.b, L.entry, L.entry_builder, L.heap_buffers, dict(L.values),
+             dict(L.forms), dict(L.leaf_values), dict(L.leaf_ranges),
+             getattr(L, "in_parallel", False))
+    try:
+        L.fn = child
+        L.entry = child.append_basic_block("entry")
+        start = child.append_basic_block("body")
+        L.entry_builder = ir.IRBuilder(L.entry)
+        L.b = ir.IRBuilder(start)
+        L.heap_buffers = []
+        L.in_parallel = True
+        body(Region(L, gtid_ptr))
+        for p in L.heap_buffers:
+            L.b.call(ml.runtime("free"), [p])
+        L.b.ret_void()
+        L.entry_builder.branch(start)
+    finally:
+        (L.fn, L.b, L.entry, L.entry_builder, L.heap_buffers, values, forms, leaf_values,
+         leaf_ranges, L.in_parallel) = saved
+        L.values.clear(), L.values.update(values)
+        L.forms.clear(), L.forms.update(forms)
+        L.leaf_values.clear(), L.leaf_values.update(leaf_values)
+        L.leaf_ranges.clear(), L.leaf_ranges.update(leaf_ranges)
+    captured = _capture(child, parent, ctx)
+    b = L.b
+    if captured:
+        ty = ir.LiteralStructType([v.type for v in captured])
+        slot = opaque_alloca(L.entry_builder, ty)
+        for k, v in enumerate(captured):
+            b.store(v, b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=ty))
+    else:
+        slot = ir.Constant(PTR, None)
+    ident = _ident(ml)
+    gtid = b.call(omp_function(ml, "__kmpc_global_thread_num"), [ident])
+    b.call(omp_function(ml, "__kmpc_push_num_threads"), [ident, gtid, ir.Constant(I32, threads)])
+    b.call(omp_function(ml, "__kmpc_fork_call"), [ident, ir.Constant(I32, 1), child, slot])
+
+
+def _used_values(instr: ir.Instruction) -> list:
+    vals = list(instr.operands)
+    if isinstance(instr, ir.GEPInstr):
+        vals += [instr.pointer, *instr.indices]
+    elif isinstance(instr, ir.PhiInstr):
+        vals += [v for v, _ in instr.incomings]
+    elif isinstance(instr, (ir.ExtractValue, ir.InsertValue)):
+        vals.append(instr.aggregate)
+        if isinstance(instr, ir.InsertValue):
+            vals.append(instr.value)
+    return vals
+
+
+def _substitute(instr: ir.Instruction, new: dict) -> None:
+    def sub(v):
+        return new.get(id(v), v)
+    ops = instr.operands
+    instr.operands = type(ops)(sub(v) for v in ops)
+    if isinstance(instr, ir.GEPInstr):
+        instr.pointer = sub(instr.pointer)
+        instr.indices = [sub(v) for v in instr.indices]
+    elif isinstance(instr, ir.PhiInstr):
+        instr.incomings = [(sub(v), blk) for v, blk in instr.incomings]
+    elif isinstance(instr, (ir.ExtractValue, ir.InsertValue)):
+        instr.aggregate = sub(instr.aggregate)
+        if isinstance(instr, ir.InsertValue):
+            instr.value = sub(instr.value)
+
+
+def _owner(v) -> Optional[ir.Function]:
+    if isinstance(v, ir.Argument):
+        return v.parent
+    if isinstance(v, ir.Instruction):
+        return v.parent.parent
+    return None
+
+
+def _capture(child: ir.Function, parent: ir.Function, ctx: ir.Value) -> list:
+    """The values of ``parent`` that ``child`` uses, in first-use order; each use in ``child``
+    now reads a load from ``ctx`` (``{captured types}``) at ``child``'s entry."""
+    captured: dict[int, ir.Value] = {}
+    for block in child.blocks:
+        for instr in block.instructions:
+            for v in _used_values(instr):
+                if _owner(v) is parent and id(v) not in captured:
+                    captured[id(v)] = v
+    if not captured:
+        return []
+    values = list(captured.values())
+    ty = ir.LiteralStructType([v.type for v in values])
+    b = ir.IRBuilder(child.entry_basic_block)
+    b.position_at_start(child.entry_basic_block)
+    new = {}
+    for k, v in enumerate(values):
+        ptr = b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=ty)
+        new[id(v)] = b.load(ptr, typ=v.type, name=f"cap{k}")
+    loads = {id(x) for x in new.values()}
+    for block in child.blocks:
+        for instr in block.instructions:
+            if id(instr) not in loads:
+                _substitute(instr, new)
+    return values
