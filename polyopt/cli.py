@@ -156,6 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the ResNet-50 layers of issue 7 (3x3 at 56, 28, 14, 7 and 1x1 at "
                            "56; inputs padded by the caller) instead of one shape")
     p_cv.add_argument("--json", action="store_true", help="print the results as JSON")
+    p_cv.add_argument("--threads", type=int, default=None, metavar="N",
+                      help="threads of polyopt's parallel code, numpy's OpenBLAS and torch "
+                           "(default: OMP_NUM_THREADS, else the cores)")
     p_cv.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
 
     p_pb = bsub.add_parser("polybench", help="PolyBench/C 4.2 kernels: polyopt without passes "
@@ -370,7 +373,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                     for v in variants]
     try:
         result = bench_matmul(args.m, args.n, args.k, args.dtype, reps=args.reps,
-                              variants=variants)
+                              variants=variants, threads=args.threads)
     except ValueError as e:
         raise UsageError(str(e)) from None
     if args.json:
@@ -405,7 +408,7 @@ def cmd_bench_conv2d(args: argparse.Namespace) -> int:
     results = []
     for label, shape in shapes.items():
         try:
-            r = bench_conv2d(shape, args.dtype, reps=args.reps)
+            r = bench_conv2d(shape, args.dtype, reps=args.reps, threads=args.threads)
         except ValueError as e:
             raise UsageError(str(e)) from None
         results.append(r)
@@ -474,8 +477,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "bench":
-        from .bench import single_threaded_numpy
-        single_threaded_numpy()
+        # numpy runs on as many threads as polyopt's parallel code (resolved before the
+        # pinning sets OMP_NUM_THREADS)
+        from .bench import pin_numpy_threads
+        from .codegen.openmp import resolve_threads
+        try:
+            args.threads = resolve_threads(getattr(args, "threads", None))
+        except ValueError as e:
+            print(f"polyopt: error: {e}", file=sys.stderr)
+            return 1
+        pin_numpy_threads(args.threads)
     try:
         return COMMANDS[args.command](args)
     except PolyoptError as e:
