@@ -90,6 +90,13 @@ class PipelineOptions:
                 "scheduler (Pluto-style permutable bands, fusion, skewing), tile its bands "
                 "from the machine model and mark its parallel loops, or leave it as written "
                 "with a remark saying why (--no-hopt-schedule: leave them all as written)"})
+    parallel: bool = field(default=False, metadata={
+        "flag": "--hopt-parallel", "standalone": True,
+        "help": "run the outermost loop of each affine nest that carries no dependence (ISL "
+                "dataflow; the automatic scheduler's and user schedules' nests included) as an "
+                "affine.parallel on the --threads team; a loop the input marks "
+                "{polyopt.parallel} that carries a dependence is refused, naming the pair "
+                "(MLIR's -affine-parallelize, Polly's -polly-parallel)"})
     blis_kernel: Optional[str] = field(default=None, metadata={
         "option": "--hopt-blis-kernel",
         "help": "with --hopt-blis: the micro-kernel to call (default: the best one this CPU "
