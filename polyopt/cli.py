@@ -366,7 +366,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             flags = " ".join(flag if switches[name] else "--no-" + flag[2:]
                              for name, flag, _ in PipelineOptions.flag_fields()
                              if name not in ("blis", "raise_scf", "hopt_raise")
-                             and name in switches)
+                             and name in switches
+                             and (name != "parallel" or switches[name]))
         variants = [Variant(f"polyopt {flags}", switches, tiles, args.schedule)]
     if not args.llvm_vectorize:
         variants = [replace(v, switches=dict(v.switches, llvm_vectorize=False))

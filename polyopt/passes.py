@@ -47,6 +47,9 @@ class BlisOptions:
     blis_kernel: Optional[str] = field(default=None, metadata={
         "help": "the micro-kernel of --hopt-blis (--hopt-blis-kernel)"})
     tiled: bool = field(default=True, metadata={"help": "BLIS tiling (false: the naive nest)"})
+    threads: int = field(default=1, metadata={"help": "with copy: the packed nest's loop over "
+                                                       "M_C blocks runs on this many threads "
+                                                       "(--threads)"})
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,7 @@ def _expansion_args(opts: BlisOptions) -> dict:
     return dict(tiled=opts.tiled, machine=machine_model(), copy=opts.copy or opts.blis,
                 steps=RegisterTileSteps(vect=opts.vect, unroll=opts.unroll,
                                         scalrep=opts.scalrep),
-                microkernel_for=_microkernel_for(opts))
+                microkernel_for=_microkernel_for(opts), threads=opts.threads)
 
 
 @register("hopt-raise-contractions", "affine nests computing C (+)= alpha*A*B (+beta*C) go "
@@ -281,8 +284,11 @@ def default_pipeline(options, *, raised: bool = False) -> list[tuple[Pass, objec
     if options.memref_bound_check:
         add("memref-bound-check")
     if options.hopt:
+        # the IR is generated for --threads (None: one thread; compile() and the commands that
+        # run code resolve the default first)
         blis = BlisOptions(copy=options.copy, unroll=options.unroll, scalrep=options.scalrep,
-                           vect=options.vect, blis=options.blis, blis_kernel=options.blis_kernel)
+                           vect=options.vect, blis=options.blis, blis_kernel=options.blis_kernel,
+                           threads=getattr(options, "threads", None) or 1)
         add("hopt-report-opaque-nests")
         if getattr(options, "hopt_raise", True):
             add("hopt-raise-contractions", blis)

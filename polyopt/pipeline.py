@@ -299,6 +299,10 @@ def compile(source: Source, *, filename: str = "<input>", opt_level: int = 3,
                         f"known: {', '.join(sorted(known))}")
     if options is None:
         options = PipelineOptions(**switches)
+    if options.threads is None:     # the code is generated for the thread count it runs on
+        from dataclasses import replace
+        from .codegen.openmp import resolve_threads
+        options = replace(options, threads=resolve_threads())
     module = load(source, filename)
     run_passes(module, options, remark)
     prepare_for_lowering(module)
