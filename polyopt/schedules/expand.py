@@ -181,7 +181,7 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
     a, bmat = operands[0], operands[1]
     params = None
     if microkernel is not None:
-        return _expand_for_microkernel(con, machine, remark, microkernel, steps)
+        return _expand_for_microkernel(con, machine, remark, microkernel, steps, threads)
     if schedule is None:
         params = matmul_blis_params(con, machine)
         if copy and threads > 1:
@@ -226,7 +226,7 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
 
 
 def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKernelChoice,
-                            steps):
+                            steps, threads: int = 1):
     """``--hopt-blis``: BLIS tiling with the kernel's M_R x N_R, packing, and the register
     tile marked for :func:`~polyopt.schedules.microkernel_call.map_to_microkernels`."""
     from ..memref_layout.data_copy import alias_root
@@ -252,6 +252,9 @@ def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKern
     n = con.b.memref.type.shape[1]
     elem_bytes = con.element_type.width // 8
     params = default_blis_params(m, n, k, elem_bytes, machine, given)
+    if threads > 1:
+        from .blis_parallel import balance_m_c
+        params = balance_m_c(params, m, threads, con.tile_params)
     if remark is not None:
         remark(loc, f"{con.kind}: BLIS schedule {params.schedule()} with {params.describe()}, "
                     f"register tile = micro-kernel {kernel.symbol}")
@@ -268,7 +271,8 @@ def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKern
         if remark is not None:
             remark(loc, f"{con.kind}: --hopt-blis: {m}x{n}x{k} has a dimension of 1; "
                         f"generated code instead of the micro-kernel")
-        return expand_matmul_tiled(con, machine, remark, copy=True, steps=steps)
+        return expand_matmul_tiled(con, machine, remark, copy=True, steps=steps,
+                                   threads=threads)
     loops = expand_matmul(con)
     # the kernel writes C's tiles through strides: its accesses must be in bounds (packing
     # checks A's and B's)
@@ -282,7 +286,8 @@ def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKern
     top = nests[0]
     block = top.parent
     before, after = _neighbors(block, new_ops)
-    if not pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name=con.kind):
+    infos = pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name=con.kind)
+    if not infos:
         raise ScheduleError(f"'{con.kind}' op: --hopt-blis: the tiled nest could not be packed",
                             loc)
     found = find_register_tile(top, c)
@@ -290,6 +295,9 @@ def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKern
         raise ScheduleError(f"'{con.kind}' op: --hopt-blis: no M_R x N_R x K_C register-tile "
                             f"nest to map to the micro-kernel", loc)
     mark_register_tile(found[0], kernel.symbol, kernel.m_r, kernel.n_r)
+    if threads > 1:
+        from .blis_parallel import parallelize_blis_nest
+        parallelize_blis_nest(_nest_ops(block, before, after), infos, remark, loc, con.kind)
     return _nest_ops(block, before, after)
 
 

@@ -2,7 +2,8 @@
 blocks becomes ``affine.parallel`` with a per-thread packed A block, B's packing runs on the
 team; results are bitwise those of one thread (K_C unchanged: every element of C is summed in
 the same order) at 2 and 3 threads, on shapes that are multiples of nothing, for hop.matmul,
-the N_C-tiled nest, f32, convolutions and raised contractions."""
+the N_C-tiled nest, f32, BLIS's micro-kernels (--hopt-blis), convolutions and raised
+contractions."""
 
 import numpy as np
 import pytest
@@ -36,6 +37,8 @@ def _run(src, threads, args, name="matmul", **switches):
     (301, 250, 170, "f64", {"N_C": "64 : i32", "M_C": "60 : i32", "K_C": "48 : i32"}, ALL),
     (89, 45, 77, "f64", {"M_C": "12 : i32", "K_C": "20 : i32"}, {"hopt": True, "copy": True}),
     (700, 33, 50, "f32", None, dict(ALL, unroll=False)),
+    (131, 97, 203, "f64", None, {"hopt": True, "blis": True}),     # BLIS's micro-kernel
+    (517, 300, 611, "f32", None, {"hopt": True, "blis": True}),
 ])
 def test_bitwise_identical_at_every_thread_count(m, n, k, dtype, attrs, switches):
     src = matmul_source(m, n, k, dtype, attrs)
