@@ -15,7 +15,7 @@ import os
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Optional
 
 TILE_NAMES = ("M_C", "K_C", "N_C", "M_R", "N_R", "K_U")
@@ -248,13 +248,15 @@ def blis_mode_variant(dtype: str) -> tuple[Optional[Variant], str]:
                    {"hopt": True, "blis": True}), ""
 
 
-def paper_ladder(m: int, n: int, k: int) -> list[Variant]:
+def paper_ladder(m: int, n: int, k: int, threads: int = 1) -> list[Variant]:
     """The steps of the paper's Figure 5, one knob at a time: the naive nest, cache tiling
     (section 2.5's schedule), BLIS tiling, + packing (2.6), + unroll-and-jam and scalar
     replacement (2.7), + vectorization (2.8).  From BLIS tiling on, the tile sizes and register
     order are the machine model's (the paper's "tuned" sizes were found by hand for its
-    Skylake: its 4x8 tile is 4 accumulators on AVX-512, latency-bound whatever the passes do)."""
-    return [
+    Skylake: its 4x8 tile is 4 accumulators on AVX-512, latency-bound whatever the passes do).
+    The steps run on one thread; with ``threads > 1`` a last row runs all of them on the
+    team (the BLIS nest's loop over M_C blocks in parallel)."""
+    ladder = [
         Variant("naive", {"hopt": False}),
         Variant("tiling (2.5)", {"hopt": True},
                 schedule="affine_map<(d0, d1, d2) -> (d2 floordiv 256, d0 floordiv 64, d1, d0, "
@@ -266,6 +268,12 @@ def paper_ladder(m: int, n: int, k: int) -> list[Variant]:
         Variant("+vectorization", {"hopt": True, "copy": True, "unroll": True, "scalrep": True,
                                    "vect": True}),
     ]
+    ladder = [replace(v, switches=dict(v.switches, threads=1)) for v in ladder]
+    if threads > 1:
+        ladder.append(Variant(f"+{threads} threads", {"hopt": True, "copy": True, "unroll": True,
+                                                      "scalrep": True, "vect": True,
+                                                      "threads": threads}))
+    return ladder
 
 
 def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,

@@ -352,7 +352,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.steps:
         if tiles or args.schedule:
             raise UsageError("--steps times fixed configurations; drop the tile options")
-        variants = paper_ladder(args.m, args.n, args.k)
+        variants = paper_ladder(args.m, args.n, args.k, args.threads)
         blis, why_not = blis_mode_variant(args.dtype)
         if blis is not None:
             variants.append(blis)

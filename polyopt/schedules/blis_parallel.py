@@ -89,32 +89,43 @@ def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink =
         return skip("A's packing is not directly under the loop over M_C blocks")
     if any(_inside(ic, op) for op in info_b.copy_in if op.parent is not None):
         return skip("B is packed inside the loop over M_C blocks")
-    # buffers allocated for the nest: private to a thread when only the ic loop uses them
+    # buffers the ic loop writes (A's block, the stack tile of partial register tiles) become
+    # private to each thread; what initializes them outside (the zero padding hoisted before
+    # the nest) runs in each thread's body first
     private = []
-    for op in nest_ops:
-        if op.name != "memref.alloc":
+    for buf in _written_buffers(ic):
+        alloc = buf.defining_op
+        if alloc is None or alloc.name not in ("memref.alloc", "memref.alloca"):
             continue
-        buf = op.results[0]
         users = [u.op for u in buf.uses if u.op.name != "memref.dealloc"]
-        inside = [u for u in users if _inside(u, ic)]
-        if users and len(inside) == len(users):
-            private.append(op)
-        elif inside and any(_writes(u, buf) for u in inside):
-            return skip("a buffer written in the loop over M_C blocks is also used outside it")
-    for op in (info_a.zero_fill or []):
-        if op.parent is not None and not _inside(op, ic):
-            return skip("A's padding is zeroed outside the loop over M_C blocks")
+        outside = [u for u in users if not _inside(u, ic)]
+        inits = []
+        for u in outside:
+            top = _top_in(u, alloc.parent)
+            if top is None or not _only_stores_into(top, buf) or \
+                    alloc.parent.index_of(top) > alloc.parent.index_of(_top_in(ic, alloc.parent)):
+                return skip("a buffer written in the loop over M_C blocks is also used outside "
+                            "it")
+            if all(t is not top for t in inits):
+                inits.append(top)
+        private.append((alloc, inits))
     # B's packing: its copy loops are parallel by construction (distinct elements)
     b_nests = [op for op in list(info_b.copy_in) + list(info_b.zero_fill or [])
                if isinstance(op, AffineForOp) and op.parent is not None and not op.inits
                and not _inside(op, ic)]
     par_ic = to_affine_parallel(ic)
     body = par_ic.body
-    for alloc in private:
+    at = 0
+    for alloc, inits in private:
         buf = alloc.results[0]
         local = AllocaOp(operands=[], result_types=[buf.type],
                          attributes=dict(alloc.attributes), loc=alloc.loc)
-        body.insert(0, local)
+        body.insert(at, local)
+        at += 1
+        for top in inits:
+            body.insert(at, top.clone({buf: local.results[0]}))
+            at += 1
+            top.erase()
         for u in [u.op for u in buf.uses if u.op.name == "memref.dealloc"]:
             u.erase()
         buf.replace_all_uses_with(local.results[0])
@@ -129,10 +140,33 @@ def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink =
     return True
 
 
-def _writes(op: Operation, buf) -> bool:
-    """Does ``op`` (or an op inside it) store into ``buf``?"""
+_STORES = ("affine.store", "affine.vector_store", "memref.store", "vector.store")
+_LOADS = ("affine.load", "affine.vector_load", "memref.load", "vector.load", "memref.copy",
+          "func.call")
+
+
+def _written_buffers(op: Operation) -> list:
+    """The memrefs stored into inside ``op``, in first-store order."""
+    seen: dict = {}
     for o in op.walk():
-        if o.name in ("affine.store", "affine.vector_store", "memref.store", "vector.store") \
-                and o.operands[1] is buf:
-            return True
-    return False
+        if o.name in _STORES:
+            seen.setdefault(id(o.operands[1]), o.operands[1])
+    return list(seen.values())
+
+
+def _top_in(op: Operation, block):
+    """The ancestor of ``op`` (or ``op``) that sits in ``block``, or None."""
+    cur = op
+    while cur is not None and cur.parent is not block:
+        cur = cur.parent_op
+    return cur
+
+
+def _only_stores_into(top: Operation, buf) -> bool:
+    """Does ``top`` only write ``buf`` (no loads, no other stores): an initialization?"""
+    for o in top.walk():
+        if o.name in _LOADS:
+            return False
+        if o.name in _STORES and o.operands[1] is not buf:
+            return False
+    return True

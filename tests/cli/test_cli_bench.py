@@ -20,7 +20,8 @@ def test_bench_matmul_json_reports_both_sides():
     assert (result["m"], result["n"], result["k"], result["dtype"]) == (17, 31, 5, "f64")
     (variant,) = result["variants"]
     assert variant["switches"] == {"hopt": True, "copy": True, "unroll": True,
-                                   "scalrep": True, "vect": True, "blis": False, "threads": 1}
+                                   "scalrep": True, "vect": True, "blis": False, "parallel": False,
+                                   "threads": 1}
     assert result["threads"] == 1
     assert variant["timing"]["reps"] == 2 and variant["max_abs_error"] < 1e-12
     assert variant["gflops"] > 0 and result["numpy_gflops"] > 0 and result["peak_gflops"] > 0
@@ -54,6 +55,11 @@ def test_bench_threads_run_numpy_on_as_many(monkeypatch):
     assert proc.returncode == 0, proc.stderr
     (result,) = json.loads(proc.stdout)
     assert result["threads"] == 2 and result["variants"][0]["switches"]["threads"] == 2
+    # the --steps ladder runs on one thread and gains a row on the team
+    proc = _run("bench", "matmul", "--m", "9", "--n", "20", "--k", "7", "--reps", "1",
+                "--steps", "--threads", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert any(line.strip().startswith("+2 threads") for line in proc.stdout.splitlines())
     proc = _run("bench", "matmul", "--threads", "0")
     assert proc.returncode == 1
     assert proc.stderr.startswith("polyopt: error: threads must be a positive integer")
