@@ -18,7 +18,8 @@ The region's ABI in the LLVM IR emitted here (one pointer of captures, as
     call void (ptr, i32, ptr, ...) @__kmpc_fork_call(ptr @ident, i32 1, ptr @f.omp_outlined.0, ptr %ctx)
 
     define internal void @f.omp_outlined.0(ptr %gtid, ptr %btid, ptr %ctx) {
-      ; loads of the live-ins, then the body with omp_get_thread_num()/omp_get_num_threads()
+      ; loads of the live-ins, then the body: the thread's block of iterations from
+      ; __kmpc_for_static_init_8 (schedule(static)), per-thread slots indexed by *btid
     }
 
 :func:`emit_parallel_region` lowers a body into such an outlined function without the handlers
@@ -45,6 +46,8 @@ OPENMP_LIBRARIES = ("/usr/lib/llvm-22/lib/libomp.so.5", "/usr/lib/x86_64-linux-g
 OPENMP_PACKAGE = "libomp-22-dev"
 
 _loaded: Optional[str] = None
+_ENTRY_POINTS = ("__kmpc_fork_call", "__kmpc_global_thread_num", "__kmpc_push_num_threads",
+                 "__kmpc_barrier", "__kmpc_for_static_init_8", "__kmpc_for_static_fini")
 
 
 def resolve_threads(threads: Optional[int] = None) -> int:
@@ -90,8 +93,13 @@ def load_openmp_runtime(loc=None) -> str:
             continue
         try:
             llvm.load_library_permanently(path)
-        except RuntimeError:
+            lib = ctypes.CDLL(path)
+        except (RuntimeError, OSError):
             continue
+        # the JIT binds the runtime's entry points to this library, whatever else the process
+        # has loaded
+        for name in _ENTRY_POINTS:
+            llvm.add_symbol(name, ctypes.cast(getattr(lib, name), ctypes.c_void_p).value)
         _loaded = path
         return path
     raise CodegenError(
@@ -121,48 +129,63 @@ def omp_function(ml, name: str) -> ir.Function:
         "__kmpc_global_thread_num": ir.FunctionType(I32, [PTR]),
         "__kmpc_push_num_threads": ir.FunctionType(VOID, [PTR, I32, I32]),
         "__kmpc_barrier": ir.FunctionType(VOID, [PTR, I32]),
-        "omp_get_thread_num": ir.FunctionType(I32, []),
-        "omp_get_num_threads": ir.FunctionType(I32, []),
+        "__kmpc_for_static_init_8": ir.FunctionType(VOID, [PTR, I32, I32, PTR, PTR, PTR, PTR,
+                                                           I64, I64]),
+        "__kmpc_for_static_fini": ir.FunctionType(VOID, [PTR, I32]),
     }
     return ml.get_function(name, sigs[name])
 
 
-class Region:
-    """What the body of a parallel region is emitted with: the thread's number and the team's
-    size (``i64``), and :meth:`barrier` (``__kmpc_barrier``, all threads of the team)."""
+#: ``kmp_sch_static``: iterations in equal contiguous blocks, one per thread (OpenMP's
+#: ``schedule(static)``, what clang emits for ``#pragma omp for``).
+KMP_SCH_STATIC = 34
 
-    def __init__(self, L, gtid_ptr: ir.Value):
+
+class Region:
+    """What the body of a parallel region is emitted with: the thread's number in the team
+    (``i64``, from the microtask's ``btid`` argument), :meth:`static_chunk` and
+    :meth:`barrier` (``__kmpc_barrier``, all threads of the team).  Everything goes through
+    libomp's own ``__kmpc_*`` entry points, never the ``omp_*`` API, whose names another
+    OpenMP runtime in the process (GCC's libgomp) may also export."""
+
+    def __init__(self, L, gtid_ptr: ir.Value, btid_ptr: ir.Value):
         self.L = L
-        self._gtid_ptr = gtid_ptr
         b = L.b
-        self.thread = b.sext(b.call(omp_function(L.ml, "omp_get_thread_num"), []), I64,
-                             name="omp.tid")
-        self.num_threads = b.sext(b.call(omp_function(L.ml, "omp_get_num_threads"), []), I64,
-                                  name="omp.nth")
+        self.gtid = b.load(gtid_ptr, typ=I32, name="omp.gtid")
+        self.thread = b.sext(b.load(btid_ptr, typ=I32), I64, name="omp.tid")
         L.leaf_ranges[id(self.thread)] = (0, None)
-        L.leaf_ranges[id(self.num_threads)] = (1, None)
 
     def barrier(self) -> None:
-        b = self.L.b
-        gtid = b.load(self._gtid_ptr, typ=I32)
-        b.call(omp_function(self.L.ml, "__kmpc_barrier"), [_ident(self.L.ml), gtid])
+        self.L.b.call(omp_function(self.L.ml, "__kmpc_barrier"), [_ident(self.L.ml), self.gtid])
 
     def static_chunk(self, lb: ir.Value, ub: ir.Value, step) -> tuple:
-        """This thread's part ``[lb', ub')`` of ``for iv = lb to ub step step`` under a static
-        schedule: ``ceil(trips / team)`` consecutive iterations per thread, thread 0 first
-        (OpenMP's ``schedule(static)``)."""
-        b = self.L.b
+        """This thread's part ``[lb', ub')`` of ``for iv = lb to ub step step`` under OpenMP's
+        ``schedule(static)`` (``__kmpc_for_static_init_8`` on the trip count, as clang emits
+        it): contiguous blocks, thread 0 first."""
+        L = self.L
+        b = L.b
         span = b.sub(ub, lb)
         span = b.select(b.icmp_signed(">", span, i64(0)), span, i64(0))
         if isinstance(step, int):
             step = i64(step)
         trips = b.sdiv(b.add(span, b.sub(step, i64(1))), step)
-        chunk = b.sdiv(b.add(trips, b.sub(self.num_threads, i64(1))), self.num_threads)
-        first = b.mul(self.thread, chunk)
-        last = b.add(first, chunk)
-        last = b.select(b.icmp_signed("<", last, trips), last, trips)
+        slots = [opaque_alloca(L.entry_builder, t) for t in (I32, I64, I64, I64)]
+        last, lower, upper, stride = slots
+        b.store(ir.Constant(I32, 0), last)
+        b.store(i64(0), lower)
+        b.store(b.sub(trips, i64(1)), upper)
+        b.store(i64(1), stride)
+        ident = _ident(L.ml)
+        b.call(omp_function(L.ml, "__kmpc_for_static_init_8"),
+               [ident, self.gtid, ir.Constant(I32, KMP_SCH_STATIC), last, lower, upper, stride,
+                i64(1), i64(1)])
+        first = b.load(lower, typ=I64)
+        end = b.add(b.load(upper, typ=I64), i64(1))
+        end = b.select(b.icmp_signed("<", end, trips), end, trips)
+        end = b.select(b.icmp_signed("<", end, first), first, end)
+        b.call(omp_function(L.ml, "__kmpc_for_static_fini"), [ident, self.gtid])
         lo = b.add(lb, b.mul(first, step))
-        hi = b.add(lb, b.mul(last, step))
+        hi = b.add(lb, b.mul(end, step))
         return lo, hi
 
 
@@ -197,7 +220,7 @@ def emit_parallel_region(L, loc, threads: int, body: Callable[[Region], None]) -
         L.b = ir.IRBuilder(start)
         L.heap_buffers = []
         L.in_parallel = True
-        body(Region(L, gtid_ptr))
+        body(Region(L, gtid_ptr, btid_ptr))
         for p in L.heap_buffers:
             L.b.call(ml.runtime("free"), [p])
         L.b.ret_void()

@@ -82,11 +82,16 @@ def _values(t: str, shape=(64, 64)) -> np.ndarray:
 def _expected(kind: str, t: str, A: np.ndarray, a: int, n: int, threads: int = 1):
     """The reduction in MLIR's order (outer dimension first, acc = acc <op> v); with
     ``threads > 1`` in the order of the OpenMP lowering: the outer dimension's iterations
-    split into ``ceil(trips / threads)`` consecutive ones per thread, each thread reducing its
-    own from the identity, the threads' partial values combined in thread order."""
+    split into consecutive blocks (libomp's static schedule: the first ``trips % threads``
+    threads one iteration more), each thread reducing its own from the identity, the
+    threads' partial values combined in thread order."""
     rows = list(range(max(a, 1), min(n, 61), 2))
-    chunk = -(-len(rows) // threads) if rows else 0
-    parts = [rows[k * chunk:(k + 1) * chunk] for k in range(threads)] if chunk else [[]]
+    small, extra = divmod(len(rows), threads)
+    parts, k = [], 0
+    for th in range(threads):
+        size = small + (th < extra)
+        parts.append(rows[k:k + size])
+        k += size
     groups = [[A[i, j] for i in part for j in range(0, n // 2 + 1, 3)] for part in parts]
     vals = [v for g in groups for v in g]
     if t in FLOAT_TYPES:

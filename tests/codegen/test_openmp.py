@@ -50,9 +50,15 @@ func.func @scf(%W: memref<23xi32>, %lb: index, %ub: index, %st: index) {
 
 
 def _static_owner(iters: list, threads: int) -> dict:
-    """OpenMP's schedule(static): ceil(trips / threads) consecutive iterations per thread."""
-    chunk = -(-len(iters) // threads)
-    return {i: k // chunk for k, i in enumerate(iters)}
+    """libomp's schedule(static) (balanced): consecutive blocks, the first trips % threads
+    threads one iteration more than the others."""
+    small, extra = divmod(len(iters), threads)
+    owner, k = {}, 0
+    for t in range(threads):
+        for _ in range(small + (t < extra)):
+            owner[iters[k]] = t
+            k += 1
+    return owner
 
 
 @pytest.mark.parametrize("threads", THREADS)
