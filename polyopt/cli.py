@@ -169,6 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
                       default="LARGE", help="PolyBench's dataset sizes (default: LARGE)")
     p_pb.add_argument("--reps", type=int, default=3, help="timed repetitions (default: 3)")
     p_pb.add_argument("--json", action="store_true", help="print the results as JSON")
+    p_pb.add_argument("--threads", type=int, default=None, metavar="N",
+                      help="with N > 1, two more builds on N threads: polyopt --hopt "
+                           "--hopt-parallel and Polly -polly-parallel -fopenmp (default: "
+                           "OMP_NUM_THREADS, else the cores; the other builds run on one)")
     p_pb.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
 
     p_tg = sub.add_parser("target", help="describe this CPU as polyopt sees it: signature, "
@@ -432,7 +436,7 @@ def cmd_bench_polybench(args: argparse.Namespace) -> int:
         raise UsageError(f"--kernels: {e}") from None
     if not kernels:
         raise UsageError("--kernels: no kernel named")
-    result = bench_polybench(kernels, args.dataset, reps=args.reps,
+    result = bench_polybench(kernels, args.dataset, reps=args.reps, threads=args.threads,
                              progress=lambda s: print(f"polyopt: {s}", file=sys.stderr,
                                                       flush=True))
     if args.json:

@@ -18,7 +18,7 @@ from polyopt.codegen.index_forms import Lin
 from polyopt.codegen.llvm_helpers import (I32, I64, NSW, VOID, call_intrinsic, i64,
                                           int_const, opaque_alloca)
 from polyopt.codegen.lowering import FunctionLowering, handles
-from polyopt.codegen.openmp import Region, emit_parallel_region
+from polyopt.codegen.openmp import Region, emit_parallel_region, iteration_cost, trip_count
 
 
 @handles("affine.for")
@@ -140,7 +140,11 @@ def _lower_parallel_region(L: FunctionLowering, op: Operation, bounds: list,
             L.b.store(acc, L.b.gep(slot, [i64(0), region.thread], inbounds=True,
                                          source_etype=ty))
 
-    emit_parallel_region(L, op.loc, threads, body)
+    (lb0, _), (ub0, _), step0 = bounds[0]
+    cost = iteration_cost(op.body)
+    for (lb, _), (ub, _), step in bounds[1:]:
+        cost *= _constant_trips(lb, ub, step)
+    emit_parallel_region(L, op.loc, threads, body, trip_count(L.b, lb0, ub0, step0), cost)
     results = []
     for kind, (slot, ty) in zip(op.reductions, slots):
         acc = b.load(b.gep(slot, [i64(0), i64(0)], inbounds=True, source_etype=ty),
@@ -185,6 +189,12 @@ def _lower_parallel_dims(L: FunctionLowering, op: Operation, bounds: list, k: in
         phi.add_incoming(v, latch)
     b.position_at_end(exit_)
     return phis
+
+
+def _constant_trips(lb: ir.Value, ub: ir.Value, step: int) -> int:
+    if isinstance(lb, ir.Constant) and isinstance(ub, ir.Constant):
+        return max(0, -(-(int(ub.constant) - int(lb.constant)) // step))
+    return 32
 
 
 @handles("affine.if")

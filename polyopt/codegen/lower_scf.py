@@ -29,7 +29,7 @@ from polyopt.affine.ir import Block, Operation, Value
 from polyopt.affine.types import IndexType
 from polyopt.codegen.llvm_helpers import i64, opaque_alloca
 from polyopt.codegen.lowering import FunctionLowering, handles
-from polyopt.codegen.openmp import Region, emit_parallel_region
+from polyopt.codegen.openmp import Region, emit_parallel_region, iteration_cost, trip_count
 
 I1 = ir.IntType(1)
 
@@ -249,7 +249,9 @@ def _parallel_region(L: FunctionLowering, op: Operation, lbs: list, ubs: list,
             L.b.store(part, L.b.gep(slot, [i64(0), region.thread, I32c(0)], source_etype=ty))
             L.b.store(seen, L.b.gep(slot, [i64(0), region.thread, I32c(1)], source_etype=ty))
 
-    emit_parallel_region(L, op.loc, threads, body)
+    cost = iteration_cost(op.body) * 32 ** (op.num_dims - 1)
+    emit_parallel_region(L, op.loc, threads, body,
+                         trip_count(b, lbs[0], ubs[0], L.get(op.steps[0])), cost)
     if not inits:
         return []
     accs = list(inits)

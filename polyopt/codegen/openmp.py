@@ -40,6 +40,15 @@ from llvmlite import ir
 from polyopt.affine.diagnostics import CodegenError
 from polyopt.codegen.llvm_helpers import I32, I64, PTR, VOID, FnAttrs, i64, opaque_alloca
 
+
+def trip_count(b: ir.IRBuilder, lb: ir.Value, ub: ir.Value, step) -> ir.Value:
+    """``max(0, ceil((ub - lb) / step))`` (``i64``; ``step`` an int or a positive value)."""
+    span = b.sub(ub, lb)
+    span = b.select(b.icmp_signed(">", span, i64(0)), span, i64(0))
+    if isinstance(step, int):
+        step = i64(step)
+    return b.sdiv(b.add(span, b.sub(step, i64(1))), step)
+
 #: Where Debian's libomp-22-dev puts the runtime, then the names the loader searches.
 OPENMP_LIBRARIES = ("/usr/lib/llvm-22/lib/libomp.so.5", "/usr/lib/x86_64-linux-gnu/libomp.so.5",
                     "libomp.so.5", "libomp.so")
@@ -47,7 +56,33 @@ OPENMP_PACKAGE = "libomp-22-dev"
 
 _loaded: Optional[str] = None
 _ENTRY_POINTS = ("__kmpc_fork_call", "__kmpc_global_thread_num", "__kmpc_push_num_threads",
-                 "__kmpc_barrier", "__kmpc_for_static_init_8", "__kmpc_for_static_fini")
+                 "__kmpc_barrier", "__kmpc_for_static_init_8", "__kmpc_for_static_fini",
+                 "__kmpc_serialized_parallel", "__kmpc_end_serialized_parallel")
+
+#: Below this much work (ops x iterations, :func:`iteration_cost`) a region runs on the
+#: calling thread alone: waking the team and joining it costs a few microseconds.
+MIN_PARALLEL_WORK = 20_000
+#: The trip count assumed for loops whose bounds are not constants.
+UNKNOWN_TRIPS = 32
+
+
+def iteration_cost(block) -> int:
+    """A static estimate of the ops one execution of ``block`` runs: its ops, the bodies of
+    ``affine.for`` loops times their trip counts (:data:`UNKNOWN_TRIPS` when not constant),
+    other regions once."""
+    total = 0
+    for op in block.ops:
+        total += 1
+        inner = sum(iteration_cost(b) for r in op.regions for b in r.blocks)
+        if op.name == "affine.for":
+            lb, ub = op.lower_map, op.upper_map
+            trips = UNKNOWN_TRIPS
+            if lb.is_constant() and ub.is_constant() and lb.num_results == 1 == ub.num_results:
+                trips = max(0, -(-(ub.single_constant_result - lb.single_constant_result)
+                                 // op.step))
+            inner *= trips
+        total += inner
+    return total
 
 
 def resolve_threads(threads: Optional[int] = None) -> int:
@@ -132,6 +167,8 @@ def omp_function(ml, name: str) -> ir.Function:
         "__kmpc_for_static_init_8": ir.FunctionType(VOID, [PTR, I32, I32, PTR, PTR, PTR, PTR,
                                                            I64, I64]),
         "__kmpc_for_static_fini": ir.FunctionType(VOID, [PTR, I32]),
+        "__kmpc_serialized_parallel": ir.FunctionType(VOID, [PTR, I32]),
+        "__kmpc_end_serialized_parallel": ir.FunctionType(VOID, [PTR, I32]),
     }
     return ml.get_function(name, sigs[name])
 
@@ -189,7 +226,8 @@ class Region:
         return lo, hi
 
 
-def emit_parallel_region(L, loc, threads: int, body: Callable[[Region], None]) -> None:
+def emit_parallel_region(L, loc, threads: int, body: Callable[[Region], None],
+                         trips: Optional[ir.Value] = None, cost: int = 0) -> None:
     """Emit ``body(region)`` as an outlined function run by a team of ``threads`` threads
     (``__kmpc_fork_call``) at the current point of ``L`` (a FunctionLowering).
 
@@ -197,7 +235,12 @@ def emit_parallel_region(L, loc, threads: int, body: Callable[[Region], None]) -
     may use every LLVM value of the enclosing function: they are captured.  ``alloca``s and
     heap buffers the body hoists go to the outlined function's entry (one per thread), and
     nothing the body binds in ``L`` outlives the region.  Parallel ops inside ``body`` run
-    sequentially (``L.in_parallel``)."""
+    sequentially (``L.in_parallel``).
+
+    ``trips`` (the parallel dimension's trip count, ``i64``) and ``cost`` (the ops of one
+    iteration, :func:`iteration_cost`): when ``trips < 2`` or ``trips * cost`` is below
+    :data:`MIN_PARALLEL_WORK`, the region runs on the calling thread alone
+    (``__kmpc_serialized_parallel``, OpenMP's ``if`` clause)."""
     ml = L.ml
     load_openmp_runtime(loc)
     ml._omp_regions = getattr(ml, "_omp_regions", 0) + 1
@@ -243,8 +286,31 @@ def emit_parallel_region(L, loc, threads: int, body: Callable[[Region], None]) -
         slot = ir.Constant(PTR, None)
     ident = _ident(ml)
     gtid = b.call(omp_function(ml, "__kmpc_global_thread_num"), [ident])
-    b.call(omp_function(ml, "__kmpc_push_num_threads"), [ident, gtid, ir.Constant(I32, threads)])
-    b.call(omp_function(ml, "__kmpc_fork_call"), [ident, ir.Constant(I32, 1), child, slot])
+    if trips is None:
+        _fork(L, ident, gtid, threads, child, slot)
+        return
+    min_trips = max(2, -(-MIN_PARALLEL_WORK // max(1, cost)))
+    with b.if_else(b.icmp_signed(">=", trips, i64(min_trips))) as (team, alone):
+        with team:
+            _fork(L, ident, gtid, threads, child, slot)
+        with alone:
+            ids = opaque_alloca(L.entry_builder, ir.ArrayType(I32, 2))
+            gtid_slot = b.gep(ids, [ir.Constant(I32, 0), ir.Constant(I32, 0)],
+                              source_etype=ir.ArrayType(I32, 2))
+            btid_slot = b.gep(ids, [ir.Constant(I32, 0), ir.Constant(I32, 1)],
+                              source_etype=ir.ArrayType(I32, 2))
+            b.store(gtid, gtid_slot)
+            b.store(ir.Constant(I32, 0), btid_slot)
+            b.call(omp_function(ml, "__kmpc_serialized_parallel"), [ident, gtid])
+            b.call(child, [gtid_slot, btid_slot, slot])
+            b.call(omp_function(ml, "__kmpc_end_serialized_parallel"), [ident, gtid])
+
+
+def _fork(L, ident, gtid, threads: int, child, ctx) -> None:
+    b = L.b
+    b.call(omp_function(L.ml, "__kmpc_push_num_threads"),
+           [ident, gtid, ir.Constant(I32, threads)])
+    b.call(omp_function(L.ml, "__kmpc_fork_call"), [ident, ir.Constant(I32, 1), child, ctx])
 
 
 def _used_values(instr: ir.Instruction) -> list:

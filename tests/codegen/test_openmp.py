@@ -15,6 +15,7 @@ import pytest
 import polyopt
 from polyopt.affine.diagnostics import CodegenError
 from polyopt.cli import main
+from polyopt.codegen import openmp
 from polyopt.codegen.openmp import load_openmp_runtime, resolve_threads
 from polyopt.codegen.to_llvm import lower_module
 from run_helpers import polyopt_run
@@ -26,6 +27,13 @@ UPSTREAM_PASSES = ["--lower-affine", "--convert-scf-to-cf", "--finalize-memref-t
                    "--reconcile-unrealized-casts"]
 
 THREADS = [1, 2, 3]
+
+
+@pytest.fixture(autouse=True)
+def every_region_forks(monkeypatch):
+    """These kernels are tiny: let every region fork the team (a region below
+    MIN_PARALLEL_WORK runs on the calling thread; test_small_regions_run_alone checks it)."""
+    monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 0)
 
 # each iteration of the outer dimension records the OpenMP thread that ran it
 WHO_RAN = """\
@@ -314,3 +322,21 @@ def test_calls_release_the_gil():
             seen_inside += 1
     worker.join()
     assert flags[1] == 1.0 and seen_inside > 0
+
+
+def test_small_regions_run_alone(monkeypatch):
+    # below MIN_PARALLEL_WORK (ops x iterations) the calling thread runs the region alone
+    load_openmp_runtime()
+    monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 20_000)
+    c = polyopt.compile(WHO_RAN, threads=2)
+    W = np.full(23, -1, np.int32)
+    c["scf"](W, 0, 23, 1)
+    assert set(W.tolist()) == {0}
+    # a one-iteration region too, whatever its work
+    monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 0)
+    c = polyopt.compile(WHO_RAN, threads=2)
+    W = np.full(23, -1, np.int32)
+    c["scf"](W, 4, 5, 1)
+    assert W[4] == 0 and (np.delete(W, 4) == -1).all()
+    c["scf"](W, 0, 23, 1)
+    assert set(W.tolist()) == {0, 1}

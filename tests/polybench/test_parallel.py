@@ -4,6 +4,15 @@ kernels whose nests have a dependence-free loop get an ``affine.parallel``."""
 
 import pytest
 
+from polyopt.codegen import openmp
+
+
+@pytest.fixture(autouse=True)
+def every_region_forks(monkeypatch):
+    """Small test sizes: let every parallel region fork the team (below MIN_PARALLEL_WORK a
+    region runs on the calling thread)."""
+    monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 0)
+
 from polyopt.affine.printer import print_module
 from polyopt.pipeline import CompiledModule, PipelineOptions, load, prepare_for_lowering, \
     run_passes

@@ -6,6 +6,15 @@ request on a loop that carries a dependence is a located error naming the pair."
 import numpy as np
 import pytest
 
+from polyopt.codegen import openmp
+
+
+@pytest.fixture(autouse=True)
+def every_region_forks(monkeypatch):
+    """Small test sizes: let every parallel region fork the team (below MIN_PARALLEL_WORK a
+    region runs on the calling thread)."""
+    monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 0)
+
 import polyopt
 from polyopt.affine.diagnostics import ScheduleError
 from polyopt.cli import main
