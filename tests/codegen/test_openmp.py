@@ -35,12 +35,14 @@ def every_region_forks(monkeypatch):
     MIN_PARALLEL_WORK runs on the calling thread; test_small_regions_run_alone checks it)."""
     monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 0)
 
-# each iteration of the outer dimension records the OpenMP thread that ran it
+# each iteration of the outer dimension records the OpenMP thread that ran it (libomp's
+# omp_get_thread_num, bound by name: torch, when a test loaded it, brings GCC's libgomp, whose
+# omp_get_thread_num knows nothing of libomp's teams)
 WHO_RAN = """\
-func.func private @omp_get_thread_num() -> i32
+func.func private @libomp_thread_num() -> i32
 func.func @affine(%W: memref<23xi32>, %n: index) {
   affine.parallel (%i, %j) = (2, 0) to (min(%n, 23), 3) step (3, 1) {
-    %t = func.call @omp_get_thread_num() : () -> i32
+    %t = func.call @libomp_thread_num() : () -> i32
     affine.store %t, %W[%i] : memref<23xi32>
   }
   return
@@ -49,12 +51,21 @@ func.func @scf(%W: memref<23xi32>, %lb: index, %ub: index, %st: index) {
   %c0 = arith.constant 0 : index
   %c2 = arith.constant 2 : index
   scf.parallel (%i, %j) = (%lb, %c0) to (%ub, %c2) step (%st, %c2) {
-    %t = func.call @omp_get_thread_num() : () -> i32
+    %t = func.call @libomp_thread_num() : () -> i32
     memref.store %t, %W[%i] : memref<23xi32>
   }
   return
 }
 """
+
+
+def _bind_thread_num() -> None:
+    import ctypes
+
+    import llvmlite.binding as llvm
+    lib = ctypes.CDLL(load_openmp_runtime())
+    llvm.add_symbol("libomp_thread_num",
+                    ctypes.cast(lib.omp_get_thread_num, ctypes.c_void_p).value)
 
 
 def _static_owner(iters: list, threads: int) -> dict:
@@ -71,7 +82,7 @@ def _static_owner(iters: list, threads: int) -> dict:
 
 @pytest.mark.parametrize("threads", THREADS)
 def test_each_thread_runs_its_static_chunk(threads):
-    load_openmp_runtime()  # the kernel calls omp_get_thread_num itself, even at one thread
+    _bind_thread_num()  # the kernel calls libomp's omp_get_thread_num itself
     c = polyopt.compile(WHO_RAN, threads=threads)
     for n in (0, 2, 3, 9, 23, 40):
         W = np.full(23, -1, np.int32)
@@ -326,7 +337,7 @@ def test_calls_release_the_gil():
 
 def test_small_regions_run_alone(monkeypatch):
     # below MIN_PARALLEL_WORK (ops x iterations) the calling thread runs the region alone
-    load_openmp_runtime()
+    _bind_thread_num()
     monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 20_000)
     c = polyopt.compile(WHO_RAN, threads=2)
     W = np.full(23, -1, np.int32)
