@@ -2,9 +2,10 @@
 
 Rules (DESIGN.md, "How fast, and how we know"): the result is checked against numpy before it
 is timed; one warm-up run each; repetitions alternate polyopt and numpy so that both see the
-same machine state; medians are reported with the spread; the ratio to numpy (OpenBLAS, one
-thread) comes from the same run.  ``OPENBLAS_NUM_THREADS=1`` must be set before numpy loads:
-the CLI does it, scripts call :func:`single_threaded_numpy` first.
+same machine state; medians are reported with the spread; the ratio to numpy (OpenBLAS, on as
+many threads as polyopt's parallel code) comes from the same run.  ``OPENBLAS_NUM_THREADS``
+must be set before numpy loads: the CLI does it (``--threads``), scripts call
+:func:`single_threaded_numpy` or :func:`pin_numpy_threads` first.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Optional
 
 TILE_NAMES = ("M_C", "K_C", "N_C", "M_R", "N_R", "K_U")
@@ -41,13 +42,20 @@ def _numpy_dtype(dtype: str, reps: int):
 def single_threaded_numpy(native_openblas_kernel: bool = True) -> None:
     """Pin OpenBLAS (and friends) to one thread and, by default, let OpenBLAS pick its native
     kernel; must run before numpy is imported."""
+    pin_numpy_threads(1, native_openblas_kernel)
+
+
+def pin_numpy_threads(threads: int, native_openblas_kernel: bool = True) -> None:
+    """Run OpenBLAS (and friends) on ``threads`` threads, the number polyopt's parallel code
+    uses (``OMP_NUM_THREADS`` too, so that polyopt's default agrees) and, by default, let
+    OpenBLAS pick its native kernel; must run before numpy is imported."""
     if "numpy" in sys.modules:
-        if os.environ.get("OPENBLAS_NUM_THREADS") != "1":
-            raise RuntimeError("numpy was imported before single_threaded_numpy(): set "
-                               "OPENBLAS_NUM_THREADS=1 in the environment instead")
+        if os.environ.get("OPENBLAS_NUM_THREADS") != str(threads):
+            raise RuntimeError(f"numpy was imported before pin_numpy_threads({threads}): set "
+                               f"OPENBLAS_NUM_THREADS={threads} in the environment instead")
         return
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = "1"
+        os.environ[var] = str(threads)
     if native_openblas_kernel:
         for var in _PINNING_VARS:
             os.environ.pop(var, None)
@@ -58,6 +66,18 @@ def machine_summary() -> str:
     (:meth:`polyopt.codegen.description.TargetDescription.summary_line`)."""
     from .codegen.description import host_description
     return host_description().summary_line()
+
+
+def numpy_blas_threads() -> Optional[int]:
+    """The threads numpy's BLAS runs on (threadpoolctl's view), or None when unknown."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    for info in threadpool_info():
+        if info.get("user_api") == "blas":
+            return info.get("num_threads")
+    return None
 
 
 def blas_description() -> str:
@@ -130,6 +150,7 @@ class MatmulBenchResult:
     machine: str = ""
     torch: Optional[Timing] = None
     torch_note: str = ""
+    threads: int = 1
 
     @property
     def flops(self) -> float:
@@ -149,6 +170,7 @@ class MatmulBenchResult:
     def to_json(self) -> dict:
         out = {
             "m": self.m, "n": self.n, "k": self.k, "dtype": self.dtype, "blas": self.blas,
+            "threads": self.threads,
             "peak_gflops": self.peak_gflops, "machine": self.machine,
             "numpy": asdict(self.numpy), "numpy_gflops": self.gflops(self.numpy),
             "torch_note": self.torch_note,
@@ -172,7 +194,7 @@ class MatmulBenchResult:
         def of_peak(t: Timing) -> str:
             return f"{100 * self.gflops(t) / self.peak_gflops:6.1f}%" if self.peak_gflops else ""
         lines = [f"matmul {self.m}x{self.n}x{self.k} {self.dtype}: C += A*B, medians of "
-                 f"{self.numpy.reps} alternating runs"
+                 f"{self.numpy.reps} alternating runs, {_threads_note(self.threads)}"
                  + (f"; measured FMA peak {self.peak_gflops:.1f} GFLOPS" if self.peak_gflops
                     else ""),
                  f"  {'variant':<{width}}  {'GFLOPS':>8}  {'range':>18}  {'vs numpy':>8}  "
@@ -201,6 +223,16 @@ class MatmulBenchResult:
         if off:
             lines.append("  LLVM's loop/SLP vectorizers off for: " + ", ".join(off))
         return "\n".join(lines)
+
+
+def _threads_note(threads: int) -> str:
+    """What the header of a report says of the threads of both sides."""
+    def n(k):
+        return f"{k} thread{'s' if k != 1 else ''}"
+    theirs = numpy_blas_threads()
+    if theirs is None or theirs == threads:
+        return f"polyopt and numpy on {n(threads)}"
+    return f"polyopt on {n(threads)}, numpy's BLAS on {n(theirs)} (it uses at most the cores)"
 
 
 def matmul_source(m: int, n: int, k: int, dtype: str = "f64",
@@ -248,14 +280,15 @@ def torch_description() -> str:
     return f"torch {torch.__version__} ({blas}), {torch.get_num_threads()} thread(s)"
 
 
-def _torch_matmul(a, b):
+def _torch_matmul(a, b, threads: int = 1):
     """``(run, note)``: ``torch.mm`` of ``a`` and ``b`` (sharing their memory) into a
-    preallocated result on one thread, or ``(None, why not)`` when torch is not installed."""
+    preallocated result on ``threads`` threads, or ``(None, why not)`` when torch is not
+    installed."""
     try:
         import torch
     except ImportError:
         return None, "not installed (optional)"
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     ta, tb = torch.from_numpy(a), torch.from_numpy(b)
     out = torch.empty((a.shape[0], b.shape[1]), dtype=ta.dtype)
 
@@ -265,13 +298,15 @@ def _torch_matmul(a, b):
     return run, torch_description()
 
 
-def paper_ladder(m: int, n: int, k: int) -> list[Variant]:
+def paper_ladder(m: int, n: int, k: int, threads: int = 1) -> list[Variant]:
     """The steps of the paper's Figure 5, one knob at a time: the naive nest, cache tiling
     (section 2.5's schedule), BLIS tiling, + packing (2.6), + unroll-and-jam and scalar
     replacement (2.7), + vectorization (2.8).  From BLIS tiling on, the tile sizes and register
     order are the machine model's (the paper's "tuned" sizes were found by hand for its
-    Skylake: its 4x8 tile is 4 accumulators on AVX-512, latency-bound whatever the passes do)."""
-    return [
+    Skylake: its 4x8 tile is 4 accumulators on AVX-512, latency-bound whatever the passes do).
+    The steps run on one thread; with ``threads > 1`` a last row runs all of them on the
+    team (the BLIS nest's loop over M_C blocks in parallel)."""
+    ladder = [
         Variant("naive", {"hopt": False}),
         Variant("tiling (2.5)", {"hopt": True},
                 schedule="affine_map<(d0, d1, d2) -> (d2 floordiv 256, d0 floordiv 64, d1, d0, "
@@ -283,14 +318,26 @@ def paper_ladder(m: int, n: int, k: int) -> list[Variant]:
         Variant("+vectorization", {"hopt": True, "copy": True, "unroll": True, "scalrep": True,
                                    "vect": True}),
     ]
+    ladder = [replace(v, switches=dict(v.switches, threads=1)) for v in ladder]
+    if threads > 1:
+        ladder.append(Variant(f"+{threads} threads", {"hopt": True, "copy": True, "unroll": True,
+                                                      "scalrep": True, "vect": True,
+                                                      "threads": threads}))
+    return ladder
 
 
 def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
                  variants: Optional[list[Variant]] = None, seed: int = 0,
-                 measure_peak: bool = True, torch_peer: bool = True) -> MatmulBenchResult:
+                 measure_peak: bool = True, torch_peer: bool = True,
+                 threads: Optional[int] = None) -> MatmulBenchResult:
     """Compile each variant of ``hop.matmul`` (C += A*B), check it against numpy, then time all
-    of them, numpy's matmul and (``torch_peer``, when torch is installed) ``torch.mm`` on one
-    thread on the same arrays, round-robin, ``reps`` times each."""
+    of them, numpy's matmul and (``torch_peer``, when torch is installed) ``torch.mm`` on the
+    same arrays, round-robin, ``reps`` times each.
+
+    ``threads``: polyopt's parallel loops (the variants' ``threads`` switch when they set
+    one) and torch's thread count; default ``OMP_NUM_THREADS`` else the cores.  numpy runs on
+    what ``OPENBLAS_NUM_THREADS`` said when it loaded (:func:`pin_numpy_threads`; the report's
+    BLAS line shows its thread count)."""
     import numpy as np
 
     from .pipeline import compile as compile_module
@@ -298,6 +345,8 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
         raise ValueError(f"matrix sizes must be positive, got {m}x{n}x{k}")
     np_dtype = _numpy_dtype(dtype, reps)
     variants = variants or [Variant("polyopt --hopt", {"hopt": True})]
+    from .codegen.openmp import resolve_threads
+    threads = resolve_threads(threads)
 
     rng = np.random.default_rng(seed)
     a = rng.uniform(-1, 1, (m, k)).astype(np_dtype)
@@ -310,7 +359,8 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
     for v in variants:
         start = time.perf_counter()
         compiled = compile_module(matmul_source(m, n, k, dtype, v.attributes()),
-                                  filename=f"<bench {v.label}>", **v.switches)
+                                  filename=f"<bench {v.label}>",
+                                  **{"threads": threads, **v.switches})
         compile_times.append(time.perf_counter() - start)
         fn = compiled["matmul"]
         c = c0.copy()
@@ -324,7 +374,7 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
     c = c0.copy()
     out = np.empty((m, n), np_dtype)
     np.matmul(a, b, out=out)  # warm-up
-    torch_run, torch_note = _torch_matmul(a, b) if torch_peer else (None, "")
+    torch_run, torch_note = _torch_matmul(a, b, threads) if torch_peer else (None, "")
     if torch_run is not None:
         err = float(np.max(np.abs(c0 + torch_run() - expected)))  # also the warm-up
         if not err <= tol:
@@ -345,7 +395,7 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
         from .codegen.peak import measure_peak as run_peak
         peak = run_peak(dtype).gflops
     return MatmulBenchResult(m, n, k, dtype, results, Timing.of(theirs), blas_description(),
-                             peak, machine_summary(),
+                             peak, machine_summary(), threads=threads,
                              torch=Timing.of(torch_samples) if torch_samples else None,
                              torch_note=torch_note)
 
@@ -432,6 +482,7 @@ class ConvBenchResult:
     torch: Optional[Timing] = None
     torch_note: str = ""
     blas: str = ""
+    threads: int = 1
 
     def gflops(self, t: Timing) -> float:
         return self.shape.flops / t.median / 1e9
@@ -443,7 +494,7 @@ class ConvBenchResult:
                "ratio_vs_numpy": self.numpy.median / self.polyopt.median,
                "polyopt": asdict(self.polyopt), "numpy": asdict(self.numpy),
                "compile_time": self.compile_time, "max_abs_error": self.max_abs_error,
-               "blas": self.blas, "torch_note": self.torch_note}
+               "blas": self.blas, "torch_note": self.torch_note, "threads": self.threads}
         if self.torch is not None:
             out["torch"] = asdict(self.torch)
             out["torch_gflops"] = self.gflops(self.torch)
@@ -455,7 +506,7 @@ class ConvBenchResult:
         if self.torch is not None:
             rows.append(("torch conv2d", self.torch))
         lines = [f"conv2d {self.shape.describe()} {self.dtype}: O += conv(I, K), medians of "
-                 f"{self.polyopt.reps} alternating runs",
+                 f"{self.polyopt.reps} alternating runs, {_threads_note(self.threads)}",
                  f"  {'variant':<24} {'GFLOPS':>8}  {'polyopt vs it':>13}"]
         for label, t in rows:
             lines.append(f"  {label:<24} {self.gflops(t):8.2f}  "
@@ -469,14 +520,15 @@ class ConvBenchResult:
         return "\n".join(lines)
 
 
-def _torch_conv(s: ConvShape, dtype: str, i, k):
-    """(run, note) for torch.nn.functional.conv2d on one thread, or (None, why not)."""
+def _torch_conv(s: ConvShape, dtype: str, i, k, threads: int = 1):
+    """(run, note) for torch.nn.functional.conv2d on ``threads`` threads, or (None, why
+    not)."""
     try:
         import torch
     except ImportError:
         return None, "not installed (optional)"
     import numpy as np
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     # torch's conv2d takes NCHW input and FCHW weights; in channels_last memory format both
     # (data NHWC, weights FHWC) it runs its fastest kernels here (measured: FCHW weights with
     # an NHWC input can be 4x slower)
@@ -488,14 +540,16 @@ def _torch_conv(s: ConvShape, dtype: str, i, k):
     def run():
         with torch.no_grad():
             torch.nn.functional.conv2d(ti, tk, stride=s.stride, dilation=s.dilation)
-    return run, (f"torch {torch.__version__}, 1 thread, input and weights in channels_last "
+    return run, (f"torch {torch.__version__}, {threads} thread(s), input and weights in channels_last "
                  f"memory format (NHWC, FHWC)")
 
 
 def bench_conv2d(s: ConvShape, dtype: str = "f32", *, reps: int = 5, seed: int = 0,
-                 switches: Optional[dict] = None) -> ConvBenchResult:
+                 switches: Optional[dict] = None,
+                 threads: Optional[int] = None) -> ConvBenchResult:
     """polyopt's ``hop.conv2d`` (all passes by default) against numpy im2col + matmul and,
-    when installed, torch, on the same arrays, alternating, after a checked warm-up."""
+    when installed, torch, on the same arrays, alternating, after a checked warm-up;
+    ``threads`` as in :func:`bench_matmul` (torch gets the same number)."""
     import numpy as np
 
     from .pipeline import compile as compile_module
@@ -507,6 +561,9 @@ def bench_conv2d(s: ConvShape, dtype: str = "f32", *, reps: int = 5, seed: int =
     np_dtype = _numpy_dtype(dtype, reps)
     switches = switches or {"hopt": True, "copy": True, "unroll": True, "scalrep": True,
                             "vect": True}
+    from .codegen.openmp import resolve_threads
+    threads = resolve_threads(threads)
+    switches = {"threads": threads, **switches}
     rng = np.random.default_rng(seed)
     i = rng.uniform(-1, 1, (s.n, s.h, s.w, s.c)).astype(np_dtype)
     k = rng.uniform(-1, 1, (s.kh, s.kw, s.c, s.f)).astype(np_dtype)
@@ -528,7 +585,7 @@ def bench_conv2d(s: ConvShape, dtype: str = "f32", *, reps: int = 5, seed: int =
     if not err <= tol:
         raise AssertionError(f"polyopt's conv2d differs from numpy's by {err:.3g} (tolerance "
                              f"{tol:.3g}); refusing to time wrong code")
-    torch_run, note = _torch_conv(s, dtype, i, k)
+    torch_run, note = _torch_conv(s, dtype, i, k, threads)
     ref(i, k, o, cols, tmp)
     if torch_run is not None:
         torch_run()
@@ -539,7 +596,8 @@ def bench_conv2d(s: ConvShape, dtype: str = "f32", *, reps: int = 5, seed: int =
         if torch_run is not None:
             torch_t.append(_time_once(torch_run))
     return ConvBenchResult(s, dtype, Timing.of(mine), compile_time, err, Timing.of(theirs),
-                           Timing.of(torch_t) if torch_t else None, note, blas_description())
+                           Timing.of(torch_t) if torch_t else None, note, blas_description(),
+                           threads)
 
 
 RESNET50_LAYERS = {

@@ -29,7 +29,9 @@ def _add_pipeline_flags(parser: argparse.ArgumentParser) -> None:
         group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction,
                            default=getattr(PipelineOptions, name), help=help_)
     for name, option, help_ in PipelineOptions.value_fields():
-        group.add_argument(option, dest=name, default=None, metavar="NAME", help=help_)
+        meta = PipelineOptions.__dataclass_fields__[name].metadata
+        group.add_argument(option, dest=name, default=None, metavar=meta.get("metavar", "NAME"),
+                           type=meta.get("type", str), help=help_)
 
 
 def _add_pass_flags(parser: argparse.ArgumentParser) -> None:
@@ -154,6 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the ResNet-50 layers of issue 7 (3x3 at 56, 28, 14, 7 and 1x1 at "
                            "56; inputs padded by the caller) instead of one shape")
     p_cv.add_argument("--json", action="store_true", help="print the results as JSON")
+    p_cv.add_argument("--threads", type=int, default=None, metavar="N",
+                      help="threads of polyopt's parallel code, numpy's OpenBLAS and torch "
+                           "(default: OMP_NUM_THREADS, else the cores)")
     p_cv.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
 
     p_pb = bsub.add_parser("polybench", help="PolyBench/C 4.2 kernels: polyopt without passes "
@@ -164,6 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
                       default="LARGE", help="PolyBench's dataset sizes (default: LARGE)")
     p_pb.add_argument("--reps", type=int, default=3, help="timed repetitions (default: 3)")
     p_pb.add_argument("--json", action="store_true", help="print the results as JSON")
+    p_pb.add_argument("--threads", type=int, default=None, metavar="N",
+                      help="with N > 1, two more builds on N threads: polyopt --hopt "
+                           "--hopt-parallel and Polly -polly-parallel -fopenmp (default: "
+                           "OMP_NUM_THREADS, else the cores; the other builds run on one)")
     p_pb.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
 
     p_tg = sub.add_parser("target", help="describe this CPU as polyopt sees it: signature, "
@@ -347,7 +356,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.steps:
         if tiles or args.schedule:
             raise UsageError("--steps times fixed configurations; drop the tile options")
-        variants = paper_ladder(args.m, args.n, args.k)
+        variants = paper_ladder(args.m, args.n, args.k, args.threads)
         blis, why_not = blis_mode_variant(args.dtype)
         if blis is not None:
             variants.append(blis)
@@ -361,14 +370,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
             flags = " ".join(flag if switches[name] else "--no-" + flag[2:]
                              for name, flag, _ in PipelineOptions.flag_fields()
                              if name not in ("blis", "raise_scf", "hopt_raise")
-                             and name in switches)
+                             and name in switches
+                             and (name != "parallel" or switches[name]))
         variants = [Variant(f"polyopt {flags}", switches, tiles, args.schedule)]
     if not args.llvm_vectorize:
         variants = [replace(v, switches=dict(v.switches, llvm_vectorize=False))
                     for v in variants]
     try:
         result = bench_matmul(args.m, args.n, args.k, args.dtype, reps=args.reps,
-                              variants=variants)
+                              variants=variants, threads=args.threads)
     except ValueError as e:
         raise UsageError(str(e)) from None
     if args.json:
@@ -403,7 +413,7 @@ def cmd_bench_conv2d(args: argparse.Namespace) -> int:
     results = []
     for label, shape in shapes.items():
         try:
-            r = bench_conv2d(shape, args.dtype, reps=args.reps)
+            r = bench_conv2d(shape, args.dtype, reps=args.reps, threads=args.threads)
         except ValueError as e:
             raise UsageError(str(e)) from None
         results.append(r)
@@ -426,7 +436,7 @@ def cmd_bench_polybench(args: argparse.Namespace) -> int:
         raise UsageError(f"--kernels: {e}") from None
     if not kernels:
         raise UsageError("--kernels: no kernel named")
-    result = bench_polybench(kernels, args.dataset, reps=args.reps,
+    result = bench_polybench(kernels, args.dataset, reps=args.reps, threads=args.threads,
                              progress=lambda s: print(f"polyopt: {s}", file=sys.stderr,
                                                       flush=True))
     if args.json:
@@ -472,8 +482,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "bench":
-        from .bench import single_threaded_numpy
-        single_threaded_numpy()
+        # numpy runs on as many threads as polyopt's parallel code (resolved before the
+        # pinning sets OMP_NUM_THREADS)
+        from .bench import pin_numpy_threads
+        from .codegen.openmp import resolve_threads
+        try:
+            args.threads = resolve_threads(getattr(args, "threads", None))
+        except ValueError as e:
+            print(f"polyopt: error: {e}", file=sys.stderr)
+            return 1
+        pin_numpy_threads(args.threads)
     try:
         return COMMANDS[args.command](args)
     except PolyoptError as e:

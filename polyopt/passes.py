@@ -47,6 +47,9 @@ class BlisOptions:
     blis_kernel: Optional[str] = field(default=None, metadata={
         "help": "the micro-kernel of --hopt-blis (--hopt-blis-kernel)"})
     tiled: bool = field(default=True, metadata={"help": "BLIS tiling (false: the naive nest)"})
+    threads: int = field(default=1, metadata={"help": "with copy: the packed nest's loop over "
+                                                       "M_C blocks runs on this many threads "
+                                                       "(--threads)"})
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,7 @@ def _expansion_args(opts: BlisOptions) -> dict:
     return dict(tiled=opts.tiled, machine=machine_model(), copy=opts.copy or opts.blis,
                 steps=RegisterTileSteps(vect=opts.vect, unroll=opts.unroll,
                                         scalrep=opts.scalrep),
-                microkernel_for=_microkernel_for(opts))
+                microkernel_for=_microkernel_for(opts), threads=opts.threads)
 
 
 @register("hopt-raise-contractions", "affine nests computing C (+)= alpha*A*B (+beta*C) go "
@@ -156,9 +159,23 @@ def _blis_calls(module, opts, remark):
           "built (Pluto/Polly-style; a no-op until then)")
 def _schedule_rest(module, opts, remark):
     from .pipeline import machine_model
-    from .schedules.auto_schedule import schedule_remaining_nests
+    from .schedules.auto_schedule import PARALLEL, schedule_remaining_nests
+    from .schedules.parallelize import trust_mark
+    before = {id(op) for op in module.walk() if PARALLEL in op.attributes}
     schedule_remaining_nests(module, machine_model(), remark)
     _drop_keep_marks(module)
+    for op in module.walk():    # the scheduler's marks were checked with ISL as it made them
+        if PARALLEL in op.attributes and id(op) not in before:
+            trust_mark(op)
+
+
+@register("hopt-parallel", "the outermost dependence-free loop of each nest becomes "
+          "affine.parallel, checked with ISL; {polyopt.parallel} on a loop carrying a "
+          "dependence is refused (mlir-opt -affine-parallelize{max-nested=1}, Polly's "
+          "-polly-parallel)")
+def _parallelize(module, opts, remark):
+    from .schedules.parallelize import parallelize_outer_loops
+    parallelize_outer_loops(module, remark)
 
 
 def _drop_keep_marks(module) -> None:
@@ -255,7 +272,7 @@ def default_pipeline(options, *, raised: bool = False) -> list[tuple[Pass, objec
 
     raise-scf-to-affine (--raise-scf-to-affine or --hopt), memref-bound-check, then with --hopt:
     hopt-report-opaque-nests, hopt-raise-contractions (unless --no-hopt-raise), hopt-schedule,
-    hopt-expand, hopt-normalize-memrefs (--hopt-copy/--hopt-blis), hopt-blis-calls
+    hopt-parallel (--hopt-parallel, also without --hopt), hopt-expand, hopt-normalize-memrefs (--hopt-copy/--hopt-blis), hopt-blis-calls
     (--hopt-blis); convert-linalg-to-affine-loops."""
     out = []
 
@@ -267,18 +284,25 @@ def default_pipeline(options, *, raised: bool = False) -> list[tuple[Pass, objec
     if options.memref_bound_check:
         add("memref-bound-check")
     if options.hopt:
+        # the IR is generated for --threads (None: one thread; compile() and the commands that
+        # run code resolve the default first)
         blis = BlisOptions(copy=options.copy, unroll=options.unroll, scalrep=options.scalrep,
-                           vect=options.vect, blis=options.blis, blis_kernel=options.blis_kernel)
+                           vect=options.vect, blis=options.blis, blis_kernel=options.blis_kernel,
+                           threads=getattr(options, "threads", None) or 1)
         add("hopt-report-opaque-nests")
         if getattr(options, "hopt_raise", True):
             add("hopt-raise-contractions", blis)
         if getattr(options, "auto_schedule", True):
             add("hopt-schedule")
+        if getattr(options, "parallel", False):
+            add("hopt-parallel")
         add("hopt-expand", blis)
         if options.copy or options.blis:
             add("hopt-normalize-memrefs")
         if options.blis:
             add("hopt-blis-calls")
+    elif getattr(options, "parallel", False):
+        add("hopt-parallel")
     if options.linalg_to_affine:
         add("convert-linalg-to-affine-loops")
     return out

@@ -90,12 +90,27 @@ class PipelineOptions:
                 "scheduler (Pluto-style permutable bands, fusion, skewing), tile its bands "
                 "from the machine model and mark its parallel loops, or leave it as written "
                 "with a remark saying why (--no-hopt-schedule: leave them all as written)"})
+    parallel: bool = field(default=False, metadata={
+        "flag": "--hopt-parallel", "standalone": True,
+        "help": "run the outermost loop of each affine nest that carries no dependence (ISL "
+                "dataflow; the automatic scheduler's and user schedules' nests included) as an "
+                "affine.parallel on the --threads team; a loop the input marks "
+                "{polyopt.parallel} that carries a dependence is refused, naming the pair "
+                "(MLIR's -affine-parallelize, Polly's -polly-parallel)"})
     blis_kernel: Optional[str] = field(default=None, metadata={
         "option": "--hopt-blis-kernel",
         "help": "with --hopt-blis: the micro-kernel to call (default: the best one this CPU "
                 "runs for the element type), e.g. bli_dgemm_haswell_asm_6x8"})
+    threads: Optional[int] = field(default=None, metadata={
+        "option": "--threads", "type": int, "metavar": "N",
+        "help": "threads of the parallel loops (affine.parallel, scf.parallel), run on LLVM's "
+                "OpenMP runtime (libomp); default: OMP_NUM_THREADS, else the number of cores "
+                "this process may use; 1 runs them as sequential loops"})
 
     def __post_init__(self):
+        if self.threads is not None and (not isinstance(self.threads, int)
+                                         or isinstance(self.threads, bool) or self.threads < 1):
+            raise ValueError(f"threads must be a positive integer, got {self.threads!r}")
         if self.blis_kernel is not None and not self.blis:
             raise ValueError("--hopt-blis-kernel needs --hopt-blis")
         needs_hopt = [f.metadata["flag"] for f in fields(self)
@@ -228,8 +243,11 @@ class CompiledModule:
         start = time.perf_counter()
         self.module = module
         self.options = options
+        from .codegen.openmp import resolve_threads
         self.target = target if target is not None else host_target()
-        lowered = lower_module(module, self.target)
+        #: the team size of the parallel loops (``options.threads`` or the default)
+        self.threads = resolve_threads(options.threads)
+        lowered = lower_module(module, self.target, threads=self.threads)
         self.llvm_ir: str = lowered.llvm_ir
         self.signatures = lowered.signatures
         self.engine = JITEngine(self.llvm_ir, self.target, opt_level=opt_level,
@@ -268,7 +286,9 @@ def compile(source: Source, *, filename: str = "<input>", opt_level: int = 3,
             llvm_vectorize: bool = True, **switches) -> CompiledModule:
     """Parse (or copy) ``source``, run the pipeline, lower to LLVM, optimize and JIT it.
 
-    Keyword switches are the fields of :class:`PipelineOptions` (``hopt=True``, ...);
+    Keyword switches are the fields of :class:`PipelineOptions` (``hopt=True``, ...;
+    ``threads=N`` runs parallel loops on N threads, default ``OMP_NUM_THREADS`` else the
+    core count, 1 sequential);
     ``llvm_vectorize=False`` turns LLVM's own loop and SLP vectorizers off.
     Errors in the input raise :class:`~polyopt.affine.diagnostics.PolyoptError` subclasses.
     """
@@ -279,6 +299,10 @@ def compile(source: Source, *, filename: str = "<input>", opt_level: int = 3,
                         f"known: {', '.join(sorted(known))}")
     if options is None:
         options = PipelineOptions(**switches)
+    if options.threads is None:     # the code is generated for the thread count it runs on
+        from dataclasses import replace
+        from .codegen.openmp import resolve_threads
+        options = replace(options, threads=resolve_threads())
     module = load(source, filename)
     run_passes(module, options, remark)
     prepare_for_lowering(module)

@@ -15,6 +15,10 @@ fi
 if ! command -v clang-22 >/dev/null 2>&1 || ! dpkg -s libpolly-22-dev >/dev/null 2>&1; then
     PACKAGES+=(clang-22 libpolly-22-dev)
 fi
+# LLVM's OpenMP runtime (libomp.so.5): parallel loops of the JIT-compiled code and clang -fopenmp
+if ! dpkg -s libomp-22-dev >/dev/null 2>&1; then
+    PACKAGES+=(libomp-22-dev)
+fi
 if [ "${#PACKAGES[@]}" != 0 ]; then
     SUDO=""
     if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi

@@ -1,6 +1,7 @@
 """Lowering of the affine dialect (MLIR's lower-affine, then to LLVM): ``affine.for`` as a
-canonical loop with header phis, ``affine.parallel`` as a nest of such loops (run in order for
-now) with its reductions in accumulators, ``affine.if`` as branches, ``affine.apply/min/max``,
+canonical loop with header phis, ``affine.parallel`` as a nest of such loops with its reductions
+in accumulators (with ``threads > 1`` its outermost dimension split statically over an OpenMP
+team, :mod:`polyopt.codegen.openmp`), ``affine.if`` as branches, ``affine.apply/min/max``,
 ``affine.delinearize_index``/``linearize_index`` and subscripts through linear forms, loads,
 stores and prefetches."""
 
@@ -15,8 +16,9 @@ from polyopt.affine.diagnostics import CodegenError
 from polyopt.affine.ir import Operation
 from polyopt.codegen.index_forms import Lin
 from polyopt.codegen.llvm_helpers import (I32, I64, NSW, VOID, call_intrinsic, i64,
-                                          int_const)
+                                          int_const, opaque_alloca)
 from polyopt.codegen.lowering import FunctionLowering, handles
+from polyopt.codegen.openmp import Region, emit_parallel_region, iteration_cost, trip_count
 
 
 @handles("affine.for")
@@ -82,7 +84,13 @@ def _combine(L: FunctionLowering, kind: str, acc: ir.Value, value: ir.Value) -> 
 def _lower_parallel(L: FunctionLowering, op: Operation) -> None:
     """As MLIR's lower-affine (scf.parallel over max/min bounds, scf.reduce from the identity),
     with the scf.parallel run as a nest of sequential loops, outermost dimension first: each
-    iteration's yielded values are combined into the accumulators (``acc = acc <kind> v``)."""
+    iteration's yielded values are combined into the accumulators (``acc = acc <kind> v``).
+
+    With ``threads > 1`` (and outside another parallel region) the outermost dimension is split
+    statically over the team (MLIR's ``convert-scf-to-openmp``, ``schedule(static)``): each
+    thread reduces its own iterations from the identity into its slot, and the slots are
+    combined in thread order after the region.  Float reductions are therefore reassociated
+    (the result may differ from the sequential order in the last bits)."""
     inits = []
     for kind, res in zip(op.reductions, op.results):
         if kind not in _REDUCTION_IDENTITY:
@@ -101,8 +109,51 @@ def _lower_parallel(L: FunctionLowering, op: Operation) -> None:
         lb = L.combine_bound(L.map_forms(op.lower_bound_map(k), op.lower_operands), True)
         ub = L.combine_bound(L.map_forms(op.upper_bound_map(k), op.upper_operands), False)
         bounds.append((lb, ub, step))
-    for res, v in zip(op.results, _lower_parallel_dims(L, op, bounds, 0, inits)):
+    if L.ml.threads > 1 and not L.in_parallel and bounds:
+        results = _lower_parallel_region(L, op, bounds, inits)
+    else:
+        results = _lower_parallel_dims(L, op, bounds, 0, inits)
+    for res, v in zip(op.results, results):
         L.bind_llvm(res, v)
+
+
+def _lower_parallel_region(L: FunctionLowering, op: Operation, bounds: list,
+                           inits: list) -> list:
+    """The nest of ``op`` in an OpenMP region, dimension 0 split statically over the threads;
+    returns the reductions' values after the region."""
+    threads = L.ml.threads
+    b = L.b
+    slots = []
+    for init in inits:
+        ty = ir.ArrayType(init.type, threads)
+        slot = opaque_alloca(L.entry_builder, ty)
+        slots.append((slot, ty))
+        for t in range(threads):
+            b.store(init, b.gep(slot, [i64(0), i64(t)], inbounds=True, source_etype=ty))
+
+    def body(region: Region) -> None:
+        (lb, lb_range), (ub, ub_range), step = bounds[0]
+        lo, hi = region.static_chunk(lb, ub, step)
+        mine = [((lo, lb_range), (hi, ub_range), step), *bounds[1:]]
+        accs = _lower_parallel_dims(L, op, mine, 0, inits)
+        for (slot, ty), acc in zip(slots, accs):
+            L.b.store(acc, L.b.gep(slot, [i64(0), region.thread], inbounds=True,
+                                         source_etype=ty))
+
+    (lb0, _), (ub0, _), step0 = bounds[0]
+    cost = iteration_cost(op.body)
+    for (lb, _), (ub, _), step in bounds[1:]:
+        cost *= _constant_trips(lb, ub, step)
+    emit_parallel_region(L, op.loc, threads, body, trip_count(L.b, lb0, ub0, step0), cost)
+    results = []
+    for kind, (slot, ty) in zip(op.reductions, slots):
+        acc = b.load(b.gep(slot, [i64(0), i64(0)], inbounds=True, source_etype=ty),
+                     typ=ty.element)
+        for t in range(1, threads):
+            part = b.gep(slot, [i64(0), i64(t)], inbounds=True, source_etype=ty)
+            acc = _combine(L, kind, acc, b.load(part, typ=ty.element))
+        results.append(acc)
+    return results
 
 
 def _lower_parallel_dims(L: FunctionLowering, op: Operation, bounds: list, k: int,
@@ -138,6 +189,12 @@ def _lower_parallel_dims(L: FunctionLowering, op: Operation, bounds: list, k: in
         phi.add_incoming(v, latch)
     b.position_at_end(exit_)
     return phis
+
+
+def _constant_trips(lb: ir.Value, ub: ir.Value, step: int) -> int:
+    if isinstance(lb, ir.Constant) and isinstance(ub, ir.Constant):
+        return max(0, -(-(int(ub.constant) - int(lb.constant)) // step))
+    return 32
 
 
 @handles("affine.if")

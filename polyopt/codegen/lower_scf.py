@@ -8,7 +8,9 @@
   after region or out of the loop, passing its values), the after region as the latch;
 * ``scf.parallel``: sequential nested loops in dimension order (as convert-scf-to-cf's
   ``scf.parallel`` -> ``scf.for`` rewrite), each reduction applied in iteration order as
-  ``acc = region(acc, value)`` starting from its init;
+  ``acc = region(acc, value)`` starting from its init; with ``threads > 1`` the outermost
+  dimension is split statically over an OpenMP team (:mod:`polyopt.codegen.openmp`), the
+  reductions folded per thread and then across threads (reassociated);
 * ``scf.execute_region`` (one block): its ops in place; ``scf.index_switch``: an LLVM
   ``switch``, results through phis.
 
@@ -25,7 +27,11 @@ from llvmlite import ir
 from polyopt.affine.diagnostics import CodegenError
 from polyopt.affine.ir import Block, Operation, Value
 from polyopt.affine.types import IndexType
+from polyopt.codegen.llvm_helpers import i64, opaque_alloca
 from polyopt.codegen.lowering import FunctionLowering, handles
+from polyopt.codegen.openmp import Region, emit_parallel_region, iteration_cost, trip_count
+
+I1 = ir.IntType(1)
 
 # the terminators of the scf regions, handled by the op that owns the region
 
@@ -156,10 +162,23 @@ def _lower_while(L: FunctionLowering, op: Operation) -> None:
 
 @handles("scf.parallel")
 def _lower_parallel(L: FunctionLowering, op: Operation) -> None:
-    b = L.b
-    n = op.num_dims
     lbs = [L.get(v) for v in op.lower_bounds]
     ubs = [L.get(v) for v in op.upper_bounds]
+    inits = [L.get(v) for v in op.inits]
+    if L.ml.threads > 1 and not L.in_parallel:
+        results = _parallel_region(L, op, lbs, ubs, inits)
+    else:
+        results = _parallel_loops(L, op, lbs, ubs, inits, _reduce)
+    _bind_all(L, op.results, results)
+
+
+def _parallel_loops(L: FunctionLowering, op: Operation, lbs: list, ubs: list, accs: list,
+                    reduce) -> list:
+    """The nest of ``op`` from ``lbs`` to ``ubs`` as sequential loops carrying ``accs``;
+    ``reduce(L, scf.reduce op, accs)`` gives the accumulators after one iteration.  Returns
+    them after the nest."""
+    b = L.b
+    n = op.num_dims
     steps = [L.get(v) for v in op.steps]
 
     def loop(d: int, accs: list) -> list:
@@ -180,7 +199,7 @@ def _lower_parallel(L: FunctionLowering, op: Operation) -> None:
         if d + 1 < n:
             nxt_accs = loop(d + 1, phis)
         else:
-            nxt_accs = _reduce(L, L.lower_ops(op.body), phis)
+            nxt_accs = reduce(L, L.lower_ops(op.body), phis)
         nxt = b.add(iv, steps[d], name=f"iv{d}.next")
         latch = b.block
         b.branch(header)
@@ -192,8 +211,92 @@ def _lower_parallel(L: FunctionLowering, op: Operation) -> None:
         b.position_at_end(exit_)
         return phis
 
-    results = loop(0, [L.get(v) for v in op.inits])
-    _bind_all(L, op.results, results)
+    return loop(0, accs)
+
+
+def _parallel_region(L: FunctionLowering, op: Operation, lbs: list, ubs: list,
+                     inits: list) -> list:
+    """``op`` in an OpenMP region, dimension 0 split statically over the threads (MLIR's
+    ``convert-scf-to-openmp``).  A reduction region has no identity in general, so each thread
+    folds its own iterations starting from its first value (a flag says whether it had any),
+    stores its partial value and flag in its slot, and after the region the partials of the
+    threads that ran are folded into the inits in thread order: the reduction is reassociated
+    (scf.reduce's operator must be associative and commutative)."""
+    threads = L.ml.threads
+    b = L.b
+    slots = []
+    for init in inits:
+        ty = ir.ArrayType(ir.LiteralStructType([init.type, I1]), threads)
+        slot = opaque_alloca(L.entry_builder, ty)
+        for t in range(threads):
+            b.store(ir.Constant(I1, 0), b.gep(slot, [i64(0), i64(t), I32c(1)], source_etype=ty))
+        slots.append((slot, ty))
+
+    def first_or_reduce(L: FunctionLowering, reduce_op: Operation, accs: list) -> list:
+        *values, seen = accs
+        folded = _reduce(L, reduce_op, values)
+        out = [L.b.select(seen, f, L.get(v)) for f, v in zip(folded, reduce_op.operands)]
+        return [*out, ir.Constant(I1, 1)]
+
+    def body(region: Region) -> None:
+        step = L.get(op.steps[0])
+        lo, hi = region.static_chunk(lbs[0], ubs[0], step)
+        undefs = [ir.Constant(v.type, ir.Undefined) for v in inits]
+        accs = _parallel_loops(L, op, [lo, *lbs[1:]], [hi, *ubs[1:]],
+                               [*undefs, ir.Constant(I1, 0)], first_or_reduce)
+        *partials, seen = accs
+        for (slot, ty), part in zip(slots, partials):
+            L.b.store(part, L.b.gep(slot, [i64(0), region.thread, I32c(0)], source_etype=ty))
+            L.b.store(seen, L.b.gep(slot, [i64(0), region.thread, I32c(1)], source_etype=ty))
+
+    cost = iteration_cost(op.body) * 32 ** (op.num_dims - 1)
+    emit_parallel_region(L, op.loc, threads, body,
+                         trip_count(b, lbs[0], ubs[0], L.get(op.steps[0])), cost)
+    if not inits:
+        return []
+    accs = list(inits)
+    for t in range(threads):
+        parts, flags = [], []
+        for (slot, ty), init in zip(slots, inits):
+            parts.append(b.load(b.gep(slot, [i64(0), i64(t), I32c(0)], source_etype=ty),
+                                typ=init.type))
+            flags.append(b.load(b.gep(slot, [i64(0), i64(t), I32c(1)], source_etype=ty),
+                                typ=I1))
+        # the region of scf.reduce is lowered once more per thread, in the enclosing function
+        pre = b.block
+        fold = L.fn.append_basic_block("scf.parallel.fold")
+        done = L.fn.append_basic_block("scf.parallel.folded")
+        b.cbranch(flags[0], fold, done)
+        b.position_at_end(fold)
+        folded = _reduce_values(L, op, accs, parts)
+        fold_end = b.block
+        b.branch(done)
+        b.position_at_end(done)
+        new = []
+        for acc, f in zip(accs, folded):
+            phi = b.phi(acc.type)
+            phi.add_incoming(acc, pre)
+            phi.add_incoming(f, fold_end)
+            new.append(phi)
+        accs = new
+    return accs
+
+
+def I32c(k: int) -> ir.Constant:
+    return ir.Constant(ir.IntType(32), k)
+
+
+def _reduce_values(L: FunctionLowering, op: Operation, accs: list, values: list) -> list:
+    """``acc_k = region_k(acc_k, values_k)`` with the regions of ``op``'s ``scf.reduce``."""
+    reduce_op = op.body.ops[-1]
+    out = []
+    for acc, value, region in zip(accs, values, reduce_op.regions):
+        block: Block = region.blocks[0]
+        L.bind_llvm(block.args[0], acc)
+        L.bind_llvm(block.args[1], value)
+        ret = L.lower_ops(block)
+        out.append(L.get(ret.operands[0]))
+    return out
 
 
 def _reduce(L: FunctionLowering, reduce_op: Operation, accs: list) -> list:

@@ -173,8 +173,10 @@ _LLVM_MAX_INT_BITS = 1 << 23
 
 
 class ModuleLowering:
-    def __init__(self, module: Operation, target: Target, noalias: bool, max_stack_bytes: int):
+    def __init__(self, module: Operation, target: Target, noalias: bool, max_stack_bytes: int,
+                 threads: int = 1):
         self.module = module
+        self.threads = threads          # team size of parallel regions (1: sequential loops)
         self.target = target
         self.noalias = noalias
         self.max_stack_bytes = max_stack_bytes
@@ -574,6 +576,7 @@ class FunctionLowering(IndexFormLowering, MemRefAccessLowering):
         self.leaf_values: dict[int, ir.Value] = {}
         self.leaf_ranges: dict[int, Range] = {}
         self.heap_buffers: list[ir.Value] = []  # big allocas, freed at every return
+        self.in_parallel = False                # inside an OpenMP region: nested ones run in order
         self.op: Optional[Operation] = None
 
     # -- entry -----------------------------------------------------------------------------

@@ -78,7 +78,8 @@ __all__ = [
 
 def lower_module(module: Operation, target: Optional[Target] = None, *,
                  noalias_memref_args: bool = False,
-                 max_stack_bytes: int = DEFAULT_MAX_STACK_BYTES) -> LoweredModule:
+                 max_stack_bytes: int = DEFAULT_MAX_STACK_BYTES,
+                 threads: int = 1) -> LoweredModule:
     """Lower ``module`` (a ``builtin.module`` of ``func.func`` ops) to LLVM IR for ``target``.
 
     Args:
@@ -90,6 +91,9 @@ def lower_module(module: Operation, target: Optional[Target] = None, *,
         noalias_memref_args: mark memref pointer arguments ``noalias`` (only valid if no call
             passes the same buffer twice; off by default).
         max_stack_bytes: ``memref.alloca`` buffers above this size are heap-allocated.
+        threads: the team size of parallel regions: with ``threads > 1`` the outermost
+            dimension of ``affine.parallel``/``scf.parallel`` runs on the OpenMP runtime
+            (:mod:`polyopt.codegen.openmp`); 1 runs them as sequential loops.
 
     Returns a :class:`LoweredModule`.  Raises :class:`CodegenError` (with the location of the
     offending op) for anything that cannot be lowered.
@@ -106,4 +110,6 @@ def lower_module(module: Operation, target: Optional[Target] = None, *,
         target = host_target()
     if module.name != "builtin.module":
         raise CodegenError(f"expected a 'builtin.module', got '{module.name}'", module.loc)
-    return ModuleLowering(module, target, noalias_memref_args, max_stack_bytes).run()
+    if threads < 1:
+        raise CodegenError(f"threads must be at least 1, got {threads}", module.loc)
+    return ModuleLowering(module, target, noalias_memref_args, max_stack_bytes, threads).run()

@@ -30,7 +30,11 @@ from .suite import HERE, Kernel
 CLANG = "clang-22"
 BASE_FLAGS = ("-O3", "-march=native")
 POLLY_FLAGS = ("-mllvm", "-polly", "-mllvm", "-polly-vectorizer=stripmine")
-COMPILERS = {"clang": BASE_FLAGS, "polly": BASE_FLAGS + POLLY_FLAGS}
+# Polly's parallel code generation (the outermost parallel loops through the GNU OpenMP ABI,
+# which LLVM's libomp also provides; clang -fopenmp links libomp)
+POLLY_PARALLEL_FLAGS = ("-mllvm", "-polly-parallel", "-fopenmp")
+COMPILERS = {"clang": BASE_FLAGS, "polly": BASE_FLAGS + POLLY_FLAGS,
+             "polly-parallel": BASE_FLAGS + POLLY_FLAGS + POLLY_PARALLEL_FLAGS}
 
 
 class ToolchainError(RuntimeError):
@@ -79,6 +83,9 @@ def build(kernel: Kernel, params: dict[str, int], compiler: str = "clang") -> Pa
     header = HERE / "c" / "polybench_twin.h"
     defines = [f"-D{p}={params[p]}" for p in kernel.params]
     flags = list(COMPILERS[compiler]) + ["-shared", "-fPIC", "-Wno-unknown-pragmas"] + defines
+    if compiler == "polly-parallel":
+        from ..codegen.openmp import OPENMP_LIBRARIES
+        flags.append(f"-Wl,-rpath,{os.path.dirname(OPENMP_LIBRARIES[0])}")
     key = hashlib.sha256("\0".join([source.read_text(), header.read_text(),
                                     _clang_version(clang), *flags]).encode()).hexdigest()[:20]
     out = _cache_dir() / f"{kernel.name}-{compiler}-{key}.so"
@@ -106,8 +113,13 @@ class CTwin:
     params: dict
     compiler: str
     library: Path
+    threads: int = 1
 
     def __post_init__(self):
+        if self.compiler == "polly-parallel":
+            from ..codegen.openmp import load_openmp_runtime
+            # the team size of Polly's parallel loops: the calling thread's nthreads-var
+            ctypes.CDLL(load_openmp_runtime()).omp_set_num_threads(ctypes.c_int(self.threads))
         self._lib = ctypes.CDLL(str(self.library))
         self._kernel = getattr(self._lib, self.kernel.symbol)
         self._kernel.restype = None
@@ -166,6 +178,8 @@ class CTwin:
         return lambda: fn(*call)
 
 
-def load(kernel: Kernel, params: dict[str, int], compiler: str = "clang") -> CTwin:
-    """Build (or reuse) and load ``kernel``'s C twin."""
-    return CTwin(kernel, dict(params), compiler, build(kernel, params, compiler))
+def load(kernel: Kernel, params: dict[str, int], compiler: str = "clang",
+         threads: int = 1) -> CTwin:
+    """Build (or reuse) and load ``kernel``'s C twin (``polly-parallel`` runs on
+    ``threads``)."""
+    return CTwin(kernel, dict(params), compiler, build(kernel, params, compiler), threads)

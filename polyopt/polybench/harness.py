@@ -30,6 +30,9 @@ HOPT_FLAGS = "--hopt --hopt-copy --hopt-unroll --hopt-scalrep --hopt-vect"
 
 POLYOPT, HOPT, CLANG, POLLY = "polyopt", "polyopt --hopt", "clang -O3", "Polly"
 BUILDS = (POLYOPT, HOPT, CLANG, POLLY)
+# with threads > 1: polyopt --hopt --hopt-parallel and Polly -polly-parallel -fopenmp on the team
+HOPT_PAR, POLLY_PAR = "polyopt --hopt --hopt-parallel", "Polly parallel"
+PARALLEL_BUILDS = (HOPT_PAR, POLLY_PAR)
 REFERENCE = CLANG
 
 # largest difference from clang's arrays, relative to the array's largest magnitude: the
@@ -46,6 +49,7 @@ class BuildResult:
     timing: Optional[Timing] = None
     max_rel_error: Optional[float] = None
     error: str = ""
+    parallel: Optional[bool] = None     # polyopt's parallel build: has it a parallel loop?
 
     @property
     def ok(self) -> bool:
@@ -81,7 +85,35 @@ class KernelResult:
                 "ratios": {label: {"vs_clang": self.ratio(label, CLANG),
                                    "vs_polly": self.ratio(label, POLLY),
                                    "vs_best": self.ratio_vs_best(label)}
-                           for label in (POLYOPT, HOPT)}}
+                           for label in (POLYOPT, HOPT)},
+                "parallel": {"vs_own_one_thread": self.ratio(HOPT_PAR, HOPT),
+                             "vs_polly_parallel": self.ratio(HOPT_PAR, POLLY_PAR)}}
+
+
+def _parallel_lines(result) -> list:
+    """The 2-thread table: polyopt --hopt --hopt-parallel and Polly -polly-parallel on the
+    team, against polyopt's single thread and Polly's parallel build."""
+    def ms(b) -> str:
+        return f"{1e3 * b.timing.median:9.4g}" if b is not None and b.ok else f"{'--':>9}"
+
+    def x(r) -> str:
+        return f"{r:7.2f}x" if r is not None else f"{'--':>8}"
+    n = result.threads
+    lines = [f"on {n} threads (OpenMP, libomp): polyopt --hopt --hopt-parallel --threads {n}, "
+             f"Polly -polly-parallel -fopenmp with {n} threads",
+             f"  {'kernel':<12} {'--hopt':>9} {'par':>9} {'Polly par':>9}   "
+             f"{'par/1 thread':>12} {'par/Polly par':>13}  parallel loop"]
+    for k in result.kernels:
+        b = k.builds
+        par = b.get(HOPT_PAR)
+        lines.append(f"  {k.kernel:<12} {ms(b.get(HOPT))} {ms(par)} {ms(b.get(POLLY_PAR))}   "
+                     f"{x(k.ratio(HOPT_PAR, HOPT)):>12} {x(k.ratio(HOPT_PAR, POLLY_PAR)):>13}  "
+                     f"{'yes' if par is not None and par.parallel else 'no'}")
+    g = result.geomeans().get(HOPT_PAR, {})
+    lines.append(f"  {'geomean':<12} {'':>9} {'':>9} {'':>9}   "
+                 f"{x(g.get('vs_own_one_thread')):>12} {x(g.get('vs_polly_parallel')):>13}  "
+                 f"over the {len(g.get('kernels', []))} kernels with a parallel loop")
+    return lines
 
 
 def geomean(values: list) -> Optional[float]:
@@ -98,9 +130,21 @@ class PolybenchResult:
     kernels: list
     machine: str = ""
     compilers: dict = field(default_factory=dict)
+    threads: int = 1
+
+    def parallelizable(self) -> list:
+        """The kernels whose parallel build has a parallel loop."""
+        return [k for k in self.kernels
+                if k.builds.get(HOPT_PAR) is not None and k.builds[HOPT_PAR].parallel]
 
     def geomeans(self) -> dict:
         out = {}
+        if self.threads > 1:
+            par = self.parallelizable()
+            out[HOPT_PAR] = {
+                "vs_own_one_thread": geomean([k.ratio(HOPT_PAR, HOPT) for k in par]),
+                "vs_polly_parallel": geomean([k.ratio(HOPT_PAR, POLLY_PAR) for k in par]),
+                "kernels": [k.kernel for k in par]}
         for label in (POLYOPT, HOPT):
             out[label] = {
                 "vs_clang": geomean([k.ratio(label, CLANG) for k in self.kernels]),
@@ -110,9 +154,13 @@ class PolybenchResult:
 
     def to_json(self) -> dict:
         return {"suite": "PolyBench/C 4.2", "dataset": self.dataset, "reps": self.reps,
+                "threads": self.threads,
                 "machine": self.machine, "compilers": self.compilers,
                 "polyopt_hopt_flags": HOPT_FLAGS, "tolerance": TOLERANCE,
                 "kernels": [k.to_json() for k in self.kernels], "geomean": self.geomeans()}
+
+    def _parallel_report(self) -> list:
+        return _parallel_lines(self)
 
     def report(self) -> str:
         def ms(b: Optional[BuildResult]) -> str:
@@ -150,6 +198,8 @@ class PolybenchResult:
                      f"{x(g[HOPT]['vs_clang']):>10} {x(g[HOPT]['vs_polly']):>10} "
                      f"{x(g[HOPT]['vs_best']):>9} {x(g[POLYOPT]['vs_clang']):>11}")
         lines.append(f"  polyopt --hopt is {HOPT_FLAGS}; compile is its compile time")
+        if self.threads > 1:
+            lines += self._parallel_report()
         for label, flags in self.compilers.items():
             lines.append(f"  {label}: {flags}")
         if self.machine:
@@ -196,34 +246,44 @@ def _describe(e: BaseException) -> str:
     return f"internal error: {type(e).__name__}: {e}"
 
 
-def _polyopt_build(kernel: Kernel, params: dict, switches: dict):
+def _polyopt_build(kernel: Kernel, params: dict, switches: dict, row=None):
     from ..pipeline import compile as compile_module
     compiled = compile_module(mlir_source(kernel, params), filename=f"{kernel.name}.mlir",
-                              **switches)
+                              **{"threads": 1, **switches})
+    if row is not None:
+        row.parallel = "affine.parallel" in str(compiled.module)
     fn = compiled[kernel.symbol]
     names = [a.name for a in kernel.args]
     return lambda values: (lambda: fn(*[values[n] for n in names]))
 
 
-def _twin_build(kernel: Kernel, params: dict, compiler: str):
-    twin = ctwin.load(kernel, params, compiler)
+def _twin_build(kernel: Kernel, params: dict, compiler: str, threads: int = 1):
+    twin = ctwin.load(kernel, params, compiler, threads)
     return twin.bind
 
 
 def bench_kernel(kernel: Kernel, dataset: str = "LARGE", *, reps: int = 3,
                  params: Optional[dict] = None, builds=BUILDS,
-                 progress: Optional[Callable[[str], None]] = None) -> KernelResult:
+                 progress: Optional[Callable[[str], None]] = None,
+                 threads: int = 1) -> KernelResult:
     """Build, check and time ``kernel`` at ``dataset`` (or at explicit ``params``) as
-    :data:`BUILDS` says; see the module's docstring for the method."""
+    :data:`BUILDS` says (with ``threads > 1``, also :data:`PARALLEL_BUILDS` on that many
+    threads; the other builds run on one); see the module's docstring for the method."""
     if reps < 1:
         raise ValueError(f"reps must be at least 1, got {reps}")
     params = dict(params) if params is not None else kernel.params_of(dataset)
     say = progress or (lambda _: None)
     result = KernelResult(kernel.name, dataset, params)
+    if threads > 1 and builds == BUILDS:
+        builds = BUILDS + PARALLEL_BUILDS
     makers = {POLYOPT: lambda: _polyopt_build(kernel, params, {}),
               HOPT: lambda: _polyopt_build(kernel, params, HOPT_SWITCHES),
               CLANG: lambda: _twin_build(kernel, params, "clang"),
-              POLLY: lambda: _twin_build(kernel, params, "polly")}
+              POLLY: lambda: _twin_build(kernel, params, "polly"),
+              HOPT_PAR: lambda: _polyopt_build(kernel, params, dict(HOPT_SWITCHES, parallel=True,
+                                                                    threads=threads),
+                                               result.builds[HOPT_PAR]),
+              POLLY_PAR: lambda: _twin_build(kernel, params, "polly-parallel", threads)}
     initial = init_values(kernel, params)
     runners, outputs = {}, {}
     for label in builds:
@@ -274,16 +334,17 @@ def machine_description() -> str:
 
 def bench_polybench(kernels: list, dataset: str = "LARGE", *, reps: int = 3,
                     progress: Optional[Callable[[str], None]] = None,
-                    on_kernel: Optional[Callable[[KernelResult], None]] = None
-                    ) -> PolybenchResult:
+                    on_kernel: Optional[Callable[[KernelResult], None]] = None,
+                    threads: int = 1) -> PolybenchResult:
     """:func:`bench_kernel` for each of ``kernels``; ``on_kernel`` sees each result as it
     comes (the CLI prints rows as they are measured)."""
     results = []
     for k in kernels:
-        r = bench_kernel(k, dataset, reps=reps, progress=progress)
+        r = bench_kernel(k, dataset, reps=reps, progress=progress, threads=threads)
         results.append(r)
         if on_kernel is not None:
             on_kernel(r)
-    return PolybenchResult(dataset, reps, results, machine_description(),
-                           {CLANG: ctwin.command_line("clang"),
-                            POLLY: ctwin.command_line("polly")})
+    compilers = {CLANG: ctwin.command_line("clang"), POLLY: ctwin.command_line("polly")}
+    if threads > 1:
+        compilers[POLLY_PAR] = ctwin.command_line("polly-parallel")
+    return PolybenchResult(dataset, reps, results, machine_description(), compilers, threads)

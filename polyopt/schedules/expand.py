@@ -154,13 +154,15 @@ class RegisterTileSteps:
 def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
                         remark: RemarkSink = None, copy: bool = False,
                         steps: RegisterTileSteps = RegisterTileSteps(),
-                        microkernel: Optional[MicroKernelChoice] = None) -> list[Operation]:
+                        microkernel: Optional[MicroKernelChoice] = None,
+                        threads: int = 1) -> list[Operation]:
     """Expand a matmul op and apply its BLIS schedule (or its ``schedule`` attribute) through
     ISL; with ``copy``, pack A and B for the BLIS schedule (:func:`pack_blis_operands`; a
     ``schedule`` attribute is not the BLIS schedule: packing is skipped with a remark).
     With ``microkernel`` (``--hopt-blis``), the register tile is the kernel's, the operands are
     packed, and the tile's nest is marked to become a call to the kernel
-    (:mod:`polyopt.schedules.microkernel_call`).
+    (:mod:`polyopt.schedules.microkernel_call`).  With ``threads > 1`` and packing, the nest
+    runs on the thread team (:mod:`polyopt.schedules.blis_parallel`).
     ``op`` is a matmul op (replaced) or a matrix-form
     :class:`~polyopt.schedules.contraction.Contraction` (built in front of its anchor).
     Returns the generated top-level ops (with ``copy``, the buffers' allocations, the nest and
@@ -169,7 +171,7 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
     if isinstance(op, Operation):
         con = contraction_of_op(op)
         new_ops = expand_matmul_tiled(con, machine, remark, copy=copy, steps=steps,
-                                      microkernel=microkernel)
+                                      microkernel=microkernel, threads=threads)
         op.erase()
         return new_ops
     con: Contraction = op
@@ -179,9 +181,12 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
     a, bmat = operands[0], operands[1]
     params = None
     if microkernel is not None:
-        return _expand_for_microkernel(con, machine, remark, microkernel, steps)
+        return _expand_for_microkernel(con, machine, remark, microkernel, steps, threads)
     if schedule is None:
         params = matmul_blis_params(con, machine)
+        if copy and threads > 1:
+            from .blis_parallel import balance_m_c
+            params = balance_m_c(params, a.type.shape[0], threads, con.tile_params)
         schedule = params.schedule()
         if remark is not None:
             why = "; ".join(params.reasons)
@@ -196,7 +201,7 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
     new_ops = apply_schedule(loops[0], {"S0": schedule}, check=True)
     if params is not None and steps.any:
         new_ops = _with_register_tile(new_ops, operands, params, machine, remark, loc, copy,
-                                      steps, con.kind)
+                                      steps, con.kind, threads)
         return new_ops
     if not copy or params is None:
         return new_ops
@@ -213,12 +218,15 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
     top = nests[0]
     block = top.parent
     before, after = _neighbors(block, new_ops)
-    pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name=con.kind)
+    infos = pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name=con.kind)
+    if threads > 1:
+        from .blis_parallel import parallelize_blis_nest
+        parallelize_blis_nest(_nest_ops(block, before, after), infos, remark, loc, con.kind)
     return _nest_ops(block, before, after)
 
 
 def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKernelChoice,
-                            steps):
+                            steps, threads: int = 1):
     """``--hopt-blis``: BLIS tiling with the kernel's M_R x N_R, packing, and the register
     tile marked for :func:`~polyopt.schedules.microkernel_call.map_to_microkernels`."""
     from ..memref_layout.data_copy import alias_root
@@ -244,6 +252,9 @@ def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKern
     n = con.b.memref.type.shape[1]
     elem_bytes = con.element_type.width // 8
     params = default_blis_params(m, n, k, elem_bytes, machine, given)
+    if threads > 1:
+        from .blis_parallel import balance_m_c
+        params = balance_m_c(params, m, threads, con.tile_params)
     if remark is not None:
         remark(loc, f"{con.kind}: BLIS schedule {params.schedule()} with {params.describe()}, "
                     f"register tile = micro-kernel {kernel.symbol}")
@@ -260,7 +271,8 @@ def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKern
         if remark is not None:
             remark(loc, f"{con.kind}: --hopt-blis: {m}x{n}x{k} has a dimension of 1; "
                         f"generated code instead of the micro-kernel")
-        return expand_matmul_tiled(con, machine, remark, copy=True, steps=steps)
+        return expand_matmul_tiled(con, machine, remark, copy=True, steps=steps,
+                                   threads=threads)
     loops = expand_matmul(con)
     # the kernel writes C's tiles through strides: its accesses must be in bounds (packing
     # checks A's and B's)
@@ -274,7 +286,8 @@ def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKern
     top = nests[0]
     block = top.parent
     before, after = _neighbors(block, new_ops)
-    if not pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name=con.kind):
+    infos = pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name=con.kind)
+    if not infos:
         raise ScheduleError(f"'{con.kind}' op: --hopt-blis: the tiled nest could not be packed",
                             loc)
     found = find_register_tile(top, c)
@@ -282,11 +295,14 @@ def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKern
         raise ScheduleError(f"'{con.kind}' op: --hopt-blis: no M_R x N_R x K_C register-tile "
                             f"nest to map to the micro-kernel", loc)
     mark_register_tile(found[0], kernel.symbol, kernel.m_r, kernel.n_r)
+    if threads > 1:
+        from .blis_parallel import parallelize_blis_nest
+        parallelize_blis_nest(_nest_ops(block, before, after), infos, remark, loc, con.kind)
     return _nest_ops(block, before, after)
 
 
 def _with_register_tile(new_ops, operands, params, machine, remark, loc, copy, steps,
-                        kind: str = "hop.matmul"):
+                        kind: str = "hop.matmul", threads: int = 1):
     """Pack (when ``copy``) then optimize the register tile; returns the new top-level ops."""
     from .register_tile import optimize_register_tile
     a, bmat, c = operands
@@ -297,10 +313,12 @@ def _with_register_tile(new_ops, operands, params, machine, remark, loc, copy, s
     block = top.parent
     before, after = _neighbors(block, new_ops)
     packed = False
+    infos: list = []
     if copy:
         from ..memref_layout.data_copy import alias_root
         if len({id(alias_root(v)) for v in operands}) == 3:
-            pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name=kind)
+            infos = pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc,
+                                       op_name=kind)
             packed = True
     machine = machine or MachineModel()
     elem_bits = c.type.element_type.width
@@ -319,6 +337,9 @@ def _with_register_tile(new_ops, operands, params, machine, remark, loc, copy, s
                            vect=steps.vect, unroll=steps.unroll, scalrep=steps.scalrep,
                            packed=packed, width=max(1, machine.vector_bits // elem_bits),
                            remark=remark, loc=loc, form=params.register_form)
+    if threads > 1 and packed:
+        from .blis_parallel import parallelize_blis_nest
+        parallelize_blis_nest(_nest_ops(block, before, after), infos, remark, loc, kind)
     return _nest_ops(block, before, after)
 
 
@@ -455,7 +476,7 @@ def pack_blis_operands(top: AffineForOp, a: Value, bmat: Value, params: BlisPara
 def expand_contraction(con: Contraction, *, tiled: bool = True,
                        machine: Optional[MachineModel] = None, remark: RemarkSink = None,
                        copy: bool = False, steps: RegisterTileSteps = RegisterTileSteps(),
-                       microkernel_for: Optional[Callable] = None) -> None:
+                       microkernel_for: Optional[Callable] = None, threads: int = 1) -> None:
     """The one entry of the BLIS pipeline: build the nest of ``con``, whatever produced it
     (a ``hop.matmul``, a linalg op, a convolution's implicit GEMM, a raised nest), in front of
     its anchor; the caller erases what it replaces.
@@ -487,14 +508,14 @@ def expand_contraction(con: Contraction, *, tiled: bool = True,
                                 f"micro-kernel")
             kernel = None
     expand_matmul_tiled(mcon, machine, remark, copy=copy or microkernel_for is not None,
-                        steps=steps, microkernel=kernel)
+                        steps=steps, microkernel=kernel, threads=threads)
 
 
 def expand_high_level_ops(module: Operation, *, tiled: bool = False,
                           machine: Optional[MachineModel] = None,
                           remark: RemarkSink = None, copy: bool = False,
                           steps: RegisterTileSteps = RegisterTileSteps(),
-                          microkernel_for: Optional[Callable] = None) -> int:
+                          microkernel_for: Optional[Callable] = None, threads: int = 1) -> int:
     """Expand every ``hop.matmul`` and ``hop.conv2d`` under ``module`` into affine nests
     (BLIS-tiled matmuls with ``tiled``, naive otherwise; with ``copy`` too, tiled matmuls pack
     A and B, see :func:`pack_blis_operands`; with ``microkernel_for``,
@@ -514,10 +535,11 @@ def expand_high_level_ops(module: Operation, *, tiled: bool = False,
             todo.append(op)
     for op in todo:
         if hasattr(op, "CONV_KIND"):
-            _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for)
+            _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for, threads)
             continue
         expand_contraction(contraction_of_op(op), tiled=tiled, machine=machine, remark=remark,
-                           copy=copy, steps=steps, microkernel_for=microkernel_for)
+                           copy=copy, steps=steps, microkernel_for=microkernel_for,
+                           threads=threads)
         op.erase()
     return len(todo)
 
@@ -547,7 +569,8 @@ def _blis_takes(op, remark: RemarkSink) -> bool:
     return False
 
 
-def _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for) -> None:
+def _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for,
+                 threads: int = 1) -> None:
     """A convolution: with ``tiled`` (``--hopt``), 2-D and 1-D ones as implicit GEMMs through
     the matmul path (:mod:`polyopt.schedules.conv_gemm`), depthwise ones as their loop nest
     vectorized along the channels (with ``--hopt-vect``); otherwise the plain loop nest."""
@@ -564,4 +587,4 @@ def _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for) -> No
         return
     from .conv_gemm import expand_conv_tiled
     expand_conv_tiled(op, expand_contraction, machine=machine, remark=remark, copy=copy,
-                      steps=steps, microkernel_for=microkernel_for)
+                      steps=steps, microkernel_for=microkernel_for, threads=threads)

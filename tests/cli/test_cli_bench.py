@@ -13,16 +13,56 @@ def _run(*args):
 
 def test_bench_matmul_json_reports_both_sides():
     proc = _run("bench", "matmul", "--m", "17", "--n", "31", "--k", "5", "--reps", "2",
-                "--hopt-copy", "--hopt-unroll", "--hopt-scalrep", "--hopt-vect", "--json")
+                "--hopt-copy", "--hopt-unroll", "--hopt-scalrep", "--hopt-vect", "--json",
+                "--threads", "1")
     assert proc.returncode == 0, proc.stderr
     (result,) = json.loads(proc.stdout)
     assert (result["m"], result["n"], result["k"], result["dtype"]) == (17, 31, 5, "f64")
     (variant,) = result["variants"]
     assert variant["switches"] == {"hopt": True, "copy": True, "unroll": True,
-                                   "scalrep": True, "vect": True, "blis": False}
+                                   "scalrep": True, "vect": True, "blis": False, "parallel": False,
+                                   "threads": 1}
+    assert result["threads"] == 1
     assert variant["timing"]["reps"] == 2 and variant["max_abs_error"] < 1e-12
     assert variant["gflops"] > 0 and result["numpy_gflops"] > 0 and result["peak_gflops"] > 0
     assert "openblas" in result["blas"].lower() and "1 thread" in result["blas"]
+
+
+def test_bench_threads_run_numpy_on_as_many(monkeypatch):
+    # --threads N: polyopt compiled for N threads, OpenBLAS loaded with N, and the report says so
+    proc = _run("bench", "matmul", "--m", "23", "--n", "19", "--k", "11", "--reps", "1",
+                "--hopt-copy", "--threads", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "polyopt and numpy on 2 threads" in proc.stdout
+    assert "2 thread(s)" in proc.stdout     # threadpoolctl's view of numpy's OpenBLAS
+    # OpenBLAS runs at most one thread per core (2 here): the report says so
+    proc = _run("bench", "matmul", "--m", "23", "--n", "19", "--k", "11", "--reps", "1",
+                "--threads", "3")
+    assert proc.returncode == 0, proc.stderr
+    import os
+    cores = len(os.sched_getaffinity(0))
+    if cores < 3:
+        assert f"polyopt on 3 threads, numpy's BLAS on {cores} thread" in proc.stdout
+    else:
+        assert "polyopt and numpy on 3 threads" in proc.stdout
+    proc = _run("bench", "conv2d", "--h", "9", "--w", "8", "--c", "5", "--f", "7", "--reps",
+                "1", "--threads", "2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (result,) = json.loads(proc.stdout)
+    assert result["threads"] == 2 and "2 thread(s)" in result["blas"]
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")   # the default follows OMP_NUM_THREADS
+    proc = _run("bench", "matmul", "--m", "5", "--n", "6", "--k", "7", "--reps", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (result,) = json.loads(proc.stdout)
+    assert result["threads"] == 2 and result["variants"][0]["switches"]["threads"] == 2
+    # the --steps ladder runs on one thread and gains a row on the team
+    proc = _run("bench", "matmul", "--m", "9", "--n", "20", "--k", "7", "--reps", "1",
+                "--steps", "--threads", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert any(line.strip().startswith("+2 threads") for line in proc.stdout.splitlines())
+    proc = _run("bench", "matmul", "--threads", "0")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("polyopt: error: threads must be a positive integer")
 
 
 def test_bench_steps_table(tmp_path):

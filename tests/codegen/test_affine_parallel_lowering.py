@@ -79,15 +79,35 @@ def _values(t: str, shape=(64, 64)) -> np.ndarray:
     return (q - 5).astype({"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64}[t])
 
 
-def _expected(kind: str, t: str, A: np.ndarray, a: int, n: int):
-    """The sequential reduction in MLIR's order (outer dimension first, acc = acc <op> v)."""
-    vals = [A[i, j] for i in range(max(a, 1), min(n, 61), 2) for j in range(0, n // 2 + 1, 3)]
+def _expected(kind: str, t: str, A: np.ndarray, a: int, n: int, threads: int = 1):
+    """The reduction in MLIR's order (outer dimension first, acc = acc <op> v); with
+    ``threads > 1`` in the order of the OpenMP lowering: the outer dimension's iterations
+    split into consecutive blocks (libomp's static schedule: the first ``trips % threads``
+    threads one iteration more), each thread reducing its own from the identity, the
+    threads' partial values combined in thread order."""
+    rows = list(range(max(a, 1), min(n, 61), 2))
+    small, extra = divmod(len(rows), threads)
+    parts, k = [], 0
+    for th in range(threads):
+        size = small + (th < extra)
+        parts.append(rows[k:k + size])
+        k += size
+    groups = [[A[i, j] for i in part for j in range(0, n // 2 + 1, 3)] for part in parts]
+    vals = [v for g in groups for v in g]
     if t in FLOAT_TYPES:
         ft = np.float32 if t == "f32" else np.float64
-        acc = ft({"addf": 0.0, "mulf": 1.0, "maximumf": -np.inf, "minimumf": np.inf}[kind])
-        for v in vals:
-            acc = {"addf": lambda x, y: ft(x + y), "mulf": lambda x, y: ft(x * y),
-                   "maximumf": max, "minimumf": min}[kind](acc, ft(v))
+        step = {"addf": lambda x, y: ft(x + y), "mulf": lambda x, y: ft(x * y),
+                "maximumf": max, "minimumf": min}[kind]
+        identity = ft({"addf": 0.0, "mulf": 1.0, "maximumf": -np.inf, "minimumf": np.inf}[kind])
+        partials = []
+        for g in groups:
+            acc = identity
+            for v in g:
+                acc = step(acc, ft(v))
+            partials.append(acc)
+        acc = partials[0]
+        for p in partials[1:]:
+            acc = step(acc, p)
         return float(acc)
     bits = 1 if t == "i1" else int(t[1:])
     acc = {"addi": 0, "muli": 1, "ori": 0, "andi": -1}[kind]
@@ -104,13 +124,18 @@ def _expected(kind: str, t: str, A: np.ndarray, a: int, n: int):
 SIZES = [(0, 64), (3, 9), (5, 30), (7, 7), (0, 0)]
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("kind,t", CASES, ids=[f"{k}-{t}" for k, t in CASES])
-def test_reduction_against_numpy(kind, t):
-    f = polyopt.compile(_kernel(kind, t))["k"]
+def test_reduction_against_numpy(kind, t, threads, monkeypatch):
+    # at 2 and 3 threads the float results are bitwise those of the static schedule's order
+    # (every region forks the team, however small)
+    from polyopt.codegen import openmp
+    monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 0)
+    f = polyopt.compile(_kernel(kind, t), threads=threads)["k"]
     A = _values(t)
     for a, n in SIZES:
         got = f(A, a, n)
-        want = _expected(kind, t, A, a, n)
+        want = _expected(kind, t, A, a, n, threads)
         assert got == want or (isinstance(want, float) and math.isnan(want) and math.isnan(got)), \
             (a, n, got, want)
 
@@ -177,7 +202,14 @@ def test_reductions_print_what_mlir_runner_prints(tmp_path, capfd):
     text = _main_printing(CASES, SIZES[:4])
     upstream = lower_and_run(text, UPSTREAM_PASSES)
     assert upstream.count("\n") == len(CASES) * 4
-    assert polyopt_run(tmp_path, capfd, text) == upstream
+    assert polyopt_run(tmp_path, capfd, text, "--threads", "1") == upstream
+    # in parallel every result but the products (reassociated, rounded differently) is the same
+    lines = polyopt_run(tmp_path, capfd, text, "--threads", "2").splitlines()
+    for k, (got, want) in enumerate(zip(lines, upstream.splitlines())):
+        if CASES[k // 4][0] == "mulf":
+            assert float(got) == pytest.approx(float(want), rel=1e-5)
+        else:
+            assert got == want, (CASES[k // 4], got, want)
 
 
 def test_empty_ranges_give_the_identity():

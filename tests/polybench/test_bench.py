@@ -20,7 +20,8 @@ def _run(*args):
 
 
 def test_json_has_every_build_checked_and_timed():
-    proc = _run("--kernels", "gemm,jacobi-1d", "--dataset", "MINI", "--reps", "2", "--json")
+    proc = _run("--kernels", "gemm,jacobi-1d", "--dataset", "MINI", "--reps", "2", "--json",
+                "--threads", "1")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["dataset"] == "MINI" and result["reps"] == 2
@@ -90,3 +91,26 @@ def test_a_wrong_build_is_not_timed(monkeypatch):
     assert r.builds[CLANG].ok
     assert r.builds[HOPT].timing is None and r.builds[HOPT].max_rel_error > 1e-3
     assert "arrays differ from clang -O3's" in r.builds[HOPT].error
+
+
+def test_two_thread_columns_with_polly_parallel_as_peer():
+    from polyopt.polybench.harness import HOPT_PAR, POLLY_PAR
+    proc = _run("--kernels", "gemm,seidel-2d", "--dataset", "MINI", "--reps", "1", "--json",
+                "--threads", "2")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["threads"] == 2
+    assert result["compilers"][POLLY_PAR].endswith("-mllvm -polly-parallel -fopenmp")
+    by_name = {k["kernel"]: k for k in result["kernels"]}
+    for k in by_name.values():
+        assert set(k["builds"]) == set(BUILDS) | {HOPT_PAR, POLLY_PAR}
+        for b in k["builds"].values():
+            assert b["error"] == "", b
+            assert b["max_rel_error"] <= result["tolerance"]
+    # gemm's BLIS nest has a parallel loop; every loop of seidel-2d carries a dependence
+    assert by_name["gemm"]["builds"][HOPT_PAR]["parallel"] is True
+    assert by_name["seidel-2d"]["builds"][HOPT_PAR]["parallel"] is False
+    assert result["geomean"][HOPT_PAR]["kernels"] == ["gemm"]
+    proc = _run("--kernels", "gemm", "--dataset", "MINI", "--reps", "1", "--threads", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "on 2 threads (OpenMP, libomp)" in proc.stdout

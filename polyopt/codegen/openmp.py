@@ -1,0 +1,377 @@
+"""Parallel regions on LLVM's OpenMP runtime (libomp), as MLIR's ``convert-openmp-to-llvm``
+and clang emit them.
+
+Why libomp: it is the runtime MLIR's OpenMP lowering (``OpenMPIRBuilder``) and
+``clang -fopenmp`` target (``__kmpc_fork_call``), Debian ships it as ``libomp-22-dev``
+(``libomp.so.5`` under ``/usr/lib/llvm-22/lib``, installed by ``scripts/setup.sh``), and it
+also exports GCC's ``GOMP_*`` entry points, so Polly's default GNU-OpenMP code runs on the
+same runtime.  It is loaded into the process with ``llvm.load_library_permanently`` the first
+time a module with a parallel region is lowered; when it is missing the lowering stops with a
+:class:`CodegenError` at the parallel op naming the package.
+
+The region's ABI in the LLVM IR emitted here (one pointer of captures, as
+``__kmpc_fork_call``'s variadic tail allows)::
+
+    %ctx = alloca { ptr, i64, ... }             ; the live-in values, stored before the fork
+    %gtid = call i32 @__kmpc_global_thread_num(ptr @ident)
+    call void @__kmpc_push_num_threads(ptr @ident, i32 %gtid, i32 <threads>)
+    call void (ptr, i32, ptr, ...) @__kmpc_fork_call(ptr @ident, i32 1, ptr @f.omp_outlined.0, ptr %ctx)
+
+    define internal void @f.omp_outlined.0(ptr %gtid, ptr %btid, ptr %ctx) {
+      ; loads of the live-ins, then the body: the thread's block of iterations from
+      ; __kmpc_for_static_init_8 (schedule(static)), per-thread slots indexed by *btid
+    }
+
+:func:`emit_parallel_region` lowers a body into such an outlined function without the handlers
+knowing: the body is emitted with the enclosing function's LLVM values, then every value of
+the enclosing function that the outlined one uses is captured (stored into ``%ctx`` before the
+fork, loaded at the outlined function's entry) and substituted.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import os
+from typing import Callable, Optional
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from polyopt.affine.diagnostics import CodegenError
+from polyopt.codegen.llvm_helpers import I32, I64, PTR, VOID, FnAttrs, i64, opaque_alloca
+
+
+def trip_count(b: ir.IRBuilder, lb: ir.Value, ub: ir.Value, step) -> ir.Value:
+    """``max(0, ceil((ub - lb) / step))`` (``i64``; ``step`` an int or a positive value)."""
+    span = b.sub(ub, lb)
+    span = b.select(b.icmp_signed(">", span, i64(0)), span, i64(0))
+    if isinstance(step, int):
+        step = i64(step)
+    return b.sdiv(b.add(span, b.sub(step, i64(1))), step)
+
+#: Where Debian's libomp-22-dev puts the runtime, then the names the loader searches.
+OPENMP_LIBRARIES = ("/usr/lib/llvm-22/lib/libomp.so.5", "/usr/lib/x86_64-linux-gnu/libomp.so.5",
+                    "libomp.so.5", "libomp.so")
+OPENMP_PACKAGE = "libomp-22-dev"
+
+_loaded: Optional[str] = None
+_ENTRY_POINTS = ("__kmpc_fork_call", "__kmpc_global_thread_num", "__kmpc_push_num_threads",
+                 "__kmpc_barrier", "__kmpc_for_static_init_8", "__kmpc_for_static_fini",
+                 "__kmpc_serialized_parallel", "__kmpc_end_serialized_parallel")
+
+#: Below this much work (ops x iterations, :func:`iteration_cost`) a region runs on the
+#: calling thread alone: waking the team and joining it costs a few microseconds.
+MIN_PARALLEL_WORK = 20_000
+#: The trip count assumed for loops whose bounds are not constants.
+UNKNOWN_TRIPS = 32
+
+
+def iteration_cost(block) -> int:
+    """A static estimate of the ops one execution of ``block`` runs: its ops, the bodies of
+    ``affine.for`` loops times their trip counts (:data:`UNKNOWN_TRIPS` when not constant),
+    other regions once."""
+    total = 0
+    for op in block.ops:
+        total += 1
+        inner = sum(iteration_cost(b) for r in op.regions for b in r.blocks)
+        if op.name == "affine.for":
+            lb, ub = op.lower_map, op.upper_map
+            trips = UNKNOWN_TRIPS
+            if lb.is_constant() and ub.is_constant() and lb.num_results == 1 == ub.num_results:
+                trips = max(0, -(-(ub.single_constant_result - lb.single_constant_result)
+                                 // op.step))
+            inner *= trips
+        total += inner
+    return total
+
+
+def resolve_threads(threads: Optional[int] = None) -> int:
+    """The team size to compile for: ``threads`` when given, else ``OMP_NUM_THREADS`` (its
+    first entry, as OpenMP reads it), else the number of cores this process may run on."""
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads must be a positive integer, got {threads!r}")
+        return threads
+    env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise ValueError(f"OMP_NUM_THREADS must be a positive integer, got {env!r}")
+        return n
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def load_openmp_runtime(loc=None) -> str:
+    """Load libomp into the process for the JIT (once); returns its path.  Raises
+    :class:`CodegenError` at ``loc`` naming the Debian package when it cannot be found.
+    ``POLYOPT_OPENMP_LIB`` names another copy (tests use a missing path to check the error)."""
+    global _loaded
+    override = os.environ.get("POLYOPT_OPENMP_LIB")
+    if _loaded is not None and override in (None, _loaded):
+        return _loaded
+    # idle workers spin for KMP_BLOCKTIME ms before sleeping (200 by default): on a shared,
+    # often oversubscribed machine that spinning steals the cores from other work
+    os.environ.setdefault("KMP_BLOCKTIME", "1")
+    candidates = [override] if override else list(OPENMP_LIBRARIES)
+    if not override:
+        found = ctypes.util.find_library("omp")
+        if found:
+            candidates.append(found)
+    for path in candidates:
+        if os.path.isabs(path) and not os.path.exists(path):
+            continue
+        try:
+            llvm.load_library_permanently(path)
+            lib = ctypes.CDLL(path)
+        except (RuntimeError, OSError):
+            continue
+        # the JIT binds the runtime's entry points to this library, whatever else the process
+        # has loaded
+        for name in _ENTRY_POINTS:
+            llvm.add_symbol(name, ctypes.cast(getattr(lib, name), ctypes.c_void_p).value)
+        _loaded = path
+        return path
+    raise CodegenError(
+        f"parallel loops need LLVM's OpenMP runtime (libomp.so.5), which was not found "
+        f"(tried {', '.join(candidates)}): install Debian's {OPENMP_PACKAGE} "
+        f"(scripts/setup.sh does), or compile with threads=1 (--threads 1)", loc)
+
+
+def _ident(ml) -> ir.GlobalVariable:
+    """The ``ident_t`` source location every ``__kmpc_*`` call takes (flags KMP_IDENT_KMPC)."""
+    gv = ml.llmod.globals.get("__polyopt_omp_ident")
+    if gv is None:
+        psource = ml.c_string(";unknown;unknown;0;0;;")
+        ty = ir.LiteralStructType([I32, I32, I32, I32, PTR])
+        gv = ir.GlobalVariable(ml.llmod, ty, "__polyopt_omp_ident")
+        gv.global_constant = True
+        gv.linkage = "private"
+        gv.initializer = ir.Constant(ty, [ir.Constant(I32, 0), ir.Constant(I32, 2),
+                                          ir.Constant(I32, 0), ir.Constant(I32, 0), psource])
+    return gv
+
+
+def omp_function(ml, name: str) -> ir.Function:
+    """A declaration of one of the runtime's entry points used here."""
+    sigs = {
+        "__kmpc_fork_call": ir.FunctionType(VOID, [PTR, I32, PTR], var_arg=True),
+        "__kmpc_global_thread_num": ir.FunctionType(I32, [PTR]),
+        "__kmpc_push_num_threads": ir.FunctionType(VOID, [PTR, I32, I32]),
+        "__kmpc_barrier": ir.FunctionType(VOID, [PTR, I32]),
+        "__kmpc_for_static_init_8": ir.FunctionType(VOID, [PTR, I32, I32, PTR, PTR, PTR, PTR,
+                                                           I64, I64]),
+        "__kmpc_for_static_fini": ir.FunctionType(VOID, [PTR, I32]),
+        "__kmpc_serialized_parallel": ir.FunctionType(VOID, [PTR, I32]),
+        "__kmpc_end_serialized_parallel": ir.FunctionType(VOID, [PTR, I32]),
+    }
+    return ml.get_function(name, sigs[name])
+
+
+#: ``kmp_sch_static``: iterations in equal contiguous blocks, one per thread (OpenMP's
+#: ``schedule(static)``, what clang emits for ``#pragma omp for``).
+KMP_SCH_STATIC = 34
+
+
+class Region:
+    """What the body of a parallel region is emitted with: the thread's number in the team
+    (``i64``, from the microtask's ``btid`` argument), :meth:`static_chunk` and
+    :meth:`barrier` (``__kmpc_barrier``, all threads of the team).  Everything goes through
+    libomp's own ``__kmpc_*`` entry points, never the ``omp_*`` API, whose names another
+    OpenMP runtime in the process (GCC's libgomp) may also export."""
+
+    def __init__(self, L, gtid_ptr: ir.Value, btid_ptr: ir.Value):
+        self.L = L
+        b = L.b
+        self.gtid = b.load(gtid_ptr, typ=I32, name="omp.gtid")
+        self.thread = b.sext(b.load(btid_ptr, typ=I32), I64, name="omp.tid")
+        L.leaf_ranges[id(self.thread)] = (0, None)
+
+    def barrier(self) -> None:
+        self.L.b.call(omp_function(self.L.ml, "__kmpc_barrier"), [_ident(self.L.ml), self.gtid])
+
+    def static_chunk(self, lb: ir.Value, ub: ir.Value, step) -> tuple:
+        """This thread's part ``[lb', ub')`` of ``for iv = lb to ub step step`` under OpenMP's
+        ``schedule(static)`` (``__kmpc_for_static_init_8`` on the trip count, as clang emits
+        it): contiguous blocks, thread 0 first."""
+        L = self.L
+        b = L.b
+        span = b.sub(ub, lb)
+        span = b.select(b.icmp_signed(">", span, i64(0)), span, i64(0))
+        if isinstance(step, int):
+            step = i64(step)
+        trips = b.sdiv(b.add(span, b.sub(step, i64(1))), step)
+        slots = [opaque_alloca(L.entry_builder, t) for t in (I32, I64, I64, I64)]
+        last, lower, upper, stride = slots
+        b.store(ir.Constant(I32, 0), last)
+        b.store(i64(0), lower)
+        b.store(b.sub(trips, i64(1)), upper)
+        b.store(i64(1), stride)
+        ident = _ident(L.ml)
+        b.call(omp_function(L.ml, "__kmpc_for_static_init_8"),
+               [ident, self.gtid, ir.Constant(I32, KMP_SCH_STATIC), last, lower, upper, stride,
+                i64(1), i64(1)])
+        first = b.load(lower, typ=I64)
+        end = b.add(b.load(upper, typ=I64), i64(1))
+        end = b.select(b.icmp_signed("<", end, trips), end, trips)
+        end = b.select(b.icmp_signed("<", end, first), first, end)
+        b.call(omp_function(L.ml, "__kmpc_for_static_fini"), [ident, self.gtid])
+        lo = b.add(lb, b.mul(first, step))
+        hi = b.add(lb, b.mul(end, step))
+        return lo, hi
+
+
+def emit_parallel_region(L, loc, threads: int, body: Callable[[Region], None],
+                         trips: Optional[ir.Value] = None, cost: int = 0) -> None:
+    """Emit ``body(region)`` as an outlined function run by a team of ``threads`` threads
+    (``__kmpc_fork_call``) at the current point of ``L`` (a FunctionLowering).
+
+    ``body`` emits through ``L`` as usual (``L.b``, ``L.entry_builder``, ``L.values``...); it
+    may use every LLVM value of the enclosing function: they are captured.  ``alloca``s and
+    heap buffers the body hoists go to the outlined function's entry (one per thread), and
+    nothing the body binds in ``L`` outlives the region.  Parallel ops inside ``body`` run
+    sequentially (``L.in_parallel``).
+
+    ``trips`` (the parallel dimension's trip count, ``i64``) and ``cost`` (the ops of one
+    iteration, :func:`iteration_cost`): when ``trips < 2`` or ``trips * cost`` is below
+    :data:`MIN_PARALLEL_WORK`, the region runs on the calling thread alone
+    (``__kmpc_serialized_parallel``, OpenMP's ``if`` clause)."""
+    ml = L.ml
+    load_openmp_runtime(loc)
+    ml._omp_regions = getattr(ml, "_omp_regions", 0) + 1
+    name = f"{L.fn.name}.omp_outlined.{ml._omp_regions - 1}"
+    child = ir.Function(ml.llmod, ir.FunctionType(VOID, [PTR, PTR, PTR]), name)
+    child.linkage = "internal"
+    child.attributes = FnAttrs(ml.fn_attr_strings)
+    child.attributes.add("nounwind")
+    gtid_ptr, btid_ptr, ctx = child.args
+    gtid_ptr.name, btid_ptr.name, ctx.name = "gtid", "btid", "ctx"
+    parent = L.fn
+    saved = (L.fn, L.b, L.entry, L.entry_builder, L.heap_buffers, dict(L.values),
+             dict(L.forms), dict(L.leaf_values), dict(L.leaf_ranges),
+             getattr(L, "in_parallel", False))
+    try:
+        L.fn = child
+        L.entry = child.append_basic_block("entry")
+        start = child.append_basic_block("body")
+        L.entry_builder = ir.IRBuilder(L.entry)
+        L.b = ir.IRBuilder(start)
+        L.heap_buffers = []
+        L.in_parallel = True
+        body(Region(L, gtid_ptr, btid_ptr))
+        for p in L.heap_buffers:
+            L.b.call(ml.runtime("free"), [p])
+        L.b.ret_void()
+        L.entry_builder.branch(start)
+    finally:
+        (L.fn, L.b, L.entry, L.entry_builder, L.heap_buffers, values, forms, leaf_values,
+         leaf_ranges, L.in_parallel) = saved
+        L.values.clear(), L.values.update(values)
+        L.forms.clear(), L.forms.update(forms)
+        L.leaf_values.clear(), L.leaf_values.update(leaf_values)
+        L.leaf_ranges.clear(), L.leaf_ranges.update(leaf_ranges)
+    captured = _capture(child, parent, ctx)
+    b = L.b
+    if captured:
+        ty = ir.LiteralStructType([v.type for v in captured])
+        slot = opaque_alloca(L.entry_builder, ty)
+        for k, v in enumerate(captured):
+            b.store(v, b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=ty))
+    else:
+        slot = ir.Constant(PTR, None)
+    ident = _ident(ml)
+    gtid = b.call(omp_function(ml, "__kmpc_global_thread_num"), [ident])
+    if trips is None:
+        _fork(L, ident, gtid, threads, child, slot)
+        return
+    min_trips = max(2, -(-MIN_PARALLEL_WORK // max(1, cost)))
+    with b.if_else(b.icmp_signed(">=", trips, i64(min_trips))) as (team, alone):
+        with team:
+            _fork(L, ident, gtid, threads, child, slot)
+        with alone:
+            ids = opaque_alloca(L.entry_builder, ir.ArrayType(I32, 2))
+            gtid_slot = b.gep(ids, [ir.Constant(I32, 0), ir.Constant(I32, 0)],
+                              source_etype=ir.ArrayType(I32, 2))
+            btid_slot = b.gep(ids, [ir.Constant(I32, 0), ir.Constant(I32, 1)],
+                              source_etype=ir.ArrayType(I32, 2))
+            b.store(gtid, gtid_slot)
+            b.store(ir.Constant(I32, 0), btid_slot)
+            b.call(omp_function(ml, "__kmpc_serialized_parallel"), [ident, gtid])
+            b.call(child, [gtid_slot, btid_slot, slot])
+            b.call(omp_function(ml, "__kmpc_end_serialized_parallel"), [ident, gtid])
+
+
+def _fork(L, ident, gtid, threads: int, child, ctx) -> None:
+    b = L.b
+    b.call(omp_function(L.ml, "__kmpc_push_num_threads"),
+           [ident, gtid, ir.Constant(I32, threads)])
+    b.call(omp_function(L.ml, "__kmpc_fork_call"), [ident, ir.Constant(I32, 1), child, ctx])
+
+
+def _used_values(instr: ir.Instruction) -> list:
+    vals = list(instr.operands)
+    if isinstance(instr, ir.GEPInstr):
+        vals += [instr.pointer, *instr.indices]
+    elif isinstance(instr, ir.PhiInstr):
+        vals += [v for v, _ in instr.incomings]
+    elif isinstance(instr, (ir.ExtractValue, ir.InsertValue)):
+        vals.append(instr.aggregate)
+        if isinstance(instr, ir.InsertValue):
+            vals.append(instr.value)
+    return vals
+
+
+def _substitute(instr: ir.Instruction, new: dict) -> None:
+    def sub(v):
+        return new.get(id(v), v)
+    ops = instr.operands
+    instr.operands = type(ops)(sub(v) for v in ops)
+    if isinstance(instr, ir.GEPInstr):
+        instr.pointer = sub(instr.pointer)
+        instr.indices = [sub(v) for v in instr.indices]
+    elif isinstance(instr, ir.PhiInstr):
+        instr.incomings = [(sub(v), blk) for v, blk in instr.incomings]
+    elif isinstance(instr, (ir.ExtractValue, ir.InsertValue)):
+        instr.aggregate = sub(instr.aggregate)
+        if isinstance(instr, ir.InsertValue):
+            instr.value = sub(instr.value)
+
+
+def _owner(v) -> Optional[ir.Function]:
+    if isinstance(v, ir.Argument):
+        return v.parent
+    if isinstance(v, ir.Instruction):
+        return v.parent.parent
+    return None
+
+
+def _capture(child: ir.Function, parent: ir.Function, ctx: ir.Value) -> list:
+    """The values of ``parent`` that ``child`` uses, in first-use order; each use in ``child``
+    now reads a load from ``ctx`` (``{captured types}``) at ``child``'s entry."""
+    captured: dict[int, ir.Value] = {}
+    for block in child.blocks:
+        for instr in block.instructions:
+            for v in _used_values(instr):
+                if _owner(v) is parent and id(v) not in captured:
+                    captured[id(v)] = v
+    if not captured:
+        return []
+    values = list(captured.values())
+    ty = ir.LiteralStructType([v.type for v in values])
+    b = ir.IRBuilder(child.entry_basic_block)
+    b.position_at_start(child.entry_basic_block)
+    new = {}
+    for k, v in enumerate(values):
+        ptr = b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=ty)
+        new[id(v)] = b.load(ptr, typ=v.type, name=f"cap{k}")
+    loads = {id(x) for x in new.values()}
+    for block in child.blocks:
+        for instr in block.instructions:
+            if id(instr) not in loads:
+                _substitute(instr, new)
+    return values

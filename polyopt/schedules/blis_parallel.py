@@ -1,0 +1,172 @@
+"""The BLIS nest on several threads (Smith et al., "Anatomy of High-Performance Many-Threaded
+Matrix Multiplication", IPDPS 2014; BLIS's docs/Multithreading.md).
+
+Of BLIS's five loops around the micro-kernel (jc: N_C, pc: K_C, ic: M_C, jr: N_R, ir: M_R)
+this parallelizes **ic**, the loop over M_C blocks of A: on a CPU whose cores have private
+L1/L2 caches and share the L3 (this machine), each thread packs its own M_C x K_C block of A
+into its own buffer (sized for its L2) and runs the jr/ir loops over it, while the K_C x N_C
+panel of B, in the shared L3, is packed once per pc iteration by all threads together (its
+copy loop is parallel too) and read by all of them: the end of that parallel copy is the
+barrier after B's packing, and the end of the ic loop the barrier before the next pc
+iteration repacks B.  jc is the loop BLIS splits over separate L3 caches (sockets), which
+this machine does not have; it stays sequential, as do pc (a reduction over k) and jr.
+
+    affine.for %pc ... {                                   (K_C blocks; jc around it: N_C)
+      affine.parallel (%j) = ... { B's copy-in }          (B packed by the team; join = barrier)
+      affine.parallel (%ic) = (0) to (M / M_C) {          (each thread its ic blocks)
+        %A_c = memref.alloca() : memref<M_C x K_C, ...>   (each thread its own A buffer)
+        A's copy-in; jr, ir loops and the micro-kernel on (%A_c, B's panel, C)
+      }
+    }
+
+M_C is shrunk, when needed, so that the number of ic blocks is a multiple of the thread
+count (the model's M_C is an upper bound for L2; :func:`balance_m_c`).  K_C is unchanged, so
+every element of C is summed in the same order (k blocks in turn, k within a block in turn)
+whatever the thread count: results are bitwise identical at every thread count.  Other
+buffers written inside the ic loop (the stack tile of partial register tiles) become
+per-thread allocas as well.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Optional
+
+from ..affine.dialects.affine import AffineForOp, AffineParallelOp
+from ..affine.dialects.memref import AllocaOp
+from ..affine.ir import Operation
+from .blis_schedule import BlisParams
+from .parallelize import to_affine_parallel
+
+__all__ = ["balance_m_c", "parallelize_blis_nest"]
+
+RemarkSink = Optional[Callable[[object, str], None]]
+
+
+def balance_m_c(params: BlisParams, m: int, threads: int, user_tiles: dict = ()) -> BlisParams:
+    """``params`` with M_C lowered (to a multiple of M_R) so that the ``ceil(m / M_C)`` ic
+    blocks split evenly over ``threads``: the same number of blocks per thread, each at most
+    the model's M_C.  Unchanged at one thread, when the user gave M_C, or when there are
+    fewer rows than threads x M_R."""
+    if threads <= 1 or "M_C" in dict(user_tiles) or m <= params.M_R * threads:
+        return params
+    blocks = -(-m // params.M_C)
+    blocks = -(-blocks // threads) * threads
+    m_c = -(-m // blocks)
+    m_c = -(-m_c // params.M_R) * params.M_R
+    if m_c >= params.M_C:
+        return params
+    why = (f"M_C {m_c}: {-(-m // m_c)} blocks of rows for {threads} threads "
+           f"(the model's {params.M_C} gives {-(-m // params.M_C)})")
+    return replace(params, M_C=m_c, reasons=tuple(params.reasons) + (why,))
+
+
+def _inside(op: Operation, loop: Operation) -> bool:
+    return any(a is loop for a in op.ancestors())
+
+
+def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink = None,
+                          loc=None, kind: str = "hop.matmul") -> bool:
+    """Parallelize the packed BLIS nest among ``nest_ops`` (the generated top-level ops:
+    allocations, the nest, deallocations) as the module docstring says; ``copy_infos`` are
+    A's and B's :class:`~polyopt.memref_layout.data_copy.CopyInfo` from packing.  Returns
+    whether it did; when the nest is not the expected shape it is left sequential with a
+    remark."""
+    def skip(why: str) -> bool:
+        if remark is not None:
+            remark(loc, f"{kind}: left sequential: {why}")
+        return False
+
+    if len(copy_infos) != 2 or any(i.buffer is None for i in copy_infos):
+        return skip("the product is not packed (parallel BLIS needs --hopt-copy)")
+    info_a, info_b = copy_infos
+    a_copies = [op for op in info_a.copy_in if op.parent is not None]
+    if not a_copies:
+        return skip("A is not packed inside the nest")
+    ic = a_copies[0].parent_op
+    if not isinstance(ic, AffineForOp) or ic.inits or \
+            not all(op.parent_op is ic for op in a_copies):
+        return skip("A's packing is not directly under the loop over M_C blocks")
+    if any(_inside(ic, op) for op in info_b.copy_in if op.parent is not None):
+        return skip("B is packed inside the loop over M_C blocks")
+    # buffers the ic loop writes (A's block, the stack tile of partial register tiles) become
+    # private to each thread; what initializes them outside (the zero padding hoisted before
+    # the nest) runs in each thread's body first
+    private = []
+    for buf in _written_buffers(ic):
+        alloc = buf.defining_op
+        if alloc is None or alloc.name not in ("memref.alloc", "memref.alloca"):
+            continue
+        users = [u.op for u in buf.uses if u.op.name != "memref.dealloc"]
+        outside = [u for u in users if not _inside(u, ic)]
+        inits = []
+        for u in outside:
+            top = _top_in(u, alloc.parent)
+            if top is None or not _only_stores_into(top, buf) or \
+                    alloc.parent.index_of(top) > alloc.parent.index_of(_top_in(ic, alloc.parent)):
+                return skip("a buffer written in the loop over M_C blocks is also used outside "
+                            "it")
+            if all(t is not top for t in inits):
+                inits.append(top)
+        private.append((alloc, inits))
+    # B's packing: its copy loops are parallel by construction (distinct elements)
+    b_nests = [op for op in list(info_b.copy_in) + list(info_b.zero_fill or [])
+               if isinstance(op, AffineForOp) and op.parent is not None and not op.inits
+               and not _inside(op, ic)]
+    par_ic = to_affine_parallel(ic)
+    body = par_ic.body
+    at = 0
+    for alloc, inits in private:
+        buf = alloc.results[0]
+        local = AllocaOp(operands=[], result_types=[buf.type],
+                         attributes=dict(alloc.attributes), loc=alloc.loc)
+        body.insert(at, local)
+        at += 1
+        for top in inits:
+            body.insert(at, top.clone({buf: local.results[0]}))
+            at += 1
+            top.erase()
+        for u in [u.op for u in buf.uses if u.op.name == "memref.dealloc"]:
+            u.erase()
+        buf.replace_all_uses_with(local.results[0])
+        alloc.erase()
+    for nest in b_nests:
+        if not _inside(nest, par_ic) and not any(isinstance(a, AffineParallelOp)
+                                                 for a in nest.ancestors()):
+            to_affine_parallel(nest)
+    if remark is not None:
+        remark(loc, f"{kind}: loop over M_C blocks (ic) parallel, each thread with its own "
+                    f"packed A block; B's panel packed by the team")
+    return True
+
+
+_STORES = ("affine.store", "affine.vector_store", "memref.store", "vector.store")
+_LOADS = ("affine.load", "affine.vector_load", "memref.load", "vector.load", "memref.copy",
+          "func.call")
+
+
+def _written_buffers(op: Operation) -> list:
+    """The memrefs stored into inside ``op``, in first-store order."""
+    seen: dict = {}
+    for o in op.walk():
+        if o.name in _STORES:
+            seen.setdefault(id(o.operands[1]), o.operands[1])
+    return list(seen.values())
+
+
+def _top_in(op: Operation, block):
+    """The ancestor of ``op`` (or ``op``) that sits in ``block``, or None."""
+    cur = op
+    while cur is not None and cur.parent is not block:
+        cur = cur.parent_op
+    return cur
+
+
+def _only_stores_into(top: Operation, buf) -> bool:
+    """Does ``top`` only write ``buf`` (no loads, no other stores): an initialization?"""
+    for o in top.walk():
+        if o.name in _LOADS:
+            return False
+        if o.name in _STORES and o.operands[1] is not buf:
+            return False
+    return True

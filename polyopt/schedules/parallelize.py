@@ -1,0 +1,189 @@
+"""Outer-loop parallelization checked with ISL (the ``--hopt-parallel`` pass; MLIR's
+``-affine-parallelize`` with ``max-nested=1``, Polly's ``-polly-parallel``).
+
+In every scop of every function, the outermost ``affine.for`` of each nest that carries no
+dependence (ISL dataflow: no RAW/WAR/WAW pair of the statements inside it is carried by its
+dimension, :func:`~polyopt.schedules.dependences.is_parallel`) becomes a one-dimensional
+``affine.parallel``, which the lowering runs on the OpenMP team (``--threads``); loops inside
+it stay sequential.  The automatic scheduler's ``{polyopt.parallel}`` marks and user
+schedules need nothing more: their loops are checked like any other.
+
+A loop the user marks ``{polyopt.parallel}`` (a unit attribute on ``affine.for``) is an
+explicit request: when it carries a dependence the pass refuses it, at the loop, naming a
+violating pair, as schedules are refused::
+
+    seidel.mlir:3:5: error: loop marked polyopt.parallel carries a RAW dependence on %arg0
+      from S0[0, 1, 1] to S0[1, 1, 1]: parallel iterations would race
+
+    affine.for %i = 0 to %n {                   affine.parallel (%i) = (0) to (symbol(%n)) {
+      affine.for %j = 0 to 100 {       -->        affine.for %j = 0 to 100 {
+        A[i][j] = B[i][j] * 2                       A[i][j] = B[i][j] * 2
+
+Loops with ``iter_args`` (reductions carried in SSA values) are left sequential.  Nests the
+polyhedral model cannot represent (the automatic scheduler's jammed nests carry values in
+``iter_args`` between statements) are checked no further: their outermost loop marked by the
+automatic scheduler in this pipeline (:func:`trust_mark`; ISL checked it when the scheduler
+made it) becomes ``affine.parallel``, and any other ``polyopt.parallel`` request inside
+them is refused, since it cannot be checked.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import islpy as isl
+
+from ..affine.diagnostics import ScheduleError
+from ..affine.dialects.affine import AffineForOp, AffineParallelOp, AffineYieldOp
+from ..affine.ir import Operation
+from .auto_schedule import PARALLEL
+from .dependences import Dependences, carried_at, compute_dependences, smallest_point
+from .model import PolyhedralModel
+from .scops import function_scops
+
+__all__ = ["parallelize_outer_loops", "to_affine_parallel", "trust_mark", "PARALLEL"]
+
+Remark = Optional[Callable[[object, str], None]]
+
+#: A Python attribute (not IR) on loops whose ``polyopt.parallel`` the scheduler proved.
+_TRUSTED = "_polyopt_parallel_proved"
+
+
+def trust_mark(loop: Operation) -> None:
+    """Record that ``loop``'s ``polyopt.parallel`` mark was proved (by the automatic scheduler,
+    with ISL) in this compilation: it holds even where the model cannot re-check it."""
+    setattr(loop, _TRUSTED, True)
+
+
+def parallelize_outer_loops(module: Operation, remark: Remark = None) -> int:
+    """Turn the outermost dependence-free loop of every nest of ``module`` into
+    ``affine.parallel`` (see the module docstring); returns how many.  Raises
+    :class:`ScheduleError` at a loop marked ``polyopt.parallel`` that carries a dependence."""
+    count = 0
+    for func in [op for op in module.walk() if op.name == "func.func"]:
+        models, opaque = function_scops(func)
+        for op, err in opaque:
+            count += _parallelize_trusted(op, err, remark)
+        for model in models:
+            count += _parallelize_scop(model, remark)
+    return count
+
+
+def _parallelize_trusted(top: Operation, err: ScheduleError, remark: Remark) -> int:
+    """In a nest the model cannot represent: the outermost proved marks become
+    ``affine.parallel``; an unproved request is refused with why it cannot be checked."""
+    chosen: list[AffineForOp] = []
+
+    def visit(op: Operation, inside: bool) -> None:
+        if isinstance(op, AffineParallelOp):
+            inside = True
+        if isinstance(op, AffineForOp) and PARALLEL in op.attributes:
+            if not getattr(op, _TRUSTED, False):
+                raise ScheduleError(f"loop marked {PARALLEL} cannot be checked: {err.message}",
+                                    op.loc)
+            if not inside and not op.inits:
+                chosen.append(op)
+                inside = True
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.ops:
+                    visit(inner, inside)
+
+    visit(top, False)
+    for loop in chosen:
+        par = to_affine_parallel(loop)
+        if remark is not None:
+            remark(par.loc, "outermost loop the scheduler proved parallel became "
+                            "affine.parallel")
+    return len(chosen)
+
+
+def _parallelize_scop(model: PolyhedralModel, remark: Remark) -> int:
+    deps = compute_dependences(model)
+    chosen: list[AffineForOp] = []
+
+    def visit(op: Operation, inside: bool) -> None:
+        if isinstance(op, AffineParallelOp):
+            inside = True
+        if isinstance(op, AffineForOp):
+            pair = carried_pair(model, deps, op)
+            if pair is not None and PARALLEL in op.attributes:
+                kind, memref, src, snk = pair
+                raise ScheduleError(
+                    f"loop marked {PARALLEL} carries a {kind} dependence on {memref} from "
+                    f"{src} to {snk}: parallel iterations would race", op.loc)
+            if pair is None and not inside and not op.inits:
+                chosen.append(op)
+                inside = True
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.ops:
+                    visit(inner, inside)
+
+    for top in model.scop_ops:
+        visit(top, False)
+    for loop in chosen:
+        par = to_affine_parallel(loop)
+        if remark is not None:
+            remark(par.loc, "outermost parallel loop of the nest (no carried dependence) "
+                            "became affine.parallel")
+    return len(chosen)
+
+
+def carried_pair(model: PolyhedralModel, deps: Dependences, loop: AffineForOp):
+    """``None`` if ``loop`` carries no dependence, else ``(kind, memref, source, sink)`` of
+    the smallest carried pair (RAW first, then WAR, WAW), instances as ``S0[0, 1]``."""
+    inside = [s for s in model.statements if any(l is loop for l in s.loops)]
+    if not inside:
+        return None
+    depth = next(k for k, l in enumerate(inside[0].loops) if l is loop)
+    dom = isl.UnionSet(model.param_space() + "{ }")
+    for s in inside:
+        dom = dom.union(isl.UnionSet.from_set(s.domain))
+    if dom.is_empty():
+        return None
+    carried = carried_at(model, deps, 2 * depth + 1).intersect_domain(dom).intersect_range(dom)
+    if carried.is_empty():
+        return None
+    for kind, name, pairs in deps.items():
+        bad = pairs.intersect(carried)
+        if bad.is_empty():
+            continue
+        maps: list[isl.Map] = []
+        bad.foreach_map(maps.append)
+        best = None
+        for m in maps:
+            if m.is_empty():
+                continue
+            nparam = m.dim(isl.dim_type.param)
+            nsrc = m.dim(isl.dim_type.in_)
+            coords = smallest_point(m.wrap().flatten(), nparam)[nparam:]
+            key = (coords, m.get_tuple_name(isl.dim_type.in_),
+                   m.get_tuple_name(isl.dim_type.out), nsrc)
+            if best is None or key < best:
+                best = key
+        coords, src, snk, nsrc = best
+        return (kind, model.describe_memref(name),
+                f"{src}[{', '.join(map(str, coords[:nsrc]))}]",
+                f"{snk}[{', '.join(map(str, coords[nsrc:]))}]")
+    return None
+
+
+def to_affine_parallel(loop: AffineForOp) -> AffineParallelOp:
+    """Replace ``loop`` (without ``iter_args``) by a one-dimensional ``affine.parallel`` with
+    the same bounds, step and body.  Does not check legality (:func:`carried_pair` does)."""
+    if loop.inits:
+        raise ValueError("to_affine_parallel: a loop with iter_args is a reduction")
+    par = AffineParallelOp.build([loop.lower_map], list(loop.lower_operands), [loop.upper_map],
+                                 list(loop.upper_operands), steps=[loop.step], loc=loop.loc)
+    block = loop.body
+    loop.induction_var.replace_all_uses_with(par.body.args[0])
+    yield_ = par.body.terminator
+    for op in list(block.ops):
+        if isinstance(op, AffineYieldOp):
+            continue
+        op.detach()
+        par.body.insert_before(yield_, op)
+    loop.parent.insert_before(loop, par)
+    loop.erase()
+    return par

@@ -1,0 +1,353 @@
+"""Parallel loops on LLVM's OpenMP runtime (polyopt/codegen/openmp.py): ``affine.parallel`` and
+``scf.parallel`` with ``threads > 1`` split their outermost dimension statically over a libomp
+team.  Checked: which thread ran which iteration (``omp_get_thread_num`` called from the
+kernel), results against numpy and against ``mlir-runner-22`` (MLIR's sequential lowering of
+the same program) at 1, 2 and 3 threads (3 oversubscribes this 2-core machine), per-thread
+buffers, the IR's shape, and the error when the runtime is missing."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import polyopt
+from polyopt.affine.diagnostics import CodegenError
+from polyopt.cli import main
+from polyopt.codegen import openmp
+from polyopt.codegen.openmp import load_openmp_runtime, resolve_threads
+from polyopt.codegen.to_llvm import lower_module
+from run_helpers import polyopt_run
+from upstream_mlir import lower_and_run
+
+UPSTREAM_PASSES = ["--lower-affine", "--convert-scf-to-cf", "--finalize-memref-to-llvm",
+                   "--convert-math-to-llvm", "--convert-arith-to-llvm",
+                   "--convert-func-to-llvm", "--convert-cf-to-llvm",
+                   "--reconcile-unrealized-casts"]
+
+THREADS = [1, 2, 3]
+
+
+@pytest.fixture(autouse=True)
+def every_region_forks(monkeypatch):
+    """These kernels are tiny: let every region fork the team (a region below
+    MIN_PARALLEL_WORK runs on the calling thread; test_small_regions_run_alone checks it)."""
+    monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 0)
+
+# each iteration of the outer dimension records the OpenMP thread that ran it (libomp's
+# omp_get_thread_num, bound by name: torch, when a test loaded it, brings GCC's libgomp, whose
+# omp_get_thread_num knows nothing of libomp's teams)
+WHO_RAN = """\
+func.func private @libomp_thread_num() -> i32
+func.func @affine(%W: memref<23xi32>, %n: index) {
+  affine.parallel (%i, %j) = (2, 0) to (min(%n, 23), 3) step (3, 1) {
+    %t = func.call @libomp_thread_num() : () -> i32
+    affine.store %t, %W[%i] : memref<23xi32>
+  }
+  return
+}
+func.func @scf(%W: memref<23xi32>, %lb: index, %ub: index, %st: index) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  scf.parallel (%i, %j) = (%lb, %c0) to (%ub, %c2) step (%st, %c2) {
+    %t = func.call @libomp_thread_num() : () -> i32
+    memref.store %t, %W[%i] : memref<23xi32>
+  }
+  return
+}
+"""
+
+
+def _bind_thread_num() -> None:
+    import ctypes
+
+    import llvmlite.binding as llvm
+    lib = ctypes.CDLL(load_openmp_runtime())
+    llvm.add_symbol("libomp_thread_num",
+                    ctypes.cast(lib.omp_get_thread_num, ctypes.c_void_p).value)
+
+
+def _static_owner(iters: list, threads: int) -> dict:
+    """libomp's schedule(static) (balanced): consecutive blocks, the first trips % threads
+    threads one iteration more than the others."""
+    small, extra = divmod(len(iters), threads)
+    owner, k = {}, 0
+    for t in range(threads):
+        for _ in range(small + (t < extra)):
+            owner[iters[k]] = t
+            k += 1
+    return owner
+
+
+@pytest.mark.parametrize("threads", THREADS)
+def test_each_thread_runs_its_static_chunk(threads):
+    _bind_thread_num()  # the kernel calls libomp's omp_get_thread_num itself
+    c = polyopt.compile(WHO_RAN, threads=threads)
+    for n in (0, 2, 3, 9, 23, 40):
+        W = np.full(23, -1, np.int32)
+        c["affine"](W, n)
+        owner = _static_owner(list(range(2, min(n, 23), 3)), threads)
+        assert {i: int(W[i]) for i in range(23) if W[i] >= 0} == owner, n
+    for lb, ub, st in ((0, 23, 1), (3, 22, 4), (5, 5, 1), (1, 20, 7)):
+        W = np.full(23, -1, np.int32)
+        c["scf"](W, lb, ub, st)
+        owner = _static_owner(list(range(lb, ub, st)), threads)
+        assert {i: int(W[i]) for i in range(23) if W[i] >= 0} == owner, (lb, ub, st)
+    if threads > 1:  # every thread of the team worked on the full range
+        W = np.full(23, -1, np.int32)
+        c["scf"](W, 0, 23, 1)
+        assert sorted(set(W.tolist())) == list(range(threads))
+
+
+SCF_REDUCE = """\
+func.func @stats(%A: memref<29x31xf64>, %B: memref<29x31xf64>, %lb: index, %ub: index) -> (f64, f64, i64) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c31 = arith.constant 31 : index
+  %init = arith.constant -3.0 : f64
+  %neg = arith.constant 0xFFF0000000000000 : f64
+  %i0 = arith.constant 5 : i64
+  %r:3 = scf.parallel (%i, %j) = (%lb, %c1) to (%ub, %c31) step (%c2, %c1) init (%init, %neg, %i0) -> (f64, f64, i64) {
+    %a = memref.load %A[%i, %j] : memref<29x31xf64>
+    %sq = arith.mulf %a, %a : f64
+    memref.store %sq, %B[%i, %j] : memref<29x31xf64>
+    %ii = arith.index_cast %i : index to i64
+    scf.reduce(%a, %a, %ii : f64, f64, i64) {
+    ^bb0(%x: f64, %y: f64):
+      %s = arith.addf %x, %y : f64
+      scf.reduce.return %s : f64
+    }, {
+    ^bb0(%x: f64, %y: f64):
+      %m = arith.maximumf %x, %y : f64
+      scf.reduce.return %m : f64
+    }, {
+    ^bb0(%x: i64, %y: i64):
+      %s = arith.addi %x, %y : i64
+      scf.reduce.return %s : i64
+    }
+  }
+  return %r#0, %r#1, %r#2 : f64, f64, i64
+}
+"""
+
+
+@pytest.mark.parametrize("threads", THREADS)
+def test_scf_parallel_reductions_against_numpy(threads):
+    f = polyopt.compile(SCF_REDUCE, threads=threads)["stats"]
+    rng = np.random.default_rng(threads)
+    # integers in f64: the sums are exact in any order
+    A = rng.integers(-50, 50, (29, 31)).astype(np.float64)
+    for lb, ub in ((0, 29), (3, 20), (7, 8), (9, 9), (12, 4)):
+        B = np.zeros_like(A)
+        s, m, k = f(A, B, lb, ub)
+        rows = list(range(lb, ub, 2))
+        want = np.zeros_like(A)
+        want[rows, 1:] = A[rows, 1:] ** 2
+        assert np.array_equal(B, want)
+        assert s == -3.0 + A[rows, 1:].sum()
+        assert m == (A[rows, 1:].max() if rows else -np.inf)
+        assert k == 5 + 30 * sum(rows)
+
+
+def _main(kernel: str, call: str) -> str:
+    return kernel + f"""
+func.func private @printF64(f64)
+func.func private @printI64(i64)
+func.func private @printNewline()
+func.func @main() {{
+  %A = memref.alloc() : memref<29x31xf64>
+  %B = memref.alloc() : memref<29x31xf64>
+  affine.for %i = 0 to 29 {{
+    affine.for %j = 0 to 31 {{
+      %q = affine.apply affine_map<(d0, d1) -> ((d0 * 7 + d1 * 3) mod 13)>(%i, %j)
+      %qi = arith.index_cast %q : index to i64
+      %qf = arith.sitofp %qi : i64 to f64
+      affine.store %qf, %A[%i, %j] : memref<29x31xf64>
+    }}
+  }}
+{call}
+  return
+}}
+"""
+
+
+def test_scf_parallel_prints_what_mlir_runner_prints(tmp_path, capfd):
+    call = """\
+  %c3 = arith.constant 3 : index
+  %c28 = arith.constant 28 : index
+  %s, %m, %k = func.call @stats(%A, %B, %c3, %c28) : (memref<29x31xf64>, memref<29x31xf64>, index, index) -> (f64, f64, i64)
+  func.call @printF64(%s) : (f64) -> ()
+  func.call @printNewline() : () -> ()
+  func.call @printF64(%m) : (f64) -> ()
+  func.call @printNewline() : () -> ()
+  func.call @printI64(%k) : (i64) -> ()
+  func.call @printNewline() : () -> ()
+  %c5 = arith.constant 5 : index
+  %c7 = arith.constant 7 : index
+  %b = memref.load %B[%c5, %c7] : memref<29x31xf64>
+  func.call @printF64(%b) : (f64) -> ()
+  func.call @printNewline() : () -> ()"""
+    text = _main(SCF_REDUCE, call)
+    upstream = lower_and_run(text, UPSTREAM_PASSES)
+    assert len(upstream.splitlines()) == 4
+    for threads in THREADS:
+        assert polyopt_run(tmp_path, capfd, text, "--threads", str(threads)) == upstream
+
+
+AFFINE_REDUCE = """\
+func.func @k(%A: memref<29x31xf64>, %B: memref<29x31xf64>) -> (f64, f64) {
+  %r:2 = affine.parallel (%i, %j) = (1, 0) to (28, 31) step (2, 1) reduce ("addf", "minimumf") -> (f64, f64) {
+    %a = affine.load %A[%i, %j] : memref<29x31xf64>
+    %t = memref.alloca() : memref<4xf64>
+    affine.store %a, %t[%j mod 4] : memref<4xf64>
+    %u = affine.load %t[%j mod 4] : memref<4xf64>
+    %s = arith.addf %u, %u : f64
+    affine.store %s, %B[%i, %j] : memref<29x31xf64>
+    affine.yield %a, %a : f64, f64
+  }
+  return %r#0, %r#1 : f64, f64
+}
+"""
+
+
+def test_affine_parallel_prints_what_mlir_runner_prints(tmp_path, capfd):
+    call = """\
+  %s, %m = func.call @k(%A, %B) : (memref<29x31xf64>, memref<29x31xf64>) -> (f64, f64)
+  func.call @printF64(%s) : (f64) -> ()
+  func.call @printNewline() : () -> ()
+  func.call @printF64(%m) : (f64) -> ()
+  func.call @printNewline() : () -> ()
+  %c27 = arith.constant 27 : index
+  %c30 = arith.constant 30 : index
+  %b = memref.load %B[%c27, %c30] : memref<29x31xf64>
+  func.call @printF64(%b) : (f64) -> ()
+  func.call @printNewline() : () -> ()"""
+    text = _main(AFFINE_REDUCE, call)
+    upstream = lower_and_run(text, UPSTREAM_PASSES)
+    assert len(upstream.splitlines()) == 3
+    for threads in THREADS:
+        assert polyopt_run(tmp_path, capfd, text, "--threads", str(threads)) == upstream
+
+
+@pytest.mark.parametrize("threads", THREADS)
+def test_per_thread_allocas_against_numpy(threads):
+    # the alloca in the body is each thread's own (hoisted into the outlined function)
+    f = polyopt.compile(AFFINE_REDUCE, threads=threads)["k"]
+    A = np.random.default_rng(0).integers(-9, 9, (29, 31)).astype(np.float64)
+    B = np.zeros_like(A)
+    s, m = f(A, B)
+    assert s == A[1:28:2].sum() and m == A[1:28:2].min()
+    want = np.zeros_like(A)
+    want[1:28:2] = 2 * A[1:28:2]
+    assert np.array_equal(B, want)
+
+
+NESTED = """\
+func.func @k(%A: memref<17x19xf64>) {
+  affine.parallel (%i) = (0) to (17) {
+    affine.parallel (%j) = (0) to (19) {
+      %v = affine.load %A[%i, %j] : memref<17x19xf64>
+      %w = arith.addf %v, %v : f64
+      affine.store %w, %A[%i, %j] : memref<17x19xf64>
+    }
+  }
+  return
+}
+"""
+
+
+def test_ir_one_region_for_the_outermost_parallel_only():
+    sequential = lower_module(polyopt.parse(NESTED), threads=1).llvm_ir
+    assert "__kmpc" not in sequential and "omp_outlined" not in sequential
+    ir_text = lower_module(polyopt.parse(NESTED), threads=2).llvm_ir
+    assert ir_text.count("call void (ptr, i32, ptr, ...) @\"__kmpc_fork_call\"") == 1
+    assert re.search(r'__kmpc_push_num_threads"\(.*, i32 2\)', ir_text)
+    assert len(re.findall(r'define internal void @"k\.omp_outlined\.\d+"', ir_text)) == 1
+    A = np.arange(17 * 19, dtype=np.float64).reshape(17, 19)
+    polyopt.compile(NESTED, threads=2)["k"](A)
+    assert np.array_equal(A, 2 * np.arange(17 * 19, dtype=np.float64).reshape(17, 19))
+
+
+def test_missing_runtime_is_a_located_error_naming_the_package(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("POLYOPT_OPENMP_LIB", str(tmp_path / "libomp.so.5"))
+    with pytest.raises(CodegenError, match="install Debian's libomp-22-dev") as e:
+        polyopt.compile(NESTED, threads=2, filename="nested.mlir")
+    assert e.value.render().startswith("nested.mlir:2:3: error: parallel loops need LLVM's "
+                                       "OpenMP runtime")
+    path = tmp_path / "nested.mlir"
+    path.write_text(NESTED)
+    assert main(["translate", str(path), "--threads", "2"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:2:3: error: parallel loops need LLVM's OpenMP runtime")
+    assert "Traceback" not in err
+    # one thread needs no runtime
+    polyopt.compile(NESTED, threads=1)
+
+
+def test_thread_count_defaults(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3,2")
+    assert resolve_threads() == 3 and resolve_threads(5) == 5
+    assert polyopt.compile(NESTED).threads == 3
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    import os
+    assert resolve_threads() == len(os.sched_getaffinity(0))
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match="threads must be a positive integer"):
+            polyopt.compile(NESTED, threads=bad)
+
+
+SPIN = """\
+func.func @work(%flags: memref<2xf64>, %A: memref<4099xf64>, %reps: index) -> f64 {
+  %one = arith.constant 1.0 : f64
+  %zero = arith.constant 0.0 : f64
+  affine.store %one, %flags[0] : memref<2xf64>
+  %s = affine.for %r = 0 to %reps iter_args(%acc = %zero) -> (f64) {
+    %t = affine.for %i = 0 to 4099 iter_args(%a = %acc) -> (f64) {
+      %v = affine.load %A[%i] : memref<4099xf64>
+      %w = arith.mulf %v, %a : f64
+      %x = arith.addf %w, %v : f64
+      affine.yield %x : f64
+    }
+    affine.yield %t : f64
+  }
+  affine.store %one, %flags[1] : memref<2xf64>
+  return %s : f64
+}
+"""
+
+
+def test_calls_release_the_gil():
+    # while one Python thread is inside the kernel (between its two flag stores) the other
+    # runs Python code: impossible if the call held the GIL (the timing is in the README)
+    import threading
+    work = polyopt.compile(SPIN, threads=1)["work"]
+    flags = np.zeros(2)
+    A = np.full(4099, 0.5)
+    worker = threading.Thread(target=work, args=(flags, A, 20000))   # ~0.2 s
+    seen_inside = 0
+    worker.start()
+    while worker.is_alive():
+        if flags[0] == 1.0 and flags[1] == 0.0:
+            seen_inside += 1
+    worker.join()
+    assert flags[1] == 1.0 and seen_inside > 0
+
+
+def test_small_regions_run_alone(monkeypatch):
+    # below MIN_PARALLEL_WORK (ops x iterations) the calling thread runs the region alone
+    _bind_thread_num()
+    monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 20_000)
+    c = polyopt.compile(WHO_RAN, threads=2)
+    W = np.full(23, -1, np.int32)
+    c["scf"](W, 0, 23, 1)
+    assert set(W.tolist()) == {0}
+    # a one-iteration region too, whatever its work
+    monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 0)
+    c = polyopt.compile(WHO_RAN, threads=2)
+    W = np.full(23, -1, np.int32)
+    c["scf"](W, 4, 5, 1)
+    assert W[4] == 0 and (np.delete(W, 4) == -1).all()
+    c["scf"](W, 0, 23, 1)
+    assert set(W.tolist()) == {0, 1}

@@ -1,0 +1,131 @@
+"""The BLIS nest on several threads (polyopt/schedules/blis_parallel.py): the loop over M_C
+blocks becomes ``affine.parallel`` with a per-thread packed A block, B's packing runs on the
+team; results are bitwise those of one thread (K_C unchanged: every element of C is summed in
+the same order) at 2 and 3 threads, on shapes that are multiples of nothing, for hop.matmul,
+the N_C-tiled nest, f32, BLIS's micro-kernels (--hopt-blis), convolutions and raised
+contractions."""
+
+import numpy as np
+import pytest
+
+import polyopt
+from polyopt.bench import conv2d_source, ConvShape, matmul_source
+from polyopt.schedules.blis_parallel import balance_m_c
+from polyopt.schedules.blis_schedule import BlisParams
+from upstream_mlir import mlir_opt
+
+ALL = dict(hopt=True, copy=True, unroll=True, scalrep=True, vect=True)
+
+
+def _operands(m, n, k, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.float64 if dtype == "f64" else np.float32
+    return (rng.uniform(-1, 1, (m, k)).astype(t), rng.uniform(-1, 1, (k, n)).astype(t),
+            rng.uniform(-1, 1, (m, n)).astype(t))
+
+
+def _run(src, threads, args, name="matmul", **switches):
+    f = polyopt.compile(src, threads=threads, **switches)[name]
+    out = [a.copy() for a in args]
+    f(*out)
+    return out[-1]
+
+
+@pytest.mark.parametrize("m,n,k,dtype,attrs,switches", [
+    (131, 97, 203, "f64", None, ALL),
+    (517, 300, 611, "f32", None, ALL),
+    (301, 250, 170, "f64", {"N_C": "64 : i32", "M_C": "60 : i32", "K_C": "48 : i32"}, ALL),
+    (89, 45, 77, "f64", {"M_C": "12 : i32", "K_C": "20 : i32"}, {"hopt": True, "copy": True}),
+    (700, 33, 50, "f32", None, dict(ALL, unroll=False)),
+    (42, 7, 45, "f32", None, ALL),      # the stack tile's padding zeroed before the nest
+    (131, 97, 203, "f64", None, {"hopt": True, "blis": True}),     # BLIS's micro-kernel
+    (517, 300, 611, "f32", None, {"hopt": True, "blis": True}),
+])
+def test_bitwise_identical_at_every_thread_count(m, n, k, dtype, attrs, switches):
+    src = matmul_source(m, n, k, dtype, attrs)
+    args = _operands(m, n, k, dtype)
+    one = _run(src, 1, args, **switches)
+    ref = args[2].astype(np.float64) + args[0].astype(np.float64) @ args[1].astype(np.float64)
+    assert np.max(np.abs(one - ref)) <= (1e-12 if dtype == "f64" else 1e-4) * k
+    for threads in (2, 3):
+        assert np.array_equal(_run(src, threads, args, **switches), one), threads
+
+
+def test_printed_nest_shows_the_parallel_loops_and_upstream_accepts_it():
+    src = matmul_source(301, 250, 170, "f64", {"N_C": "64 : i32", "M_C": "60 : i32"})
+    module = polyopt.parse(src)
+    from polyopt.passes import run_pipeline
+    run_pipeline(module, "hopt-expand{copy=true unroll=true scalrep=true vect=true threads=2},"
+                         "hopt-normalize-memrefs")
+    text = str(module)
+    # B's copy (and its zero padding) on the team, then the ic loop with per-thread buffers
+    assert text.count("affine.parallel") >= 2
+    ic = text[text.index("affine.parallel (%arg5) = (0) to (6)"):]
+    assert ic.split("\n")[1].strip().startswith("%alloca = memref.alloca() {alignment = 64")
+    assert mlir_opt(text) == text
+
+
+def test_500_repeated_two_thread_calls_are_bitwise_identical():
+    m, n, k = 173, 211, 190
+    src = matmul_source(m, n, k, "f64", {"M_C": "30 : i32", "K_C": "64 : i32"})
+    f = polyopt.compile(src, threads=2, **ALL)["matmul"]
+    a, b, c0 = _operands(m, n, k, "f64", seed=5)
+    first = None
+    for _ in range(500):
+        c = c0.copy()
+        f(a, b, c)
+        if first is None:
+            first = c
+        assert np.array_equal(c, first)
+    assert np.allclose(first, c0 + a @ b, rtol=0, atol=1e-12 * k)
+
+
+@pytest.mark.parametrize("s", [ConvShape(1, 13, 11, 17, 23, 3, 3), ConvShape(1, 9, 8, 5, 7, 3, 3),
+                               ConvShape(2, 30, 30, 16, 40, 3, 3, 2)])
+def test_convolutions_on_threads(s):
+    src = conv2d_source(s, "f32")
+    oh, ow = s.out_hw
+    rng = np.random.default_rng(3)
+    args = (rng.uniform(-1, 1, (s.n, s.h, s.w, s.c)).astype(np.float32),
+            rng.uniform(-1, 1, (s.kh, s.kw, s.c, s.f)).astype(np.float32),
+            rng.uniform(-1, 1, (s.n, oh, ow, s.f)).astype(np.float32))
+    one = _run(src, 1, args, name="conv", **ALL)
+    for threads in (2, 3):
+        assert np.array_equal(_run(src, threads, args, name="conv", **ALL), one), threads
+
+
+def test_raised_contraction_on_threads():
+    gemm = """\
+func.func @gemm(%A: memref<67x45xf64>, %B: memref<45x71xf64>, %C: memref<67x71xf64>) {
+  affine.for %i = 0 to 67 {
+    affine.for %j = 0 to 71 {
+      affine.for %k = 0 to 45 {
+        %a = affine.load %A[%i, %k] : memref<67x45xf64>
+        %b = affine.load %B[%k, %j] : memref<45x71xf64>
+        %c = affine.load %C[%i, %j] : memref<67x71xf64>
+        %p = arith.mulf %a, %b : f64
+        %s = arith.addf %c, %p : f64
+        affine.store %s, %C[%i, %j] : memref<67x71xf64>
+      }
+    }
+  }
+  return
+}
+"""
+    args = _operands(67, 71, 45, "f64", seed=9)
+    one = _run(gemm, 1, args, name="gemm", **ALL)
+    assert np.allclose(one, args[2] + args[0] @ args[1], rtol=0, atol=1e-12)
+    assert "affine.parallel" in str(polyopt.compile(gemm, threads=2, **ALL).module)
+    assert np.array_equal(_run(gemm, 2, args, name="gemm", **ALL), one)
+
+
+def test_m_c_is_balanced_over_the_threads():
+    p = BlisParams(M_C=501, K_C=80, M_R=3, N_R=32)
+    assert balance_m_c(p, 1000, 1) is p
+    assert balance_m_c(p, 1000, 2) is p                  # 2 blocks: one each already
+    q = balance_m_c(p, 2088, 2)                          # 5 blocks -> 6 of 348 rows
+    assert q.M_C == 348 and -(-2088 // q.M_C) == 6 and q.K_C == 80
+    r = balance_m_c(p, 1000, 3)                          # 2 blocks -> 3 of 336 rows
+    assert r.M_C == 336 and -(-1000 // r.M_C) == 3
+    assert balance_m_c(p, 2088, 2, {"M_C": 501}) is p   # the user's M_C is kept
+    assert balance_m_c(p, 5, 2) is p                     # fewer rows than threads x M_R
