@@ -21,15 +21,16 @@ def _torch_importable() -> bool:
 
 
 @pytest.mark.skipif(not _torch_importable(), reason="torch is not installed (an optional peer)")
-@pytest.mark.parametrize("dtype", ["f64", "f32"])
-def test_torch_mm_is_timed_beside_numpy(dtype):
+@pytest.mark.parametrize("dtype,threads", [("f64", 1), ("f32", 1), ("f64", 2)])
+def test_torch_mm_is_timed_beside_numpy(dtype, threads):
+    """torch runs on the bench's thread count, as polyopt does."""
     import torch
     result = bench_matmul(19, 23, 13, dtype, reps=3, variants=[Variant("all", ALL_PASSES)],
-                          measure_peak=False)
+                          measure_peak=False, threads=threads)
     assert result.torch is not None and result.torch.reps == 3
-    assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == threads
     assert result.torch_note.startswith(f"torch {torch.__version__}") and \
-        "1 thread(s)" in result.torch_note
+        f"{threads} thread(s)" in result.torch_note
     (variant,) = result.variants
     assert result.ratio_vs_torch(variant) == pytest.approx(
         result.torch.median / variant.timing.median)
