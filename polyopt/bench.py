@@ -2,8 +2,9 @@
 
 Rules (DESIGN.md, "How fast, and how we know"): the result is checked against numpy before it
 is timed; one warm-up run each; repetitions alternate polyopt and numpy so that both see the
-same machine state; medians are reported with the spread; the ratio to numpy (OpenBLAS, on as
-many threads as polyopt's parallel code) comes from the same run.  ``OPENBLAS_NUM_THREADS``
+same machine state (with several threads, after a pause that lets the other side's idle
+threads stop spinning); medians are reported with the spread; the ratio to numpy (OpenBLAS, on
+as many threads as polyopt's parallel code) comes from the same run.  ``OPENBLAS_NUM_THREADS``
 must be set before numpy loads: the CLI does it (``--threads``), scripts call
 :func:`single_threaded_numpy` or :func:`pin_numpy_threads` first.
 """
@@ -227,6 +228,17 @@ def matmul_source(m: int, n: int, k: int, dtype: str = "f64",
             f"  return\n}}\n")
 
 
+#: With several threads, the seconds to wait before each timed run: OpenBLAS's idle threads
+#: spin for about 0.1 s after a call (libomp's for KMP_BLOCKTIME, 1 ms as polyopt sets it),
+#: and would take the other core from the next contender in an alternating run.
+SETTLE_SECONDS = 0.25
+
+
+def _settle(threads: int) -> None:
+    if threads > 1:
+        time.sleep(SETTLE_SECONDS)
+
+
 def _time_once(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
     fn()
@@ -326,7 +338,9 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
     theirs: list[float] = []
     for _ in range(reps):
         for i, fn in enumerate(fns):
+            _settle(threads)
             samples[i].append(_time_once(lambda: fn(a, b, c)))
+        _settle(threads)
         theirs.append(_time_once(lambda: np.matmul(a, b, out=out)))
     results = [VariantResult(v, ct, Timing.of(s), e)
                for v, ct, s, e in zip(variants, compile_times, samples, errors)]
@@ -529,9 +543,12 @@ def bench_conv2d(s: ConvShape, dtype: str = "f32", *, reps: int = 5, seed: int =
         torch_run()
     mine, theirs, torch_t = [], [], []
     for _ in range(reps):
+        _settle(threads)
         mine.append(_time_once(lambda: fn(i, k, o)))
+        _settle(threads)
         theirs.append(_time_once(lambda: ref(i, k, o, cols, tmp)))
         if torch_run is not None:
+            _settle(threads)
             torch_t.append(_time_once(torch_run))
     return ConvBenchResult(s, dtype, Timing.of(mine), compile_time, err, Timing.of(theirs),
                            Timing.of(torch_t) if torch_t else None, note, blas_description(),
