@@ -2,8 +2,9 @@
 
 Rules (DESIGN.md, "How fast, and how we know"): the result is checked against numpy before it
 is timed; one warm-up run each; repetitions alternate polyopt and numpy so that both see the
-same machine state; medians are reported with the spread; the ratio to numpy (OpenBLAS, on as
-many threads as polyopt's parallel code) comes from the same run.  ``OPENBLAS_NUM_THREADS``
+same machine state (with several threads, after a pause that lets the other side's idle
+threads stop spinning and an untimed call that wakes the contender's own); medians are reported with the spread; the ratio to numpy (OpenBLAS, on
+as many threads as polyopt's parallel code) comes from the same run.  ``OPENBLAS_NUM_THREADS``
 must be set before numpy loads: the CLI does it (``--threads``), scripts call
 :func:`single_threaded_numpy` or :func:`pin_numpy_threads` first.
 """
@@ -249,6 +250,21 @@ def matmul_source(m: int, n: int, k: int, dtype: str = "f64",
             f"  return\n}}\n")
 
 
+#: With several threads, the seconds to wait before each timed run: OpenBLAS's idle threads
+#: spin for about 0.1 s after a call (libomp's for KMP_BLOCKTIME, 1 ms as polyopt sets it),
+#: and would take the other core from the next contender in an alternating run.
+SETTLE_SECONDS = 0.25
+
+
+def _settle(threads: int, fn: Callable[[], object]) -> None:
+    """With several threads: let the previous contender's idle threads stop spinning, then
+    run ``fn`` once untimed, so that its own threads are awake and its data in cache as in a
+    run of back-to-back calls."""
+    if threads > 1:
+        time.sleep(SETTLE_SECONDS)
+        fn()
+
+
 def _time_once(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
     fn()
@@ -384,7 +400,9 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
     torch_samples: list[float] = []
     for _ in range(reps):
         for i, fn in enumerate(fns):
+            _settle(threads, lambda: fn(a, b, c))
             samples[i].append(_time_once(lambda: fn(a, b, c)))
+        _settle(threads, lambda: np.matmul(a, b, out=out))
         theirs.append(_time_once(lambda: np.matmul(a, b, out=out)))
         if torch_run is not None:
             torch_samples.append(_time_once(torch_run))
@@ -591,9 +609,12 @@ def bench_conv2d(s: ConvShape, dtype: str = "f32", *, reps: int = 5, seed: int =
         torch_run()
     mine, theirs, torch_t = [], [], []
     for _ in range(reps):
+        _settle(threads, lambda: fn(i, k, o))
         mine.append(_time_once(lambda: fn(i, k, o)))
+        _settle(threads, lambda: ref(i, k, o, cols, tmp))
         theirs.append(_time_once(lambda: ref(i, k, o, cols, tmp)))
         if torch_run is not None:
+            _settle(threads, torch_run)
             torch_t.append(_time_once(torch_run))
     return ConvBenchResult(s, dtype, Timing.of(mine), compile_time, err, Timing.of(theirs),
                            Timing.of(torch_t) if torch_t else None, note, blas_description(),

@@ -291,12 +291,20 @@ def _rtclock():
 
 
 _failures = threading.local()
+# failures on threads Python did not start (the OpenMP team's workers): the Python call that
+# forked the team takes them
+_foreign_failures: list[str] = []
+_foreign_lock = threading.Lock()
 
 
 def _assert_fail(ptr):
     """``cf.assert`` whose condition is false: remember the message for the Python call that
     is running the code (:func:`take_assert_failures`)."""
     message = ctypes.string_at(ptr).decode("utf-8", errors="replace") if ptr else "assertion"
+    if isinstance(threading.current_thread(), threading._DummyThread):
+        with _foreign_lock:
+            _foreign_failures.append(message)
+        return
     pending = getattr(_failures, "messages", None)
     if pending is None:
         pending = _failures.messages = []
@@ -304,11 +312,15 @@ def _assert_fail(ptr):
 
 
 def take_assert_failures() -> list[str]:
-    """The messages of the ``cf.assert`` failures since the last call, in this thread."""
-    pending = getattr(_failures, "messages", None)
-    if not pending:
-        return []
-    _failures.messages = []
+    """The messages of the ``cf.assert`` failures since the last call, in this thread (and
+    in the OpenMP workers of its parallel regions)."""
+    pending = getattr(_failures, "messages", None) or []
+    if pending:
+        _failures.messages = []
+    if _foreign_failures:
+        with _foreign_lock:
+            pending = pending + _foreign_failures
+            _foreign_failures.clear()
     return pending
 
 

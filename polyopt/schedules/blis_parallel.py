@@ -131,9 +131,11 @@ def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink =
         buf.replace_all_uses_with(local.results[0])
         alloc.erase()
     for nest in b_nests:
-        if not _inside(nest, par_ic) and not any(isinstance(a, AffineParallelOp)
-                                                 for a in nest.ancestors()):
-            to_affine_parallel(nest)
+        # (code generation may have promoted loops so that a copy encloses the rest)
+        if nest.parent is None or _inside(nest, par_ic) or _inside(par_ic, nest) or \
+                any(isinstance(a, AffineParallelOp) for a in nest.ancestors()):
+            continue
+        to_affine_parallel(nest)
     if remark is not None:
         remark(loc, f"{kind}: loop over M_C blocks (ic) parallel, each thread with its own "
                     f"packed A block; B's panel packed by the team")

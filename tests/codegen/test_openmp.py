@@ -351,3 +351,26 @@ def test_small_regions_run_alone(monkeypatch):
     assert W[4] == 0 and (np.delete(W, 4) == -1).all()
     c["scf"](W, 0, 23, 1)
     assert set(W.tolist()) == {0, 1}
+
+
+def test_assertion_in_a_worker_thread_reaches_the_caller():
+    from polyopt.codegen.jit import AssertionFailure
+    src = """\
+func.func @k(%A: memref<40xf64>) {
+  affine.parallel (%i) = (0) to (40) {
+    %v = affine.load %A[%i] : memref<40xf64>
+    %z = arith.constant 0.0 : f64
+    %ok = arith.cmpf oge, %v, %z : f64
+    cf.assert %ok, "negative element"
+  }
+  return
+}
+"""
+    k = polyopt.compile(src, threads=2, filename="k.mlir")["k"]
+    A = np.ones(40)
+    k(A)
+    A[37] = -1.0     # in the second thread's block
+    with pytest.raises(AssertionFailure, match="negative element"):
+        k(A)
+    A[37] = 1.0
+    k(A)             # nothing left over from the failure

@@ -357,7 +357,7 @@ def test_packing_and_blis_refuse_out_of_bounds_nests(monkeypatch, switches, memr
                                                      iteration):
     _widen_expansion(monkeypatch)
     with pytest.raises(VerifyError) as err:
-        polyopt.compile(MATMUL, filename="mm.mlir", hopt=True, **switches)
+        polyopt.compile(MATMUL, filename="mm.mlir", hopt=True, threads=1, **switches)
     assert str(err.value) == (f"mm.mlir:2:3: error: 'affine.load' op out-of-bounds access to "
                               f"{memref} ({operand}) in dimension 1: index 11 at iteration "
                               f"{iteration}")
