@@ -405,6 +405,7 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
         _settle(threads, lambda: np.matmul(a, b, out=out))
         theirs.append(_time_once(lambda: np.matmul(a, b, out=out)))
         if torch_run is not None:
+            _settle(threads, torch_run)
             torch_samples.append(_time_once(torch_run))
     results = [VariantResult(v, ct, Timing.of(s), e)
                for v, ct, s, e in zip(variants, compile_times, samples, errors)]
