@@ -845,3 +845,23 @@ def unroll_jam(loop: AffineForOp, factor: int, *,
     if rest is not None and promote_if_single_iteration(rest):
         rest = None
     return UnrollResult(main, rest)
+
+
+def results_over_shared_operands(amap: AffineMap, ops: Sequence[Value],
+                                 operands: list) -> list[AffineExpr]:
+    """``amap``'s results over the dims of ``operands``, a list shared by several maps:
+    each of ``ops`` (dims then symbols, which become dims too) is found in ``operands`` by
+    identity or appended to it."""
+    idx = []
+    for v in ops:
+        for n, u in enumerate(operands):
+            if u is v:
+                idx.append(n)
+                break
+        else:
+            operands.append(v)
+            idx.append(len(operands) - 1)
+    nd = amap.num_dims
+    return [r.replace([dim(idx[t]) for t in range(nd)],
+                      [dim(idx[nd + t]) for t in range(amap.num_symbols)])
+            for r in amap.results]

@@ -31,7 +31,7 @@ from typing import Callable, Optional
 from ..affine.diagnostics import ScheduleError
 from ..affine.dialects.affine import AffineForOp
 from ..affine.ir import Operation
-from ..affine.loop_utils import describe_loop, unroll_jam
+from ..affine.loop_utils import describe_loop, results_over_shared_operands, unroll_jam
 from .loop_legality import unroll_jam_is_legal
 from .vector_legality import is_loop_parallel
 
@@ -98,19 +98,7 @@ def version_full_tile(loop: AffineForOp) -> Optional[tuple[AffineForOp, AffineFo
     operands: list = []
 
     def remap(amap, ops):
-        idx = []
-        for v in ops:
-            for n, u in enumerate(operands):
-                if u is v:
-                    idx.append(n)
-                    break
-            else:
-                operands.append(v)
-                idx.append(len(operands) - 1)
-        nd = amap.num_dims
-        return [e.replace([dim(idx[t]) for t in range(nd)],
-                          [dim(idx[nd + t]) for t in range(amap.num_symbols)])
-                for e in amap.results]
+        return results_over_shared_operands(amap, ops, operands)
 
     lbs = remap(loop.lower_map, loop.lower_operands)
     ubs = remap(loop.upper_map, loop.upper_operands)

@@ -32,6 +32,7 @@ from ..affine.affine_expr import AffineMap
 from ..affine.diagnostics import ScheduleError
 from ..affine.dialects.affine import AffineForOp, AffineLoadOp, AffineStoreOp
 from ..affine.ir import Operation, Value
+from ..affine.loop_utils import results_over_shared_operands
 
 Remark = Optional[Callable[[object, str], None]]
 
@@ -115,20 +116,7 @@ def _full_tile_condition(loops_sizes) -> tuple:
     operands: list[Value] = []
 
     def remap(amap, ops):
-        """``amap``'s results over a shared dim list (symbols become dims too)."""
-        idx = []
-        for v in ops:
-            for n, u in enumerate(operands):
-                if u is v:
-                    idx.append(n)
-                    break
-            else:
-                operands.append(v)
-                idx.append(len(operands) - 1)
-        nd = amap.num_dims
-        return [r.replace([dim(idx[t]) for t in range(nd)],
-                          [dim(idx[nd + t]) for t in range(amap.num_symbols)])
-                for r in amap.results]
+        return results_over_shared_operands(amap, ops, operands)
 
     constraints = []
     for loop, size in loops_sizes:
