@@ -61,7 +61,7 @@ _ENTRY_POINTS = ("__kmpc_fork_call", "__kmpc_global_thread_num", "__kmpc_push_nu
 
 #: Below this much work (ops x iterations, :func:`iteration_cost`) a region runs on the
 #: calling thread alone: waking the team and joining it costs a few microseconds.
-MIN_PARALLEL_WORK = 20_000
+MIN_PARALLEL_WORK = 200_000
 #: The trip count assumed for loops whose bounds are not constants.
 UNKNOWN_TRIPS = 32
 

@@ -2,7 +2,7 @@
 ``-affine-parallelize`` with ``max-nested=1``, Polly's ``-polly-parallel``).
 
 In every scop of every function, the outermost ``affine.for`` of each nest that carries no
-dependence (ISL dataflow: no RAW/WAR/WAW pair of the statements inside it is carried by its
+dependence, at most one loop deep (:data:`MAX_DEPTH`: deeper, a fork has too little work), (ISL dataflow: no RAW/WAR/WAW pair of the statements inside it is carried by its
 dimension, :func:`~polyopt.schedules.dependences.is_parallel`) becomes a one-dimensional
 ``affine.parallel``, which the lowering runs on the OpenMP team (``--threads``); loops inside
 it stay sequential.  The automatic scheduler's ``{polyopt.parallel}`` marks and user
@@ -45,6 +45,11 @@ __all__ = ["parallelize_outer_loops", "to_affine_parallel", "trust_mark", "PARAL
 
 Remark = Optional[Callable[[object, str], None]]
 
+#: Loops under more sequential loops than this stay sequential: a region forked inside two
+#: loops (the tiles of a triangular nest, lu's k and i) runs too little work per fork.  One
+#: enclosing loop is a stencil's time loop.
+MAX_DEPTH = 1
+
 #: A Python attribute (not IR) on loops whose ``polyopt.parallel`` the scheduler proved.
 _TRUSTED = "_polyopt_parallel_proved"
 
@@ -74,22 +79,24 @@ def _parallelize_trusted(top: Operation, err: ScheduleError, remark: Remark) -> 
     ``affine.parallel``; an unproved request is refused with why it cannot be checked."""
     chosen: list[AffineForOp] = []
 
-    def visit(op: Operation, inside: bool) -> None:
+    def visit(op: Operation, inside: bool, depth: int) -> None:
         if isinstance(op, AffineParallelOp):
             inside = True
         if isinstance(op, AffineForOp) and PARALLEL in op.attributes:
             if not getattr(op, _TRUSTED, False):
                 raise ScheduleError(f"loop marked {PARALLEL} cannot be checked: {err.message}",
                                     op.loc)
-            if not inside and not op.inits:
+            if not inside and not op.inits and depth <= MAX_DEPTH:
                 chosen.append(op)
                 inside = True
+        if isinstance(op, AffineForOp):
+            depth += 1
         for region in op.regions:
             for block in region.blocks:
                 for inner in block.ops:
-                    visit(inner, inside)
+                    visit(inner, inside, depth)
 
-    visit(top, False)
+    visit(top, False, 0)
     for loop in chosen:
         par = to_affine_parallel(loop)
         if remark is not None:
@@ -102,7 +109,7 @@ def _parallelize_scop(model: PolyhedralModel, remark: Remark) -> int:
     deps = compute_dependences(model)
     chosen: list[AffineForOp] = []
 
-    def visit(op: Operation, inside: bool) -> None:
+    def visit(op: Operation, inside: bool, depth: int) -> None:
         if isinstance(op, AffineParallelOp):
             inside = True
         if isinstance(op, AffineForOp):
@@ -112,16 +119,17 @@ def _parallelize_scop(model: PolyhedralModel, remark: Remark) -> int:
                 raise ScheduleError(
                     f"loop marked {PARALLEL} carries a {kind} dependence on {memref} from "
                     f"{src} to {snk}: parallel iterations would race", op.loc)
-            if pair is None and not inside and not op.inits:
+            if pair is None and not inside and not op.inits and depth <= MAX_DEPTH:
                 chosen.append(op)
                 inside = True
+            depth += 1
         for region in op.regions:
             for block in region.blocks:
                 for inner in block.ops:
-                    visit(inner, inside)
+                    visit(inner, inside, depth)
 
     for top in model.scop_ops:
-        visit(top, False)
+        visit(top, False, 0)
     for loop in chosen:
         par = to_affine_parallel(loop)
         if remark is not None:
