@@ -65,6 +65,20 @@ def _inside(op: Operation, loop: Operation) -> bool:
     return any(a is loop for a in op.ancestors())
 
 
+def _region_moves_with(info, dim: int, loop: AffineForOp) -> bool:
+    """Does the lower bound of the region ``info`` packs, in memref dimension ``dim``, vary
+    with ``loop``'s induction variable?"""
+    lbs = info.lower_bounds
+    if lbs is None:
+        return False
+    iv = loop.induction_var
+    expr = lbs.results[dim]
+    ops = info.lower_bound_operands
+    used = [ops[d] for d in expr.used_dims()] + \
+        [ops[lbs.num_dims + s] for s in expr.used_symbols()]
+    return any(v is iv for v in used)
+
+
 def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink = None,
                           loc=None, kind: str = "hop.matmul") -> bool:
     """Parallelize the packed BLIS nest among ``nest_ops`` (the generated top-level ops:
@@ -89,6 +103,12 @@ def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink =
         return skip("A's packing is not directly under the loop over M_C blocks")
     if any(_inside(ic, op) for op in info_b.copy_in if op.parent is not None):
         return skip("B is packed inside the loop over M_C blocks")
+    # the loop around A's packing is the ic loop only when its iterations pack different rows
+    # of A (and so write different rows of C): when M fits one M_C block there is no ic loop,
+    # and the loop found here is another one, e.g. pc, whose iterations all add into C
+    if not _region_moves_with(info_a, 0, ic) or _region_moves_with(info_a, 1, ic):
+        return skip("the loop around A's packing does not step over blocks of A's rows "
+                    "(M fits one M_C block)")
     # buffers the ic loop writes (A's block, the stack tile of partial register tiles) become
     # private to each thread; what initializes them outside (the zero padding hoisted before
     # the nest) runs in each thread's body first

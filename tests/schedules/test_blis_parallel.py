@@ -65,6 +65,25 @@ def test_printed_nest_shows_the_parallel_loops_and_upstream_accepts_it():
     assert mlir_opt(text) == text
 
 
+@pytest.mark.parametrize("switches", [{"hopt": True, "copy": True}, ALL])
+def test_a_single_m_c_block_never_runs_k_blocks_in_parallel(switches):
+    """With M inside one M_C block there is no ic loop; the loop around A's packing is then
+    pc, whose iterations all add into C: running it on the team raced on C (a hypothesis
+    example, 2x111x135 f32 with M_C 4 and K_C 51, lost updates in CI)."""
+    m, n, k = 2, 111, 135
+    src = matmul_source(m, n, k, "f32", {"M_C": "4 : i32", "K_C": "51 : i32",
+                                         "M_R": "1 : i32", "N_R": "2 : i32"})
+    remarks = []
+    compiled = polyopt.compile(src, threads=2, remark=lambda loc, msg: remarks.append(msg),
+                               **switches)
+    assert not any("(ic) parallel" in r for r in remarks), remarks
+    assert "affine.parallel" not in str(compiled.module)
+    args = _operands(m, n, k, "f32")
+    out = [a.copy() for a in args]
+    compiled["matmul"](*out)
+    assert np.array_equal(out[2], _run(src, 1, args, **switches))
+
+
 def test_500_repeated_two_thread_calls_are_bitwise_identical():
     m, n, k = 173, 211, 190
     src = matmul_source(m, n, k, "f64", {"M_C": "30 : i32", "K_C": "64 : i32"})
