@@ -313,8 +313,14 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
         explicit = "M_C" in given or "K_C" in given
         nc = (limit if n > limit else None) if explicit else min(limit, _balanced(n, limit, nr))
     ku = given.get("K_U", 4)
-    reasons.append(f"K_U {ku}" + (" (given)" if "K_U" in given else
-                   ": k unrolled by 4 (K_C is a multiple of 4: no cleanup loop)"))
+    if "K_U" in given:
+        reasons.append(f"K_U {ku} (given)")
+    elif kc % ku:
+        reasons.append(f"K_U {ku}: k unrolled by {ku}, with a cleanup loop of {kc % ku} "
+                       f"(K_C {kc} is not a multiple of {ku})")
+    else:
+        reasons.append(f"K_U {ku}: k unrolled by {ku} (K_C is a multiple of {ku}: no cleanup "
+                       f"loop)")
     if nc is not None:
         reasons.append(f"N_C {nc}: B's K_C x N_C block in at most half of L3 "
                        f"({machine.l3_bytes >> 20} MiB)")
