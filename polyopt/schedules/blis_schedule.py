@@ -159,7 +159,42 @@ def _row_need(mr: int, nv: int, order: str, folded: bool) -> int:
     return acc + (mr + 1 if order == "ji" else nv + 1)
 
 
-def _register_tile(machine: MachineModel, elem_bytes: int) -> TileChoice:
+def row_bytes(memref_type) -> Optional[int]:
+    """The distance in bytes between consecutive rows of a rank-2 memref, when its type says
+    (row-major with a static width, or a static ``strided`` layout); else ``None``."""
+    from ..affine.types import StridedLayout
+    elem = memref_type.element_type.width // 8
+    layout = memref_type.layout
+    if layout is None:
+        width = memref_type.shape[-1]
+        return None if width is None else width * elem
+    if isinstance(layout, StridedLayout) and layout.strides[0] is not None:
+        return layout.strides[0] * elem
+    return None
+
+
+def rows_in_one_l1_set(rows: int, row_bytes: Optional[int], width_bytes: int,
+                       machine: MachineModel) -> int:
+    """At most how many of ``rows`` rows of C, ``row_bytes`` apart, each ``width_bytes`` wide
+    (a register tile's row), touch one L1 set.  ``row_bytes`` ``None`` (not known) counts
+    the worst case, a multiple of an L1 way's size: every row in the same sets."""
+    if row_bytes is None or rows <= 1:
+        return rows
+    # (a tile is clamped to C's width, which is at most its row stride)
+    width_bytes = min(width_bytes, row_bytes)
+    line = max(1, machine.line_bytes)
+    sets = max(1, machine.l1d_bytes // max(1, machine.l1d_ways) // line)
+    count: dict = {}
+    for r in range(rows):
+        first = r * row_bytes // line
+        last = (r * row_bytes + width_bytes - 1) // line
+        for s in {ln % sets for ln in range(first, last + 1)}:
+            count[s] = count.get(s, 0) + 1
+    return max(count.values())
+
+
+def _register_tile(machine: MachineModel, elem_bytes: int,
+                   c_row_bytes: Optional[int] = None) -> TileChoice:
     """The row-form register tile from the machine's facts (no CPU names):
 
     * registers: accumulators + B's vectors + A's broadcasts <= ``num_vector_registers`` (no
@@ -168,8 +203,10 @@ def _register_tile(machine: MachineModel, elem_bytes: int) -> TileChoice:
     * with 32 registers: half of them as accumulators (the rest hold B's vectors and A's
       broadcasts with slack for LLVM's scheduler), at most 4 vectors of B per row (wider
       ones shrink K_C: Zen 5 measured 4x40 1.04x against 4x32 1.11x), and at most a third of
-      the L1 ways as rows of C (they often share one set with B's micro-panel, which takes the
-      other two thirds): 4 rows in a 12-way L1, 3 in an 8-way one;
+      the L1 ways as rows of C in any one set (B's micro-panel takes the other two thirds):
+      when C's rows are a multiple of 4 KiB apart (``c_row_bytes``; unknown counts as that)
+      they all share one set, so 4 rows in a 12-way L1, 3 in an 8-way one; rows 256 bytes
+      apart (a convolution's 64 channels of f32) fall in different sets and do not count;
     * with 16 registers: the tile with the fewest loads per FMA, at most 2 vectors wide in the
       permuted order (AVX2: 6x8 f64, 6x16 f32).
     The column form is not chosen by default: its C update goes through a transposed buffer
@@ -179,16 +216,19 @@ def _register_tile(machine: MachineModel, elem_bytes: int) -> TileChoice:
     need = _accumulators_needed(machine)
     ways = max(1, machine.l1d_ways)
     wide = regs >= 32
-    max_rows = max(1, round(ways / 3)) if wide else regs
+    set_rows = max(1, round(ways / 3))
     max_vecs = 4 if wide else 2
     target = max(need, regs // 2)
     order = "ji" if wide else "ij"
     best = None
     for nv in range(1, max_vecs + 1):
-        for mr in range(1, max_rows + 1):
+        for mr in range(1, regs + 1):
             acc = mr * nv
             folded = machine.embedded_broadcast and nv == 1
             if acc < need or _row_need(mr, nv, order, folded) > regs:
+                continue
+            if wide and rows_in_one_l1_set(mr, c_row_bytes, nv * lanes * elem_bytes,
+                                           machine) > set_rows:
                 continue
             loads = (mr + nv) / acc
             key = (min(acc, target), -acc, -loads, -mr) if wide else (-loads, acc, -mr)
@@ -205,10 +245,19 @@ def _register_tile(machine: MachineModel, elem_bytes: int) -> TileChoice:
                f"{machine.fma_per_cycle:g} FMAs/cycle = {need}; "
                f"{_row_need(mr, nv, order, folded)} of {regs} vector registers"
                + (" (A's broadcasts folded as {1toN})" if folded else ""),
-               (f"{mr} rows of C beside B's micro-panel: at most {max_rows} of {ways} L1 ways"
+               (_rows_reason(mr, nv * lanes * elem_bytes, c_row_bytes, set_rows, machine)
                 if wide else f"{(mr + nv) / acc:.2f} loads per FMA, the fewest in {regs} "
                              f"registers"))
     return TileChoice(mr, nv * lanes, order, "row", reasons)
+
+
+def _rows_reason(mr: int, width_bytes: int, c_row_bytes: Optional[int], set_rows: int,
+                 machine: MachineModel) -> str:
+    shared = rows_in_one_l1_set(mr, c_row_bytes, width_bytes, machine)
+    apart = ("C's row stride unknown: counted as sharing one set" if c_row_bytes is None
+             else f"C's rows {c_row_bytes} bytes apart")
+    return (f"{mr} rows of C, {shared} of them in any one L1 set beside B's micro-panel: at "
+            f"most {set_rows} of {machine.l1d_ways} ways ({apart})")
 
 
 # K_C is a multiple of 4: of K_U's default (the k loop then needs no cleanup) and enough to keep
@@ -246,8 +295,10 @@ def _balanced(size: int, tile: int, multiple: int) -> int:
 
 def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
                         machine: Optional[MachineModel] = None,
-                        given: Optional[dict] = None) -> BlisParams:
-    """Fill the tile parameters the op does not give from an analytical model of the machine:
+                        given: Optional[dict] = None,
+                        c_row_bytes: Optional[int] = None) -> BlisParams:
+    """Fill the tile parameters the op does not give from an analytical model of the machine
+    (``c_row_bytes``: the distance between C's rows, when known; see :func:`_register_tile`):
 
     * register tile M_R x N_R: fits the vector registers in the permuted order (measured shapes
       on AVX2); given tile sizes keep the paper's order unless it would spill and the permuted
@@ -263,7 +314,7 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
     machine = machine or MachineModel()
     given = {key: v for key, v in (given or {}).items() if v is not None}
     origin = {}
-    tile = _register_tile(machine, elem_bytes)
+    tile = _register_tile(machine, elem_bytes, c_row_bytes)
     mr, nr, order = tile.m_r, tile.n_r, tile.order
     reasons = list(tile.reasons)
     values = {"M_R": mr, "N_R": nr}

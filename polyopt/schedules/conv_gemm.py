@@ -30,6 +30,7 @@ from ..affine.dialects.memref import AllocOp
 from ..affine.ir import Operation, Value
 from ..affine.types import MemRefType, StridedLayout
 from .contraction import COL, RED, ROW, STAND_IN_ATTR, Contraction, Operand, Subscript
+from .blis_schedule import row_bytes
 from .packing_loops import linear_terms, panelize_rows
 
 
@@ -343,11 +344,18 @@ def split_im2col_copies(stand_in: Operation, op_kind: str, shapes, strides, dila
     return done
 
 
+def _output_row_bytes(spec: ConvSpec) -> int:
+    """The distance between rows of the NHWC (NWC) output seen as a matrix: its channels."""
+    out = spec.output.type
+    return out.shape[-1] * (out.element_type.width // 8)
+
+
 def _register_rows(con: Contraction, machine) -> int:
     """The M_R the expansion will use (the tile attribute or the model's)."""
     from .blis_schedule import default_blis_params
     return default_blis_params(con.m, con.n, con.k, con.element_type.width // 8, machine,
-                               dict(con.tile_params)).M_R
+                               dict(con.tile_params),
+                               c_row_bytes=row_bytes(con.c.memref.type)).M_R
 
 
 def _collapse_width_channels(anchor: Operation, inp: Value) -> Value:
@@ -408,7 +416,8 @@ def expand_conv_tiled(op, expand_contraction, machine=None, **options) -> None:
     if "K_C" not in tiles:
         from .blis_schedule import MachineModel
         elem_bytes = spec.output.type.element_type.width // 8
-        model = default_blis_params(rows, out_shape[-1], red, elem_bytes, machine, tiles)
+        model = default_blis_params(rows, out_shape[-1], red, elem_bytes, machine, tiles,
+                                    c_row_bytes=_output_row_bytes(spec))
         # B's K_C x N_C block is packed once per K_C block and read again for every M_C
         # block of A (a third of L2): half of L2 for it
         n_c = min(out_shape[-1], model.N_C or out_shape[-1])

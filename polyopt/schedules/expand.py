@@ -43,7 +43,8 @@ from ..affine.dialects.linalg import BatchMatmulOp, LinalgMatmulOp, LinalgStruct
 from ..affine.diagnostics import ScheduleError
 from ..affine.ir import Operation, Value
 from ..affine.types import FloatType
-from .blis_schedule import BlisParams, MachineModel, MicroKernelChoice, default_blis_params
+from .blis_schedule import (BlisParams, MachineModel, MicroKernelChoice, default_blis_params,
+                            row_bytes)
 from .contraction import STAND_IN_ATTR, Contraction, contraction_of_op, to_matrix_form
 from ..affine.runtime_checks import guard_sizes
 from .nest_building import extent_loops, memref_size, mul_add
@@ -134,7 +135,8 @@ def matmul_blis_params(x, machine: Optional[MachineModel] = None) -> BlisParams:
     m, k = a.type.shape
     n = bmat.type.shape[1]
     elem_bytes = c.type.element_type.width // 8
-    return default_blis_params(m, n, k, elem_bytes, machine, dict(con.tile_params))
+    return default_blis_params(m, n, k, elem_bytes, machine, dict(con.tile_params),
+                               c_row_bytes=row_bytes(c.type))
 
 
 @dataclass(frozen=True)
