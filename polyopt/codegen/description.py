@@ -14,6 +14,7 @@ Derived values (all from facts or measurements, never from the CPU's name):
   (1.8) times that of 256-bit ones (Zen 4 issues a 512-bit FMA as two 256-bit halves: 1.0x;
   Zen 5 and Intel's server cores: 2.0x); true for a CPU whose widest vectors are 256 bits;
 * ``embedded_broadcast``: AVX-512F (FMAs take a ``{1toN}`` broadcast memory operand);
+* ``l2_bytes_per_cycle``: what vector loads streaming from L2 draw, measured (0.0 unknown);
 * ways, line size, cache sizes: sysfs; ``features``: LLVM's names of the CPU's features.
 
 Without measurements (``POLYOPT_NO_MICROBENCH``, a named target that is not this host) the
@@ -84,6 +85,12 @@ class TargetDescription:
             return _DEFAULT_FMA_PER_CYCLE
         return max(0.25, round(r.fmas_per_cycle * 4) / 4)
 
+    def l2_bytes_per_cycle(self) -> float:
+        """Bytes per cycle vector loads draw from L2 at the widest width (0.0: not measured)."""
+        m = self.measurements
+        return float(m.l2_bytes_per_cycle.get(str(self.target.vector_bits), 0.0)) \
+            if m.measured else 0.0
+
     def accumulators_needed(self) -> int:
         """Independent FMA chains that hide the latency: latency x throughput."""
         return max(1, math.ceil(self.fma_latency() * self.fma_per_cycle()))
@@ -104,6 +111,7 @@ class TargetDescription:
                     fma_latency=self.fma_latency(), fma_per_cycle=self.fma_per_cycle(),
                     full_width_fma=self.full_width_fma(),
                     embedded_broadcast=self.facts.has("avx512f"),
+                    l2_bytes_per_cycle=self.l2_bytes_per_cycle(),
                     features=frozenset(self.facts.features))
 
     def peak_gflops(self, dtype: str) -> Optional[float]:
@@ -180,6 +188,9 @@ class TargetDescription:
             if m.fma_bcast_per_cycle:
                 out.append("  FMAs with a {1toN} memory operand/cycle: " + ", ".join(
                     f"{k} {v:g}" for k, v in m.fma_bcast_per_cycle.items()))
+            if m.l2_bytes_per_cycle:
+                out.append("  L2 loads, bytes/cycle: " + ", ".join(
+                    f"{b}-bit {v:g}" for b, v in sorted(m.l2_bytes_per_cycle.items())))
             out.append(f"  (measured in {m.seconds:.2f} s)")
         out.append("Machine model (schedules/blis_schedule.py MachineModel):")
         fields = self.machine_fields()

@@ -13,7 +13,10 @@ llvmlite, so that the exact instructions run, with no compiler in between):
 * with AVX-512, the throughput of FMAs whose third operand is a broadcast memory operand
   (``{1to8}``/``{1to16}``: the column form's inner instruction);
 * L1 load throughput (vector loads of a 2 KiB buffer, 64-byte aligned) and broadcast-load
-  throughput (``vbroadcasts[ds]``), per cycle.
+  throughput (``vbroadcasts[ds]``), per cycle;
+* L2 load bandwidth: vector loads sweeping a buffer four times the L1d (a power of two, at
+  most half of L2), in bytes per cycle: what a register tile that streams one operand's
+  micro-panels from L2 (the GEPB order of the BLIS schedule) can draw.
 
 Widths and types: 256 and 512 bits (only those the CPU has), f64 and f32.  Each loop runs
 about a millisecond, best of 5 (the best is the least disturbed by the other processes of a
@@ -44,7 +47,7 @@ __all__ = ["Measurements", "FmaRate", "defaults", "measure", "cache_path",
            "host_measurements", "MICROBENCH_VERSION"]
 
 #: Bumped when what is measured changes: older cache files are then ignored.
-MICROBENCH_VERSION = 1
+MICROBENCH_VERSION = 2
 
 _THROUGHPUT_ACCUMULATORS = {256: 12, 512: 24}
 _REPS = 5
@@ -77,6 +80,7 @@ class Measurements:
     fma_bcast_per_cycle: dict = field(default_factory=dict)
     loads_per_cycle: dict = field(default_factory=dict)
     broadcasts_per_cycle: dict = field(default_factory=dict)
+    l2_bytes_per_cycle: dict = field(default_factory=dict)
     seconds: float = 0.0
 
     def rate(self, dtype: str, bits: int) -> Optional[FmaRate]:
@@ -95,6 +99,7 @@ class Measurements:
                    fma_bcast_per_cycle=data.get("fma_bcast_per_cycle", {}),
                    loads_per_cycle=data.get("loads_per_cycle", {}),
                    broadcasts_per_cycle=data.get("broadcasts_per_cycle", {}),
+                   l2_bytes_per_cycle=data.get("l2_bytes_per_cycle", {}),
                    seconds=data.get("seconds", 0.0))
 
 
@@ -149,9 +154,20 @@ def _vector_clobbers(count: int) -> list:
     return [f"xmm{i}" for i in range(count)]
 
 
+def l2_sweep_bytes(facts: CpuFacts) -> int:
+    """The buffer the L2 bandwidth loop sweeps: four times the L1d, rounded up to a power of
+    two, at most half of L2 (64 KiB when the caches are not known)."""
+    l1, l2 = facts.cache(1), facts.cache(2)
+    size = 1 << max(16, (4 * l1.size_bytes - 1).bit_length()) if l1 else 1 << 16
+    if l2:
+        size = min(size, 1 << max(12, (l2.size_bytes // 2).bit_length() - 1))
+    return size
+
+
 def _kernels(facts: CpuFacts) -> dict:
     """name -> (LLVM IR, instructions per call of the body)."""
     kernels = {"clock": (_loop_fn("clock", ["addq $$1, %rax"] * 200, [], ["rax"]), 200)}
+    sweep = l2_sweep_bytes(facts)
     for bits in _widths(facts):
         nregs = 32 if bits == 512 else 16
         zero = ([f"vpxord {_reg(512, i)}, {_reg(512, i)}, {_reg(512, i)}" for i in range(32)]
@@ -182,6 +198,12 @@ def _kernels(facts: CpuFacts) -> dict:
         mov = "vmovups"
         body = [f"{mov} {vec_bytes * (i % 32)}($0), {_reg(bits, i % 16)}" for i in range(32)]
         kernels[f"load_x{bits}"] = (_loop_fn(f"load_x{bits}", body, zero, clob), len(body))
+        # the same loads sweeping the L2-sized buffer once per call of the body
+        body = [f"{mov} {vec_bytes * i}($0,%rcx), {_reg(bits, i % 16)}" for i in range(32)]
+        body = ["xorl %ecx, %ecx", "1:"] + body + [f"addq $${32 * vec_bytes}, %rcx",
+                                                    f"cmpq $${sweep}, %rcx", "jb 1b"]
+        kernels[f"l2load_x{bits}"] = (_loop_fn(f"l2load_x{bits}", body, zero, clob + ["rcx"]),
+                                      sweep // vec_bytes)
     return kernels
 
 
@@ -218,7 +240,8 @@ def measure(facts: CpuFacts, target=None) -> Measurements:
     kernels = _kernels(facts)
     engine = JITEngine("\n".join(ir for ir, _ in kernels.values()),
                        target if target is not None else _detected_host_target())
-    raw = ctypes.create_string_buffer(2048 + 64 * 4)
+    sweep = l2_sweep_bytes(facts)
+    raw = ctypes.create_string_buffer(max(2048, sweep) + 64 * 4)
     addr = (ctypes.addressof(raw) + 63) // 64 * 64
     proto = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p)
     per_instr = {}
@@ -242,9 +265,10 @@ def measure(facts: CpuFacts, target=None) -> Measurements:
     def per_cycle(prefix):
         return {k[len(prefix):]: round(cycle_ns / (per_instr[k] * 1e9), 2)
                 for k in per_instr if k.startswith(prefix)}
+    l2 = {bits: round(v * int(bits) // 8, 1) for bits, v in per_cycle("l2load_x").items()}
     return Measurements(source="measured", measured=True, clock_ghz=round(1 / cycle_ns, 3),
                         fma=fma, fma_bcast_per_cycle=per_cycle("fmabc_"),
-                        loads_per_cycle=per_cycle("load_x"),
+                        loads_per_cycle=per_cycle("load_x"), l2_bytes_per_cycle=l2,
                         broadcasts_per_cycle=per_cycle("bcast_"),
                         seconds=round(time.perf_counter() - started, 3))
 

@@ -180,6 +180,33 @@ def test_microbenchmarks_measure_this_core():
         assert 0.6 < ratio < 2.6
         assert set(m.fma_bcast_per_cycle) == {"f64x512", "f32x512"}
     assert set(m.loads_per_cycle) == {str(b) for b in widths}
+    # L2 feeds at least 8 and at most 256 bytes a cycle (a line every 8 cycles .. 4 lines)
+    assert set(m.l2_bytes_per_cycle) == {str(b) for b in widths}
+    assert all(8 <= v <= 256 for v in m.l2_bytes_per_cycle.values()), m.l2_bytes_per_cycle
+
+
+def test_l2_sweep_exceeds_l1_and_fits_half_of_l2():
+    from polyopt.codegen.cpu_facts import CacheLevel, CpuFacts
+    def facts(l1, l2):
+        return CpuFacts(arch="x86_64", caches=(CacheLevel(1, "Data", l1),
+                                               CacheLevel(2, "Unified", l2)))
+    assert microbench.l2_sweep_bytes(facts(32 << 10, 1 << 20)) == 128 << 10     # Zen 4
+    assert microbench.l2_sweep_bytes(facts(48 << 10, 2 << 20)) == 256 << 10     # the Xeon
+    assert microbench.l2_sweep_bytes(facts(32 << 10, 256 << 10)) == 128 << 10   # small L2
+    assert microbench.l2_sweep_bytes(facts(48 << 10, 128 << 10)) == 64 << 10    # tiny L2
+    assert microbench.l2_sweep_bytes(CpuFacts(arch="x86_64")) == 64 << 10
+
+
+def test_the_measured_l2_bandwidth_reaches_the_model():
+    from polyopt.codegen.description import TargetDescription
+    facts = _facts(cpu_fixtures.ZEN4)
+    m = Measurements.from_json(cpu_fixtures.ZEN4["measurements"], "recorded")
+    desc = TargetDescription(target_from_facts(facts), facts, m)
+    assert desc.machine_fields()["l2_bytes_per_cycle"] == 32.0
+    assert "L2 loads, bytes/cycle: 256-bit 32, 512-bit 32" in desc.render()
+    unmeasured = TargetDescription(target_from_facts(facts), facts,
+                                   microbench.defaults("test"))
+    assert unmeasured.machine_fields()["l2_bytes_per_cycle"] == 0.0
 
 
 def test_measurements_are_cached_per_cpu(tmp_path, monkeypatch):
