@@ -134,6 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="register-tile form: row (broadcast A, vector loads of B) or col "
                            "(vector loads of A's packed column, broadcast B); default: the "
                            "model's")
+    p_mm.add_argument("--l2-block", dest="l2_block", choices=("A", "B"), default=None,
+                      help="which operand's block sits in L2: A (GEBP, the paper's loop "
+                           "order) or B (GEPB: B's K_C x N_C block in L2, A's micro-panel in "
+                           "L1); default: the model's")
     p_mm.add_argument("--explain", action="store_true",
                       help="print the form, tile and blocking the model chose and why")
     _add_pipeline_flags(p_mm)
@@ -344,8 +348,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise UsageError(f"--{name.lower().replace('_', '')} must be positive, got {v}")
     if args.form is not None:
         tiles["register_form"] = args.form
+    if args.l2_block is not None:
+        tiles["l2_block"] = args.l2_block
     if args.explain:
-        print(_explain_matmul(args.m, args.n, args.k, args.dtype, tiles))
+        print(_explain_matmul(args.m, args.n, args.k, args.dtype, tiles, args.threads))
     switches = {name: v for name, v in _pipeline_switches(args).items()
                 if v is not None and name not in ("raise_scf", "auto_schedule")}
     # raise_scf is implied by --hopt; auto_schedule has no nest to act on in hop.matmul's
@@ -388,12 +394,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _explain_matmul(m: int, n: int, k: int, dtype: str, tiles: dict) -> str:
-    """``bench matmul --explain``: the parameters the model picks for this shape and why."""
-    from .pipeline import machine_model
-    from .schedules.blis_schedule import default_blis_params
+def _explain_matmul(m: int, n: int, k: int, dtype: str, tiles: dict,
+                    threads: Optional[int] = 1) -> str:
+    """``bench matmul --explain``: the parameters the model picks for this shape (on
+    ``threads`` threads, as the compilation does) and why."""
+    from .bench import Variant, matmul_source
+    from .codegen.openmp import resolve_threads
+    from .pipeline import load, machine_model
+    from .schedules.expand import matmul_blis_params
+    source = matmul_source(m, n, k, dtype, Variant("explain", tiles=tiles).attributes())
+    op = next(o for o in load(source, "<explain>").walk() if o.name == "hop.matmul")
     try:
-        p = default_blis_params(m, n, k, 8 if dtype == "f64" else 4, machine_model(), tiles)
+        p = matmul_blis_params(op, machine_model(), resolve_threads(threads))
     except ValueError as e:
         raise UsageError(str(e)) from None
     lines = [f"model's choice for {m}x{n}x{k} {dtype}: {p.describe()}"]

@@ -101,12 +101,18 @@ def test_hop_matmul_expands_to_the_naive_nest_of_section_2_3():
     assert "%3 = arith.mulf %0, %1 : f64" in out and "%4 = arith.addf %2, %3 : f64" in out
 
 
-def test_hopt_tiles_hop_matmul(capsys):
+def test_hopt_tiles_hop_matmul(capsys, tmp_path):
     assert main(["opt", "--hopt", os.path.join(EXAMPLES, "hop_matmul.mlir")]) == 0
     out = capsys.readouterr().out
     assert "hop.matmul" not in out
-    assert out.count("affine.for") == 7      # the BLIS schedule without N_C has 7 dimensions
-    assert "min #map" in out                 # partial tiles are min-bounded
+    # the BLIS schedule has 7 or 8 dimensions (N_C), less those ISL promotes when a tile
+    # covers a whole dimension (which tiles the host's model picks decides)
+    assert 5 <= out.count("affine.for") <= 8
+    # sizes that no tile divides: partial tiles are min-bounded, whatever the model picks
+    odd = _example("hop_matmul.mlir").replace("2088", "2087").replace("2048", "2047")
+    (tmp_path / "odd.mlir").write_text(odd)
+    assert main(["opt", "--hopt", str(tmp_path / "odd.mlir")]) == 0
+    assert "min #map" in capsys.readouterr().out
 
 
 def test_timed_dgemm_program_runs_the_full_pipeline(capsys):

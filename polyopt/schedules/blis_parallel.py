@@ -2,7 +2,7 @@
 Matrix Multiplication", IPDPS 2014; BLIS's docs/Multithreading.md).
 
 Of BLIS's five loops around the micro-kernel (jc: N_C, pc: K_C, ic: M_C, jr: N_R, ir: M_R)
-this parallelizes **ic**, the loop over M_C blocks of A: on a CPU whose cores have private
+this parallelizes, in GEBP's order (the paper's), **ic**, the loop over M_C blocks of A: on a CPU whose cores have private
 L1/L2 caches and share the L3 (this machine), each thread packs its own M_C x K_C block of A
 into its own buffer (sized for its L2) and runs the jr/ir loops over it, while the K_C x N_C
 panel of B, in the shared L3, is packed once per pc iteration by all threads together (its
@@ -25,6 +25,12 @@ every element of C is summed in the same order (k blocks in turn, k within a blo
 whatever the thread count: results are bitwise identical at every thread count.  Other
 buffers written inside the ic loop (the stack tile of partial register tiles) become
 per-thread allocas as well.
+
+In GEPB's order (``l2_block = "B"``: ic, pc, jc, ir, jr, B's K_C x N_C block in L2) the roles
+swap, as in BLIS on the transposed problem: **jc** runs on the threads, each packing its own
+K_C x N_C block of B into its L2, and A's M_C x K_C block, in the shared L3, is packed by the
+team; N_C is shrunk so that the jc blocks split evenly (:func:`balance_n_c`).  When N has
+fewer N_R-wide micro-panels than there are threads, the nest takes GEBP's parameters.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from ..affine.ir import Operation
 from .blis_schedule import BlisParams
 from .parallelize import to_affine_parallel
 
-__all__ = ["balance_m_c", "parallelize_blis_nest"]
+__all__ = ["balance_m_c", "balance_n_c", "balance_for_threads", "parallelize_blis_nest"]
 
 RemarkSink = Optional[Callable[[object, str], None]]
 
@@ -61,6 +67,36 @@ def balance_m_c(params: BlisParams, m: int, threads: int, user_tiles: dict = ())
     return replace(params, M_C=m_c, reasons=tuple(params.reasons) + (why,))
 
 
+def balance_n_c(params: BlisParams, n: int, threads: int, user_tiles: dict = ()
+                ) -> Optional[BlisParams]:
+    """GEPB's counterpart of :func:`balance_m_c`: ``params`` with N_C lowered (to a multiple
+    of N_R) so that the ``ceil(n / N_C)`` jc blocks split evenly over ``threads``; ``None``
+    when N has fewer than ``threads`` micro-panels of N_R columns (no jc loop to split)."""
+    if threads <= 1 or "N_C" in dict(user_tiles):
+        return params
+    if n < params.N_R * threads:
+        return None
+    blocks = -(-n // params.N_C)
+    blocks = -(-blocks // threads) * threads
+    n_c = -(-n // blocks)
+    n_c = -(-n_c // params.N_R) * params.N_R
+    if n_c >= params.N_C:
+        return params
+    why = (f"N_C {n_c}: {-(-n // n_c)} blocks of columns for {threads} threads "
+           f"(the model's {params.N_C} gives {-(-n // params.N_C)})")
+    return replace(params, N_C=n_c, reasons=tuple(params.reasons) + (why,))
+
+
+def balance_for_threads(params: BlisParams, m: int, n: int, threads: int,
+                        user_tiles: dict = ()) -> Optional[BlisParams]:
+    """The blocks of the loop that runs on the threads split evenly over them: M_C for GEBP
+    (the ic loop), N_C for GEPB (the jc loop); ``None`` when GEPB's columns cannot be split
+    (the caller then takes GEBP's parameters)."""
+    if params.l2_block == "B":
+        return balance_n_c(params, n, threads, user_tiles)
+    return balance_m_c(params, m, threads, user_tiles)
+
+
 def _inside(op: Operation, loop: Operation) -> bool:
     return any(a is loop for a in op.ancestors())
 
@@ -80,12 +116,13 @@ def _region_moves_with(info, dim: int, loop: AffineForOp) -> bool:
 
 
 def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink = None,
-                          loc=None, kind: str = "hop.matmul") -> bool:
+                          loc=None, kind: str = "hop.matmul", l2_block: str = "A") -> bool:
     """Parallelize the packed BLIS nest among ``nest_ops`` (the generated top-level ops:
     allocations, the nest, deallocations) as the module docstring says; ``copy_infos`` are
-    A's and B's :class:`~polyopt.memref_layout.data_copy.CopyInfo` from packing.  Returns
-    whether it did; when the nest is not the expected shape it is left sequential with a
-    remark."""
+    A's and B's :class:`~polyopt.memref_layout.data_copy.CopyInfo` from packing, ``l2_block``
+    the nest's order (``"A"``: GEBP, the ic loop is parallel; ``"B"``: GEPB, the jc loop).
+    Returns whether it did; when the nest is not the expected shape it is left sequential
+    with a remark."""
     def skip(why: str) -> bool:
         if remark is not None:
             remark(loc, f"{kind}: left sequential: {why}")
@@ -93,48 +130,57 @@ def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink =
 
     if len(copy_infos) != 2 or any(i.buffer is None for i in copy_infos):
         return skip("the product is not packed (parallel BLIS needs --hopt-copy)")
-    info_a, info_b = copy_infos
-    a_copies = [op for op in info_a.copy_in if op.parent is not None]
-    if not a_copies:
-        return skip("A is not packed inside the nest")
-    ic = a_copies[0].parent_op
-    if not isinstance(ic, AffineForOp) or ic.inits or \
-            not all(op.parent_op is ic for op in a_copies):
-        return skip("A's packing is not directly under the loop over M_C blocks")
-    if any(_inside(ic, op) for op in info_b.copy_in if op.parent is not None):
-        return skip("B is packed inside the loop over M_C blocks")
-    # the loop around A's packing is the ic loop only when its iterations pack different rows
-    # of A (and so write different rows of C): when M fits one M_C block there is no ic loop,
-    # and the loop found here is another one, e.g. pc, whose iterations all add into C
-    if not _region_moves_with(info_a, 0, ic) or _region_moves_with(info_a, 1, ic):
-        return skip("the loop around A's packing does not step over blocks of A's rows "
-                    "(M fits one M_C block)")
-    # buffers the ic loop writes (A's block, the stack tile of partial register tiles) become
-    # private to each thread; what initializes them outside (the zero padding hoisted before
-    # the nest) runs in each thread's body first
+    # the operand whose L2 block each thread packs for itself, and the shared one
+    if l2_block == "B":
+        own, shared = copy_infos[1], copy_infos[0]
+        name, other, loop_name, moving = "B", "A", "loop over N_C blocks (jc)", 1
+    else:
+        own, shared = copy_infos
+        name, other, loop_name, moving = "A", "B", "loop over M_C blocks (ic)", 0
+    copies = [op for op in own.copy_in if op.parent is not None]
+    if not copies:
+        return skip(f"{name} is not packed inside the nest")
+    loop = copies[0].parent_op
+    if not isinstance(loop, AffineForOp) or loop.inits or \
+            not all(op.parent_op is loop for op in copies):
+        return skip(f"{name}'s packing is not directly under the {loop_name}")
+    if any(_inside(loop, op) for op in shared.copy_in if op.parent is not None):
+        return skip(f"{other} is packed inside the {loop_name}")
+    # the loop around the packing is the parallel one only when its iterations pack different
+    # rows of A (columns of B), and so write different rows (columns) of C: when M fits one
+    # M_C block (N one N_C block) there is no such loop, and the loop found here is another
+    # one, e.g. pc, whose iterations all add into C
+    if not _region_moves_with(own, moving, loop) or _region_moves_with(own, 1 - moving, loop):
+        return skip(f"the loop around {name}'s packing does not step over blocks of "
+                    f"{'its rows (M fits one M_C' if name == 'A' else 'its columns (N fits one N_C'}"
+                    f" block)")
+    # buffers the loop writes (the operand's block, the stack tile of partial register
+    # tiles) become private to each thread; what initializes them outside (the zero padding
+    # hoisted before the nest) runs in each thread's body first
     private = []
-    for buf in _written_buffers(ic):
+    for buf in _written_buffers(loop):
         alloc = buf.defining_op
         if alloc is None or alloc.name not in ("memref.alloc", "memref.alloca"):
             continue
         users = [u.op for u in buf.uses if u.op.name != "memref.dealloc"]
-        outside = [u for u in users if not _inside(u, ic)]
+        outside = [u for u in users if not _inside(u, loop)]
         inits = []
         for u in outside:
             top = _top_in(u, alloc.parent)
             if top is None or not _only_stores_into(top, buf) or \
-                    alloc.parent.index_of(top) > alloc.parent.index_of(_top_in(ic, alloc.parent)):
-                return skip("a buffer written in the loop over M_C blocks is also used outside "
-                            "it")
+                    alloc.parent.index_of(top) > alloc.parent.index_of(_top_in(loop,
+                                                                            alloc.parent)):
+                return skip(f"a buffer written in the {loop_name} is also used outside it")
             if all(t is not top for t in inits):
                 inits.append(top)
         private.append((alloc, inits))
-    # B's packing: its copy loops are parallel by construction (distinct elements)
-    b_nests = [op for op in list(info_b.copy_in) + list(info_b.zero_fill or [])
-               if isinstance(op, AffineForOp) and op.parent is not None and not op.inits
-               and not _inside(op, ic)]
-    par_ic = to_affine_parallel(ic)
-    body = par_ic.body
+    # the shared operand's packing: its copy loops are parallel by construction (distinct
+    # elements)
+    shared_nests = [op for op in list(shared.copy_in) + list(shared.zero_fill or [])
+                    if isinstance(op, AffineForOp) and op.parent is not None and not op.inits
+                    and not _inside(op, loop)]
+    par = to_affine_parallel(loop)
+    body = par.body
     at = 0
     for alloc, inits in private:
         buf = alloc.results[0]
@@ -150,15 +196,15 @@ def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink =
             u.erase()
         buf.replace_all_uses_with(local.results[0])
         alloc.erase()
-    for nest in b_nests:
+    for nest in shared_nests:
         # (code generation may have promoted loops so that a copy encloses the rest)
-        if nest.parent is None or _inside(nest, par_ic) or _inside(par_ic, nest) or \
+        if nest.parent is None or _inside(nest, par) or _inside(par, nest) or \
                 any(isinstance(a, AffineParallelOp) for a in nest.ancestors()):
             continue
         to_affine_parallel(nest)
     if remark is not None:
-        remark(loc, f"{kind}: loop over M_C blocks (ic) parallel, each thread with its own "
-                    f"packed A block; B's panel packed by the team")
+        remark(loc, f"{kind}: {loop_name} parallel, each thread with its own packed {name} "
+                    f"block; {other}'s {'panel' if other == 'B' else 'block'} packed by the team")
     return True
 
 

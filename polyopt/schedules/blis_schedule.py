@@ -39,6 +39,7 @@ class MachineModel:
     fma_per_cycle: float = 2.0      # vector FMAs at vector_bits issued per cycle (measured)
     full_width_fma: bool = True     # vector_bits FMAs run at the rate of two half-width ones
     embedded_broadcast: bool = False   # FMAs take a broadcast memory operand ({1toN}, AVX-512)
+    l2_bytes_per_cycle: float = 0.0    # vector loads streaming from L2 (measured; 0: unknown)
     features: frozenset = frozenset()  # LLVM feature names the CPU has ("avx512f", "amx-bf16", ...)
 
     def lanes(self, elem_bytes: int) -> int:
@@ -69,6 +70,11 @@ class BlisParams:
     # "row": broadcast A's elements, vector loads of B's row (vectors along j); "col": vector
     # loads of A's packed column, broadcast B's elements (vectors along i)
     register_form: str = "row"
+    # which operand's block sits in L2 (Goto and van de Geijn's GEBP and GEPB): "A" (the
+    # paper's order: A's M_C x K_C block in L2, B's K_C x N_R micro-panel in L1 across the M_R
+    # loop) or "B" (BLIS's order for a row-major C: B's K_C x N_C block in L2, A's M_R x K_C
+    # micro-panel in L1 across the N_R loop, A's M_C x K_C block in L3)
+    l2_block: str = "A"
     # why the model chose what it chose (the numbers it used), for --remarks and --explain
     reasons: tuple = field(default=(), compare=False, hash=False)
     origin: dict = field(default_factory=dict, compare=False, hash=False)
@@ -82,6 +88,8 @@ class BlisParams:
             raise ValueError(f"N_C must be a positive integer, got {self.N_C!r}")
         if self.register_order not in ("ji", "ij"):
             raise ValueError(f"register_order must be 'ji' or 'ij', got {self.register_order!r}")
+        if self.l2_block not in ("A", "B"):
+            raise ValueError(f"l2_block must be 'A' or 'B', got {self.l2_block!r}")
         if self.register_form not in ("row", "col"):
             raise ValueError(f"register_form must be 'row' or 'col', got {self.register_form!r}")
 
@@ -89,6 +97,13 @@ class BlisParams:
         """The schedule map over (d0, d1, d2) = (i, j, k)."""
         i, j, k = dim(0), dim(1), dim(2)
         results = []
+        if self.l2_block == "B":
+            results += [i.floordiv(self.M_C), k.floordiv(self.K_C)]
+            if self.N_C is not None:
+                results.append(j.floordiv(self.N_C))
+            results += [i.floordiv(self.M_R), j.floordiv(self.N_R), k]
+            results += [j, i] if self.register_order == "ji" else [i, j]
+            return AffineMap.get(3, 0, tuple(results))
         if self.N_C is not None:
             results.append(j.floordiv(self.N_C))
         results += [k.floordiv(self.K_C), i.floordiv(self.M_C), j.floordiv(self.N_R),
@@ -112,7 +127,8 @@ class BlisParams:
         if self.N_C is not None:
             parts.append(f"N_C={self.N_C}")
         parts += [f"M_R={self.M_R}", f"N_R={self.N_R}", f"K_U={self.K_U}",
-                  f"order={self.register_order}", f"form={self.register_form}"]
+                  f"order={self.register_order}", f"form={self.register_form}",
+                  f"l2_block={self.l2_block}"]
         src = {k: v for k, v in self.origin.items() if v != "attribute"}
         tail = f" (from the model: {', '.join(sorted(src))})" if src else ""
         return ", ".join(parts) + tail
@@ -194,7 +210,7 @@ def rows_in_one_l1_set(rows: int, row_bytes: Optional[int], width_bytes: int,
 
 
 def _register_tile(machine: MachineModel, elem_bytes: int,
-                   c_row_bytes: Optional[int] = None) -> TileChoice:
+                   c_row_bytes: Optional[int] = None, gebp: bool = True) -> TileChoice:
     """The row-form register tile from the machine's facts (no CPU names):
 
     * registers: accumulators + B's vectors + A's broadcasts <= ``num_vector_registers`` (no
@@ -206,7 +222,10 @@ def _register_tile(machine: MachineModel, elem_bytes: int,
       the L1 ways as rows of C in any one set (B's micro-panel takes the other two thirds):
       when C's rows are a multiple of 4 KiB apart (``c_row_bytes``; unknown counts as that)
       they all share one set, so 4 rows in a 12-way L1, 3 in an 8-way one; rows 256 bytes
-      apart (a convolution's 64 channels of f32) fall in different sets and do not count;
+      apart (a convolution's 64 channels of f32) fall in different sets and do not count.
+      That limit is GEBP's (``gebp``): in GEPB's order B streams through L1 beside A's small
+      micro-panel, and C's tile is fetched into L1 near the end of its k loop (Zen 4, 2088 and
+      1000 squares, same run: 4x32 1.0-1.01x 3x32, 4x64 1.02-1.03x 3x64);
     * with 16 registers: the tile with the fewest loads per FMA, at most 2 vectors wide in the
       permuted order (AVX2: 6x8 f64, 6x16 f32).
     The column form is not chosen by default: its C update goes through a transposed buffer
@@ -227,8 +246,8 @@ def _register_tile(machine: MachineModel, elem_bytes: int,
             folded = machine.embedded_broadcast and nv == 1
             if acc < need or _row_need(mr, nv, order, folded) > regs:
                 continue
-            if wide and rows_in_one_l1_set(mr, c_row_bytes, nv * lanes * elem_bytes,
-                                           machine) > set_rows:
+            if wide and gebp and rows_in_one_l1_set(mr, c_row_bytes, nv * lanes * elem_bytes,
+                                                    machine) > set_rows:
                 continue
             loads = (mr + nv) / acc
             key = (min(acc, target), -acc, -loads, -mr) if wide else (-loads, acc, -mr)
@@ -246,8 +265,10 @@ def _register_tile(machine: MachineModel, elem_bytes: int,
                f"{_row_need(mr, nv, order, folded)} of {regs} vector registers"
                + (" (A's broadcasts folded as {1toN})" if folded else ""),
                (_rows_reason(mr, nv * lanes * elem_bytes, c_row_bytes, set_rows, machine)
-                if wide else f"{(mr + nv) / acc:.2f} loads per FMA, the fewest in {regs} "
-                             f"registers"))
+                if wide and gebp else
+                f"{mr} rows: the most accumulators up to half of the registers, then the "
+                f"fewest loads per FMA ({(mr + nv) / acc:.2f})" if wide else
+                f"{(mr + nv) / acc:.2f} loads per FMA, the fewest in {regs} registers"))
     return TileChoice(mr, nv * lanes, order, "row", reasons)
 
 
@@ -314,7 +335,14 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
     machine = machine or MachineModel()
     given = {key: v for key, v in (given or {}).items() if v is not None}
     origin = {}
-    tile = _register_tile(machine, elem_bytes, c_row_bytes)
+    # GEPB's tile when GEPB is what the model would choose for it, else GEBP's
+    tile = _register_tile(machine, elem_bytes, c_row_bytes, gebp=False)
+    if given.get("l2_block") == "A" or _choose_l2_block(
+            machine, elem_bytes, k, given.get("M_R", tile.m_r),
+            given.get("register_form", tile.form),
+            _gebp_k_c(machine, elem_bytes, given.get("N_R", tile.n_r)),
+            _gepb_k_c(machine, elem_bytes, given.get("M_R", tile.m_r)), given)[0] == "A":
+        tile = _register_tile(machine, elem_bytes, c_row_bytes)
     mr, nr, order = tile.m_r, tile.n_r, tile.order
     reasons = list(tile.reasons)
     values = {"M_R": mr, "N_R": nr}
@@ -335,14 +363,117 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
         reasons[0] = ("form col (given: vector loads of A's packed column, B broadcast, C "
                       "added through a transposed buffer)")
         order = given.get("register_order", "ji")
-    # B's K_C x N_R micro-panel stays in L1 (two thirds of it: A's micro-panel streams through
-    # the rest); A's M_C x K_C block fills most of L2 (packing B once per M_C block, a larger
-    # block repacks B less often: measured faster than half of L2 on the AVX-512 Zen 5)
-    # (in ways: B's micro-panel in 2/3 of each L1 set's ways, A's block in a third of L2's)
+    kc_gebp = _gebp_k_c(machine, elem_bytes, nr)
+    l2_block, why = _choose_l2_block(machine, elem_bytes, k, mr, form, kc_gebp,
+                                     _gepb_k_c(machine, elem_bytes, mr), given)
+    reasons.append(why)
+    if l2_block == "B":
+        kc, mc, nc, more = _gepb_blocking(m, n, k, elem_bytes, machine, mr, nr, given)
+    else:
+        kc, mc, nc, more = _gebp_blocking(m, n, k, elem_bytes, machine, mr, nr, kc_gebp,
+                                          given)
+    reasons += more
+    ku = given.get("K_U", 4)
+    if "K_U" in given:
+        reasons.append(f"K_U {ku} (given)")
+    elif kc % ku:
+        reasons.append(f"K_U {ku}: k unrolled by {ku}, with a cleanup loop of {kc % ku} "
+                       f"(K_C {kc} is not a multiple of {ku})")
+    else:
+        reasons.append(f"K_U {ku}: k unrolled by {ku} (K_C is a multiple of {ku}: no cleanup "
+                       f"loop)")
+    for name, v in (("M_C", mc), ("K_C", kc), ("M_R", mr), ("N_R", nr), ("K_U", ku),
+                    ("N_C", nc)):
+        origin[name] = "attribute" if name in given else "model"
+    return BlisParams(M_C=mc, K_C=kc, M_R=mr, N_R=nr, K_U=ku, N_C=nc,
+                      register_order=given.get("register_order", order),
+                      register_form=form, l2_block=l2_block,
+                      origin=origin, reasons=tuple(reasons))
+
+
+def _gebp_k_c(machine: MachineModel, elem_bytes: int, nr: int) -> int:
+    """GEBP's K_C before fitting it to K: B's K_C x N_R micro-panel in two thirds of L1."""
+    kc = int(0.66 * machine.l1d_bytes / (nr * elem_bytes))
+    return max(8, kc - kc % 8)
+
+
+def _gepb_k_c(machine: MachineModel, elem_bytes: int, mr: int) -> int:
+    """GEPB's K_C before fitting it to K: A's M_R x K_C micro-panel in a quarter of L1 (the
+    rest holds the lines of B streaming through and C's tile)."""
+    kc = int(machine.l1d_bytes / 4 / (mr * elem_bytes))
+    return max(8, kc - kc % 8)
+
+
+def _choose_l2_block(machine: MachineModel, elem_bytes: int, k: int, mr: int, form: str,
+                     kc_gebp: int, kc_gepb: int, given: dict) -> tuple[str, str]:
+    """GEBP (``"A"``: A's M_C x K_C block in L2, B's micro-panel in L1, the paper's order) or
+    GEPB (``"B"``: B's K_C x N_C block in L2, A's micro-panel in L1), with the reason.
+
+    A row-form tile reads N_R elements of B per k but only M_R of A, so B's micro-panel, which
+    GEBP keeps in L1, limits K_C to a few dozen (80 f64 on a 32 KiB L1 with N_R = 32), and C
+    is loaded and stored once per K_C block.  GEPB keeps the narrow A micro-panel in L1
+    instead: a K_C several times deeper, fewer passes over C, at the price of streaming B's
+    micro-panels from L2, ``vector bytes x FMAs per cycle / M_R`` bytes per cycle.  GEPB when
+    that stream takes at most 3/4 of L2's measured bandwidth and the deeper K_C saves passes
+    over C.  (Measured on Zen 4, 32 bytes/cycle from L2, with a 4-vector-wide tile streaming
+    a 256 x 256 block of B: 6, 4 and 3 rows, 1/3 to 2/3 of the bandwidth, run at 98% of the
+    FMA peak, 2 rows, all of it, at 92%.)  (Goto and van de Geijn, "Anatomy of High-Performance Matrix
+    Multiplication", 2008, name the two orders; BLIS runs GEBP on the transposed, column-major
+    problem, which is GEPB here.)  The column form broadcasts B: GEBP."""
+    if "l2_block" in given:
+        v = given["l2_block"]
+        return v, f"l2_block {v} (given): " + ("GEPB, B's K_C x N_C block in L2" if v == "B"
+                                               else "GEBP, A's M_C x K_C block in L2")
+    gebp = "l2_block A (GEBP: A's block in L2, B's micro-panel in L1)"
+    explicit = [name for name in ("M_C", "K_C", "N_C") if name in given]
+    if explicit:
+        return "A", gebp + f": {', '.join(explicit)} given (the paper's loop order)"
+    if form != "row":
+        return "A", gebp + ": the column form broadcasts B"
+    bandwidth = machine.l2_bytes_per_cycle
+    stream = machine.vector_bits // 8 * machine.fma_per_cycle / mr
+    if bandwidth <= 0:
+        return "A", gebp + ": L2's bandwidth is not measured (GEPB streams B from it)"
+    if stream > 0.75 * bandwidth:
+        return "A", (gebp + f": GEPB would stream B from L2 at {stream:.3g} bytes/cycle, more "
+                            f"than 3/4 of the measured {bandwidth:g}")
+    kc_gebp = _dividing(k, kc_gebp, _K_C_MULTIPLE) or _balanced(k, kc_gebp, _K_C_MULTIPLE)
+    kc_gepb = _fit_k_c(k, kc_gepb)
+    passes_gebp, passes_gepb = -(-k // kc_gebp), -(-k // kc_gepb)
+    if passes_gepb >= passes_gebp:
+        return "A", (gebp + f": K = {k} takes {passes_gebp} K_C block(s) either way (GEPB's "
+                            f"K_C would be {kc_gepb})")
+    return "B", (f"l2_block B (GEPB: B's K_C x N_C block in L2, A's M_R x K_C micro-panel in "
+                 f"L1): K_C {kc_gepb} instead of GEBP's {kc_gebp}, {passes_gepb} passes "
+                 f"over C instead of {passes_gebp}; B streams from L2 at {stream:.3g} of the "
+                 f"measured {bandwidth:g} bytes/cycle")
+
+
+def _fit_k_c(k: int, kc: int) -> int:
+    """K_C for the reduction ``k`` near ``kc``: the split of ``k`` into blocks (a multiple of
+    :data:`_K_C_MULTIPLE`, between 3/4 of ``kc`` and 10% above it) that pads the last block
+    least (its zero-padded panels run a full K_C), fewer blocks on a tie; 2048 near 336 ->
+    256 (8 exact blocks, not 7 of 296 with 24 padded)."""
+    if k <= kc:
+        return _balanced(k, kc, _K_C_MULTIPLE)
+    best = None
+    for blocks in range(-(-k // int(kc * 1.1)), -(-k // max(1, (3 * kc) // 4)) + 1):
+        tile = -(-k // blocks)
+        tile = -(-tile // _K_C_MULTIPLE) * _K_C_MULTIPLE
+        key = (blocks * tile, blocks)
+        if best is None or key < best[0]:
+            best = (key, tile)
+    return best[1]
+
+
+def _gebp_blocking(m, n, k, elem_bytes, machine, mr, nr, kc, given) -> tuple:
+    """K_C, M_C, N_C and their reasons for GEBP: B's K_C x N_R micro-panel stays in L1 (two
+    thirds of it: A's micro-panel streams through the rest); A's M_C x K_C block fills a third
+    of L2 (packing B once per M_C block, a larger block repacks B less often: measured faster
+    than half of L2 on the AVX-512 Zen 5); B's K_C x N_C block in at most half of L3."""
+    reasons = []
     l1_way = machine.l1d_bytes // max(1, machine.l1d_ways)
     b_ways = max(1, (2 * machine.l1d_ways) // 3)
-    kc = int(0.66 * machine.l1d_bytes / (nr * elem_bytes))
-    kc = max(8, kc - kc % 8)
     kc = given.get("K_C", _dividing(k, kc, _K_C_MULTIPLE) or _balanced(k, kc, _K_C_MULTIPLE))
     reasons.append(f"K_C {kc}" + (" (given)" if "K_C" in given else
                    f": B's micro-panel {kc}x{nr} = {kc * nr * elem_bytes / 1024:.1f} KiB in "
@@ -363,24 +494,36 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
         # structure: N_C only when N exceeds that limit)
         explicit = "M_C" in given or "K_C" in given
         nc = (limit if n > limit else None) if explicit else min(limit, _balanced(n, limit, nr))
-    ku = given.get("K_U", 4)
-    if "K_U" in given:
-        reasons.append(f"K_U {ku} (given)")
-    elif kc % ku:
-        reasons.append(f"K_U {ku}: k unrolled by {ku}, with a cleanup loop of {kc % ku} "
-                       f"(K_C {kc} is not a multiple of {ku})")
-    else:
-        reasons.append(f"K_U {ku}: k unrolled by {ku} (K_C is a multiple of {ku}: no cleanup "
-                       f"loop)")
-    if nc is not None:
-        reasons.append(f"N_C {nc}: B's K_C x N_C block in at most half of L3 "
-                       f"({machine.l3_bytes >> 20} MiB)")
-    for name, v in (("M_C", mc), ("K_C", kc), ("M_R", mr), ("N_R", nr), ("K_U", ku),
-                    ("N_C", nc)):
-        origin[name] = "attribute" if name in given else "model"
-    return BlisParams(M_C=mc, K_C=kc, M_R=mr, N_R=nr, K_U=ku, N_C=nc,
-                      register_order=given.get("register_order", order),
-                      register_form=form, origin=origin, reasons=tuple(reasons))
+        if nc is not None:
+            reasons.append(f"N_C {nc}: B's K_C x N_C block in at most half of L3 "
+                           f"({machine.l3_bytes >> 20} MiB)")
+    return kc, mc, nc, reasons
+
+
+def _gepb_blocking(m, n, k, elem_bytes, machine, mr, nr, given) -> tuple:
+    """K_C, M_C, N_C and their reasons for GEPB: A's M_R x K_C micro-panel in a quarter of L1
+    (:func:`_gepb_k_c`, fitted to K by :func:`_fit_k_c`); B's K_C x N_C block in half of L2
+    (BLIS's zen4 configuration keeps its packed block, ours transposed, in half of L2 too);
+    A's M_C x K_C block in half of L3 (all of M when it fits, so that B is packed once per
+    K_C x N_C block)."""
+    reasons = []
+    kc = given.get("K_C", _fit_k_c(k, _gepb_k_c(machine, elem_bytes, mr)))
+    reasons.append(f"K_C {kc}" + (" (given)" if "K_C" in given else
+                   f": A's micro-panel {mr}x{kc} = {mr * kc * elem_bytes / 1024:.1f} KiB in a "
+                   f"quarter of L1 ({machine.l1d_bytes // 1024} KiB)"))
+    nc = int(machine.l2_bytes / 2 / (kc * elem_bytes))
+    nc = max(nr, nc - nc % nr)
+    nc = given.get("N_C", _balanced(n, nc, nr))
+    reasons.append(f"N_C {nc}" + (" (given)" if "N_C" in given else
+                   f": B's block {kc}x{nc} = {kc * nc * elem_bytes / 1024:.0f} KiB in half of "
+                   f"L2 ({machine.l2_bytes // 1024} KiB)"))
+    mc = int(machine.l3_bytes / 2 / (kc * elem_bytes))
+    mc = max(mr, mc - mc % mr)
+    mc = given.get("M_C", _balanced(m, mc, mr))
+    reasons.append(f"M_C {mc}" + (" (given)" if "M_C" in given else
+                   f": A's block {mc}x{kc} = {mc * kc * elem_bytes / 2**20:.1f} MiB in half of "
+                   f"L3 ({machine.l3_bytes >> 20} MiB)"))
+    return kc, mc, nc, reasons
 
 
 def with_order(params: BlisParams, order: str) -> BlisParams:

@@ -416,7 +416,10 @@ def expand_conv_tiled(op, expand_contraction, machine=None, **options) -> None:
     if "K_C" not in tiles:
         from .blis_schedule import MachineModel
         elem_bytes = spec.output.type.element_type.width // 8
-        model = default_blis_params(rows, out_shape[-1], red, elem_bytes, machine, tiles,
+        # (GEBP's K_C: the whole reduction or a divisor of it, then the tile sizes given make
+        # the nest GEBP)
+        model = default_blis_params(rows, out_shape[-1], red, elem_bytes, machine,
+                                    {"l2_block": "A", **tiles},
                                     c_row_bytes=_output_row_bytes(spec))
         # B's K_C x N_C block is packed once per K_C block and read again for every M_C
         # block of A (a third of L2): half of L2 for it

@@ -29,7 +29,7 @@ add a ``C *= beta`` nest first (``C = 0`` for beta = 0: C is not read, as in BLA
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 import islpy as isl
@@ -127,16 +127,32 @@ def _extents(b: Builder, con: Contraction):
     return m, n, k
 
 
-def matmul_blis_params(x, machine: Optional[MachineModel] = None) -> BlisParams:
+def matmul_blis_params(x, machine: Optional[MachineModel] = None,
+                       threads: int = 1) -> BlisParams:
     """The BLIS parameters of a matmul op or a matrix-form contraction: its tile attributes,
-    completed by the model."""
+    completed by the model; with ``threads > 1``, the blocks of the parallel loop balanced
+    over the threads (:func:`~polyopt.schedules.blis_parallel.balance_for_threads`)."""
     con = contraction_of_op(x) if isinstance(x, Operation) else x
     a, bmat, c = con.operands
     m, k = a.type.shape
     n = bmat.type.shape[1]
     elem_bytes = c.type.element_type.width // 8
-    return default_blis_params(m, n, k, elem_bytes, machine, dict(con.tile_params),
-                               c_row_bytes=row_bytes(c.type))
+    given = dict(con.tile_params)
+    params = default_blis_params(m, n, k, elem_bytes, machine, given,
+                                 c_row_bytes=row_bytes(c.type))
+    if threads <= 1:
+        return params
+    from .blis_parallel import balance_for_threads
+    balanced = balance_for_threads(params, m, n, threads, con.tile_params)
+    if balanced is None:
+        # GEPB's jc loop has fewer blocks than threads: GEBP's ic loop runs on them instead
+        params = default_blis_params(m, n, k, elem_bytes, machine, {**given, "l2_block": "A"},
+                                     c_row_bytes=row_bytes(c.type))
+        balanced = balance_for_threads(params, m, n, threads, con.tile_params)
+        balanced = replace(balanced, reasons=balanced.reasons + (
+            f"l2_block A for {threads} threads: N = {n} has fewer than {threads} GEPB "
+            f"micro-panels of {params.N_R} columns to split",))
+    return balanced
 
 
 @dataclass(frozen=True)
@@ -185,10 +201,7 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
     if microkernel is not None:
         return _expand_for_microkernel(con, machine, remark, microkernel, steps, threads)
     if schedule is None:
-        params = matmul_blis_params(con, machine)
-        if copy and threads > 1:
-            from .blis_parallel import balance_m_c
-            params = balance_m_c(params, a.type.shape[0], threads, con.tile_params)
+        params = matmul_blis_params(con, machine, threads if copy else 1)
         schedule = params.schedule()
         if remark is not None:
             why = "; ".join(params.reasons)
@@ -223,7 +236,8 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
     infos = pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc, op_name=con.kind)
     if threads > 1:
         from .blis_parallel import parallelize_blis_nest
-        parallelize_blis_nest(_nest_ops(block, before, after), infos, remark, loc, con.kind)
+        parallelize_blis_nest(_nest_ops(block, before, after), infos, remark, loc, con.kind,
+                              params.l2_block)
     return _nest_ops(block, before, after)
 
 
@@ -255,8 +269,13 @@ def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKern
     elem_bytes = con.element_type.width // 8
     params = default_blis_params(m, n, k, elem_bytes, machine, given)
     if threads > 1:
-        from .blis_parallel import balance_m_c
-        params = balance_m_c(params, m, threads, con.tile_params)
+        from .blis_parallel import balance_for_threads
+        balanced = balance_for_threads(params, m, n, threads, con.tile_params)
+        if balanced is None:
+            params = default_blis_params(m, n, k, elem_bytes, machine,
+                                         {**given, "l2_block": "A"})
+            balanced = balance_for_threads(params, m, n, threads, con.tile_params)
+        params = balanced
     if remark is not None:
         remark(loc, f"{con.kind}: BLIS schedule {params.schedule()} with {params.describe()}, "
                     f"register tile = micro-kernel {kernel.symbol}")
@@ -299,7 +318,8 @@ def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKern
     mark_register_tile(found[0], kernel.symbol, kernel.m_r, kernel.n_r)
     if threads > 1:
         from .blis_parallel import parallelize_blis_nest
-        parallelize_blis_nest(_nest_ops(block, before, after), infos, remark, loc, con.kind)
+        parallelize_blis_nest(_nest_ops(block, before, after), infos, remark, loc, con.kind,
+                              params.l2_block)
     return _nest_ops(block, before, after)
 
 
@@ -341,7 +361,8 @@ def _with_register_tile(new_ops, operands, params, machine, remark, loc, copy, s
                            remark=remark, loc=loc, form=params.register_form)
     if threads > 1 and packed:
         from .blis_parallel import parallelize_blis_nest
-        parallelize_blis_nest(_nest_ops(block, before, after), infos, remark, loc, kind)
+        parallelize_blis_nest(_nest_ops(block, before, after), infos, remark, loc, kind,
+                              params.l2_block)
     return _nest_ops(block, before, after)
 
 
@@ -408,6 +429,10 @@ def blis_copy_depths(top: AffineForOp, a: Value, bmat: Value, params: BlisParams
             if t.project_out(isl.dim_type.in_, d, n - d).is_single_valued():
                 levels[key] = d
                 break
+    if params.l2_block == "B":
+        depth_a = max(levels["K_C"], levels["M_C"])
+        depth_b = max(levels["K_C"], levels.get("N_C", 0))
+        return depth_a, depth_b
     outer = ["N_C"] if params.N_C is not None else []
     depth_a = max(levels[k] for k in outer + ["K_C", "M_C"])
     depth_b = max(levels[k] for k in outer + (["K_C"] if params.N_C is not None

@@ -406,7 +406,7 @@ def test_error_hop_matmul_m_r_zero():
 
 @pytest.mark.parametrize("attrs,message", [
     ("{some_attr = 96}", "'hop.matmul' op unknown attribute 'some_attr'; known attributes are "
-                         "M_C, K_C, N_C, M_R, N_R, K_U, register_form, schedule, alpha, beta"),
+                         "M_C, K_C, N_C, M_R, N_R, K_U, register_form, l2_block, schedule, alpha, beta"),
     ("{K_U = 2.5}", "'hop.matmul' op K_U must be a positive integer, got 2.500000e+00 : f64"),
     ("{schedule = affine_map<(d0, d1) -> (d0)>}",
      "'hop.matmul' op schedule must be an affine map with 3 dims (d0, d1, d2) = (i, j, k) and no "

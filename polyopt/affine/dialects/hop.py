@@ -31,6 +31,10 @@ TILE_PARAMS = ("M_C", "K_C", "N_C", "M_R", "N_R", "K_U")
 # the register tile's form: "row" (broadcast A, vector loads of B) or "col" (vector loads of
 # A's packed column, broadcast B), a string attribute beside the tile sizes
 REGISTER_FORMS = ("row", "col")
+# string-valued choices of the BLIS schedule beside the tile sizes, with their allowed values:
+# the register tile's form, and which operand's block sits in L2 ("A": GEBP, the paper's
+# order; "B": GEPB, B's K_C x N_C block in L2 and A's micro-panel in L1)
+STRING_PARAMS = {"register_form": REGISTER_FORMS, "l2_block": ("A", "B")}
 
 
 def _normalize_attrs(attrs: dict) -> dict:
@@ -90,9 +94,10 @@ class _HopOp(Operation):
         """The tile sizes present among M_C, K_C, N_C, M_R, N_R, K_U, by name."""
         out = {k: self.attributes[k].value for k in TILE_PARAMS
                if isinstance(self.attributes.get(k), IntegerAttr)}
-        form = self.attributes.get("register_form")
-        if isinstance(form, StringAttr):
-            out["register_form"] = form.value
+        for name in STRING_PARAMS:
+            value = self.attributes.get(name)
+            if isinstance(value, StringAttr):
+                out[name] = value.value
         return out
 
     # -- verification helpers ---------------------------------------------------------------
@@ -114,10 +119,12 @@ class _HopOp(Operation):
                 raise self.error(f"{k} must be a positive integer, got {a}")
             if a.value <= 0:
                 raise self.error(f"{k} must be positive, got {a.value}")
-        form = self.attributes.get("register_form")
-        if form is not None and (not isinstance(form, StringAttr)
-                                 or form.value not in REGISTER_FORMS):
-            raise self.error(f"register_form must be \"row\" or \"col\", got {form}")
+        for name, allowed in STRING_PARAMS.items():
+            value = self.attributes.get(name)
+            if value is not None and (not isinstance(value, StringAttr)
+                                      or value.value not in allowed):
+                raise self.error(f"{name} must be " + " or ".join(f'"{a}"' for a in allowed)
+                                 + f", got {value}")
 
 
 @register_op
@@ -126,7 +133,7 @@ class HopMatmulOp(_HopOp):
 
     OP_NAME = "hop.matmul"
     OPERAND_NAMES = ("A", "B", "C")
-    KNOWN_ATTRS = TILE_PARAMS + ("register_form", "schedule", "alpha", "beta")
+    KNOWN_ATTRS = TILE_PARAMS + tuple(STRING_PARAMS) + ("schedule", "alpha", "beta")
 
     @classmethod
     def build(cls, a: Value, b: Value, c: Value, tile_params: Optional[dict[str, int]] = None,
