@@ -20,7 +20,16 @@ and ``min`` operands of the condition as the results of the exclusive upper boun
 nodes ``affine.if`` (a disjunction becomes a chain of ifs that repeats the then-branch), ``user``
 nodes clones of the statement's ops with the domain dimensions replaced by the AST's argument
 expressions, folded into the maps of the affine ops that use them (other uses of an IV get an
-``affine.apply``).
+``affine.apply``).  A select ``c ? a : b`` among the expressions of a node (ISL writes one for
+the value of a degenerate loop when that value is piecewise, e.g. the index of a tile) has no
+affine form: the node is generated twice, with ``a`` under ``affine.if c`` and with ``b`` in its
+else-branch (where Polly emits an LLVM ``select``, the affine dialect needs control flow):
+
+    for (c1 = 0; c1 <= 5; c1++) {               affine.for %arg3 = 0 to 6 {
+      int c2 = c1 <= 4 ? 0 : 1;          -->      affine.if #set(%arg3) {           // -d0 + 4 >= 0
+      for (c3 = 2 * c1; ...)                        ...  S0 with c2 = 0
+        for (c4 = max(5 * c2, c3 - 5); ...)       } else {
+          S0(c4, c3 - c4, ...);                     ...  S0 with c2 = 1
 
 The generated nest is then cleaned up by the utilities below, each named after its MLIR
 counterpart: :func:`drop_redundant_bounds`, :func:`promote_if_single_iteration`,
@@ -552,6 +561,20 @@ class _Placeholder:
     """Stands for the IV of a loop whose bounds are being computed."""
 
 
+class _Select(Exception):
+    """Raised by :meth:`AffineGenerator._expr` at a select (``isl_ast_op_select`` /
+    ``isl_ast_op_cond``) whose condition ``alts`` (a disjunction of conjunctions of
+    constraints) is not decided yet; the node being generated is split on it."""
+
+    def __init__(self, alts: list[list[tuple[AffineExpr, bool]]]):
+        super().__init__("undecided select in the ISL AST")
+        self.alts = alts
+
+
+def _condition_key(alts: list[list[tuple[AffineExpr, bool]]]) -> tuple:
+    return tuple(tuple(conj) for conj in alts)
+
+
 class AffineGenerator:
     """Converts the ISL AST of a schedule of ``model`` into affine ops.
 
@@ -581,6 +604,8 @@ class AffineGenerator:
                 for r in op.results:
                     self.defined_by[r] = s
         self.precloned: set = set()
+        # select conditions decided by the enclosing affine.if branches (key -> taken)
+        self.decided: dict[tuple, bool] = {}
 
     # -- entry point -----------------------------------------------------------------------
     def generate(self, schedule: isl.UnionMap, builder: Builder, *,
@@ -682,6 +707,12 @@ class AffineGenerator:
                 raise self._error(f"C remainder whose sign matters in the ISL AST: "
                                   f"{e.to_C_str()}")
             return canonicalize_expr(a.floordiv(b.value))
+        if op in (_T.select, _T.cond):
+            alts = self._dnf(args[0])
+            taken = self.decided.get(_condition_key(alts))
+            if taken is None:
+                raise _Select(alts)
+            return self._expr(args[1] if taken else args[2], sign_free)
         raise self._error(f"cannot express the ISL AST expression '{e.to_C_str()}' as an "
                           f"affine expression")
 
@@ -738,6 +769,35 @@ class AffineGenerator:
 
     # -- nodes -----------------------------------------------------------------------------
     def _gen(self, node: isl.AstNode, b: Builder) -> None:
+        try:
+            self._gen_node(node, b)
+        except _Select as sel:
+            # raised by the node's own expressions (those of nested nodes are split there),
+            # which are all read before the node creates an op: nothing to undo
+            self._gen_split(node, sel.alts, b)
+
+    def _gen_split(self, node: isl.AstNode, alts, b: Builder) -> None:
+        """``node`` under ``affine.if`` on a select's condition ``alts``, generated with the
+        select's first value in the then-branch(es) and its second one in the else-branch."""
+        key = _condition_key(alts)
+        for conj in alts:
+            for g, _ in conj:
+                if any(isinstance(self.atoms.values[k], _Placeholder) for k in g.used_dims()):
+                    raise self._error(f"a select in the ISL AST depends on the loop whose "
+                                      f"bounds hold it: {node.to_C_str().strip()}")
+
+        def branch(taken: bool) -> Callable[[Builder], None]:
+            def gen(inner: Builder) -> None:
+                self.decided[key] = taken
+                try:
+                    self._gen(node, inner)
+                finally:
+                    del self.decided[key]
+            return gen
+
+        self._guarded(alts, branch(True), branch(False), b)
+
+    def _gen_node(self, node: isl.AstNode, b: Builder) -> None:
         t = node.get_type()
         if t == isl.ast_node_type.for_:
             self._gen_for(node, b)
@@ -811,21 +871,30 @@ class AffineGenerator:
         else_node = node.if_get_else_node() if node.if_has_else_node() else None
         self._if_chain(alts, then_node, else_node, b)
 
-    def _if_chain(self, alts, then_node, else_node, b: Builder) -> None:
+    def _if_chain(self, alts, then_node: isl.AstNode, else_node: Optional[isl.AstNode],
+                  b: Builder) -> None:
+        self._guarded(alts, lambda inner: self._gen(then_node, inner),
+                      (lambda inner: self._gen(else_node, inner)) if else_node is not None
+                      else None, b)
+
+    def _guarded(self, alts, then_gen: Callable[[Builder], None],
+                 else_gen: Optional[Callable[[Builder], None]], b: Builder) -> None:
+        """``affine.if`` ops for the disjunction ``alts`` (a chain of ifs), ``then_gen``
+        filling each then-block and ``else_gen`` (if any) the innermost else-block."""
         cons = alts[0]
         m, ops = self.atoms.export([g for g, _ in cons])
         iset = IntegerSet(m.num_dims, m.num_symbols, m.results, [eq for _, eq in cons])
-        with_else = len(alts) > 1 or else_node is not None
+        with_else = len(alts) > 1 or else_gen is not None
         op = b.create(AffineIfOp.build, iset, ops, (), with_else, loc=self.loc)
         with self._scope():
-            self._gen(then_node, Builder.before_terminator(op.then_block))
+            then_gen(Builder.before_terminator(op.then_block))
         if len(alts) > 1:
             with self._scope():
-                self._if_chain(alts[1:], then_node, else_node,
-                               Builder.before_terminator(op.else_block))
-        elif else_node is not None:
+                self._guarded(alts[1:], then_gen, else_gen,
+                              Builder.before_terminator(op.else_block))
+        elif else_gen is not None:
             with self._scope():
-                self._gen(else_node, Builder.before_terminator(op.else_block))
+                else_gen(Builder.before_terminator(op.else_block))
 
     # -- statements ------------------------------------------------------------------------
     def _find(self, v: Value):

@@ -573,6 +573,29 @@ def test_disjunctive_if_condition_becomes_a_chain_of_ifs():
     assert list(b) == [0, 1, 2, -1, -1, -1, -1, 7, 8, 9]
 
 
+
+def test_select_in_the_ast_splits_the_node_with_an_affine_if():
+    # the tile index i floordiv 5 of a triangle scanned by i + j is a degenerate loop that ISL
+    # writes as `c1 = c0 <= 9 ? 0 : 1`; its loops are generated once for each value
+    src = """\
+    func.func @s(%A: memref<6x6xi64>, %B: memref<6x6xi64>) {
+      affine.for %i = 0 to 6 {
+        affine.for %j = affine_map<(d0) -> (d0)>(%i) to 6 {
+          %v = affine.load %A[%i, %j] : memref<6x6xi64>
+          %w = arith.addi %v, %v : i64
+          affine.store %w, %B[%j, %i] : memref<6x6xi64>
+        }
+      }
+      return
+    }
+    """
+    sched = {"S0": "(d0, d1) -> (d0 + d1, d0 floordiv 5, d0)"}
+    rng = np.random.default_rng(5)
+    text = run_both(src, "s", [rng.integers(-9, 9, (6, 6)), np.zeros((6, 6), np.int64)],
+                    lambda f: apply_schedule(f, sched))
+    assert "affine.if" in text and "else" in text
+
+
 def test_generate_affine_keeps_the_original_ops():
     module, func = naive_matmul(20, 10, 5)
     model = extract(func)

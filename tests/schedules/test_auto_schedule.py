@@ -286,3 +286,45 @@ def test_subscripts_with_rational_coefficients_are_scored():
     inputs = [rng.integers(-9, 9, shape) for shape in shapes]
     for w, g in zip(_run(FUZZ_7614, name, inputs), _run(module, name, inputs)):
         np.testing.assert_array_equal(g, w)
+
+
+# found by tests/schedules/test_auto_schedule_random.py (tiles 2 x 5): the tile index of the
+# triangular nest's i0 is a degenerate loop whose value ISL writes as a select
+# (``c2 = c1 <= 4 ? 0 : 1``), generated as an affine.if around the tile's loops
+TRIANGLE_TILE_SELECT = """
+func.func @f(%A: memref<10x10xi32>, %B: memref<10x10xi32>, %C: memref<10x10xi32>) {
+  affine.for %i0_0 = 0 to 6 {
+    affine.for %i0_1 = affine_map<(d0) -> (d0)>(%i0_0) to 6 {
+      affine.for %i0_2 = 0 to 6 {
+        %v0_0a = affine.load %B[%i0_0 + 0, %i0_0 + 0] : memref<10x10xi32>
+        %v0_0b = affine.load %A[%i0_1 + 1, %i0_1 + 0] : memref<10x10xi32>
+        %v0_0c = arith.addi %v0_0a, %v0_0b : i32
+        affine.store %v0_0c, %A[%i0_0 + 2, %i0_1 + 1] : memref<10x10xi32>
+      }
+    }
+  }
+  affine.for %i1_0 = 0 to 6 {
+    %v1_0a = affine.load %A[%i1_0 + 0, %i1_0 + 0] : memref<10x10xi32>
+    %v1_0b = affine.load %A[%i1_0 + 0, %i1_0 + 0] : memref<10x10xi32>
+    %v1_0c = arith.addi %v1_0a, %v1_0b : i32
+    affine.store %v1_0c, %A[%i1_0 + 0, %i1_0 + 0] : memref<10x10xi32>
+  }
+  affine.for %i2_0 = 0 to 6 {
+    %v2_0a = affine.load %A[%i2_0 + 0, %i2_0 + 0] : memref<10x10xi32>
+    %v2_0b = affine.load %A[%i2_0 + 0, %i2_0 + 0] : memref<10x10xi32>
+    %v2_0c = arith.addi %v2_0a, %v2_0b : i32
+    affine.store %v2_0c, %A[%i2_0 + 0, %i2_0 + 0] : memref<10x10xi32>
+  }
+  return
+}
+"""
+
+
+def test_a_select_in_the_ast_becomes_an_affine_if():
+    module, results, messages = _schedule(TRIANGLE_TILE_SELECT,
+                                          AutoScheduleOptions(tile_sizes=(2, 5)))
+    assert results and all(r.status in ("scheduled", "kept") for r in results), messages
+    rng = np.random.default_rng(0)
+    inputs = [rng.integers(-5, 6, (10, 10), dtype=np.int32) for _ in range(3)]
+    for w, g in zip(_run(TRIANGLE_TILE_SELECT, "f", inputs), _run(module, "f", inputs)):
+        np.testing.assert_array_equal(g, w)
