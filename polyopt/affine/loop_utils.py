@@ -591,6 +591,39 @@ def _generate_cleanup(loop: AffineForOp, factor: int) -> AffineForOp:
     return cleanup
 
 
+def peel_last_iterations(loop: AffineForOp, count: int) -> Optional[AffineForOp]:
+    """Peel the last ``count`` iterations of ``loop`` into a copy that runs after it (MLIR's
+    ``scf`` peeling, ``peelForLoop``, peels one partial iteration; this peels whole ones, so
+    that code can be placed between the two parts, e.g. a prefetch shortly before a loop
+    ends).  ``loop`` keeps the first ``trip count - count`` iterations; its results flow
+    through the copy (the copy's inits are ``loop``'s results).  Returns the copy, or ``None``
+    (nothing changed) unless the trip count is constant, greater than ``count`` and the
+    lower bound a single expression.
+
+        affine.for %k = %lb to %lb + 256 step 4 iter_args(%a = %z)
+      ->
+        %r = affine.for %k = %lb to %lb + 224 step 4 iter_args(%a = %z)
+        affine.for %k = %lb + 224 to %lb + 256 step 4 iter_args(%a = %r)
+    """
+    trips = constant_trip_count(loop)
+    if trips is None or not 0 < count < trips or loop.lower_map.num_results != 1:
+        return None
+    lb = loop.lower_map
+    split = AffineMap.get(lb.num_dims, lb.num_symbols,
+                          (lb.results[0] + (trips - count) * loop.step,))
+    operands = list(loop.lower_operands)
+    tail = loop.clone()
+    loop.parent.insert_after(loop, tail)
+    tail.set_lower_bound(split, operands)
+    loop.set_upper_bound(split, operands)
+    if loop.results:
+        for res, new in zip(loop.results, tail.results):
+            res.replace_all_uses_with(new)
+        n = len(tail.operands) - len(loop.results)
+        tail.set_operands(list(tail.operands[:n]) + list(loop.results))
+    return tail
+
+
 def _unroll_body(loop: AffineForOp, factor: int) -> None:
     """Append ``factor - 1`` copies of the body (IV bumped, iter_args chained) and scale the
     step (MLIR's ``generateUnrolledLoop``)."""

@@ -20,9 +20,9 @@ from polyopt.affine.affine_expr import dim, symbol
 from polyopt.affine.diagnostics import ScheduleError
 from polyopt.affine.dialects.affine import AffineForOp
 from polyopt.affine.loop_utils import (constant_trip_count, get_perfectly_nested_loops,
-                                       loop_runs_at_least_once, promote_if_single_iteration,
-                                       simplify_affine_expr, trip_count_divisor, unroll,
-                                       unroll_full, unroll_jam)
+                                       loop_runs_at_least_once, peel_last_iterations,
+                                       promote_if_single_iteration, simplify_affine_expr,
+                                       trip_count_divisor, unroll, unroll_full, unroll_jam)
 from polyopt.affine.verifier import verify
 from polyopt.schedules.loop_legality import unroll_jam_is_legal
 from run_helpers import assert_same_run, random_args
@@ -260,6 +260,69 @@ def test_unroll_symbolic_bounds_and_step_execute_like_the_original(factor):
     assert_mlir_opt_prints_back(str(module))
     assert_same_run(REDUCE_SYM, str(module), "f", random_args([(17,), (17,), (1,)]),
                     [(lo, n) for lo in (0, 3) for n in (0, 1, 5, 6, 17)] + [(5, 2)])
+
+
+# peeling the last iterations: a reduction with an offset lower bound and a step, the sum
+# carried from the first part into the peeled one
+PEEL = """
+func.func @f(%A: memref<64xf64>, %S: memref<1xf64>, %lo: index) {
+  %z = arith.constant 0.0 : f64
+  %r = affine.for %i = affine_map<(d0) -> (d0)>(%lo) to affine_map<(d0) -> (d0 + 40)>(%lo)
+      step 2 iter_args(%s = %z) -> (f64) {
+    %a = affine.load %A[%i] : memref<64xf64>
+    %t = arith.addf %s, %a : f64
+    affine.yield %t : f64
+  }
+  affine.store %r, %S[0] : memref<1xf64>
+  return
+}
+"""
+
+PEELED_6 = """\
+#map = affine_map<(d0) -> (d0)>
+#map1 = affine_map<(d0) -> (d0 + 28)>
+#map2 = affine_map<(d0) -> (d0 + 40)>
+module {
+  func.func @f(%arg0: memref<64xf64>, %arg1: memref<1xf64>, %arg2: index) {
+    %cst = arith.constant 0.000000e+00 : f64
+    %0 = affine.for %arg3 = #map(%arg2) to #map1(%arg2) step 2 iter_args(%arg4 = %cst) -> (f64) {
+      %2 = affine.load %arg0[%arg3] : memref<64xf64>
+      %3 = arith.addf %arg4, %2 : f64
+      affine.yield %3 : f64
+    }
+    %1 = affine.for %arg3 = #map1(%arg2) to #map2(%arg2) step 2 iter_args(%arg4 = %0) -> (f64) {
+      %2 = affine.load %arg0[%arg3] : memref<64xf64>
+      %3 = arith.addf %arg4, %2 : f64
+      affine.yield %3 : f64
+    }
+    affine.store %1, %arg1[0] : memref<1xf64>
+    return
+  }
+}
+"""
+
+
+def test_peel_last_iterations_golden_and_execution():
+    module, func = parse_func(PEEL)
+    loop = loops_of(func)[0]
+    tail = peel_last_iterations(loop, 6)
+    verify(module)
+    assert str(module) == PEELED_6
+    assert (constant_trip_count(loop), constant_trip_count(tail)) == (14, 6)
+    assert_mlir_opt_prints_back(str(module))
+    assert_same_run(PEEL, str(module), "f", random_args([(64,), (1,)]), [(0,), (3,), (24,)])
+
+
+def test_peel_last_iterations_refusals_leave_the_ir_untouched():
+    module, func = parse_func(PEEL)
+    before = str(module)
+    loop = loops_of(func)[0]
+    assert peel_last_iterations(loop, 20) is None        # all of its 20 iterations
+    assert peel_last_iterations(loop, 0) is None
+    module2, func2 = parse_func(REDUCE_SYM)
+    before2 = str(module2)
+    assert peel_last_iterations(loops_of(func2)[0], 1) is None     # no constant trip count
+    assert str(module) == before and str(module2) == before2
 
 
 def test_unroll_full_and_its_refusal():

@@ -114,6 +114,31 @@ def test_tile_accumulates_from_zero_and_prefetches_c():
     assert len(prefetches) == 4 * 2
 
 
+def test_long_k_loops_fetch_c_to_l1_shortly_before_they_end():
+    """K_C = 256: the k loop's last C_TILE_LEAD iterations are peeled; the tile's own lines of
+    C are prefetched into L1 between the two parts (locality 3), and before the loop the lines
+    of the tile M_R rows below go to L2 (locality 1).  The result is unchanged."""
+    from polyopt.schedules.register_tile import C_TILE_LEAD
+    attrs = "M_C = 16 : i32, K_C = 256 : i32, M_R = 4 : i32, N_R = 8 : i32, K_U = 4 : i32"
+    compiled = run(37, 21, 300, "f64", attrs, copy=True, unroll=True, scalrep=True, vect=True)
+    loops = [op for op in compiled.module.walk() if isinstance(op, AffineForOp) and op.inits]
+    # the full tile's k loop and its peeled tail (and those of the edge versions)
+    from polyopt.affine.loop_utils import constant_trip_count
+    trips = sorted(constant_trip_count(op) for op in loops)
+    assert C_TILE_LEAD // 4 in trips and (256 - C_TILE_LEAD) // 4 in trips
+    main = next(op for op in loops if constant_trip_count(op) == (256 - C_TILE_LEAD) // 4)
+    ops = list(main.parent.ops)
+    at = ops.index(main)
+    tail = ops[at + 1 + [o.name for o in ops[at + 1:]].index("affine.for")]
+    between = ops[at + 1:ops.index(tail)]
+    assert [op.locality for op in between] == [3] * 8        # 4 rows x 2 lines, into L1
+    assert list(tail.inits) == list(main.results)
+    owner = main.parent.parent_op
+    outer = owner.parent if owner.name == "affine.if" else main.parent
+    early = [op for op in outer.ops if op.name == "affine.prefetch"]
+    assert [op.locality for op in early] == [1] * 8          # the next rows' tile, into L2
+
+
 def test_tiles_cut_by_n_edge_compute_only_its_vectors():
     """N = 2 * N_R + 5: the tiles cut by N's edge are 5 columns wide, so their version of the
     register tile holds one vector per row (5 rounded up to the vector width), not N_R's."""
