@@ -134,11 +134,11 @@ class TestModel:
     def test_zen4_dgemm_takes_gepb_with_a_deeper_k_c(self):
         p = default_blis_params(2088, 2048, 2048, 8, ZEN4, c_row_bytes=2048 * 8)
         assert p.l2_block == "B"
-        assert (p.M_R, p.N_R, p.K_C, p.N_C, p.M_C) == (4, 32, 256, 256, 2088)
+        assert (p.M_R, p.N_R, p.K_C, p.N_C, p.M_C) == (4, 32, 256, 128, 2088)
         text = p.explain()
         assert "K_C 256 instead of GEBP's 80, 8 passes over C instead of 26" in text
         assert "B streams from L2 at 16 of the measured 32 bytes/cycle" in text
-        assert "N_C 256: B's block 256x256 = 512 KiB in half of L2" in text
+        assert "N_C 128: B's block 256x128 = 256 KiB in a quarter of L2" in text
 
     def test_sgemm_k_c_divides_k(self):
         p = default_blis_params(2088, 2048, 2048, 4, ZEN4)
