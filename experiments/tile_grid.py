@@ -9,9 +9,10 @@ default within 3% of the grid's best).
 
 Stages, coarse then refined around the best (each stage reads the previous one's results):
 
-* ``tiles``: every register tile of the list (both forms where ``--forms`` says so) with the
-  model's blocking, and the model's default;
-* ``blocking``: the two best tiles over K_C x M_C;
+* ``tiles``: every register tile of the list (both forms where ``--forms`` says so; row-form
+  tiles in both loop orders, GEBP and GEPB, ``l2_block`` A and B) with the model's blocking,
+  and the model's default;
+* ``blocking``: the two best tiles over K_C x M_C (GEBP) or K_C x N_C (GEPB);
 * ``ku``: the best point over K_U.
 
 Resumable: every point measured is written to the JSON file (``--out``) at once, keyed by CPU,
@@ -47,6 +48,9 @@ COL_TILES_512 = [(2, 14), (2, 12), (3, 8), (2, 8), (1, 24), (2, 10), (4, 6)]
 COL_TILES_256 = [(2, 6), (3, 4), (1, 12), (2, 4)]
 K_CS = [128, 192, 256, 320, 384]
 M_CS = [96, 192, 288, 480]
+# GEPB (l2_block B): K_C x N_C, B's block in L2 (A's M_C x K_C block in L3: the model's M_C)
+GEPB_K_CS = [128, 192, 256, 384, 512]
+GEPB_N_CS = [64, 128, 256, 512]
 K_US = [1, 2, 4, 8]
 
 
@@ -80,9 +84,10 @@ def label_of(p: dict) -> str:
     if not p:
         return "default"
     form = p.get("register_form", "row")
+    order = {"A": " GEBP", "B": " GEPB"}.get(p.get("l2_block"), "")
     tile = f"{p['M_R']}x{p['N_R']}" if "M_R" in p else "model tile"
-    rest = " ".join(f"{k}={p[k]}" for k in ("K_C", "M_C", "K_U") if k in p)
-    return f"{form} {tile} {rest}".strip()
+    rest = " ".join(f"{k}={p[k]}" for k in ("K_C", "M_C", "N_C", "K_U") if k in p)
+    return f"{form}{order} {tile} {rest}".strip()
 
 
 def model_choice(m, n, k, dtype, given=None) -> dict:
@@ -91,7 +96,7 @@ def model_choice(m, n, k, dtype, given=None) -> dict:
     p = default_blis_params(m, n, k, 8 if dtype == "f64" else 4, machine_model(),
                             dict(given or {}))
     out = {"M_R": p.M_R, "N_R": p.N_R, "K_C": p.K_C, "M_C": p.M_C, "K_U": p.K_U,
-           "N_C": p.N_C}
+           "N_C": p.N_C, "l2_block": p.l2_block}
     form = getattr(p, "register_form", None)
     if form is not None:
         out["register_form"] = form
@@ -175,7 +180,8 @@ def tiles_for(dtype, forms, vector_bits):
     col = COL_TILES_512 if vector_bits == 512 else COL_TILES_256
     out = []
     if "row" in forms:
-        out += [{"register_form": "row", "M_R": mr, "N_R": nv * lanes} for mr, nv in row]
+        out += [{"register_form": "row", "M_R": mr, "N_R": nv * lanes, "l2_block": order}
+                for order in ("A", "B") for mr, nv in row]
     if "col" in forms:
         out += [{"register_form": "col", "M_R": mv * lanes, "N_R": nr} for mv, nr in col]
     return out
@@ -205,7 +211,7 @@ def table(grid: Grid, sizes, dtypes, top=8) -> str:
                 lines.append(f"  {label_of(r['params']):40s} {r['ratio']:.3f}x  "
                              f"{r['gflops']:6.1f} GFLOPS  (model fills: "
                              f"K_C={r['model']['K_C']} M_C={r['model']['M_C']} "
-                             f"K_U={r['model']['K_U']})")
+                             f"N_C={r['model']['N_C']} K_U={r['model']['K_U']})")
             if default:
                 b = best(rs)[0]
                 lines.append(f"  default / best: {default[0]['ratio'] / b['ratio']:.3f}")
@@ -241,8 +247,15 @@ def main(argv=None) -> int:
                 if "blocking" in stages and rs:
                     pts = []
                     for r in best(rs, 2, lambda r: r["params"]):
-                        tile = {x: r["params"][x] for x in ("register_form", "M_R", "N_R")
+                        tile = {x: r["params"][x]
+                                for x in ("register_form", "M_R", "N_R", "l2_block")
                                 if x in r["params"]}
+                        if tile.get("l2_block") == "B":
+                            for kc in GEPB_K_CS:
+                                for nc in GEPB_N_CS:
+                                    nc = max(tile["N_R"], nc - nc % tile["N_R"])
+                                    pts.append(dict(tile, K_C=kc, N_C=nc))
+                            continue
                         for kc in K_CS:
                             for mc in M_CS:
                                 mc = max(tile["M_R"], mc - mc % tile["M_R"])

@@ -5,8 +5,15 @@ For ``C[i, j] += A[i, k] * B[k, j]`` over (d0, d1, d2) = (i, j, k) the schedule 
     (d0, d1, d2) -> (d1 floordiv N_C, d2 floordiv K_C, d0 floordiv M_C, d1 floordiv N_R,
                      d0 floordiv M_R, d2, d1, d0)
 
-(without the first dimension when ``N_C`` is not given).  The last two dimensions are the register
-tile: ``(.., d1, d0)`` is the paper's first order; ``register_order="ij"`` gives the permuted
+(without the first dimension when ``N_C`` is not given): GEBP in Goto and van de Geijn's words,
+A's M_C x K_C block in L2 and B's K_C x N_R micro-panel in L1.  With ``l2_block = "B"`` (GEPB)
+it is
+
+    (d0, d1, d2) -> (d0 floordiv M_C, d2 floordiv K_C, d1 floordiv N_C, d0 floordiv M_R,
+                     d1 floordiv N_R, d2, d1, d0)
+
+B's K_C x N_C block in L2 and A's M_R x K_C micro-panel in L1 (BLIS's loops on the transposed,
+column-major problem).  The last two dimensions are the register tile: ``(.., d1, d0)`` is the paper's first order; ``register_order="ij"`` gives the permuted
 ``(.., d0, d1)`` of section 2.12, whose register need is ``M_R*N_R/VW + N_R/VW + 1`` instead of
 ``M_R*N_R/VW + M_R + 1``.
 
@@ -94,21 +101,17 @@ class BlisParams:
             raise ValueError(f"register_form must be 'row' or 'col', got {self.register_form!r}")
 
     def schedule(self) -> AffineMap:
-        """The schedule map over (d0, d1, d2) = (i, j, k)."""
+        """The schedule map over (d0, d1, d2) = (i, j, k): GEBP's loops (jc,) pc, ic, jr, ir
+        or GEPB's ic, pc, (jc,) ir, jr, then k and the register tile."""
         i, j, k = dim(0), dim(1), dim(2)
-        results = []
+        jc = [j.floordiv(self.N_C)] if self.N_C is not None else []
         if self.l2_block == "B":
-            results += [i.floordiv(self.M_C), k.floordiv(self.K_C)]
-            if self.N_C is not None:
-                results.append(j.floordiv(self.N_C))
-            results += [i.floordiv(self.M_R), j.floordiv(self.N_R), k]
-            results += [j, i] if self.register_order == "ji" else [i, j]
-            return AffineMap.get(3, 0, tuple(results))
-        if self.N_C is not None:
-            results.append(j.floordiv(self.N_C))
-        results += [k.floordiv(self.K_C), i.floordiv(self.M_C), j.floordiv(self.N_R),
-                    i.floordiv(self.M_R), k]
-        results += [j, i] if self.register_order == "ji" else [i, j]
+            results = [i.floordiv(self.M_C), k.floordiv(self.K_C), *jc,
+                       i.floordiv(self.M_R), j.floordiv(self.N_R)]
+        else:
+            results = [*jc, k.floordiv(self.K_C), i.floordiv(self.M_C), j.floordiv(self.N_R),
+                       i.floordiv(self.M_R)]
+        results += [k] + ([j, i] if self.register_order == "ji" else [i, j])
         return AffineMap.get(3, 0, tuple(results))
 
     def register_need(self, lanes: int) -> int:
