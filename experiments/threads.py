@@ -28,7 +28,7 @@ def _threads_arg() -> int:
 
 pin_numpy_threads(_threads_arg())   # before anything imports numpy
 
-from polyopt.bench import Timing, Variant, bench_matmul, _time_once  # noqa: E402
+from polyopt.bench import Timing, Variant, bench_matmul, _time_sample  # noqa: E402
 
 ALL_PASSES = {"hopt": True, "copy": True, "unroll": True, "scalrep": True, "vect": True}
 
@@ -42,7 +42,7 @@ def numpy_one_thread(m: int, n: int, k: int, dtype: str, reps: int) -> Timing:
     out = np.empty((m, n), t)
     with threadpool_limits(1, user_api="blas"):
         np.matmul(a, b, out=out)
-        return Timing.of([_time_once(lambda: np.matmul(a, b, out=out)) for _ in range(reps)])
+        return Timing.of([_time_sample(lambda: np.matmul(a, b, out=out)) for _ in range(reps)])
 
 
 def main() -> None:

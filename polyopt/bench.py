@@ -3,8 +3,10 @@
 Rules (DESIGN.md, "How fast, and how we know"): the result is checked against numpy before it
 is timed; one warm-up run each; repetitions alternate polyopt and numpy so that both see the
 same machine state (with several threads, after a pause that lets the other side's idle
-threads stop spinning and an untimed call that wakes the contender's own); medians are reported with the spread; the ratio to numpy (OpenBLAS, on
-as many threads as polyopt's parallel code) comes from the same run.  ``OPENBLAS_NUM_THREADS``
+threads stop spinning and an untimed call that wakes the contender's own); a sample lasts at
+least :data:`MIN_SAMPLE_SECONDS` (short calls are repeated back to back); medians are reported
+with the spread; the ratio to numpy (OpenBLAS, on as many threads as polyopt's parallel code)
+comes from the same run.  ``OPENBLAS_NUM_THREADS``
 must be set before numpy loads: the CLI does it (``--threads``), scripts call
 :func:`single_threaded_numpy` or :func:`pin_numpy_threads` first.
 """
@@ -271,6 +273,26 @@ def _time_once(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
+#: A timed sample lasts at least this long: calls shorter than that are repeated back to back
+#: and the sample is their mean.  A 2 ms convolution on two threads timed alone right after a
+#: pause read 100 or 200 GFLOPS from one sample to the next (the second core waking up, or
+#: another runtime's threads still spinning on it); samples of 20 ms read 195-210.
+MIN_SAMPLE_SECONDS = 0.02
+
+
+def _time_sample(fn: Callable[[], object]) -> float:
+    """Seconds per call of ``fn``: one call, or as many back-to-back calls as make
+    :data:`MIN_SAMPLE_SECONDS`, averaged."""
+    calls = 0
+    start = time.perf_counter()
+    while True:
+        fn()
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= MIN_SAMPLE_SECONDS:
+            return elapsed / calls
+
+
 def blis_mode_variant(dtype: str) -> tuple[Optional[Variant], str]:
     """The ``--hopt-blis`` variant with the best micro-kernel this host runs for ``dtype``,
     or ``(None, why not)`` when the blis package or a suitable CPU is missing."""
@@ -401,12 +423,12 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
     for _ in range(reps):
         for i, fn in enumerate(fns):
             _settle(threads, lambda: fn(a, b, c))
-            samples[i].append(_time_once(lambda: fn(a, b, c)))
+            samples[i].append(_time_sample(lambda: fn(a, b, c)))
         _settle(threads, lambda: np.matmul(a, b, out=out))
-        theirs.append(_time_once(lambda: np.matmul(a, b, out=out)))
+        theirs.append(_time_sample(lambda: np.matmul(a, b, out=out)))
         if torch_run is not None:
             _settle(threads, torch_run)
-            torch_samples.append(_time_once(torch_run))
+            torch_samples.append(_time_sample(torch_run))
     results = [VariantResult(v, ct, Timing.of(s), e)
                for v, ct, s, e in zip(variants, compile_times, samples, errors)]
     peak = None
@@ -611,12 +633,12 @@ def bench_conv2d(s: ConvShape, dtype: str = "f32", *, reps: int = 5, seed: int =
     mine, theirs, torch_t = [], [], []
     for _ in range(reps):
         _settle(threads, lambda: fn(i, k, o))
-        mine.append(_time_once(lambda: fn(i, k, o)))
+        mine.append(_time_sample(lambda: fn(i, k, o)))
         _settle(threads, lambda: ref(i, k, o, cols, tmp))
-        theirs.append(_time_once(lambda: ref(i, k, o, cols, tmp)))
+        theirs.append(_time_sample(lambda: ref(i, k, o, cols, tmp)))
         if torch_run is not None:
             _settle(threads, torch_run)
-            torch_t.append(_time_once(torch_run))
+            torch_t.append(_time_sample(torch_run))
     return ConvBenchResult(s, dtype, Timing.of(mine), compile_time, err, Timing.of(theirs),
                            Timing.of(torch_t) if torch_t else None, note, blas_description(),
                            threads)

@@ -72,3 +72,25 @@ def test_report_ratios_of_the_peers():
     assert rows["p"][5:7] == ["1.500x", "2.000x"]
     assert rows["numpy"][6:8] == ["1.000x", "1.333x"]
     assert rows["torch.mm"][5:7] == ["0.750x", "1.000x"]
+
+
+def test_short_calls_are_timed_as_bursts():
+    """A sample lasts at least MIN_SAMPLE_SECONDS: a 1 ms call is repeated back to back and
+    the sample is the mean; a call longer than that is timed once."""
+    import time
+    from polyopt import bench
+    calls = []
+
+    def short():
+        calls.append(1)
+        time.sleep(0.001)
+
+    per_call = bench._time_sample(short)
+    assert len(calls) >= 5 and 0.001 <= per_call < bench.MIN_SAMPLE_SECONDS
+    calls.clear()
+
+    def long():
+        calls.append(1)
+        time.sleep(bench.MIN_SAMPLE_SECONDS * 1.5)
+
+    assert bench._time_sample(long) >= bench.MIN_SAMPLE_SECONDS * 1.5 and len(calls) == 1
