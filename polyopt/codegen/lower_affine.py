@@ -117,10 +117,50 @@ def _lower_parallel(L: FunctionLowering, op: Operation) -> None:
         L.bind_llvm(res, v)
 
 
+def work_varies_with(op: Operation) -> bool:
+    """Does the work of an iteration of ``op`` (an ``affine.parallel`` with constant bounds
+    in its first dimension) grow or shrink along that dimension: some loop inside it whose
+    bounds depend on the IV and on constants only runs a different, non-zero number of
+    iterations in the first and the next-to-last iteration (a triangular nest, ``for j = 0
+    to i``)?  A loop that runs only in the last iteration (the zero padding of a partial
+    block) or whose bounds also depend on other values does not count."""
+    from polyopt.affine.loop_utils import results_over_shared_operands
+    lbm, ubm = op.lower_bound_map(0), op.upper_bound_map(0)
+    if not (lbm.is_constant() and ubm.is_constant()):
+        return False
+    first = max(r.evaluate([], []) for r in lbm.results)
+    last = min(r.evaluate([], []) for r in ubm.results) - 1
+    step = op.steps[0]
+    if last - step < first:
+        return False
+    iv = op.ivs[0]
+
+    def trips(lbs, ubs, at: int) -> int:
+        point = [at]
+        return min(u.evaluate(point) for u in ubs) - max(lo.evaluate(point) for lo in lbs)
+
+    for loop in op.walk():
+        if loop.name != "affine.for":
+            continue
+        operands: list = [iv]
+        lbs = results_over_shared_operands(loop.lower_map, list(loop.lower_operands), operands)
+        ubs = results_over_shared_operands(loop.upper_map, list(loop.upper_operands), operands)
+        if len(operands) != 1 or not any(0 in e.used_dims() for e in lbs + ubs):
+            continue
+        before_last = first + (last - first) // step * step - step
+        t_first, t_before_last = trips(lbs, ubs, first), trips(lbs, ubs, before_last)
+        if max(t_first, t_before_last) > 0 and t_first != t_before_last:
+            return True
+    return False
+
+
 def _lower_parallel_region(L: FunctionLowering, op: Operation, bounds: list,
                            inits: list) -> list:
-    """The nest of ``op`` in an OpenMP region, dimension 0 split statically over the threads;
-    returns the reductions' values after the region."""
+    """The nest of ``op`` in an OpenMP region, dimension 0 split over the threads with
+    ``schedule(static)`` (contiguous blocks), or ``schedule(static, 1)`` (round-robin) when
+    an iteration's work varies with the IV (:func:`work_varies_with`: the blocks of a
+    triangular nest would leave one thread three times the work of the other); returns the
+    reductions' values after the region."""
     threads = L.ml.threads
     b = L.b
     slots = []
@@ -131,11 +171,19 @@ def _lower_parallel_region(L: FunctionLowering, op: Operation, bounds: list,
         for t in range(threads):
             b.store(init, b.gep(slot, [i64(0), i64(t)], inbounds=True, source_etype=ty))
 
+    cyclic = work_varies_with(op)
+
     def body(region: Region) -> None:
         (lb, lb_range), (ub, ub_range), step = bounds[0]
-        lo, hi = region.static_chunk(lb, ub, step)
-        mine = [((lo, lb_range), (hi, ub_range), step), *bounds[1:]]
-        accs = _lower_parallel_dims(L, op, mine, 0, inits)
+        if cyclic:
+            def one(lo, hi, accs):
+                mine = [((lo, lb_range), (hi, ub_range), step), *bounds[1:]]
+                return _lower_parallel_dims(L, op, mine, 0, accs)
+            accs = region.cyclic_iterations(lb, ub, step, inits, one)
+        else:
+            lo, hi = region.static_chunk(lb, ub, step)
+            mine = [((lo, lb_range), (hi, ub_range), step), *bounds[1:]]
+            accs = _lower_parallel_dims(L, op, mine, 0, inits)
         for (slot, ty), acc in zip(slots, accs):
             L.b.store(acc, L.b.gep(slot, [i64(0), region.thread], inbounds=True,
                                          source_etype=ty))

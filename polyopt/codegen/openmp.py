@@ -64,15 +64,20 @@ _ENTRY_POINTS = ("__kmpc_fork_call", "__kmpc_global_thread_num", "__kmpc_push_nu
 MIN_PARALLEL_WORK = 200_000
 #: The trip count assumed for loops whose bounds are not constants.
 UNKNOWN_TRIPS = 32
+#: What :func:`iteration_cost` counts for a ``func.call``: a callee is opaque, and the calls in
+#: parallel loops are micro-kernels (``--hopt-blis``: ``M_R x N_R x K_C`` FMAs, a thousand
+#: vector FMAs for a 14x16 tile and K_C 64); counted as one op, a BLIS-mode nest of 2088 rows
+#: looked too small to fork and ran on one thread.
+CALL_COST = 1000
 
 
 def iteration_cost(block) -> int:
-    """A static estimate of the ops one execution of ``block`` runs: its ops, the bodies of
-    ``affine.for`` loops times their trip counts (:data:`UNKNOWN_TRIPS` when not constant),
-    other regions once."""
+    """A static estimate of the ops one execution of ``block`` runs: its ops (a ``func.call``
+    :data:`CALL_COST`), the bodies of ``affine.for`` loops times their trip counts
+    (:data:`UNKNOWN_TRIPS` when not constant), other regions once."""
     total = 0
     for op in block.ops:
-        total += 1
+        total += CALL_COST if op.name == "func.call" else 1
         inner = sum(iteration_cost(b) for r in op.regions for b in r.blocks)
         if op.name == "affine.for":
             lb, ub = op.lower_map, op.upper_map
@@ -176,6 +181,8 @@ def omp_function(ml, name: str) -> ir.Function:
 #: ``kmp_sch_static``: iterations in equal contiguous blocks, one per thread (OpenMP's
 #: ``schedule(static)``, what clang emits for ``#pragma omp for``).
 KMP_SCH_STATIC = 34
+#: ``kmp_sch_static_chunked``: chunks dealt round-robin (``schedule(static, chunk)``).
+KMP_SCH_STATIC_CHUNKED = 33
 
 
 class Region:
@@ -194,6 +201,61 @@ class Region:
 
     def barrier(self) -> None:
         self.L.b.call(omp_function(self.L.ml, "__kmpc_barrier"), [_ident(self.L.ml), self.gtid])
+
+    def cyclic_iterations(self, lb: ir.Value, ub: ir.Value, step: int, accs: list,
+                          emit: Callable[[ir.Value, ir.Value, list], list]) -> list:
+        """This thread's iterations of ``for iv = lb to ub step step`` under OpenMP's
+        ``schedule(static, 1)`` (``__kmpc_for_static_init_8`` with a chunk of one, as clang
+        emits it): iterations ``tid, tid + nthreads, ...``, so that threads share evenly a
+        loop whose iterations grow or shrink (a triangular nest); a serialized region gets
+        them all as one chunk.  ``emit(lo, hi, accs)`` lowers the iterations in ``[lo, hi)``
+        from the accumulators ``accs`` and returns them updated; returns the accumulators
+        after this thread's last chunk."""
+        L = self.L
+        b = L.b
+        trips = trip_count(b, lb, ub, step)
+        slots = [opaque_alloca(L.entry_builder, t) for t in (I32, I64, I64, I64)]
+        last, lower, upper, stride = slots
+        b.store(ir.Constant(I32, 0), last)
+        b.store(i64(0), lower)
+        b.store(b.sub(trips, i64(1)), upper)
+        b.store(i64(1), stride)
+        ident = _ident(L.ml)
+        b.call(omp_function(L.ml, "__kmpc_for_static_init_8"),
+               [ident, self.gtid, ir.Constant(I32, KMP_SCH_STATIC_CHUNKED), last, lower, upper,
+                stride, i64(1), i64(1)])
+        first = b.load(lower, typ=I64)
+        last_first = b.load(upper, typ=I64)
+        every = b.load(stride, typ=I64)
+        b.call(omp_function(L.ml, "__kmpc_for_static_fini"), [ident, self.gtid])
+        # chunks [lo, hi] (inclusive, as the runtime gives them: one iteration in a team, all
+        # of them when the region runs serialized), each the next by ``every``
+        pre = b.block
+        header = L.fn.append_basic_block("omp.cyclic.header")
+        body = L.fn.append_basic_block("omp.cyclic.body")
+        exit_ = L.fn.append_basic_block("omp.cyclic.exit")
+        b.branch(header)
+        b.position_at_end(header)
+        k = b.phi(I64, "omp.lo")
+        kk = b.phi(I64, "omp.hi")
+        phis = [b.phi(a.type) for a in accs]
+        b.cbranch(b.icmp_signed("<", k, trips), body, exit_)
+        b.position_at_end(body)
+        hi = b.add(kk, i64(1))
+        hi = b.select(b.icmp_signed("<", hi, trips), hi, trips)
+        out = emit(b.add(lb, b.mul(k, i64(step))), b.add(lb, b.mul(hi, i64(step))), phis)
+        nxt, nxt_hi = b.add(k, every), b.add(kk, every)
+        latch = b.block
+        b.branch(header)
+        k.add_incoming(first, pre)
+        k.add_incoming(nxt, latch)
+        kk.add_incoming(last_first, pre)
+        kk.add_incoming(nxt_hi, latch)
+        for phi, a, v in zip(phis, accs, out):
+            phi.add_incoming(a, pre)
+            phi.add_incoming(v, latch)
+        b.position_at_end(exit_)
+        return phis
 
     def static_chunk(self, lb: ir.Value, ub: ir.Value, step) -> tuple:
         """This thread's part ``[lb', ub')`` of ``for iv = lb to ub step step`` under OpenMP's

@@ -100,6 +100,75 @@ def test_each_thread_runs_its_static_chunk(threads):
         assert sorted(set(W.tolist())) == list(range(threads))
 
 
+# a triangular nest: iteration i runs i inner iterations
+TRIANGLE = """\
+func.func private @libomp_thread_num() -> i32
+func.func @tri(%W: memref<23xi32>, %S: memref<23x23xf64>) {
+  %c = arith.constant 1.0 : f64
+  affine.parallel (%i) = (0) to (23) {
+    %t = func.call @libomp_thread_num() : () -> i32
+    affine.store %t, %W[%i] : memref<23xi32>
+    affine.for %j = 0 to affine_map<(d0) -> (d0)>(%i) {
+      affine.store %c, %S[%i, %j] : memref<23x23xf64>
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("threads", THREADS)
+def test_a_triangular_nest_deals_its_iterations_round_robin(threads):
+    """schedule(static, 1): iteration i on thread i mod threads (the blocks of
+    schedule(static) would leave the last thread three times the first one's work)."""
+    _bind_thread_num()
+    c = polyopt.compile(TRIANGLE, threads=threads)
+    W = np.full(23, -1, np.int32)
+    S = np.zeros((23, 23))
+    c["tri"](W, S)
+    assert W.tolist() == [i % threads for i in range(23)]
+    assert np.array_equal(S, np.tril(np.ones((23, 23)), -1))
+
+
+def test_a_serialized_triangular_region_runs_every_iteration(monkeypatch):
+    """Below MIN_PARALLEL_WORK the region runs serialized: the runtime then gives the one
+    thread all the iterations as one chunk."""
+    _bind_thread_num()
+    monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 10_000_000)
+    c = polyopt.compile(TRIANGLE, threads=2)
+    W = np.full(23, -1, np.int32)
+    S = np.zeros((23, 23))
+    c["tri"](W, S)
+    assert W.tolist() == [0] * 23
+    assert np.array_equal(S, np.tril(np.ones((23, 23)), -1))
+
+
+def test_which_nests_count_as_uneven():
+    """Only loops whose trip count changes over the parallel range count: a triangle does,
+    tiles clamped at the edge and zero padding of the last block do not."""
+    from polyopt.codegen.lower_affine import work_varies_with
+
+    def first_parallel(text):
+        return next(op for op in polyopt.parse(text).walk() if op.name == "affine.parallel")
+    assert work_varies_with(first_parallel(TRIANGLE))
+    assert not work_varies_with(first_parallel(WHO_RAN))
+    edges = """
+func.func @f(%A: memref<131xf64>) {
+  %c = arith.constant 0.0 : f64
+  affine.parallel (%b) = (0) to (3) {
+    affine.for %i = affine_map<(d0) -> (d0 * 50)>(%b) to min affine_map<(d0) -> (131, d0 * 50 + 50)>(%b) {
+      affine.store %c, %A[%i] : memref<131xf64>
+    }
+    affine.for %i = affine_map<(d0) -> (d0 * -50 + 131)>(%b) to 50 {
+      affine.store %c, %A[%i] : memref<131xf64>
+    }
+  }
+  return
+}
+"""
+    assert not work_varies_with(first_parallel(edges))
+
+
 SCF_REDUCE = """\
 func.func @stats(%A: memref<29x31xf64>, %B: memref<29x31xf64>, %lb: index, %ub: index) -> (f64, f64, i64) {
   %c0 = arith.constant 0 : index
@@ -337,8 +406,9 @@ def test_calls_release_the_gil():
 
 def test_small_regions_run_alone(monkeypatch):
     # below MIN_PARALLEL_WORK (ops x iterations) the calling thread runs the region alone
+    # (WHO_RAN's body calls a function, CALL_COST ops, in a 2-d scf.parallel: 23 x 32 x ~1000)
     _bind_thread_num()
-    monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 20_000)
+    monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 10_000_000)
     c = polyopt.compile(WHO_RAN, threads=2)
     W = np.full(23, -1, np.int32)
     c["scf"](W, 0, 23, 1)
