@@ -116,11 +116,15 @@ def _region_moves_with(info, dim: int, loop: AffineForOp) -> bool:
 
 
 def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink = None,
-                          loc=None, kind: str = "hop.matmul", l2_block: str = "A") -> bool:
+                          loc=None, kind: str = "hop.matmul", l2_block: str = "A",
+                          output=None) -> bool:
     """Parallelize the packed BLIS nest among ``nest_ops`` (the generated top-level ops:
     allocations, the nest, deallocations) as the module docstring says; ``copy_infos`` are
     A's and B's :class:`~polyopt.memref_layout.data_copy.CopyInfo` from packing, ``l2_block``
-    the nest's order (``"A"``: GEBP, the ic loop is parallel; ``"B"``: GEPB, the jc loop).
+    the nest's order (``"A"``: GEBP, the ic loop is parallel; ``"B"``: GEPB, the jc loop);
+    ``output`` is the product's C, which the threads share (each writes its own rows or
+    columns of it), also when it is a buffer of the function's (a raised contraction's
+    temporary, copied back after the nest).
     Returns whether it did; when the nest is not the expected shape it is left sequential
     with a remark."""
     def skip(why: str) -> bool:
@@ -159,6 +163,8 @@ def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink =
     # hoisted before the nest) runs in each thread's body first
     private = []
     for buf in _written_buffers(loop):
+        if buf is output:
+            continue
         alloc = buf.defining_op
         if alloc is None or alloc.name not in ("memref.alloc", "memref.alloca"):
             continue

@@ -148,3 +148,27 @@ def test_m_c_is_balanced_over_the_threads():
     assert r.M_C == 336 and -(-1000 // r.M_C) == 3
     assert balance_m_c(p, 2088, 2, {"M_C": 501}) is p   # the user's M_C is kept
     assert balance_m_c(p, 5, 2) is p                     # fewer rows than threads x M_R
+
+
+def test_a_raised_contraction_with_a_temporary_output_runs_on_the_team():
+    """doitgen's contraction writes a fresh buffer, copied back after the nest: the threads
+    share it as they share C (each its own rows or columns), so the nest is not left
+    sequential for writing a buffer that is used outside the parallel loop."""
+    from polyopt.polybench.suite import kernel
+    from polyopt.polybench import harness
+    k = kernel("doitgen")
+    params = k.params_of("SMALL")
+    remarks = []
+    switches = dict(harness.HOPT_SWITCHES, parallel=True)
+    outs = []
+    for threads in (1, 2):
+        compiled = polyopt.compile(harness.mlir_source(k, params), threads=threads,
+                                   remark=lambda loc, msg: remarks.append(msg), **switches)
+        work = harness._copy(harness.init_values(k, params))
+        compiled[k.symbol](*[work[a.name] for a in k.args])
+        outs.append(work)
+    assert any("blocks (jc) parallel" in r or "blocks (ic) parallel" in r for r in remarks), \
+        remarks
+    assert not any("left sequential" in r for r in remarks), remarks
+    for name in k.outputs:
+        assert np.array_equal(outs[0][name], outs[1][name]), name
