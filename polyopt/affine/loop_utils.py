@@ -583,12 +583,18 @@ def _generate_cleanup(loop: AffineForOp, factor: int) -> AffineForOp:
             atoms.import_exprs(split_map, split_ops)
         cleanup.set_lower_bound(*atoms.export(exprs))
     loop.set_upper_bound(split_map, split_ops)
-    if loop.results:
-        for res, new in zip(loop.results, cleanup.results):
-            res.replace_all_uses_with(new)
-        n = len(cleanup.operands) - len(loop.results)
-        cleanup.set_operands(list(cleanup.operands[:n]) + list(loop.results))
+    _chain_results(loop, cleanup)
     return cleanup
+
+
+def _chain_results(first: AffineForOp, then: AffineForOp) -> None:
+    """``then`` (a copy of ``first`` placed after it) continues its iterations: the users of
+    ``first``'s results read ``then``'s, whose inits are ``first``'s results."""
+    if first.results:
+        for res, new in zip(first.results, then.results):
+            res.replace_all_uses_with(new)
+        n = len(then.operands) - len(first.results)
+        then.set_operands(list(then.operands[:n]) + list(first.results))
 
 
 def peel_last_iterations(loop: AffineForOp, count: int) -> Optional[AffineForOp]:
@@ -616,11 +622,7 @@ def peel_last_iterations(loop: AffineForOp, count: int) -> Optional[AffineForOp]
     loop.parent.insert_after(loop, tail)
     tail.set_lower_bound(split, operands)
     loop.set_upper_bound(split, operands)
-    if loop.results:
-        for res, new in zip(loop.results, tail.results):
-            res.replace_all_uses_with(new)
-        n = len(tail.operands) - len(loop.results)
-        tail.set_operands(list(tail.operands[:n]) + list(loop.results))
+    _chain_results(loop, tail)
     return tail
 
 

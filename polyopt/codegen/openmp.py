@@ -202,6 +202,26 @@ class Region:
     def barrier(self) -> None:
         self.L.b.call(omp_function(self.L.ml, "__kmpc_barrier"), [_ident(self.L.ml), self.gtid])
 
+    def _static_init(self, trips: ir.Value, schedule: int) -> tuple:
+        """``__kmpc_for_static_init_8`` over iterations ``0 .. trips - 1`` with ``schedule``
+        (a chunk of one when chunked): this thread's first chunk ``(lower, upper)``
+        (inclusive) and the ``stride`` to its next one."""
+        L = self.L
+        b = L.b
+        last, lower, upper, stride = (opaque_alloca(L.entry_builder, t)
+                                      for t in (I32, I64, I64, I64))
+        b.store(ir.Constant(I32, 0), last)
+        b.store(i64(0), lower)
+        b.store(b.sub(trips, i64(1)), upper)
+        b.store(i64(1), stride)
+        ident = _ident(L.ml)
+        b.call(omp_function(L.ml, "__kmpc_for_static_init_8"),
+               [ident, self.gtid, ir.Constant(I32, schedule), last, lower, upper, stride,
+                i64(1), i64(1)])
+        out = (b.load(lower, typ=I64), b.load(upper, typ=I64), b.load(stride, typ=I64))
+        b.call(omp_function(L.ml, "__kmpc_for_static_fini"), [ident, self.gtid])
+        return out
+
     def cyclic_iterations(self, lb: ir.Value, ub: ir.Value, step: int, accs: list,
                           emit: Callable[[ir.Value, ir.Value, list], list]) -> list:
         """This thread's iterations of ``for iv = lb to ub step step`` under OpenMP's
@@ -214,20 +234,7 @@ class Region:
         L = self.L
         b = L.b
         trips = trip_count(b, lb, ub, step)
-        slots = [opaque_alloca(L.entry_builder, t) for t in (I32, I64, I64, I64)]
-        last, lower, upper, stride = slots
-        b.store(ir.Constant(I32, 0), last)
-        b.store(i64(0), lower)
-        b.store(b.sub(trips, i64(1)), upper)
-        b.store(i64(1), stride)
-        ident = _ident(L.ml)
-        b.call(omp_function(L.ml, "__kmpc_for_static_init_8"),
-               [ident, self.gtid, ir.Constant(I32, KMP_SCH_STATIC_CHUNKED), last, lower, upper,
-                stride, i64(1), i64(1)])
-        first = b.load(lower, typ=I64)
-        last_first = b.load(upper, typ=I64)
-        every = b.load(stride, typ=I64)
-        b.call(omp_function(L.ml, "__kmpc_for_static_fini"), [ident, self.gtid])
+        first, last_first, every = self._static_init(trips, KMP_SCH_STATIC_CHUNKED)
         # chunks [lo, hi] (inclusive, as the runtime gives them: one iteration in a team, all
         # of them when the region runs serialized), each the next by ``every``
         pre = b.block
@@ -261,28 +268,14 @@ class Region:
         """This thread's part ``[lb', ub')`` of ``for iv = lb to ub step step`` under OpenMP's
         ``schedule(static)`` (``__kmpc_for_static_init_8`` on the trip count, as clang emits
         it): contiguous blocks, thread 0 first."""
-        L = self.L
-        b = L.b
-        span = b.sub(ub, lb)
-        span = b.select(b.icmp_signed(">", span, i64(0)), span, i64(0))
+        b = self.L.b
         if isinstance(step, int):
             step = i64(step)
-        trips = b.sdiv(b.add(span, b.sub(step, i64(1))), step)
-        slots = [opaque_alloca(L.entry_builder, t) for t in (I32, I64, I64, I64)]
-        last, lower, upper, stride = slots
-        b.store(ir.Constant(I32, 0), last)
-        b.store(i64(0), lower)
-        b.store(b.sub(trips, i64(1)), upper)
-        b.store(i64(1), stride)
-        ident = _ident(L.ml)
-        b.call(omp_function(L.ml, "__kmpc_for_static_init_8"),
-               [ident, self.gtid, ir.Constant(I32, KMP_SCH_STATIC), last, lower, upper, stride,
-                i64(1), i64(1)])
-        first = b.load(lower, typ=I64)
-        end = b.add(b.load(upper, typ=I64), i64(1))
+        trips = trip_count(b, lb, ub, step)
+        first, upper, _ = self._static_init(trips, KMP_SCH_STATIC)
+        end = b.add(upper, i64(1))
         end = b.select(b.icmp_signed("<", end, trips), end, trips)
         end = b.select(b.icmp_signed("<", end, first), first, end)
-        b.call(omp_function(L.ml, "__kmpc_for_static_fini"), [ident, self.gtid])
         lo = b.add(lb, b.mul(first, step))
         hi = b.add(lb, b.mul(end, step))
         return lo, hi

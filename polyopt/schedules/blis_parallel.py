@@ -49,6 +49,15 @@ __all__ = ["balance_m_c", "balance_n_c", "balance_for_threads", "parallelize_bli
 RemarkSink = Optional[Callable[[object, str], None]]
 
 
+def _even_blocks(size: int, tile: int, multiple: int, threads: int) -> int:
+    """The tile, at most ``tile`` and a multiple of ``multiple``, that cuts ``size`` into a
+    number of blocks divisible by ``threads`` (the same number per thread)."""
+    blocks = -(-size // tile)
+    blocks = -(-blocks // threads) * threads
+    even = -(-size // blocks)
+    return -(-even // multiple) * multiple
+
+
 def balance_m_c(params: BlisParams, m: int, threads: int, user_tiles: dict = ()) -> BlisParams:
     """``params`` with M_C lowered (to a multiple of M_R) so that the ``ceil(m / M_C)`` ic
     blocks split evenly over ``threads``: the same number of blocks per thread, each at most
@@ -56,10 +65,7 @@ def balance_m_c(params: BlisParams, m: int, threads: int, user_tiles: dict = ())
     fewer rows than threads x M_R."""
     if threads <= 1 or "M_C" in dict(user_tiles) or m <= params.M_R * threads:
         return params
-    blocks = -(-m // params.M_C)
-    blocks = -(-blocks // threads) * threads
-    m_c = -(-m // blocks)
-    m_c = -(-m_c // params.M_R) * params.M_R
+    m_c = _even_blocks(m, params.M_C, params.M_R, threads)
     if m_c >= params.M_C:
         return params
     why = (f"M_C {m_c}: {-(-m // m_c)} blocks of rows for {threads} threads "
@@ -76,10 +82,7 @@ def balance_n_c(params: BlisParams, n: int, threads: int, user_tiles: dict = ()
         return params
     if n < params.N_R * threads:
         return None
-    blocks = -(-n // params.N_C)
-    blocks = -(-blocks // threads) * threads
-    n_c = -(-n // blocks)
-    n_c = -(-n_c // params.N_R) * params.N_R
+    n_c = _even_blocks(n, params.N_C, params.N_R, threads)
     if n_c >= params.N_C:
         return params
     why = (f"N_C {n_c}: {-(-n // n_c)} blocks of columns for {threads} threads "

@@ -469,6 +469,13 @@ def _fit_k_c(k: int, kc: int) -> int:
     return best[1]
 
 
+def _cache_tile(size: int, budget_bytes: float, unit_bytes: int, multiple: int) -> int:
+    """The tile of ``size`` whose ``unit_bytes`` per element take at most ``budget_bytes``,
+    a multiple of ``multiple`` (at least one), balanced over ``size`` (:func:`_balanced`)."""
+    t = int(budget_bytes / unit_bytes)
+    return _balanced(size, max(multiple, t - t % multiple), multiple)
+
+
 def _gebp_blocking(m, n, k, elem_bytes, machine, mr, nr, kc, given) -> tuple:
     """K_C, M_C, N_C and their reasons for GEBP: B's K_C x N_R micro-panel stays in L1 (two
     thirds of it: A's micro-panel streams through the rest); A's M_C x K_C block fills a third
@@ -481,9 +488,7 @@ def _gebp_blocking(m, n, k, elem_bytes, machine, mr, nr, kc, given) -> tuple:
     reasons.append(f"K_C {kc}" + (" (given)" if "K_C" in given else
                    f": B's micro-panel {kc}x{nr} = {kc * nr * elem_bytes / 1024:.1f} KiB in "
                    f"{b_ways} of {machine.l1d_ways} L1 ways ({l1_way // 1024} KiB each)"))
-    mc = int(machine.l2_bytes / 3 / (kc * elem_bytes))
-    mc = max(mr, mc - mc % mr)
-    mc = given.get("M_C", _balanced(m, mc, mr))
+    mc = given.get("M_C", _cache_tile(m, machine.l2_bytes / 3, kc * elem_bytes, mr))
     reasons.append(f"M_C {mc}" + (" (given)" if "M_C" in given else
                    f": A's block {mc}x{kc} = {mc * kc * elem_bytes / 1024:.0f} KiB in a third "
                    f"of L2 ({machine.l2_bytes // 1024} KiB, {machine.l2_ways} ways)"))
@@ -514,15 +519,11 @@ def _gepb_blocking(m, n, k, elem_bytes, machine, mr, nr, given) -> tuple:
     reasons.append(f"K_C {kc}" + (" (given)" if "K_C" in given else
                    f": A's micro-panel {mr}x{kc} = {mr * kc * elem_bytes / 1024:.1f} KiB in a "
                    f"quarter of L1 ({machine.l1d_bytes // 1024} KiB)"))
-    nc = int(machine.l2_bytes / 4 / (kc * elem_bytes))
-    nc = max(nr, nc - nc % nr)
-    nc = given.get("N_C", _balanced(n, nc, nr))
+    nc = given.get("N_C", _cache_tile(n, machine.l2_bytes / 4, kc * elem_bytes, nr))
     reasons.append(f"N_C {nc}" + (" (given)" if "N_C" in given else
                    f": B's block {kc}x{nc} = {kc * nc * elem_bytes / 1024:.0f} KiB in a "
                    f"quarter of L2 ({machine.l2_bytes // 1024} KiB)"))
-    mc = int(machine.l3_bytes / 2 / (kc * elem_bytes))
-    mc = max(mr, mc - mc % mr)
-    mc = given.get("M_C", _balanced(m, mc, mr))
+    mc = given.get("M_C", _cache_tile(m, machine.l3_bytes / 2, kc * elem_bytes, mr))
     reasons.append(f"M_C {mc}" + (" (given)" if "M_C" in given else
                    f": A's block {mc}x{kc} = {mc * kc * elem_bytes / 2**20:.1f} MiB in half of "
                    f"L3 ({machine.l3_bytes >> 20} MiB)"))
