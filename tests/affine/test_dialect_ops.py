@@ -408,6 +408,9 @@ def test_error_hop_matmul_m_r_zero():
     ("{some_attr = 96}", "'hop.matmul' op unknown attribute 'some_attr'; known attributes are "
                          "M_C, K_C, N_C, M_R, N_R, K_U, register_form, l2_block, schedule, alpha, beta"),
     ("{K_U = 2.5}", "'hop.matmul' op K_U must be a positive integer, got 2.500000e+00 : f64"),
+    ('{l2_block = "C"}', "'hop.matmul' op l2_block must be \"A\" or \"B\", got \"C\""),
+    ('{register_form = "diag"}',
+     "'hop.matmul' op register_form must be \"row\" or \"col\", got \"diag\""),
     ("{schedule = affine_map<(d0, d1) -> (d0)>}",
      "'hop.matmul' op schedule must be an affine map with 3 dims (d0, d1, d2) = (i, j, k) and no "
      "symbols, got (2 dims, 0 symbols) (d0, d1) -> (d0)"),
