@@ -130,11 +130,18 @@ def test_a_triangular_nest_deals_its_iterations_round_robin(threads):
     assert np.array_equal(S, np.tril(np.ones((23, 23)), -1))
 
 
-def test_a_serialized_triangular_region_runs_every_iteration(monkeypatch):
-    """Below MIN_PARALLEL_WORK the region runs serialized: the runtime then gives the one
-    thread all the iterations as one chunk."""
+ALONE = [pytest.param(openmp.MAX_INLINE_OPS, id="inline-copy"),
+         pytest.param(0, id="serialized-outlined")]
+
+
+@pytest.mark.parametrize("inline_ops", ALONE)
+def test_a_serialized_triangular_region_runs_every_iteration(monkeypatch, inline_ops):
+    """Below MIN_PARALLEL_WORK the region runs alone: its inline copy, or the outlined
+    function serialized (the runtime then gives the one thread all the iterations as one
+    chunk)."""
     _bind_thread_num()
     monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 10_000_000)
+    monkeypatch.setattr(openmp, "MAX_INLINE_OPS", inline_ops)
     c = polyopt.compile(TRIANGLE, threads=2)
     W = np.full(23, -1, np.int32)
     S = np.zeros((23, 23))
@@ -204,8 +211,34 @@ func.func @stats(%A: memref<29x31xf64>, %B: memref<29x31xf64>, %lb: index, %ub: 
 
 @pytest.mark.parametrize("threads", THREADS)
 def test_scf_parallel_reductions_against_numpy(threads):
-    f = polyopt.compile(SCF_REDUCE, threads=threads)["stats"]
-    rng = np.random.default_rng(threads)
+    _check_stats(polyopt.compile(SCF_REDUCE, threads=threads)["stats"])
+
+
+@pytest.mark.parametrize("inline_ops", ALONE)
+def test_reductions_of_a_region_run_alone(monkeypatch, inline_ops):
+    monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 10_000_000)
+    monkeypatch.setattr(openmp, "MAX_INLINE_OPS", inline_ops)
+    _check_stats(polyopt.compile(SCF_REDUCE, threads=2)["stats"])
+
+
+def test_a_small_region_gets_an_inline_copy_for_running_alone(monkeypatch):
+    """The copy run below MIN_PARALLEL_WORK is the plain loop, in the function itself: no
+    call of the outlined function, no runtime call (a stencil's sweep forked a thousand
+    times paid for them on every call)."""
+    monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 10_000_000)
+    text = lower_module(polyopt.parse(SCF_REDUCE), threads=2).llvm_ir
+    body = text[text.index('define void @"stats"'):]
+    body = body[:body.index("\n}\n")]
+    assert "__kmpc_fork_call" in body
+    assert "__kmpc_serialized_parallel" not in body
+    assert len(re.findall(r"memref.store|store double", body)) >= 1
+    monkeypatch.setattr(openmp, "MAX_INLINE_OPS", 0)
+    text = lower_module(polyopt.parse(SCF_REDUCE), threads=2).llvm_ir
+    assert "__kmpc_serialized_parallel" in text
+
+
+def _check_stats(f) -> None:
+    rng = np.random.default_rng(7)
     # integers in f64: the sums are exact in any order
     A = rng.integers(-50, 50, (29, 31)).astype(np.float64)
     for lb, ub in ((0, 29), (3, 20), (7, 8), (9, 9), (12, 4)):
@@ -404,11 +437,13 @@ def test_calls_release_the_gil():
     assert flags[1] == 1.0 and seen_inside > 0
 
 
-def test_small_regions_run_alone(monkeypatch):
+@pytest.mark.parametrize("inline_ops", ALONE)
+def test_small_regions_run_alone(monkeypatch, inline_ops):
     # below MIN_PARALLEL_WORK (ops x iterations) the calling thread runs the region alone
     # (WHO_RAN's body calls a function, CALL_COST ops, in a 2-d scf.parallel: 23 x 32 x ~1000)
     _bind_thread_num()
     monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 10_000_000)
+    monkeypatch.setattr(openmp, "MAX_INLINE_OPS", inline_ops)
     c = polyopt.compile(WHO_RAN, threads=2)
     W = np.full(23, -1, np.int32)
     c["scf"](W, 0, 23, 1)
