@@ -72,7 +72,7 @@ CALL_COST = 1000
 #: Regions whose outlined body has at most this many LLVM instructions get a second, inline
 #: copy for when they run alone (:func:`emit_parallel_region`); larger bodies (BLIS nests)
 #: would double their compile time for it.
-MAX_INLINE_OPS = 2000
+MAX_INLINE_OPS = 500
 
 
 def iteration_cost(block) -> int:
@@ -189,6 +189,16 @@ KMP_SCH_STATIC = 34
 KMP_SCH_STATIC_CHUNKED = 33
 
 
+def _clamp(b: ir.IRBuilder, v: ir.Value, trips: ir.Value) -> ir.Value:
+    """``v`` (an iteration number the runtime gave) clamped to ``[0, trips]``: a no-op at
+    run time, but it tells LLVM the range.  Without it, a loaded bound times a block size
+    (``i * 572``) might wrap for all SCEV knows, the packing copies indexed from it were no
+    affine recurrences, and the loop vectorizer gave up on them ("cannot identify array
+    bounds"; the stem convolution's im2col copy ran scalar on two threads)."""
+    v = b.select(b.icmp_signed("<", v, i64(0)), i64(0), v)
+    return b.select(b.icmp_signed(">", v, trips), trips, v)
+
+
 class Region:
     """What the body of a parallel region is emitted with: the thread's number in the team
     (``i64``, from the microtask's ``btid`` argument), :meth:`static_chunk` and
@@ -222,7 +232,8 @@ class Region:
         b.call(omp_function(L.ml, "__kmpc_for_static_init_8"),
                [ident, self.gtid, ir.Constant(I32, schedule), last, lower, upper, stride,
                 i64(1), i64(1)])
-        out = (b.load(lower, typ=I64), b.load(upper, typ=I64), b.load(stride, typ=I64))
+        first, last_ = b.load(lower, typ=I64), b.load(upper, typ=I64)
+        out = (_clamp(b, first, trips), _clamp(b, last_, trips), b.load(stride, typ=I64))
         b.call(omp_function(L.ml, "__kmpc_for_static_fini"), [ident, self.gtid])
         return out
 
