@@ -15,6 +15,12 @@ Derived values (all from facts or measurements, never from the CPU's name):
   Zen 5 and Intel's server cores: 2.0x); true for a CPU whose widest vectors are 256 bits;
 * ``embedded_broadcast``: AVX-512F (FMAs take a ``{1toN}`` broadcast memory operand);
 * ``l2_bytes_per_cycle``: what vector loads streaming from L2 draw, measured (0.0 unknown);
+* ``slow_gathers``: a 256-bit f64 gather brings its four elements more slowly than four loads
+  would (gathered elements per cycle below vector loads per cycle, both measured; Zen 4: 0.8
+  against 2).  The code generator then sets LLVM's ``prefer-no-gather`` tuning: where LLVM's
+  SLP vectorizer packed the rows of jammed dot products with gathers, PolyBench LARGE ran
+  1.4x-2.7x slower on Zen 4 (mvt 6.9 -> 2.6 ms, gemver 7.9 -> 3.2, atax 3.8 -> 2.6,
+  syrk 180 -> 131);
 * ways, line size, cache sizes: sysfs; ``features``: LLVM's names of the CPU's features.
 
 Without measurements (``POLYOPT_NO_MICROBENCH``, a named target that is not this host) the
@@ -90,6 +96,23 @@ class TargetDescription:
         m = self.measurements
         return float(m.l2_bytes_per_cycle.get(str(self.target.vector_bits), 0.0)) \
             if m.measured else 0.0
+
+    def gathered_elements_per_cycle(self) -> Optional[float]:
+        m = self.measurements
+        g = m.gathers_per_cycle.get("256") if m.measured else None
+        return 4 * g if g else None
+
+    def slow_gathers(self) -> bool:
+        """Whether a gather is slower than the loads it replaces (False when not measured:
+        LLVM's own cost model then decides)."""
+        per_cycle = self.gathered_elements_per_cycle()
+        loads = self.measurements.loads_per_cycle.get("256")
+        return per_cycle is not None and loads is not None and per_cycle < loads
+
+    def llvm_tuning(self) -> str:
+        """LLVM tuning features the measurements call for (``+prefer-no-gather``), as a
+        feature-string suffix (empty when none)."""
+        return ",+prefer-no-gather" if self.slow_gathers() else ""
 
     def accumulators_needed(self) -> int:
         """Independent FMA chains that hide the latency: latency x throughput."""
@@ -191,6 +214,11 @@ class TargetDescription:
             if m.l2_bytes_per_cycle:
                 out.append("  L2 loads, bytes/cycle: " + ", ".join(
                     f"{b}-bit {v:g}" for b, v in sorted(m.l2_bytes_per_cycle.items())))
+            if m.gathers_per_cycle:
+                out.append(f"  256-bit f64 gathers/cycle: {m.gathers_per_cycle['256']:g} "
+                           f"({self.gathered_elements_per_cycle():g} elements) -> "
+                           + ("slower than loads: LLVM told prefer-no-gather"
+                              if self.slow_gathers() else "LLVM may gather"))
             out.append(f"  (measured in {m.seconds:.2f} s)")
         out.append("Machine model (schedules/blis_schedule.py MachineModel):")
         fields = self.machine_fields()

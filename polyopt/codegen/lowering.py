@@ -172,6 +172,17 @@ class _Callee:
 _LLVM_MAX_INT_BITS = 1 << 23
 
 
+def _measured_tuning(target: Target) -> str:
+    """LLVM tuning features this CPU's measurements call for (``,+prefer-no-gather`` where
+    gathers are slower than loads, :meth:`~polyopt.codegen.description.TargetDescription.
+    slow_gathers`); nothing for a named target, which was not measured."""
+    from polyopt.codegen.description import host_description
+    from polyopt.codegen.target import is_detected_host
+    if not is_detected_host(target):
+        return ""
+    return host_description().llvm_tuning()
+
+
 class ModuleLowering:
     def __init__(self, module: Operation, target: Target, noalias: bool, max_stack_bytes: int,
                  threads: int = 1):
@@ -189,7 +200,8 @@ class ModuleLowering:
         if target.cpu:
             self.fn_attr_strings.append(f'"target-cpu"={llvm_str(target.cpu)}')
         if target.features:
-            self.fn_attr_strings.append(f'"target-features"={llvm_str(target.features)}')
+            self.fn_attr_strings.append(
+                f'"target-features"={llvm_str(target.features + _measured_tuning(target))}')
         self.callees: dict[str, _Callee] = {}
         self._globals = 0
         self.memref_globals: dict[str, ir.GlobalVariable] = {}

@@ -16,7 +16,9 @@ llvmlite, so that the exact instructions run, with no compiler in between):
   throughput (``vbroadcasts[ds]``), per cycle;
 * L2 load bandwidth: vector loads sweeping a buffer four times the L1d (a power of two, at
   most half of L2), in bytes per cycle: what a register tile that streams one operand's
-  micro-panels from L2 (the GEPB order of the BLIS schedule) can draw.
+  micro-panels from L2 (the GEPB order of the BLIS schedule) can draw;
+* with AVX2, the throughput of ``vgatherqpd`` (four f64 from four cache lines of L1), in
+  gathers per cycle: whether LLVM's vectorizers should gather at all on this core.
 
 Widths and types: 256 and 512 bits (only those the CPU has), f64 and f32.  Each loop runs
 about a millisecond, best of 5 (the best is the least disturbed by the other processes of a
@@ -47,7 +49,7 @@ __all__ = ["Measurements", "FmaRate", "defaults", "measure", "cache_path",
            "host_measurements", "MICROBENCH_VERSION"]
 
 #: Bumped when what is measured changes: older cache files are then ignored.
-MICROBENCH_VERSION = 2
+MICROBENCH_VERSION = 3
 
 _THROUGHPUT_ACCUMULATORS = {256: 12, 512: 24}
 _REPS = 5
@@ -81,6 +83,7 @@ class Measurements:
     loads_per_cycle: dict = field(default_factory=dict)
     broadcasts_per_cycle: dict = field(default_factory=dict)
     l2_bytes_per_cycle: dict = field(default_factory=dict)
+    gathers_per_cycle: dict = field(default_factory=dict)
     seconds: float = 0.0
 
     def rate(self, dtype: str, bits: int) -> Optional[FmaRate]:
@@ -100,6 +103,7 @@ class Measurements:
                    loads_per_cycle=data.get("loads_per_cycle", {}),
                    broadcasts_per_cycle=data.get("broadcasts_per_cycle", {}),
                    l2_bytes_per_cycle=data.get("l2_bytes_per_cycle", {}),
+                   gathers_per_cycle=data.get("gathers_per_cycle", {}),
                    seconds=data.get("seconds", 0.0))
 
 
@@ -204,7 +208,26 @@ def _kernels(facts: CpuFacts) -> dict:
                                                     f"cmpq $${sweep}, %rcx", "jb 1b"]
         kernels[f"l2load_x{bits}"] = (_loop_fn(f"l2load_x{bits}", body, zero, clob + ["rcx"]),
                                       sweep // vec_bytes)
+    if facts.has("avx2"):
+        kernels["gather_x256"] = (_loop_fn("gather_x256", *_gather_loop()), _GATHERS)
     return kernels
+
+
+_GATHERS = 7
+
+
+def _gather_loop() -> tuple:
+    """AVX2's ``vgatherqpd``: four f64 from four cache lines of the L1 buffer (indices 0, 8,
+    16, 24 written by the prologue), :data:`_GATHERS` independent ones per body, each mask
+    set again (the instruction clears it)."""
+    prologue = [f"movq $${8 * i}, {8 * i}($0)" for i in range(4)] + \
+               ["vmovdqu 0($0), %ymm15"]
+    body = []
+    for i in range(_GATHERS):
+        mask = f"%ymm{_GATHERS + i}"
+        body += [f"vpcmpeqq {mask}, {mask}, {mask}",
+                 f"vgatherqpd {mask}, ($0,%ymm15,8), %ymm{i}"]
+    return body, prologue, _vector_clobbers(16)
 
 
 def _time_per_instruction(fn, per_call: int, addr: int) -> float:
@@ -270,6 +293,7 @@ def measure(facts: CpuFacts, target=None) -> Measurements:
                         fma=fma, fma_bcast_per_cycle=per_cycle("fmabc_"),
                         loads_per_cycle=per_cycle("load_x"), l2_bytes_per_cycle=l2,
                         broadcasts_per_cycle=per_cycle("bcast_"),
+                        gathers_per_cycle=per_cycle("gather_x"),
                         seconds=round(time.perf_counter() - started, 3))
 
 

@@ -27,7 +27,8 @@ ZEN4 = dict(
         'f64x512': dict(bits=512, dtype='f64', gflops=59.07, fmas_per_ns=3.692, fmas_per_cycle=1.0, latency_cycles=4.0, latency_ns=1.083),
         'f32x512': dict(bits=512, dtype='f32', gflops=118.18, fmas_per_ns=3.693, fmas_per_cycle=1.0, latency_cycles=4.0, latency_ns=1.085)},
         'loads_per_cycle': {'256': 2.0, '512': 0.88},
-        'l2_bytes_per_cycle': {'256': 32.0, '512': 32.0}, 'measured': True},
+        'l2_bytes_per_cycle': {'256': 32.0, '512': 32.0},
+        'gathers_per_cycle': {'256': 0.2}, 'measured': True},
 )
 
 ZEN5 = dict(

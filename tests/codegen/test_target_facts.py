@@ -8,6 +8,7 @@ import os
 import pytest
 
 import cpu_fixtures
+import polyopt
 from polyopt.codegen import microbench
 from polyopt.codegen.cpu_facts import (CpuFacts, cpuinfo_flag_to_llvm, host_facts,
                                        parse_caches, parse_cpuinfo, parse_facts)
@@ -15,6 +16,7 @@ from polyopt.codegen.description import (describe_target, host_description,
                                          target_from_facts)
 from polyopt.codegen.microbench import Measurements
 from polyopt.codegen.target import host_target
+from polyopt.codegen.to_llvm import lower_module
 from polyopt.pipeline import machine_model
 from polyopt.schedules.blis_schedule import MachineModel
 
@@ -183,6 +185,9 @@ def test_microbenchmarks_measure_this_core():
     # L2 feeds at least 8 and at most 256 bytes a cycle (a line every 8 cycles .. 4 lines)
     assert set(m.l2_bytes_per_cycle) == {str(b) for b in widths}
     assert all(8 <= v <= 256 for v in m.l2_bytes_per_cycle.values()), m.l2_bytes_per_cycle
+    # a 4-element gather: at least one every 20 cycles, at most two a cycle
+    assert set(m.gathers_per_cycle) == {"256"}
+    assert 0.05 <= m.gathers_per_cycle["256"] <= 2, m.gathers_per_cycle
 
 
 def test_l2_sweep_exceeds_l1_and_fits_half_of_l2():
@@ -207,6 +212,34 @@ def test_the_measured_l2_bandwidth_reaches_the_model():
     unmeasured = TargetDescription(target_from_facts(facts), facts,
                                    microbench.defaults("test"))
     assert unmeasured.machine_fields()["l2_bytes_per_cycle"] == 0.0
+
+
+def test_slow_gathers_tell_llvm_to_prefer_none():
+    from dataclasses import replace
+
+    from polyopt.codegen.description import TargetDescription
+    facts = _facts(cpu_fixtures.ZEN4)
+    m = Measurements.from_json(cpu_fixtures.ZEN4["measurements"], "recorded")
+    desc = TargetDescription(target_from_facts(facts), facts, m)
+    # Zen 4: a gather every 5 cycles brings 0.8 elements a cycle, two loads a cycle bring 2
+    assert desc.gathered_elements_per_cycle() == 0.8
+    assert desc.slow_gathers() and desc.llvm_tuning() == ",+prefer-no-gather"
+    assert "gathers/cycle: 0.2 (0.8 elements) -> slower than loads" in desc.render()
+    fast = TargetDescription(desc.target, facts, replace(m, gathers_per_cycle={"256": 0.5}))
+    assert not fast.slow_gathers() and fast.llvm_tuning() == ""
+    for unknown in (replace(m, gathers_per_cycle={}), microbench.defaults("test")):
+        assert TargetDescription(desc.target, facts, unknown).llvm_tuning() == ""
+
+
+def test_the_tuning_reaches_the_host_code_only():
+    from polyopt.codegen.description import host_description
+    from polyopt.codegen.target import compiling_for
+    src = "func.func @f(%a: memref<4xf64>) { return }"
+    attrs = lower_module(polyopt.parse(src)).llvm_ir
+    assert ("+prefer-no-gather" in attrs) == host_description().slow_gathers()
+    named = target_from_facts(_facts(cpu_fixtures.ZEN4))
+    with compiling_for(named):
+        assert "prefer-no-gather" not in lower_module(polyopt.parse(src), named).llvm_ir
 
 
 def test_measurements_are_cached_per_cpu(tmp_path, monkeypatch):
