@@ -169,13 +169,24 @@ def _schedule_rest(module, opts, remark):
             trust_mark(op)
 
 
+@dataclass(frozen=True)
+class ParallelOptions:
+    """The threads pass's options."""
+
+    threads: int = field(default=1, metadata={
+        "help": "the team size: above one, loops that carry only sums into small arrays run "
+                "in parallel on a private copy per thread (--threads)"})
+
+
 @register("hopt-parallel", "the outermost dependence-free loop of each nest becomes "
           "affine.parallel, checked with ISL; {polyopt.parallel} on a loop carrying a "
           "dependence is refused (mlir-opt -affine-parallelize{max-nested=1}, Polly's "
-          "-polly-parallel)")
+          "-polly-parallel); with threads > 1, loops carrying only array sums the scheduler "
+          "proved get a private copy per thread (OpenMP's reduction(+: y[0:n]))",
+          ParallelOptions)
 def _parallelize(module, opts, remark):
     from .schedules.parallelize import parallelize_outer_loops
-    parallelize_outer_loops(module, remark)
+    parallelize_outer_loops(module, remark, opts.threads)
 
 
 def _drop_keep_marks(module) -> None:
@@ -295,14 +306,14 @@ def default_pipeline(options, *, raised: bool = False) -> list[tuple[Pass, objec
         if getattr(options, "auto_schedule", True):
             add("hopt-schedule")
         if getattr(options, "parallel", False):
-            add("hopt-parallel")
+            add("hopt-parallel", ParallelOptions(threads=blis.threads))
         add("hopt-expand", blis)
         if options.copy or options.blis:
             add("hopt-normalize-memrefs")
         if options.blis:
             add("hopt-blis-calls")
     elif getattr(options, "parallel", False):
-        add("hopt-parallel")
+        add("hopt-parallel", ParallelOptions(threads=getattr(options, "threads", None) or 1))
     if options.linalg_to_affine:
         add("convert-linalg-to-affine-loops")
     return out

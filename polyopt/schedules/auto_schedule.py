@@ -410,6 +410,35 @@ def _mark_parallel(model: PolyhedralModel, deps, schedule: isl.UnionMap,
     return count
 
 
+def _mark_reductions(model: PolyhedralModel, deps, schedule: isl.UnionMap,
+                     loops: list[tuple[int, AffineForOp, set[str]]], tops: list,
+                     updates: set) -> None:
+    """On each outermost generated loop that is not parallel: the arrays whose sums it
+    carries, when that is all it carries (:func:`~polyopt.schedules.privatize.
+    reduction_arrays`; ``--hopt-parallel`` gives each thread its own copies)."""
+    from .privatize import mark_reductions, reduction_arrays
+    top_ids = {id(op) for op in tops}
+    for k, loop, names in loops:
+        if id(loop) in top_ids and PARALLEL not in loop.attributes and names:
+            arrays = reduction_arrays(model, deps, k, sorted(names), schedule, updates)
+            if arrays:
+                mark_reductions(loop, arrays)
+
+
+def _mark_original_reductions(model: PolyhedralModel, deps) -> None:
+    """:func:`_mark_reductions` for a scop kept in its original order (loop depth ``d`` is
+    dimension ``2d + 1`` of the original schedule)."""
+    from .privatize import mark_reductions, reduction_arrays
+    for top in model.scop_ops:
+        if not isinstance(top, AffineForOp):
+            continue
+        names = [s.name for s in model.statements if s.loops and s.loops[0] is top]
+        if names:
+            arrays = reduction_arrays(model, deps, 1, names)
+            if arrays:
+                mark_reductions(top, arrays)
+
+
 # ---------------------------------------------------------------------------------------------
 # remarks
 
@@ -513,6 +542,8 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
     if streamed > original and _original_is_stride_one(model):
         # ISL split nests that share an array larger than the cache (atax: A * x and
         # A^T * tmp read A row by row in one loop over i): each part would stream it again
+        if options.mark_parallel:
+            _mark_original_reductions(model, deps)
         note = _register_steps(model.scop_ops) if options.jam else ""
         return done(NestResult(names, "kept", "ISL's schedule streams more memory"),
                     f"ISL's schedule splits it into nests that stream {streamed >> 20} MiB "
@@ -525,6 +556,8 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
         if sweeps and options.fuse_sweeps:
             schedule, fusion = _fuse_sweeps(model, deps, schedule, machine)
         if not any(b.tile_sizes for b in bands) and _same_order(model, schedule):
+            if options.mark_parallel:
+                _mark_original_reductions(model, deps)
             note = _register_steps(model.scop_ops) if options.jam else ""
             return done(NestResult(names, "kept", "the original order is ISL's schedule",
                                    bands=bands),
@@ -535,6 +568,8 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
         return fallback(f"the schedule is not legal: {err.message}")
     except isl.Error as err:
         return fallback(f"ISL failed on the schedule: {err}")
+    from .privatize import update_statements
+    updates = update_statements(model) if options.mark_parallel else set()
     try:
         # fused sweeps: no guard left in their loops (the peeled rows and columns come out)
         new_ops, loops = _generate(model, schedule, options, separate=bool(fusion))
@@ -543,6 +578,7 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
     result = NestResult(names, "scheduled", schedule=str(schedule.coalesce()), bands=bands)
     if options.mark_parallel:
         result.parallel_loops = _mark_parallel(model, deps, schedule, loops)
+        _mark_reductions(model, deps, schedule, loops, new_ops, updates)
     band_text = "; ".join(_describe_band(b) for b in bands) or "no band"
     band_text += fusion
     note = _innermost_note(new_ops, model) if options.mark_parallel else ''

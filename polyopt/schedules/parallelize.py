@@ -36,9 +36,11 @@ import islpy as isl
 from ..affine.diagnostics import ScheduleError
 from ..affine.dialects.affine import AffineForOp, AffineParallelOp, AffineYieldOp
 from ..affine.ir import Operation
+from ..affine.printer import value_namer
 from .auto_schedule import PARALLEL
 from .dependences import Dependences, carried_at, compute_dependences, smallest_point
 from .model import PolyhedralModel
+from .privatize import privatizable_accesses, privatize_reductions, reductions_of
 from .scops import function_scops
 
 __all__ = ["parallelize_outer_loops", "to_affine_parallel", "trust_mark", "PARALLEL"]
@@ -60,27 +62,71 @@ def trust_mark(loop: Operation) -> None:
     setattr(loop, _TRUSTED, True)
 
 
-def parallelize_outer_loops(module: Operation, remark: Remark = None) -> int:
+def parallelize_outer_loops(module: Operation, remark: Remark = None, threads: int = 1) -> int:
     """Turn the outermost dependence-free loop of every nest of ``module`` into
     ``affine.parallel`` (see the module docstring); returns how many.  Raises
-    :class:`ScheduleError` at a loop marked ``polyopt.parallel`` that carries a dependence."""
+    :class:`ScheduleError` at a loop marked ``polyopt.parallel`` that carries a dependence.
+    With ``threads`` above one, an outermost loop that carries only sums into small arrays
+    (proved by the automatic scheduler: :mod:`~polyopt.schedules.privatize`) runs in parallel
+    on private copies of them."""
     count = 0
     for func in [op for op in module.walk() if op.name == "func.func"]:
         models, opaque = function_scops(func)
-        for op, err in opaque:
-            count += _parallelize_trusted(op, err, remark)
+        private: list[AffineForOp] = []
+        for op, err in _opaque_nests(func, models, opaque):
+            count += _parallelize_trusted(op, err, remark, threads, private)
         for model in models:
-            count += _parallelize_scop(model, remark)
+            count += _parallelize_scop(model, remark, threads, private)
+        count += _privatize(private, threads, remark)
     return count
 
 
-def _parallelize_trusted(top: Operation, err: ScheduleError, remark: Remark) -> int:
+def _opaque_nests(func: Operation, models: list, opaque: list) -> list:
+    """Every top-level nest of ``func`` outside the models, with why: a run of ops whose
+    extraction failed is reported by its first op only, and its other nests (the
+    scheduler's marks on them) count as well."""
+    errors = {id(op): err for op, err in opaque}
+    modelled = {id(op) for m in models for op in m.scop_ops}
+    out, err = [], None
+    for op in func.regions[0].blocks[0].ops if func.regions and func.regions[0].blocks else []:
+        if id(op) in errors:
+            err = errors[id(op)]
+            out.append((op, err))
+        elif op.regions and id(op) not in modelled and err is not None:
+            out.append((op, err))
+    return out
+
+
+def _reduction_loop(op: Operation, inside: bool, depth: int, threads: int) -> bool:
+    """An outermost loop the scheduler proved to carry only sums into arrays it can copy."""
+    return (isinstance(op, AffineForOp) and not inside and depth == 0 and threads > 1
+            and privatizable_accesses(op, reductions_of(op), threads) is not None)
+
+
+def _privatize(loops: list[AffineForOp], threads: int, remark: Remark) -> int:
+    for loop in loops:
+        arrays = reductions_of(loop)
+        par = privatize_reductions(loop, arrays, threads)
+        if remark is not None:
+            namer = value_namer(par)
+            names = ", ".join(namer.value_name(a) for a in arrays)
+            remark(par.loc, f"outermost loop carries only sums into {names}: affine.parallel "
+                            f"over {threads} threads, each summing into its own copy")
+    return len(loops)
+
+
+def _parallelize_trusted(top: Operation, err: ScheduleError, remark: Remark,
+                         threads: int = 1, private: Optional[list] = None) -> int:
     """In a nest the model cannot represent: the outermost proved marks become
     ``affine.parallel``; an unproved request is refused with why it cannot be checked."""
     chosen: list[AffineForOp] = []
 
     def visit(op: Operation, inside: bool, depth: int) -> None:
         if isinstance(op, AffineParallelOp):
+            inside = True
+        if private is not None and PARALLEL not in op.attributes and \
+                _reduction_loop(op, inside, depth, threads):
+            private.append(op)
             inside = True
         if isinstance(op, AffineForOp) and PARALLEL in op.attributes:
             if not getattr(op, _TRUSTED, False):
@@ -105,7 +151,8 @@ def _parallelize_trusted(top: Operation, err: ScheduleError, remark: Remark) -> 
     return len(chosen)
 
 
-def _parallelize_scop(model: PolyhedralModel, remark: Remark) -> int:
+def _parallelize_scop(model: PolyhedralModel, remark: Remark, threads: int = 1,
+                      private: Optional[list] = None) -> int:
     deps = compute_dependences(model)
     chosen: list[AffineForOp] = []
 
@@ -119,6 +166,10 @@ def _parallelize_scop(model: PolyhedralModel, remark: Remark) -> int:
                 raise ScheduleError(
                     f"loop marked {PARALLEL} carries a {kind} dependence on {memref} from "
                     f"{src} to {snk}: parallel iterations would race", op.loc)
+            if pair is not None and private is not None and \
+                    _reduction_loop(op, inside, depth, threads):
+                private.append(op)
+                inside = True
             if pair is None and not inside and not op.inits and depth <= MAX_DEPTH:
                 chosen.append(op)
                 inside = True
