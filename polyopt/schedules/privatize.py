@@ -124,12 +124,16 @@ def _first_time(sched: isl.UnionMap, dim_: int) -> isl.Set:
     maps: list[isl.Map] = []
     sched.foreach_map(maps.append)
     for m in maps:
-        n = m.dim(isl.dim_type.out)
-        t = m.range().project_out(isl.dim_type.set, dim_ + 1, n - dim_ - 1) \
-            .project_out(isl.dim_type.set, 0, dim_)
-        t = t.reset_tuple_id()
+        t = _times_at(m, dim_).reset_tuple_id()
         times = t if times is None else times.union(t)
     return times.lexmin()
+
+
+def _times_at(m: isl.Map, dim_: int) -> isl.Set:
+    """The values a schedule map's instances take at time dimension ``dim_``."""
+    n = m.dim(isl.dim_type.out)
+    return m.range().project_out(isl.dim_type.set, dim_ + 1, n - dim_ - 1) \
+        .project_out(isl.dim_type.set, 0, dim_)
 
 
 def _privatizable(stmt, memref: str, sched: isl.UnionMap, dim_: int, first: isl.Set,
@@ -149,13 +153,7 @@ def _privatizable(stmt, memref: str, sched: isl.UnionMap, dim_: int, first: isl.
 def _single_time(sched: isl.UnionMap, dim_: int) -> bool:
     maps: list[isl.Map] = []
     sched.foreach_map(maps.append)
-    for m in maps:
-        n = m.dim(isl.dim_type.out)
-        t = m.range().project_out(isl.dim_type.set, dim_ + 1, n - dim_ - 1) \
-            .project_out(isl.dim_type.set, 0, dim_)
-        if not t.is_singleton():
-            return False
-    return True
+    return all(_times_at(m, dim_).is_singleton() for m in maps)
 
 
 def _is_update(read, write) -> bool:
