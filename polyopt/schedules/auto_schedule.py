@@ -63,7 +63,7 @@ from ..affine.dialects.affine import AffineForOp
 from ..affine.ir import Block, Operation
 from .ast_to_affine import AffineGenerator
 from .band_tiling import BandInfo, band_footprint, band_is_skewed, choose_tile_sizes, \
-    order_band_members, tile_band
+    order_band_members, parallel_member_outermost, tile_band
 from .blis_schedule import MachineModel
 from .dependences import carried_at, check_legality, compute_dependences, normalize_schedule
 from .isl_scheduler import SchedulerOptions, SchedulerTimeout, compute_isl_schedule
@@ -154,6 +154,7 @@ def transform_tree(schedule: isl.Schedule, model: PolyhedralModel, machine: Mach
         coincident = tuple(bool(node.band_member_get_coincident(m)) for m in range(n))
         members = _member_texts(node)
         sizes: tuple[int, ...] = ()
+        outer_tile = None
         small = False
         if options.tile and permutable and n >= 2 and not options.tile_sizes:
             footprint = band_footprint(node, model, elem)
@@ -167,7 +168,8 @@ def transform_tree(schedule: isl.Schedule, model: PolyhedralModel, machine: Mach
                 sizes = choose_tile_sizes(n, elem, machine, skewed=band_is_skewed(node),
                                           inner_reduction=not coincident[-1])
             node = tile_band(node, sizes)
-        infos.append(BandInfo(members, sizes, moved, coincident, permutable))
+            node, outer_tile = parallel_member_outermost(node)
+        infos.append(BandInfo(members, sizes, moved, coincident, permutable, outer_tile))
         return node
 
     def walk(node: isl.ScheduleNode) -> isl.ScheduleNode:
@@ -455,6 +457,8 @@ def _describe_band(info: BandInfo) -> str:
     par = [str(k) for k, c in enumerate(info.coincident) if c]
     if par:
         what += f", parallel member(s) {', '.join(par)}"
+    if info.outer_tile is not None:
+        what += ", its tile loop moved outermost"
     return what
 
 

@@ -33,13 +33,15 @@ __all__ = ["BandInfo", "member_dims", "order_band_members", "choose_tile_sizes",
 @dataclass(frozen=True)
 class BandInfo:
     """What was done to one band, for remarks: its members (ISL text of each statement's
-    function), the tile sizes (empty: not tiled), the member moved innermost (``None``: kept)."""
+    function), the tile sizes (empty: not tiled), the member moved innermost (``None``: kept),
+    the tile loop moved outermost because it is parallel (``None``: kept)."""
 
     members: tuple[str, ...]
     tile_sizes: tuple[int, ...]
     innermost: Optional[int]
     coincident: tuple[bool, ...]
     permutable: bool
+    outer_tile: Optional[int] = None
 
 
 def _pieces(upa: isl.UnionPwAff) -> list[tuple[str, isl.Aff]]:
@@ -138,6 +140,26 @@ def order_band_members(node: isl.ScheduleNode, model: PolyhedralModel
     if best == n - 1:
         return node, None
     order = [m for m in range(n) if m != best] + [best]
+    return _permute_members(node, order), best
+
+
+def parallel_member_outermost(node: isl.ScheduleNode) -> tuple[isl.ScheduleNode, Optional[int]]:
+    """Move the first parallel (coincident) member of the permutable band at ``node`` to its
+    front, when its first member is not parallel (Pluto's outer parallelism: a loop that
+    carries no dependence stays parallel in any position of a permutable band).  Applied to
+    tile loops, it gives the threads whole tiles to share (trmm's column tiles) instead of a
+    fork inside two sequential tile loops.  Returns the new node and the member moved."""
+    n = node.band_n_member()
+    coincident = [bool(node.band_member_get_coincident(m)) for m in range(n)]
+    if n < 2 or not node.band_get_permutable() or coincident[0] or not any(coincident):
+        return node, None
+    first = coincident.index(True)
+    return _permute_members(node, [first] + [m for m in range(n) if m != first]), first
+
+
+def _permute_members(node: isl.ScheduleNode, order: list[int]) -> isl.ScheduleNode:
+    """The permutable band at ``node`` with its members in ``order`` (old indices)."""
+    coincident = [bool(node.band_member_get_coincident(m)) for m in range(len(order))]
     mupa = node.band_get_partial_schedule()
     new = mupa
     for k, m in enumerate(order):
@@ -146,7 +168,7 @@ def order_band_members(node: isl.ScheduleNode, model: PolyhedralModel
     node = node.band_set_permutable(1)
     for k, m in enumerate(order):
         node = node.band_member_set_coincident(k, int(coincident[m]))
-    return node, best
+    return node
 
 
 def _extent(domain: isl.Set, dim: int) -> Optional[int]:

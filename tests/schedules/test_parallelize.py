@@ -199,3 +199,44 @@ func.func @g(%A: memref<50xf64>, %B: memref<50xf64>) {
     with pytest.raises(ScheduleError, match="loop marked polyopt.parallel cannot be checked"):
         _opt(opaque)
     assert "affine.parallel" not in _opt(opaque.replace(" {polyopt.parallel}", ""))
+
+
+TRMM = """\
+func.func @trmm(%alpha: f64, %A: memref<300x300xf64>, %B: memref<300x350xf64>) {
+  affine.for %i = 0 to 300 {
+    affine.for %j = 0 to 350 {
+      affine.for %k = affine_map<(d0) -> (d0 + 1)>(%i) to 300 {
+        %aki = affine.load %A[%k, %i] : memref<300x300xf64>
+        %bkj = affine.load %B[%k, %j] : memref<300x350xf64>
+        %bij = affine.load %B[%i, %j] : memref<300x350xf64>
+        %0 = arith.mulf %aki, %bkj : f64
+        %1 = arith.addf %bij, %0 : f64
+        affine.store %1, %B[%i, %j] : memref<300x350xf64>
+      }
+      %b = affine.load %B[%i, %j] : memref<300x350xf64>
+      %0 = arith.mulf %alpha, %b : f64
+      affine.store %0, %B[%i, %j] : memref<300x350xf64>
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_parallel_tile_loop_of_a_triangular_nest_is_moved_outermost(threads):
+    # trmm: only j is parallel (row i reads the rows below it); its tile loop goes in front of
+    # the i and k tile loops, so the threads share whole column strips in one fork
+    c = polyopt.compile(TRMM, hopt=True, parallel=True, threads=threads)
+    body = c.module.body.ops[0].regions[0].blocks[0].ops
+    assert body[0].name == "affine.parallel", str(c.module)
+    assert any(op.name == "affine.for" for op in body[0].walk())
+    assert mlir_opt(str(c.module))
+    rng = np.random.default_rng(3)
+    A, B0 = rng.uniform(-1, 1, (300, 300)), rng.uniform(-1, 1, (300, 350))
+    B1, B2 = B0.copy(), B0.copy()
+    polyopt.compile(TRMM, hopt=True, threads=1)["trmm"](1.5, A, B1)
+    c["trmm"](1.5, A, B2)
+    expected = 1.5 * (B0 + np.tril(A, -1).T @ B0)
+    assert np.allclose(B1, expected, rtol=1e-12, atol=1e-12)
+    assert np.array_equal(B1, B2)   # each element summed in the same order on any team
