@@ -95,9 +95,15 @@ def balance_for_threads(params: BlisParams, m: int, n: int, threads: int,
     """The blocks of the loop that runs on the threads split evenly over them: M_C for GEBP
     (the ic loop), N_C for GEPB (the jc loop); ``None`` when GEPB's columns cannot be split
     (the caller then takes GEBP's parameters)."""
-    if params.l2_block == "B":
+    if params.l2_block == "B" and not one_block_of_b(params, n):
         return balance_n_c(params, n, threads, user_tiles)
     return balance_m_c(params, m, threads, user_tiles)
+
+
+def one_block_of_b(params: BlisParams, n: int) -> bool:
+    """GEPB with all of N in one K_C x N_C block: there is no jc loop to split, and the ic
+    loop runs on the threads, each packing its own blocks of A and B."""
+    return params.l2_block == "B" and params.N_C is not None and params.N_C >= n
 
 
 def _inside(op: Operation, loop: Operation) -> bool:
@@ -138,6 +144,9 @@ def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink =
     if len(copy_infos) != 2 or any(i.buffer is None for i in copy_infos):
         return skip("the product is not packed (parallel BLIS needs --hopt-copy)")
     # the operand whose L2 block each thread packs for itself, and the shared one
+    if l2_block == "B" and _gepb_ic_loop(copy_infos) is not None:
+        return _parallelize_gepb_ic(_gepb_ic_loop(copy_infos), copy_infos[1], output, remark,
+                                    loc, kind)
     if l2_block == "B":
         own, shared = copy_infos[1], copy_infos[0]
         name, other, loop_name, moving = "B", "A", "loop over N_C blocks (jc)", 1
@@ -164,6 +173,79 @@ def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink =
     # buffers the loop writes (the operand's block, the stack tile of partial register
     # tiles) become private to each thread; what initializes them outside (the zero padding
     # hoisted before the nest) runs in each thread's body first
+    private = _private_buffers(loop, output)
+    if private is None:
+        return skip(f"a buffer written in the {loop_name} is also used outside it")
+    # the shared operand's packing: its copy loops are parallel by construction (distinct
+    # elements)
+    shared_nests = [op for op in list(shared.copy_in) + list(shared.zero_fill or [])
+                    if isinstance(op, AffineForOp) and op.parent is not None and not op.inits
+                    and not _inside(op, loop)]
+    par = _run_on_team(loop, private)
+    for nest in shared_nests:
+        # (code generation may have promoted loops so that a copy encloses the rest)
+        if nest.parent is None or _inside(nest, par) or _inside(par, nest) or \
+                any(isinstance(a, AffineParallelOp) for a in nest.ancestors()):
+            continue
+        to_affine_parallel(nest)
+    if remark is not None:
+        remark(loc, f"{kind}: {loop_name} parallel, each thread with its own packed {name} "
+                    f"block; {other}'s {'panel' if other == 'B' else 'block'} packed by the team")
+    return True
+
+
+def _gepb_ic_loop(copy_infos: list) -> Optional[AffineForOp]:
+    """GEPB's ic loop when there is no jc loop (all of N in one block of B, so B's packing
+    does not move with any loop's columns): the loop around A's packing that steps over its
+    rows; ``None`` otherwise."""
+    a, b = copy_infos
+    a_copies = [op for op in a.copy_in if op.parent is not None]
+    b_copies = [op for op in b.copy_in if op.parent is not None]
+    if not a_copies or not b_copies:
+        return None
+    if any(_region_moves_with(b, 1, l) for l in b_copies[0].ancestors()
+           if isinstance(l, AffineForOp)):
+        return None
+    for loop in a_copies[0].ancestors():
+        if isinstance(loop, AffineForOp) and _region_moves_with(a, 0, loop):
+            if loop.inits or _region_moves_with(a, 1, loop):
+                return None
+            return loop
+    return None
+
+
+def _parallelize_gepb_ic(loop: AffineForOp, b_info, output, remark: RemarkSink, loc,
+                         kind: str) -> bool:
+    """GEPB with one block of B: the ic loop on the threads, each packing its own A blocks;
+    B's block is the team's when packed once before the loop (K in one K_C block), each
+    thread's own when packed inside it, once per K_C block."""
+    private = _private_buffers(loop, output)
+    if private is None:
+        if remark is not None:
+            remark(loc, f"{kind}: left sequential: a buffer written in the loop over M_C "
+                        f"blocks (ic) is also used outside it")
+        return False
+    shared = [op for op in list(b_info.copy_in) + list(b_info.zero_fill or [])
+              if isinstance(op, AffineForOp) and op.parent is not None and not op.inits
+              and not _inside(op, loop)]
+    par = _run_on_team(loop, private)
+    for nest in shared:
+        if nest.parent is not None and not _inside(par, nest) and \
+                not any(isinstance(a, AffineParallelOp) for a in nest.ancestors()):
+            to_affine_parallel(nest)
+    if remark is not None:
+        whose = "the team's" if shared else "each thread's own"
+        remark(loc, f"{kind}: loop over M_C blocks (ic) parallel (all of N in one block of B: "
+                    f"no jc loop to split), each thread with its own packed A block; B's "
+                    f"block {whose}")
+    return True
+
+
+def _private_buffers(loop: AffineForOp, output) -> Optional[list]:
+    """The buffers ``loop`` writes (packed blocks, the stack tile of partial register tiles),
+    each with the ops outside ``loop`` that only initialize it (the zero padding hoisted
+    before the nest): they become private to each thread.  ``None`` when such a buffer is
+    used outside otherwise."""
     private = []
     for buf in _written_buffers(loop):
         if buf is output:
@@ -179,15 +261,16 @@ def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink =
             if top is None or not _only_stores_into(top, buf) or \
                     alloc.parent.index_of(top) > alloc.parent.index_of(_top_in(loop,
                                                                             alloc.parent)):
-                return skip(f"a buffer written in the {loop_name} is also used outside it")
+                return None
             if all(t is not top for t in inits):
                 inits.append(top)
         private.append((alloc, inits))
-    # the shared operand's packing: its copy loops are parallel by construction (distinct
-    # elements)
-    shared_nests = [op for op in list(shared.copy_in) + list(shared.zero_fill or [])
-                    if isinstance(op, AffineForOp) and op.parent is not None and not op.inits
-                    and not _inside(op, loop)]
+    return private
+
+
+def _run_on_team(loop: AffineForOp, private: list) -> AffineParallelOp:
+    """``loop`` as ``affine.parallel``, with each ``private`` buffer a per-thread alloca
+    (its initializations run first in each thread's body)."""
     par = to_affine_parallel(loop)
     body = par.body
     at = 0
@@ -205,16 +288,7 @@ def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink =
             u.erase()
         buf.replace_all_uses_with(local.results[0])
         alloc.erase()
-    for nest in shared_nests:
-        # (code generation may have promoted loops so that a copy encloses the rest)
-        if nest.parent is None or _inside(nest, par) or _inside(par, nest) or \
-                any(isinstance(a, AffineParallelOp) for a in nest.ancestors()):
-            continue
-        to_affine_parallel(nest)
-    if remark is not None:
-        remark(loc, f"{kind}: {loop_name} parallel, each thread with its own packed {name} "
-                    f"block; {other}'s {'panel' if other == 'B' else 'block'} packed by the team")
-    return True
+    return par
 
 
 _STORES = ("affine.store", "affine.vector_store", "memref.store", "vector.store")

@@ -513,7 +513,8 @@ def _gepb_blocking(m, n, k, elem_bytes, machine, mr, nr, given) -> tuple:
     (:func:`_gepb_k_c`, fitted to K by :func:`_fit_k_c`); B's K_C x N_C block in a quarter of
     L2 (Zen 4, same run, 2088 and 1000 squares f64 and f32: N_C for a quarter 1.005-1.024x
     the N_C for half, an eighth like a quarter); A's M_C x K_C block in half of L3 (all of M
-    when it fits, so that B is packed once per K_C x N_C block)."""
+    when it fits, so that B is packed once per K_C x N_C block), or in a quarter of L2 when
+    all of N is one block of B and nothing reuses A's block."""
     reasons = []
     kc = given.get("K_C", _fit_k_c(k, _gepb_k_c(machine, elem_bytes, mr)))
     reasons.append(f"K_C {kc}" + (" (given)" if "K_C" in given else
@@ -523,10 +524,20 @@ def _gepb_blocking(m, n, k, elem_bytes, machine, mr, nr, given) -> tuple:
     reasons.append(f"N_C {nc}" + (" (given)" if "N_C" in given else
                    f": B's block {kc}x{nc} = {kc * nc * elem_bytes / 1024:.0f} KiB in a "
                    f"quarter of L2 ({machine.l2_bytes // 1024} KiB)"))
-    mc = given.get("M_C", _cache_tile(m, machine.l3_bytes / 2, kc * elem_bytes, mr))
-    reasons.append(f"M_C {mc}" + (" (given)" if "M_C" in given else
-                   f": A's block {mc}x{kc} = {mc * kc * elem_bytes / 2**20:.1f} MiB in half of "
-                   f"L3 ({machine.l3_bytes >> 20} MiB)"))
+    if nc < n:
+        mc = given.get("M_C", _cache_tile(m, machine.l3_bytes / 2, kc * elem_bytes, mr))
+        reasons.append(f"M_C {mc}" + (" (given)" if "M_C" in given else
+                       f": A's block {mc}x{kc} = {mc * kc * elem_bytes / 2**20:.1f} MiB in half "
+                       f"of L3 ({machine.l3_bytes >> 20} MiB), reused by {-(-n // nc)} blocks "
+                       f"of B"))
+    else:
+        # one block of B: each packed block of A is read once, so it should still be in L2
+        # when the micro-kernel reads it (doitgen's 21000x160x160 on Zen 4: M_C 10500, a
+        # 12.8 MiB block, 18 GFLOPS; M_C 204, a quarter of L2, 49 GFLOPS)
+        mc = given.get("M_C", _cache_tile(m, machine.l2_bytes / 4, kc * elem_bytes, mr))
+        reasons.append(f"M_C {mc}" + (" (given)" if "M_C" in given else
+                       f": A's block {mc}x{kc} = {mc * kc * elem_bytes / 1024:.0f} KiB in a "
+                       f"quarter of L2, since the one block of B (N {n} <= N_C) reads it once"))
     return kc, mc, nc, reasons
 
 

@@ -172,3 +172,23 @@ def test_a_raised_contraction_with_a_temporary_output_runs_on_the_team():
     assert not any("left sequential" in r for r in remarks), remarks
     for name in k.outputs:
         assert np.array_equal(outs[0][name], outs[1][name]), name
+
+
+@pytest.mark.parametrize("m,n,k,attrs", [
+    (1203, 70, 90, {"l2_block": '"B"', "M_C": "200 : i32"}),    # one K_C block: B shared
+    (997, 61, 150, {"l2_block": '"B"', "K_C": "64 : i32", "M_C": "120 : i32"}),  # B per K_C
+])
+def test_gepb_with_one_block_of_b_runs_its_m_c_blocks_on_the_threads(m, n, k, attrs):
+    # all of N in one K_C x N_C block of B: no jc loop to split, the ic loop runs on the team
+    src = matmul_source(m, n, k, "f64", attrs)
+    remarks = []
+    module = polyopt.compile(src, threads=2, remark=lambda loc, msg: remarks.append(msg), **ALL)
+    assert any("loop over M_C blocks (ic) parallel (all of N in one block of B" in r
+               for r in remarks), remarks
+    args = _operands(m, n, k, "f64", seed=4)
+    one = _run(src, 1, args, **ALL)
+    assert np.allclose(one, args[2] + args[0] @ args[1], rtol=1e-12, atol=1e-12 * k)
+    out = [a.copy() for a in args]
+    module["matmul"](*out)
+    assert np.array_equal(out[2], one)
+    assert np.array_equal(_run(src, 3, args, **ALL), one)

@@ -87,6 +87,20 @@ def test_blocking_follows_the_caches_and_says_why():
     assert f"M_C {p4.M_C}: A's block" in text
 
 
+@pytest.mark.parametrize("machine", [ZEN4, ZEN5, XEON_AMX])
+def test_gepb_keeps_a_block_of_a_read_once_in_l2(machine):
+    # doitgen's 21000x160x160: N is one block of B, so each packed block of A is read once
+    # and should still be in L2 when the micro-kernel reads it (not a 13 MiB block in L3)
+    p = default_blis_params(21000, 160, 160, 8, machine, {"l2_block": "B"})
+    assert p.N_C >= 160
+    assert p.M_C * p.K_C * 8 <= machine.l2_bytes / 4 and p.M_C % p.M_R == 0
+    assert "in a quarter of L2, since the one block of B" in p.explain()
+    # several blocks of B reuse A's block: it stays large (B packed once per K_C x N_C block)
+    wide = default_blis_params(21000, 2048, 160, 8, machine, {"l2_block": "B"})
+    assert wide.N_C < 2048 and wide.M_C * wide.K_C * 8 > machine.l2_bytes
+    assert "reused by" in wide.explain()
+
+
 def test_given_form_and_tile_are_kept_and_said():
     p = default_blis_params(500, 500, 500, 8, ZEN4, {"register_form": "col", "M_R": 16,
                                                      "N_R": 14})
