@@ -83,12 +83,14 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import llvmlite.binding as llvm
 import numpy as np
 
+from polyopt.codegen.buffer_cache import RELEASE_SYMBOL
 from polyopt.codegen.runtime import (register_runtime_symbols, runtime_symbols,
                                      take_assert_failures)
 from polyopt.codegen.target import (
@@ -217,6 +219,12 @@ def _unresolved_symbols(mod: "llvm.ModuleRef") -> list[str]:
     return missing
 
 
+def _release_buffers(engine, address: int) -> None:
+    """Call the module's :data:`~polyopt.codegen.buffer_cache.RELEASE_SYMBOL` (``engine``,
+    passed only to keep the machine code alive until then)."""
+    ctypes.CFUNCTYPE(None)(address)()
+
+
 class JITEngine:
     """An MCJIT execution engine over one optimised LLVM module.
 
@@ -256,6 +264,11 @@ class JITEngine:
         self._engine.finalize_object()
         self._engine.run_static_constructors()
         self._addresses: dict[str, int] = {}
+        if RELEASE_SYMBOL in self._signatures:
+            # the buffers the module's functions cached between calls, freed with the engine
+            self._release_buffers = weakref.finalize(
+                self, _release_buffers, self._engine,
+                self._engine.get_function_address(RELEASE_SYMBOL))
 
     # -- introspection -----------------------------------------------------
 

@@ -100,7 +100,7 @@ def _lower_alloca(L: FunctionLowering, op: Operation) -> None:
 
 @handles("memref.dealloc")
 def _lower_dealloc(L: FunctionLowering, op: Operation) -> None:
-    L.b.call(L.ml.runtime("free"), [L.mem(op.operands[0]).ptr])
+    L.heap_free(L.b, L.mem(op.operands[0]).ptr)
 
 
 @handles("memref.load")

@@ -27,6 +27,7 @@ from polyopt.affine.types import (
     VectorType,
 )
 from polyopt.codegen import microkernels
+from polyopt.codegen.buffer_cache import CACHED_MIN_BYTES, BufferCache
 from polyopt.codegen.index_forms import DivByZero, IndexFormLowering, Lin, Range
 from polyopt.codegen.jit import JITEngine, MemRefArg, ScalarArg, make_callable
 from polyopt.codegen.llvm_helpers import (
@@ -206,6 +207,8 @@ class ModuleLowering:
         self._globals = 0
         self.memref_globals: dict[str, ir.GlobalVariable] = {}
         self._linearize_cache: dict = {}
+        self.buffers = BufferCache(self.llmod, self.runtime("aligned_alloc"),
+                                   self.runtime("free"))
 
     # -- types -------------------------------------------------------------------------------
 
@@ -383,6 +386,7 @@ class ModuleLowering:
                     signatures[f.sym_name] = self._signature(f)
                 except Unsupported as exc:  # raised outside any op (e.g. argument types)
                     raise CodegenError(f"function @{f.sym_name}: {exc}", f.loc) from None
+        self.buffers.finish()
         return LoweredModule(str(self.llmod), signatures)
 
     def _check_static_types(self, f, types) -> None:
@@ -588,6 +592,7 @@ class FunctionLowering(IndexFormLowering, MemRefAccessLowering):
         self.leaf_values: dict[int, ir.Value] = {}
         self.leaf_ranges: dict[int, Range] = {}
         self.heap_buffers: list[ir.Value] = []  # big allocas, freed at every return
+        self.buffer_slots: dict[int, ir.GlobalVariable] = {}   # id(block) -> its cache slot
         self.in_parallel = False                # inside an OpenMP region: nested ones run in order
         self.op: Optional[Operation] = None
 
@@ -867,21 +872,38 @@ class FunctionLowering(IndexFormLowering, MemRefAccessLowering):
 
     def heap_alloc(self, builder: ir.IRBuilder, nbytes, align: int) -> ir.Value:
         """``aligned_alloc(align, bytes rounded up to align)`` (at least ``align`` bytes);
-        ``nbytes`` is an ``int`` or an ``i64`` value."""
+        ``nbytes`` is an ``int`` or an ``i64`` value.  A static size of at least
+        :data:`~polyopt.codegen.buffer_cache.CACHED_MIN_BYTES` takes the block its site cached
+        in an earlier call (:mod:`~polyopt.codegen.buffer_cache`); give it back with
+        :meth:`heap_free`."""
         if isinstance(nbytes, int):
-            size = i64(max(align, -(-nbytes // align) * align))
+            rounded = max(align, -(-nbytes // align) * align)
+            if rounded >= CACHED_MIN_BYTES:
+                slot = self.ml.buffers.new_slot()
+                ptr = self.ml.buffers.alloc(builder, slot, align, rounded)
+                self.buffer_slots[id(ptr)] = slot
+                return ptr
+            size = i64(rounded)
         else:
             rounded = builder.and_(builder.add(nbytes, i64(align - 1)), i64(-align))
             size = builder.call(self.ml.intrinsic("llvm.umax.i64", I64, [I64, I64]),
                                 [rounded, i64(align)])
         return builder.call(self.ml.runtime("aligned_alloc"), [i64(align), size])
 
+    def heap_free(self, builder: ir.IRBuilder, ptr: ir.Value) -> None:
+        """Free a block of :meth:`heap_alloc` (back to its site's slot when it has one)."""
+        slot = self.buffer_slots.get(id(ptr))
+        if slot is not None:
+            self.ml.buffers.free(builder, slot, ptr)
+        else:
+            builder.call(self.ml.runtime("free"), [ptr])
+
     # -- return ------------------------------------------------------------------------------
 
     def lower_return(self, op: Operation) -> None:
         b = self.b
         for p in self.heap_buffers:
-            b.call(self.ml.runtime("free"), [p])
+            self.heap_free(b, p)
         vals = [self.get(v) for v in op.operands]
         ft = self.func.function_type
         if len(vals) != len(ft.results):

@@ -436,7 +436,7 @@ def _outline(L, body: Callable[["Region"], None]) -> ir.Function:
     L.heap_buffers = []
     body(Region(L, gtid_ptr, btid_ptr))
     for p in L.heap_buffers:
-        L.b.call(ml.runtime("free"), [p])
+        L.heap_free(L.b, p)
     L.b.ret_void()
     L.entry_builder.branch(start)
     return child
