@@ -81,6 +81,11 @@ class BufferCache:
             fn = ir.Function(self.llmod, ir.FunctionType(_PTR, [_PTR, _I64, _I64]),
                              "__polyopt_buffer_take")
             fn.linkage = "internal"
+            # like aligned_alloc's: the block is no other pointer's (it left the slot), which
+            # LLVM must know to vectorize the packing copies and the micro-kernel without
+            # alias checks (inlined, the attribute would be lost: the ResNet-50 stem 8% slower)
+            fn.return_value.attributes.add("noalias")
+            fn.attributes.add("noinline")
             slot, align, size = fn.args
             entry, fresh, done = (fn.append_basic_block(n) for n in ("entry", "fresh", "done"))
             b = ir.IRBuilder(entry)
