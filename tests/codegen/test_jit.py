@@ -910,3 +910,25 @@ def test_matches_mlir_runner():
     assert _mask(ours) == _mask(expected)
     # and the verified literal for the 2x3 case
     assert _mask(expected).startswith(MLIR_2X3_ONES.format(addr="0xADDR"))
+
+
+def test_the_fast_call_path_reads_every_kind_of_array_where_it_starts(add45, tmp_path):
+    # the data pointer is read from the array object (numpy's PyArrayObject layout): views
+    # that start inside another array, subclasses and memory maps must pass their own start
+    from polyopt.codegen import jit
+    assert jit._DATA_POINTER is not None and add45._fast is not None
+    big = np.arange(60, dtype=F64).reshape(12, 5)
+    a, b = big[3:7], big[7:11]                       # row slices: contiguous, offset starts
+    out = np.memmap(tmp_path / "c.bin", dtype=F64, mode="w+", shape=(4, 5))
+    add45(a, b, out)
+    assert np.array_equal(np.asarray(out), big[3:7] + big[7:11])
+    class Tagged(np.ndarray):
+        pass
+    m = np.ones((4, 5)).view(Tagged)
+    c = np.zeros((4, 5))
+    add45(m, a, c)
+    assert np.array_equal(c, 1 + big[3:7])
+    # keywords and the generic path agree with the positional fast path
+    d = np.zeros((4, 5))
+    add45(arg0=a, arg1=b, arg2=d)
+    assert np.array_equal(d, np.asarray(out))
