@@ -29,8 +29,12 @@ per-thread allocas as well.
 In GEPB's order (``l2_block = "B"``: ic, pc, jc, ir, jr, B's K_C x N_C block in L2) the roles
 swap, as in BLIS on the transposed problem: **jc** runs on the threads, each packing its own
 K_C x N_C block of B into its L2, and A's M_C x K_C block, in the shared L3, is packed by the
-team; N_C is shrunk so that the jc blocks split evenly (:func:`balance_n_c`).  When N has
-fewer N_R-wide micro-panels than there are threads, the nest takes GEBP's parameters.
+team; N_C is shrunk so that the jc blocks split evenly (:func:`balance_n_c`).  When all of N
+is one block of B there is no jc loop: the ic loop runs on the threads, each packing its own
+A blocks, B's block packed by the team when it is packed once before the loop (doitgen's
+21000x160x160), by each thread when it is packed per K_C block inside it.  When N spans
+several blocks but has fewer N_R-wide micro-panels than there are threads, the nest takes
+GEBP's parameters.
 """
 
 from __future__ import annotations
@@ -102,7 +106,7 @@ def balance_for_threads(params: BlisParams, m: int, n: int, threads: int,
 
 def one_block_of_b(params: BlisParams, n: int) -> bool:
     """GEPB with all of N in one K_C x N_C block: there is no jc loop to split, and the ic
-    loop runs on the threads, each packing its own blocks of A and B."""
+    loop runs on the threads (:func:`parallelize_blis_nest`)."""
     return params.l2_block == "B" and params.N_C is not None and params.N_C >= n
 
 
@@ -144,9 +148,9 @@ def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink =
     if len(copy_infos) != 2 or any(i.buffer is None for i in copy_infos):
         return skip("the product is not packed (parallel BLIS needs --hopt-copy)")
     # the operand whose L2 block each thread packs for itself, and the shared one
-    if l2_block == "B" and _gepb_ic_loop(copy_infos) is not None:
-        return _parallelize_gepb_ic(_gepb_ic_loop(copy_infos), copy_infos[1], output, remark,
-                                    loc, kind)
+    ic = _gepb_ic_loop(copy_infos) if l2_block == "B" else None
+    if ic is not None:
+        return _parallelize_gepb_ic(ic, copy_infos[1], output, remark, loc, kind)
     if l2_block == "B":
         own, shared = copy_infos[1], copy_infos[0]
         name, other, loop_name, moving = "B", "A", "loop over N_C blocks (jc)", 1
@@ -176,18 +180,9 @@ def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink =
     private = _private_buffers(loop, output)
     if private is None:
         return skip(f"a buffer written in the {loop_name} is also used outside it")
-    # the shared operand's packing: its copy loops are parallel by construction (distinct
-    # elements)
-    shared_nests = [op for op in list(shared.copy_in) + list(shared.zero_fill or [])
-                    if isinstance(op, AffineForOp) and op.parent is not None and not op.inits
-                    and not _inside(op, loop)]
+    shared_nests = _packing_outside(shared, loop)
     par = _run_on_team(loop, private)
-    for nest in shared_nests:
-        # (code generation may have promoted loops so that a copy encloses the rest)
-        if nest.parent is None or _inside(nest, par) or _inside(par, nest) or \
-                any(isinstance(a, AffineParallelOp) for a in nest.ancestors()):
-            continue
-        to_affine_parallel(nest)
+    _pack_on_team(shared_nests, par)
     if remark is not None:
         remark(loc, f"{kind}: {loop_name} parallel, each thread with its own packed {name} "
                     f"block; {other}'s {'panel' if other == 'B' else 'block'} packed by the team")
@@ -225,20 +220,34 @@ def _parallelize_gepb_ic(loop: AffineForOp, b_info, output, remark: RemarkSink, 
             remark(loc, f"{kind}: left sequential: a buffer written in the loop over M_C "
                         f"blocks (ic) is also used outside it")
         return False
-    shared = [op for op in list(b_info.copy_in) + list(b_info.zero_fill or [])
-              if isinstance(op, AffineForOp) and op.parent is not None and not op.inits
-              and not _inside(op, loop)]
+    shared = _packing_outside(b_info, loop)
     par = _run_on_team(loop, private)
-    for nest in shared:
-        if nest.parent is not None and not _inside(par, nest) and \
-                not any(isinstance(a, AffineParallelOp) for a in nest.ancestors()):
-            to_affine_parallel(nest)
+    _pack_on_team(shared, par)
     if remark is not None:
         whose = "the team's" if shared else "each thread's own"
         remark(loc, f"{kind}: loop over M_C blocks (ic) parallel (all of N in one block of B: "
                     f"no jc loop to split), each thread with its own packed A block; B's "
                     f"block {whose}")
     return True
+
+
+def _packing_outside(info, loop: AffineForOp) -> list:
+    """The copy (and zero-padding) nests of the operand ``info`` packs outside ``loop``: the
+    block the threads share."""
+    return [op for op in list(info.copy_in) + list(info.zero_fill or [])
+            if isinstance(op, AffineForOp) and op.parent is not None and not op.inits
+            and not _inside(op, loop)]
+
+
+def _pack_on_team(nests: list, par: AffineParallelOp) -> None:
+    """Run the shared block's packing nests on the team: their copy loops are parallel by
+    construction (distinct elements)."""
+    for nest in nests:
+        # (code generation may have promoted loops so that a copy encloses the rest)
+        if nest.parent is None or _inside(nest, par) or _inside(par, nest) or \
+                any(isinstance(a, AffineParallelOp) for a in nest.ancestors()):
+            continue
+        to_affine_parallel(nest)
 
 
 def _private_buffers(loop: AffineForOp, output) -> Optional[list]:
