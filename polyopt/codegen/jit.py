@@ -242,6 +242,7 @@ class JITEngine:
         register_runtime_symbols()
         mod = optimize_module(llvm_ir, self.target, opt_level, llvm_vectorize)
         self._ir_optimized = str(mod)
+        self._may_fail = "polyopt_assert_fail" in self._ir_optimized
         self._asm: str | None = None
         self._asm_lock = threading.Lock()
         # Record function signatures ("ret (params...)") of the definitions.
@@ -275,7 +276,7 @@ class JITEngine:
     @property
     def may_fail_assertions(self) -> bool:
         """Whether the module calls the runtime's ``cf.assert`` failure hook."""
-        return "polyopt_assert_fail" in self._ir_optimized
+        return self._may_fail
 
     @property
     def function_names(self) -> list[str]:
