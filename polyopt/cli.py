@@ -117,8 +117,17 @@ def build_parser() -> argparse.ArgumentParser:
     p_mm.add_argument("--m", type=int, default=2088, help="rows of A and C (default: 2088)")
     p_mm.add_argument("--n", type=int, default=2048, help="columns of B and C (default: 2048)")
     p_mm.add_argument("--k", type=int, default=2048, help="columns of A, rows of B (default: 2048)")
-    p_mm.add_argument("--dtype", choices=("f64", "f32"), default="f64")
+    p_mm.add_argument("--dtype", choices=("f64", "f32"), default=None,
+                      help="element type (default: f64; with --sweep, both)")
     p_mm.add_argument("--reps", type=int, default=5, help="timed repetitions (default: 5)")
+    p_mm.add_argument("--sweep", action="store_true",
+                      help="time a sweep of shapes (tiny, middle, odd, matrix-vector, skinny, "
+                           "transformer and CNN layers) against numpy, one ratio per shape")
+    p_mm.add_argument("--shapes", default=None, metavar="MxNxK,...",
+                      help="with --sweep: these shapes instead of the default sweep")
+    p_mm.add_argument("--samples", type=int, default=7,
+                      help="with --sweep: alternating samples per shape, about 2 ms each "
+                           "(default: 7)")
     p_mm.add_argument("--json", action="store_true", help="print the results as JSON")
     p_mm.add_argument("--steps", action="store_true",
                       help="time the paper's ladder (naive, cache tiling, BLIS tiling, ...) "
@@ -340,6 +349,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return cmd_bench_conv2d(args)
     if args.kernel == "polybench":
         return cmd_bench_polybench(args)
+    if args.sweep:
+        return cmd_bench_sweep(args)
+    if args.shapes is not None:
+        raise UsageError("--shapes goes with --sweep")
+    args.dtype = args.dtype or "f64"
     from .bench import (TILE_NAMES, Variant, bench_matmul, blis_mode_variant, dump_json,
                         paper_ladder)
     tiles = {name: getattr(args, name) for name in TILE_NAMES if getattr(args, name) is not None}
@@ -391,6 +405,44 @@ def cmd_bench(args: argparse.Namespace) -> int:
         dump_json([result])
     else:
         print(result.report())
+    return 0
+
+
+def cmd_bench_sweep(args: argparse.Namespace) -> int:
+    """``bench matmul --sweep``: :mod:`polyopt.shape_sweep`, one line per point as it lands,
+    then the table."""
+    from .shape_sweep import SHAPES, parse_shapes, run_sweep, sweep_summary, sweep_table
+    if args.samples < 1:
+        raise UsageError(f"--samples must be at least 1, got {args.samples}")
+    if args.steps or args.schedule or args.explain or any(
+            getattr(args, name) is not None for name in ("M_C", "K_C", "N_C", "M_R", "N_R",
+                                                         "K_U", "form", "l2_block")):
+        raise UsageError("--sweep times the model's default for each shape; drop --steps, "
+                         "--schedule, --explain and the tile options")
+    try:
+        shapes = parse_shapes(args.shapes) if args.shapes else list(SHAPES)
+    except ValueError as e:
+        raise UsageError(f"--shapes: {e}") from None
+    dtypes = [args.dtype] if args.dtype else ["f64", "f32"]
+    switches = {} if args.llvm_vectorize else {"llvm_vectorize": False}
+
+    def progress(p):
+        if not args.json:
+            print(f"{p.dtype} {p.m}x{p.n}x{p.k}: {p.ratio:.2f}x numpy "
+                  f"({p.gflops:.1f} vs {p.numpy_gflops:.1f} GFLOPS)", file=sys.stderr,
+                  flush=True)
+    points = run_sweep(shapes, dtypes, samples=args.samples, threads=args.threads,
+                       switches=switches, progress=progress)
+    if args.json:
+        import json
+        json.dump([p.to_json() for p in points], sys.stdout, indent=2)
+        print()
+    else:
+        from .bench import blas_description
+        print(f"numpy: {blas_description()}; polyopt on {args.threads or 'default'} thread(s); "
+              f"ratio = numpy's time / polyopt's, median of {args.samples} alternating samples")
+        print(sweep_table(points))
+        print(sweep_summary(points))
     return 0
 
 

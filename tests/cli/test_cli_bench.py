@@ -119,3 +119,32 @@ def test_bench_conv2d_json_and_errors():
     assert proc.stderr.startswith("polyopt: error: the (dilated) window is larger")
     proc = _run("bench", "conv2d", "--c", "0")
     assert proc.returncode == 1 and "must be positive" in proc.stderr
+
+
+def test_bench_sweep_table_and_json():
+    proc = _run("bench", "matmul", "--sweep", "--shapes", "5x7x3,1x33x17,19x1x23",
+                "--samples", "1", "--threads", "1")
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
+    assert rows[0].startswith("| shape (M x N x K) | kind | f64 vs numpy")
+    assert [r.split(" | ")[0] for r in rows[1:]] == ["| 5x7x3", "| 1x33x17", "| 19x1x23"]
+    assert "f32: " in proc.stdout and "points at 1.0x numpy or better" in proc.stdout
+    proc = _run("bench", "matmul", "--sweep", "--shapes", "1x33x17", "--samples", "2",
+                "--dtype", "f32", "--json", "--threads", "1")
+    assert proc.returncode == 0, proc.stderr
+    (point,) = json.loads(proc.stdout)
+    assert (point["m"], point["n"], point["k"], point["dtype"]) == (1, 33, 17, "f32")
+    assert point["ratio_min"] <= point["ratio"] <= point["ratio_max"]
+    assert point["gflops"] > 0 and point["numpy_gflops"] > 0 and point["max_error"] < 1e-3
+
+
+def test_bench_sweep_rejects_nonsense():
+    for args, message in ((["--shapes", "5x7"], "--shapes: expected MxNxK, got '5x7'"),
+                          (["--shapes", "5x0x3"], "matrix sizes must be positive"),
+                          (["--samples", "0"], "--samples must be at least 1"),
+                          (["--mr", "4"], "--sweep times the model's default")):
+        proc = _run("bench", "matmul", "--sweep", *args)
+        assert proc.returncode == 1 and proc.stderr.startswith("polyopt: error:"), proc.stderr
+        assert message in proc.stderr, proc.stderr
+    proc = _run("bench", "matmul", "--shapes", "5x7x3")
+    assert proc.returncode == 1 and "--shapes goes with --sweep" in proc.stderr
