@@ -76,12 +76,14 @@ MAX_INLINE_OPS = 500
 
 
 def iteration_cost(block) -> int:
-    """A static estimate of the ops one execution of ``block`` runs: its ops (a ``func.call``
-    :data:`CALL_COST`), the bodies of ``affine.for`` loops times their trip counts
-    (:data:`UNKNOWN_TRIPS` when not constant), other regions once."""
+    """A static estimate of the element operations one execution of ``block`` runs: its ops
+    (an op on vectors counts its lanes: a GEMV's 16-lane loads and FMAs do the work of 16
+    scalar ones, and counted as one op a 4 MiB matrix-vector product looked too small to fork;
+    a ``func.call`` :data:`CALL_COST`), the bodies of ``affine.for`` loops times their trip
+    counts (:data:`UNKNOWN_TRIPS` when not constant), other regions once."""
     total = 0
     for op in block.ops:
-        total += CALL_COST if op.name == "func.call" else 1
+        total += CALL_COST if op.name == "func.call" else _lanes(op)
         inner = sum(iteration_cost(b) for r in op.regions for b in r.blocks)
         if op.name == "affine.for":
             lb, ub = op.lower_map, op.upper_map
@@ -92,6 +94,16 @@ def iteration_cost(block) -> int:
             inner *= trips
         total += inner
     return total
+
+
+def _lanes(op) -> int:
+    """The most lanes of a vector ``op`` reads or writes (1 for scalar ops)."""
+    from ..affine.types import VectorType
+    lanes = 1
+    for v in (*op.results, *op.operands):
+        if isinstance(v.type, VectorType):
+            lanes = max(lanes, v.type.num_elements)
+    return lanes
 
 
 def resolve_threads(threads: Optional[int] = None) -> int:

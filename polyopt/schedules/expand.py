@@ -200,6 +200,12 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
     params = None
     if microkernel is not None:
         return _expand_for_microkernel(con, machine, remark, microkernel, steps, threads)
+    if schedule is None and steps.vect and not con.tile_params:
+        # a vector operand: BLAS level 2 instead of a packed GEMM
+        from .gemv import expand_gemv
+        new_ops = expand_gemv(con, (machine or MachineModel()).lanes, remark, threads)
+        if new_ops is not None:
+            return new_ops
     if schedule is None:
         params = matmul_blis_params(con, machine, threads if copy else 1)
         schedule = params.schedule()

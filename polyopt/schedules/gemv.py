@@ -1,0 +1,382 @@
+"""Matrix-vector products (a matmul with M = 1 or N = 1) as BLAS level-2 loops instead of a
+packed GEMM: packing copies the whole matrix to read it once, and a register tile of
+M_R x N_R has nothing to reuse when one side is a vector.  Both forms stream the matrix once,
+in memory order, with explicit vectors (the ``vector`` dialect; MLIR's counterpart is
+``-convert-linalg-to-loops`` of ``linalg.vecmat`` / ``linalg.matvec`` followed by
+``-affine-super-vectorize``; BLAS's are ``xGEMV`` with ``trans = 'N'`` and ``'T'``).
+
+* **Row times matrix** (M = 1, ``C[0, j] += sum_k A[0, k] * B[k, j]``): the *axpy* form.  For
+  ``U`` rows of B at a time, ``C[0, j:j+W] += A[0, k+u] * B[k+u, j:j+W]`` over a block of
+  ``J_B`` columns: each row of B is read once, contiguously, and C's block stays in L1 while
+  the rows stream past (OpenBLAS's ``dgemv_n`` does the same on its column-major view).
+* **Matrix times column** (N = 1, ``C[i, 0] += sum_k A[i, k] * B[k, 0]``): the *dot* form.
+  ``R`` rows of A at a time, each with ``P`` vector accumulators along k; a horizontal
+  ``vector.reduction`` at the end of the row.  This reassociates the sum as ``xGEMV('T')``
+  does; the result differs from the sequential order in the last bits.
+
+The remainders (the columns past the last full vector, the k past the last group of ``U``,
+the rows past the last group of ``R``) run as plain scalar loops.  The nest is built as MLIR
+text for the operands' static types and spliced in place of the naive product nest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..affine.builder import Builder
+from ..affine.ir import Operation
+from ..affine.types import FloatType
+
+#: Rows of B per step of the axpy form: eight streams in flight, measured best on Zen 4 for
+#: 1000 <= N <= 2048 among 4, 8 and 16 (16 streams outrun the hardware prefetchers).
+AXPY_ROWS = 8
+#: Columns per block of the axpy form (its slice of C stays in L1 across the rows of B).
+AXPY_BLOCK_BYTES = 8 * 1024
+#: Rows of A per step of the dot form, and vector accumulators per row.
+DOT_ROWS = 4
+DOT_ACCUMULATORS = 2
+
+
+@dataclass(frozen=True)
+class GemvForm:
+    """Which form and its parameters; ``lanes`` is the vector width in elements."""
+
+    kind: str          # "axpy" (M = 1) or "dot" (N = 1)
+    lanes: int
+    rows: int          # U (axpy) or R (dot)
+    block: int = 0     # J_B (axpy)
+    accumulators: int = 1
+    threads: int = 1   # > 1: the outer loop (column blocks, or rows) is an affine.parallel
+
+    def describe(self) -> str:
+        on = f", {'column blocks' if self.kind == 'axpy' else 'rows'} split over " \
+             f"{self.threads} threads" if self.threads > 1 else ""
+        if self.kind == "axpy":
+            return (f"axpy form (row times matrix): {self.rows} rows of B per step, blocks of "
+                    f"{self.block} columns, {self.lanes}-lane vectors{on}")
+        return (f"dot form (matrix times column): {self.rows} rows of A per step, "
+                f"{self.accumulators} accumulators of {self.lanes} lanes per row{on}")
+
+
+#: The matrix must be at least this large for a matrix-vector product to run on the team:
+#: a fork and join cost a few microseconds, the time to stream 128 KiB from L2.
+PARALLEL_MIN_BYTES = 256 * 1024
+
+
+def gemv_form(m: int, n: int, k: int, elem_bytes: int, lanes: int,
+              threads: int = 1) -> GemvForm | None:
+    """The form for an M x N x K product, or None when neither side is a vector."""
+    if m * n * k * elem_bytes < PARALLEL_MIN_BYTES:
+        threads = 1
+    if m == 1 and n >= lanes:
+        block = max(lanes, AXPY_BLOCK_BYTES // elem_bytes // lanes * lanes)
+        n_vec = n - n % lanes
+        if threads > 1:   # at least one block per thread
+            block = min(block, -(-n_vec // threads // lanes) * lanes or lanes)
+        if n_vec <= lanes:
+            threads = 1
+        return GemvForm("axpy", lanes, AXPY_ROWS, block, threads=threads)
+    if n == 1 and m >= 1:
+        if m < 2 * DOT_ROWS:
+            threads = 1
+        return GemvForm("dot", lanes, DOT_ROWS, accumulators=DOT_ACCUMULATORS, threads=threads)
+    return None
+
+
+class _Text:
+    """Lines of MLIR with fresh SSA names."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.count = 0
+
+    def fresh(self, hint: str) -> str:
+        self.count += 1
+        return f"%{hint}{self.count}"
+
+    def add(self, depth: int, line: str) -> None:
+        self.lines.append("  " * depth + line)
+
+
+def gemv_source(m: int, n: int, k: int, etype: str, form: GemvForm, alpha: str | None) -> str:
+    """``func.func @gemv(%A, %B, %C[, %alpha])`` doing ``C += alpha * A * B`` in ``form``
+    (``alpha``: None for 1, else the MLIR type of the scalar argument, ``etype``)."""
+    ta, tb, tc = f"memref<{m}x{k}x{etype}>", f"memref<{k}x{n}x{etype}>", f"memref<{m}x{n}x{etype}>"
+    args = f"%A: {ta}, %B: {tb}, %C: {tc}" + (f", %alpha: {etype}" if alpha else "")
+    t = _Text()
+    t.add(0, f"func.func @gemv({args}) {{")
+    if form.kind == "axpy":
+        _axpy(t, n, k, etype, form, alpha is not None, ta, tb, tc)
+    else:
+        _dot(t, m, k, etype, form, alpha is not None, ta, tb, tc)
+    t.add(1, "return")
+    t.add(0, "}")
+    return "\n".join(t.lines) + "\n"
+
+
+def _axpy(t: _Text, n: int, k: int, etype: str, f: GemvForm, alpha: bool, ta, tb, tc) -> None:
+    w, u = f.lanes, f.rows
+    n_vec = n - n % w
+    k_full = k - k % u
+
+    def coefficients(depth: int, k_from: str, rows: int, widths) -> list[dict]:
+        """A[0, k+r] (times alpha) for each row r, as a scalar and broadcast to each width."""
+        coeffs = []
+        for r in range(rows):
+            a = t.fresh("a")
+            t.add(depth, f"{a} = affine.load %A[0, {k_from} + {r}] : {ta}")
+            if alpha:
+                scaled = t.fresh("as")
+                t.add(depth, f"{scaled} = arith.mulf %alpha, {a} : {etype}")
+                a = scaled
+            by_width = {1: a}
+            for width in widths:
+                if width > 1:
+                    av = t.fresh("av")
+                    t.add(depth, f"{av} = vector.broadcast {a} : {etype} to "
+                                 f"vector<{width}x{etype}>")
+                    by_width[width] = av
+            coeffs.append(by_width)
+        return coeffs
+
+    def update(depth: int, j: str, width: int, k_from: str, coeffs: list[dict]) -> None:
+        """C[0, j:j+width] += sum_r coeffs[r] * B[k+r, j:j+width]."""
+        if width == 1:
+            load, store, vt, typ = "affine.load", "affine.store", "", etype
+        else:
+            vt = f"vector<{width}x{etype}>"
+            load, store, typ = "affine.vector_load", "affine.vector_store", vt
+        suffix = f", {vt}" if vt else ""
+        c = t.fresh("c")
+        t.add(depth, f"{c} = {load} %C[0, {j}] : {tc}{suffix}")
+        for r, by_width in enumerate(coeffs):
+            b = t.fresh("b")
+            t.add(depth, f"{b} = {load} %B[{k_from} + {r}, {j}] : {tb}{suffix}")
+            nc = t.fresh("c")
+            t.add(depth, f"{nc} = math.fma {by_width[width]}, {b}, {c} : {typ}"
+                  if width == 1 else f"{nc} = vector.fma {by_width[width]}, {b}, {c} : {typ}")
+            c = nc
+        t.add(depth, f"{store} {c}, %C[0, {j}] : {tc}{suffix}")
+
+    def over_k(depth: int, body) -> None:
+        """``body(depth, k_from, rows)`` for the groups of ``u`` rows of B, then the rest."""
+        if k_full:
+            t.add(depth, f"affine.for %k = 0 to {k_full} step {u} {{")
+            body(depth + 1, "%k", u)
+            t.add(depth, "}")
+        if k % u:
+            t.add(depth, f"affine.for %k = {k_full} to {k} {{")
+            body(depth + 1, "%k", 1)
+            t.add(depth, "}")
+
+    if n_vec:
+        j0 = None
+        depth = 1
+        if f.threads > 1:
+            t.add(1, f"affine.parallel (%j0) = (0) to ({n_vec}) step ({f.block}) {{")
+            depth, j0 = 2, "%j0"
+        elif n_vec > f.block:
+            t.add(1, f"affine.for %j0 = 0 to {n_vec} step {f.block} {{")
+            depth, j0 = 2, "%j0"
+
+        def full_vectors(d: int, k_from: str, rows: int) -> None:
+            coeffs = coefficients(d, k_from, rows, [w])
+            bounds = f"0 to {n_vec}" if j0 is None else (
+                f"affine_map<(d0) -> (d0)>({j0}) to "
+                f"min affine_map<(d0) -> (d0 + {f.block}, {n_vec})>({j0})")
+            t.add(d, f"affine.for %j = {bounds} step {w} {{")
+            update(d + 1, "%j", w, k_from, coeffs)
+            t.add(d, "}")
+        over_k(depth, full_vectors)
+        if j0 is not None:
+            t.add(1, "}")
+    # the columns past the last full vector: halves, quarters, ... of a vector, then one
+    # element, each as straight-line code per group of rows of B
+    pieces = _pieces(n_vec, n, w)
+    if pieces:
+        def tail(d: int, k_from: str, rows: int) -> None:
+            coeffs = coefficients(d, k_from, rows, sorted({wd for _, wd in pieces}))
+            for off, wd in pieces:
+                update(d, str(off), wd, k_from, coeffs)
+        over_k(1, tail)
+
+
+def _dot(t: _Text, m: int, k: int, etype: str, f: GemvForm, alpha: bool, ta, tb, tc) -> None:
+    w, p = f.lanes, f.accumulators
+    vt = f"vector<{w}x{etype}>"
+    k_vec = k - k % (w * p)
+    pieces = _pieces(k_vec, k, w)
+    zero = "0.000000e+00"
+    tv = f"memref<{k}x{etype}>"
+    if k_vec or any(width > 1 for _, width in pieces):
+        t.add(1, f"%Bv = memref.collapse_shape %B [[0, 1]] : {tb} into {tv}")
+    if k_vec:
+        t.add(1, f"%zero = arith.constant dense<{zero}> : {vt}")
+
+    def rows_loop(lo: int, hi: int, rows: int) -> None:
+        if hi <= lo:
+            return
+        if f.threads > 1 and rows == f.rows:
+            t.add(1, f"affine.parallel (%i) = ({lo}) to ({hi}) step ({rows}) {{")
+        else:
+            t.add(1, f"affine.for %i = {lo} to {hi} step {rows} {{")
+        totals = []
+        if k_vec:
+            accs = [[t.fresh("acc") for _ in range(p)] for _ in range(rows)]
+            inits = ", ".join(f"{a} = %zero" for row in accs for a in row)
+            results = t.fresh("r")
+            count = rows * p
+            types = ", ".join([vt] * count)
+            t.add(2, f"{_results(results, count)} = affine.for %k = 0 to {k_vec} step {w * p} "
+                     f"iter_args({inits}) -> ({types}) {{")
+            bs = []
+            for q in range(p):
+                b = t.fresh("b")
+                t.add(3, f"{b} = affine.vector_load %Bv[%k + {q * w}] : {tv}, {vt}")
+                bs.append(b)
+            nexts = []
+            for r in range(rows):
+                for q in range(p):
+                    a = t.fresh("a")
+                    t.add(3, f"{a} = affine.vector_load %A[%i + {r}, %k + {q * w}] : {ta}, {vt}")
+                    na = t.fresh("acc")
+                    t.add(3, f"{na} = vector.fma {a}, {bs[q]}, {accs[r][q]} : {vt}")
+                    nexts.append(na)
+            t.add(3, f"affine.yield {', '.join(nexts)} : {types}")
+            t.add(2, "}")
+            for r in range(rows):
+                total = _result(results, count, r * p)
+                for q in range(1, p):
+                    v = t.fresh("v")
+                    t.add(2, f"{v} = arith.addf {total}, {_result(results, count, r * p + q)} "
+                             f": {vt}")
+                    total = v
+                totals.append(total)
+        # the k past the last group of accumulators: full vectors into the accumulator,
+        # then halves, quarters, ... reduced on their own, then single elements
+        b_pieces = {}
+        for off, width in pieces:
+            b = t.fresh("b")
+            if width == 1:
+                t.add(2, f"{b} = affine.load %B[{off}, 0] : {tb}")
+            else:
+                t.add(2, f"{b} = affine.vector_load %Bv[{off}] : {tv}, vector<{width}x{etype}>")
+            b_pieces[off] = b
+        sums = []
+        for r in range(rows):
+            acc = totals[r] if totals else None
+            for off, width in pieces:
+                if width == w and acc is not None:
+                    a = t.fresh("a")
+                    t.add(2, f"{a} = affine.vector_load %A[%i + {r}, {off}] : {ta}, {vt}")
+                    na = t.fresh("v")
+                    t.add(2, f"{na} = vector.fma {a}, {b_pieces[off]}, {acc} : {vt}")
+                    acc = na
+            s = None
+            if acc is not None:
+                s = t.fresh("s")
+                t.add(2, f"{s} = vector.reduction <add>, {acc} : {vt} into {etype}")
+            for off, width in pieces:
+                if width == w and totals:
+                    continue
+                a = t.fresh("a")
+                prod = t.fresh("p")
+                if width == 1:
+                    t.add(2, f"{a} = affine.load %A[%i + {r}, {off}] : {ta}")
+                    if s is None:
+                        s = t.fresh("s")
+                        t.add(2, f"{s} = arith.mulf {a}, {b_pieces[off]} : {etype}")
+                    else:
+                        t.add(2, f"{prod} = math.fma {a}, {b_pieces[off]}, {s} : {etype}")
+                        s = prod
+                    continue
+                nt = f"vector<{width}x{etype}>"
+                t.add(2, f"{a} = affine.vector_load %A[%i + {r}, {off}] : {ta}, {nt}")
+                t.add(2, f"{prod} = arith.mulf {a}, {b_pieces[off]} : {nt}")
+                ns = t.fresh("s")
+                t.add(2, f"{ns} = vector.reduction <add>, {prod}"
+                         + (f", {s}" if s is not None else "") + f" : {nt} into {etype}")
+                s = ns
+            sums.append(s)
+        for r, s in enumerate(sums):
+            if alpha:
+                scaled = t.fresh("sa")
+                t.add(2, f"{scaled} = arith.mulf %alpha, {s} : {etype}")
+                s = scaled
+            c = t.fresh("c")
+            t.add(2, f"{c} = affine.load %C[%i + {r}, 0] : {tc}")
+            nc = t.fresh("c")
+            t.add(2, f"{nc} = arith.addf {c}, {s} : {etype}")
+            t.add(2, f"affine.store {nc}, %C[%i + {r}, 0] : {tc}")
+        t.add(1, "}")
+
+    m_full = m - m % f.rows
+    rows_loop(0, m_full, f.rows)
+    rows_loop(m_full, m, 1)
+
+
+def _pieces(lo: int, hi: int, widest: int) -> list[tuple[int, int]]:
+    """[lo, hi) as (offset, width) pieces: as many of ``widest`` as fit, then halves,
+    quarters, ... down to single elements (``widest`` a power of two)."""
+    pieces, width = [], widest
+    while lo < hi:
+        if hi - lo >= width:
+            pieces.append((lo, width))
+            lo += width
+        else:
+            width //= 2
+    return pieces
+
+
+def _results(name: str, count: int) -> str:
+    """The result list of an op with ``count`` results: ``%r`` or ``%r:3``."""
+    return name if count == 1 else f"{name}:{count}"
+
+
+def _result(name: str, count: int, index: int) -> str:
+    return name if count == 1 else f"{name}#{index}"
+
+
+def expand_gemv(con, lanes_of, remark=None, threads: int = 1) -> Optional[list[Operation]]:
+    """Expand a matrix-form contraction with M = 1 or N = 1 into its GEMV nest, in front of
+    ``con.anchor`` (after the ``C *= beta`` nest when there is one); returns the new top-level
+    ops, or None (nothing built) when the product is not a matrix-vector one this path
+    handles: dynamic or non-row-major operands, integer elements, operands sharing memory.
+    ``lanes_of(elem_bytes)``: the vector width; ``threads > 1``: the outer loop runs on the
+    team when the matrix is large enough (:data:`PARALLEL_MIN_BYTES`)."""
+    from ..memref_layout.data_copy import alias_root
+    from .expand import _is_one, _scalar, expand_matmul
+    operands = con.operands
+    types = [v.type for v in operands]
+    etype = types[2].element_type
+    if not (all(t.has_static_shape and t.layout is None for t in types)
+            and isinstance(etype, FloatType) and etype.width in (32, 64)
+            and len({id(alias_root(v)) for v in operands}) == 3):
+        return None
+    (m, k), n = types[0].shape, types[1].shape[1]
+    form = gemv_form(m, n, k, etype.width // 8, lanes_of(etype.width // 8), threads)
+    if form is None or k < 1:
+        return None
+    loops = expand_matmul(con)
+    product = loops[0]
+    b = Builder.before(product)
+    alpha = None
+    if con.alpha is not None and not _is_one(con.alpha):
+        alpha = _scalar(b, con.alpha, etype, con.loc)
+    from ..affine.parser import parse
+    module = parse(gemv_source(m, n, k, str(etype), form, alpha and str(etype)), "<gemv>")
+    func = next(op for op in module.walk() if op.name == "func.func")
+    mapping = dict(zip(func.body.args, [*operands] + ([alpha] if alpha else [])))
+    new_ops = []
+    for op in list(func.body.ops)[:-1]:          # all but func.return
+        clone = op.clone(mapping)
+        for inner in clone.walk():
+            inner.loc = con.loc
+        b.insert(clone)
+        new_ops.append(clone)
+    product.erase()
+    if remark is not None:
+        remark(con.loc, f"{con.kind}: {m}x{n}x{k} is a matrix-vector product: no packing, "
+                        f"{form.describe()}")
+    return new_ops

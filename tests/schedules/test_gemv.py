@@ -1,0 +1,140 @@
+"""Matrix-vector products (M = 1 or N = 1) take the GEMV path of
+:mod:`polyopt.schedules.gemv` instead of a packed GEMM: checked against numpy on sizes that no
+vector width, row group or column block divides, with alpha and beta, on 1 to 3 threads
+(bitwise the same results: every element is summed by the same code whatever the thread),
+and accepted by upstream ``mlir-opt``."""
+
+import numpy as np
+import pytest
+
+import polyopt
+from polyopt.affine.diagnostics import ScheduleError
+from polyopt.bench import matmul_source
+from polyopt.codegen.openmp import MIN_PARALLEL_WORK, iteration_cost
+from polyopt.schedules.gemv import gemv_form
+from upstream_mlir import mlir_opt
+
+ALL = dict(hopt=True, copy=True, unroll=True, scalrep=True, vect=True)
+
+
+def _compile(src, threads=1, **switches):
+    remarks = []
+    compiled = polyopt.compile(src, remark=lambda loc, msg: remarks.append(msg),
+                               threads=threads, **{**ALL, **switches})
+    return compiled, remarks
+
+
+def _operands(m, n, k, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.float64 if dtype == "f64" else np.float32
+    return (rng.uniform(-1, 1, (m, k)).astype(t), rng.uniform(-1, 1, (k, n)).astype(t),
+            rng.uniform(-1, 1, (m, n)).astype(t))
+
+
+def _check(fn, m, n, k, dtype, alpha=1.0, beta=1.0):
+    a, b, c = _operands(m, n, k, dtype)
+    want = beta * c.astype(np.float64) + alpha * (a.astype(np.float64) @ b.astype(np.float64))
+    fn(a, b, c)
+    tol = (1e-12 if dtype == "f64" else 2e-5) * max(k, 1) * 4
+    np.testing.assert_allclose(c, want, rtol=0, atol=tol)
+    return c
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (1, 5, 3), (1, 37, 19), (1, 16, 64),
+                                   (1, 2100, 9), (1, 1100, 11), (1, 255, 130),
+                                   (5, 1, 3), (37, 1, 45), (9, 1, 33), (130, 1, 77),
+                                   (3, 1, 1), (64, 1, 16)])
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+def test_matrix_vector_products_match_numpy(m, n, k, dtype):
+    compiled, remarks = _compile(matmul_source(m, n, k, dtype))
+    _check(compiled["matmul"], m, n, k, dtype)
+    form = "axpy form" if m == 1 and n > 1 else "dot form"
+    path = [r for r in remarks if "matrix-vector product" in r]
+    # a row shorter than one vector has nothing to vectorize along: it stays a GEMM
+    lanes = polyopt.pipeline.machine_model().lanes(8 if dtype == "f64" else 4)
+    if m == 1 and 1 < n < lanes:
+        assert not path, remarks
+    else:
+        assert path and form in path[0], remarks
+        assert "packed" not in " ".join(remarks)
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 45, 23), (29, 1, 41)])
+def test_alpha_and_beta(m, n, k):
+    src = matmul_source(m, n, k, "f64", {"alpha": "2.5 : f64", "beta": "0.5 : f64"})
+    compiled, remarks = _compile(src)
+    assert any("matrix-vector product" in r for r in remarks), remarks
+    _check(compiled["matmul"], m, n, k, "f64", alpha=2.5, beta=0.5)
+
+
+@pytest.mark.parametrize("m,n,k,dtype", [(1, 3000, 200, "f64"), (1, 4100, 70, "f32"),
+                                         (1001, 1, 300, "f64"), (517, 1, 250, "f32")])
+def test_threads_give_bitwise_the_same_result(m, n, k, dtype):
+    results = []
+    for threads in (1, 2, 3):
+        compiled, remarks = _compile(matmul_source(m, n, k, dtype), threads=threads)
+        text = str(compiled.module)
+        assert ("affine.parallel" in text) == (threads > 1), remarks
+        if threads > 1:
+            assert any(f"split over {threads} threads" in r for r in remarks), remarks
+        results.append(_check(compiled["matmul"], m, n, k, dtype))
+    for other in results[1:]:
+        assert np.array_equal(results[0], other)
+
+
+def test_small_products_stay_on_one_thread():
+    form = gemv_form(1, 200, 100, 8, 8, threads=2)
+    assert form.threads == 1          # 160 KB: a fork costs more than it saves
+    assert gemv_form(1, 2000, 1000, 8, 8, threads=2).threads == 2
+
+
+def test_upstream_accepts_both_forms_on_threads():
+    for m, n, k in ((1, 3001, 301), (1003, 1, 301)):
+        compiled, _ = _compile(matmul_source(m, n, k, "f32"), threads=2)
+        text = str(compiled.module)
+        assert "vector.fma" in text
+        assert mlir_opt(text) == text
+
+
+def test_linalg_matmul_with_a_row_takes_the_path():
+    src = """
+func.func @vecmat(%A: memref<1x70xf32>, %B: memref<70x50xf32>, %C: memref<1x50xf32>) {
+  linalg.matmul ins(%A, %B : memref<1x70xf32>, memref<70x50xf32>) outs(%C : memref<1x50xf32>)
+  return
+}
+"""
+    compiled, remarks = _compile(src)
+    assert any("matrix-vector product" in r for r in remarks), remarks
+    _check(compiled["vecmat"], 1, 50, 70, "f32")
+
+
+def test_shared_operands_keep_the_gemm_path():
+    # C aliases A: the GEMV loop order would read elements it has already updated
+    src = """
+func.func @f(%A: memref<1x64xf64>, %B: memref<64x64xf64>) {
+  hop.matmul %A, %B, %A : (memref<1x64xf64>, memref<64x64xf64>, memref<1x64xf64>)
+  return
+}
+"""
+    remarks = []
+    # the BLIS schedule of the GEMM path refuses the reordering, naming the dependence
+    with pytest.raises(ScheduleError, match="RAW dependence"):
+        polyopt.compile(src, remark=lambda loc, msg: remarks.append(msg), **ALL)
+    assert not any("matrix-vector product" in r for r in remarks), remarks
+
+
+def test_tile_attributes_keep_the_gemm_path():
+    src = matmul_source(1, 64, 64, "f64", {"K_C": "32 : i32"})
+    compiled, remarks = _compile(src)
+    assert not any("matrix-vector product" in r for r in remarks), remarks
+    _check(compiled["matmul"], 1, 64, 64, "f64")
+
+
+def test_a_vector_op_costs_its_lanes():
+    """The fork decision (:func:`polyopt.codegen.openmp.iteration_cost`) counts a 16-lane FMA
+    as 16 operations: counted as one, a 4 MiB matrix-vector product ran on one thread."""
+    compiled, _ = _compile(matmul_source(1000, 1, 1000, "f32"), threads=2)
+    par = next(op for op in compiled.module.walk() if op.name == "affine.parallel")
+    lo, hi = par.lower_map.single_constant_result, par.upper_map.single_constant_result
+    trips = (hi - lo) // par.steps[0]
+    assert trips * iteration_cost(par.body) >= MIN_PARALLEL_WORK
