@@ -230,7 +230,7 @@ def test_hop_matmul_on_dynamic_operands_runs_every_size(switches):
     mm = polyopt.compile(HOP_DYNAMIC, remark=lambda loc, msg: remarks.append(msg),
                          **switches)["mm"]
     if switches:
-        assert any("'?' operands runs as a naive nest" in r for r in remarks)
+        assert any("'?' operands: one GEMM for every size" in r for r in remarks), remarks
     for m, n, k in [(1, 1, 1), (17, 31, 5), (97, 101, 103)]:
         rng = np.random.default_rng(m)
         A, B, C = rng.random((m, k)), rng.random((k, n)), rng.random((m, n))

@@ -1,0 +1,316 @@
+"""One compiled GEMM for every size: a matmul with ``?`` dimensions as BLIS's five loops
+with run-time trip counts (what BLIS itself is, and what MLIR reaches with
+``transform.structured.tile_using_for`` on dynamic shapes, ``pack`` with padding and
+``vectorize``).
+
+The tile sizes are the model's for a large problem of the element type (the machine model
+decides M_R x N_R, K_C, M_C, N_C and the loop order, GEBP or GEPB, at compile time, as
+BLIS's configuration does); the sizes M, N, K are only known when the function runs:
+
+* every loop runs to ``min(block, size - start)``;
+* A's block and B's block are packed into micro-panels (``[M_C/M_R][K_C][M_R]`` and
+  ``[N_C/N_R][K_C][N_R]``), the rows or columns past the matrix's edge set to zero, so that
+  the register tile always computes a full M_R x N_R tile, k unrolled by K_U;
+* a tile wholly inside C is added to C with vector loads and stores; a tile on C's edge is
+  stored to a small buffer first and only its part inside C is added (BLIS's edge case).
+
+The nest is built as MLIR text for the operands' types and spliced in place of the naive
+product nest (inside the run-time check that the sizes agree).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..affine.builder import Builder
+from ..affine.ir import Operation
+from ..affine.types import FloatType
+from .blis_schedule import BlisParams, MachineModel, default_blis_params
+
+#: The problem size whose model parameters the dynamic GEMM uses.
+REPRESENTATIVE_SIZE = 2048
+
+
+class _Text:
+    def __init__(self):
+        self.lines: list[str] = []
+        self.count = 0
+
+    def fresh(self, hint: str) -> str:
+        self.count += 1
+        return f"%{hint}{self.count}"
+
+    def add(self, depth: int, line: str) -> None:
+        self.lines.append("  " * depth + line)
+
+
+def dynamic_params(elem_bytes: int, machine: Optional[MachineModel]) -> BlisParams:
+    """The model's parameters for a large problem, in the row form (the template's)."""
+    s = REPRESENTATIVE_SIZE
+    return default_blis_params(s, s, s, elem_bytes, machine, {"register_form": "row"})
+
+
+def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, lanes: int,
+                        alpha: bool) -> str:
+    """``func.func @gemm(%A, %B, %C, %M, %N, %K[, %alpha])``: ``C += alpha * A * B`` for the
+    run-time sizes M, N, K (the operands' types may have ``?`` anywhere)."""
+    ta, tb, tc = types
+    mr, nr, kc, ku = p.M_R, p.N_R, p.K_C, p.K_U
+    mc = max(mr, p.M_C // mr * mr)
+    nc = max(nr, (p.N_C or 4 * nr) // nr * nr)
+    w = lanes
+    nv = nr // w
+    vt = f"vector<{w}x{etype}>"
+    tap = f"memref<{mc // mr}x{kc}x{mr}x{etype}>"
+    tbp = f"memref<{nc // nr}x{kc}x{nr}x{etype}>"
+    ttmp = f"memref<{mr}x{nr}x{etype}>"
+    zero = "0.000000e+00"
+    t = _Text()
+    args = f"%A: {ta}, %B: {tb}, %C: {tc}, %M: index, %N: index, %K: index"
+    t.add(0, f"func.func @gemm({args}{', %alpha: ' + etype if alpha else ''}) {{")
+    t.add(1, f"%zero = arith.constant {zero} : {etype}")
+    t.add(1, f"%zv = arith.constant dense<{zero}> : {vt}")
+    t.add(1, f"%Ap = memref.alloc() {{alignment = 64 : i64}} : {tap}")
+    t.add(1, f"%Bp = memref.alloc() {{alignment = 64 : i64}} : {tbp}")
+    t.add(1, f"%tmp = memref.alloca() {{alignment = 64 : i64}} : {ttmp}")
+    if alpha:
+        t.add(1, f"%alphav = vector.broadcast %alpha : {etype} to {vt}")
+    kc_of = f"min affine_map<(d0)[s0] -> ({kc}, s0 - d0)>(%pc)[%K]"
+
+    def pack_a(d: int) -> None:
+        """A[ic + q*M_R + r, pc + p] -> Ap[q, p, r], one micro-panel at a time (M_R rows read
+        side by side, each panel written in order); rows past M are zero."""
+        t.add(d, f"affine.for %q = 0 to min affine_map<(d0)[s0] -> ({mc // mr}, "
+                 f"(s0 - d0 + {mr - 1}) floordiv {mr})>(%ic)[%M] {{")
+        t.add(d + 1, f"affine.if affine_set<(d0, d1)[s0] : (s0 - d0 - d1 * {mr} - {mr} >= 0)>"
+                     f"(%ic, %q)[%M] {{")
+        t.add(d + 2, f"affine.for %p = 0 to {kc_of} {{")
+        for r in range(mr):
+            t.add(d + 3, f"%va{r} = affine.load %A[%ic + %q * {mr} + {r}, %pc + %p] : {ta}")
+            t.add(d + 3, f"affine.store %va{r}, %Ap[%q, %p, {r}] : {tap}")
+        t.add(d + 2, "}")
+        t.add(d + 1, "} else {")
+        t.add(d + 2, f"affine.for %p = 0 to {kc_of} {{")
+        t.add(d + 3, f"affine.for %r = 0 to {mr} {{")
+        t.add(d + 4, f"%inside = affine.if affine_set<(d0, d1, d2)[s0] : (s0 - d0 - d1 * {mr} "
+                     f"- d2 - 1 >= 0)>(%ic, %q, %r)[%M] -> {etype} {{")
+        t.add(d + 5, f"%vr = affine.load %A[%ic + %q * {mr} + %r, %pc + %p] : {ta}")
+        t.add(d + 5, f"affine.yield %vr : {etype}")
+        t.add(d + 4, "} else {")
+        t.add(d + 5, f"affine.yield %zero : {etype}")
+        t.add(d + 4, "}")
+        t.add(d + 4, f"affine.store %inside, %Ap[%q, %p, %r] : {tap}")
+        t.add(d + 3, "}")
+        t.add(d + 2, "}")
+        t.add(d + 1, "}")
+        t.add(d, "}")
+
+    def pack_b(d: int) -> None:
+        """B[pc + p, jc + q*N_R + j] -> Bp[q, p, j]; columns past N in the last
+        micro-panel are zero."""
+        t.add(d, f"affine.for %q = 0 to min affine_map<(d0)[s0] -> ({nc // nr}, "
+                 f"(s0 - d0 + {nr - 1}) floordiv {nr})>(%jc)[%N] {{")
+        t.add(d + 1, f"affine.for %p = 0 to {kc_of} {{")
+        t.add(d + 2, f"affine.for %j = 0 to min affine_map<(d0, d1)[s0] -> ({nr}, "
+                     f"s0 - d0 - d1 * {nr})>(%jc, %q)[%N] {{")
+        t.add(d + 3, f"%vb = affine.load %B[%pc + %p, %jc + %q * {nr} + %j] : {tb}")
+        t.add(d + 3, f"affine.store %vb, %Bp[%q, %p, %j] : {tbp}")
+        t.add(d + 2, "}")
+        t.add(d + 2, f"affine.for %j = max affine_map<(d0, d1)[s0] -> (0, s0 - d0 - d1 * {nr})>"
+                     f"(%jc, %q)[%N] to {nr} {{")
+        t.add(d + 3, f"affine.store %zero, %Bp[%q, %p, %j] : {tbp}")
+        t.add(d + 2, "}")
+        t.add(d + 1, "}")
+        t.add(d, "}")
+
+    def micro_tile(d: int) -> None:
+        """The M_R x N_R tile at (ic + ir, jc + jr): k unrolled by K_U, then the rest."""
+        count = mr * nv
+        types = ", ".join([vt] * count)
+
+        def step(depth: int, k: str, accs: list[str]) -> list[str]:
+            bs = []
+            for v in range(nv):
+                b = t.fresh("b")
+                t.add(depth, f"{b} = affine.vector_load %Bp[%jr floordiv {nr}, {k}, {v * w}] : "
+                             f"{tbp}, {vt}")
+                bs.append(b)
+            out = []
+            for i in range(mr):
+                a = t.fresh("a")
+                t.add(depth, f"{a} = affine.load %Ap[%ir floordiv {mr}, {k}, {i}] : {tap}")
+                ab = t.fresh("ab")
+                t.add(depth, f"{ab} = vector.broadcast {a} : {etype} to {vt}")
+                for v in range(nv):
+                    acc = t.fresh("acc")
+                    t.add(depth, f"{acc} = vector.fma {ab}, {bs[v]}, {accs[i * nv + v]} : {vt}")
+                    out.append(acc)
+            return out
+
+        def loop(depth: int, bounds: str, step_size: int, inits: list[str], unroll: int) -> list[str]:
+            res = t.fresh("r")
+            names = [t.fresh("x") for _ in range(count)]
+            init_text = ", ".join(f"{n} = {v}" for n, v in zip(names, inits))
+            t.add(depth, f"{res}:{count} = affine.for %k = {bounds} step {step_size} "
+                         f"iter_args({init_text}) -> ({types}) {{")
+            accs = names
+            for u in range(unroll):
+                accs = step(depth + 1, f"%k + {u}" if u else "%k", accs)
+            t.add(depth + 1, f"affine.yield {', '.join(accs)} : {types}")
+            t.add(depth, "}")
+            return [f"{res}#{q}" for q in range(count)]
+
+        full_k = f"affine_map<(d0)[s0] -> ({kc}, ((s0 - d0) floordiv {ku}) * {ku})>(%pc)[%K]"
+
+        def kernel(depth: int, inits: list[str]) -> list[str]:
+            accs = loop(depth, f"0 to min {full_k}", ku, inits, ku)
+            return loop(depth, f"affine_map<(d0)[s0] -> (((s0 - d0) floordiv {ku}) * {ku})>"
+                               f"(%pc)[%K] to {kc_of}", 1, accs, 1)
+
+        def c_at(i: int, v: int) -> str:
+            return f"%C[%ic + %ir + {i}, %jc + %jr + {v * w}]"
+
+        t.add(d, f"affine.if affine_set<(d0, d1, d2, d3)[s0, s1] : (s0 - d0 - d1 - {mr} >= 0, "
+                 f"s1 - d2 - d3 - {nr} >= 0)>(%ic, %ir, %jc, %jr)[%M, %N] {{")
+        # a tile inside C: the accumulators start from C's tile (loaded before the k loop,
+        # stored after it), as in the static pipeline's scalar-replaced tile
+        # this tile's rows of C are on their way while its k loop runs, as the static
+        # pipeline's tile does; loaded only after the loop, they would stall the tile's end
+        # (C is read once per K_C block from wherever it sits: L3 or memory)
+        elem = int(etype[1:]) // 8
+        line = 64 // elem
+        for i in range(mr):
+            for col in sorted(set(range(0, nr, line)) | {nr - 1}):
+                t.add(d + 1, f"affine.prefetch %C[%ic + %ir + {i}, %jc + %jr + {col}], "
+                             f"write, locality<1>, data : {tc}")
+        accs = kernel(d + 1, ["%zv"] * count)
+        for i in range(mr):
+            for v in range(nv):
+                c = t.fresh("c")
+                t.add(d + 1, f"{c} = affine.vector_load {c_at(i, v)} : {tc}, {vt}")
+                value = t.fresh("c")
+                if alpha:
+                    t.add(d + 1, f"{value} = vector.fma %alphav, {accs[i * nv + v]}, {c} : {vt}")
+                else:
+                    t.add(d + 1, f"{value} = arith.addf {c}, {accs[i * nv + v]} : {vt}")
+                t.add(d + 1, f"affine.vector_store {value}, {c_at(i, v)} : {tc}, {vt}")
+        t.add(d, "} else {")
+        # a tile on C's edge: computed whole on the zero-padded panels, stored to a buffer,
+        # and only its part inside C added
+        accs = kernel(d + 1, ["%zv"] * count)
+        for i in range(mr):
+            for v in range(nv):
+                value = accs[i * nv + v]
+                if alpha:
+                    value = t.fresh("sa")
+                    t.add(d + 1, f"{value} = arith.mulf %alphav, {accs[i * nv + v]} : {vt}")
+                t.add(d + 1, f"affine.vector_store {value}, %tmp[{i}, {v * w}] : {ttmp}, {vt}")
+        t.add(d + 1, f"affine.for %i = 0 to min affine_map<(d0, d1)[s0] -> ({mr}, "
+                     f"s0 - d0 - d1)>(%ic, %ir)[%M] {{")
+        t.add(d + 2, f"affine.for %j = 0 to min affine_map<(d0, d1)[s0] -> ({nr}, "
+                     f"s0 - d0 - d1)>(%jc, %jr)[%N] {{")
+        t.add(d + 3, f"%et = affine.load %tmp[%i, %j] : {ttmp}")
+        t.add(d + 3, f"%ec = affine.load %C[%ic + %ir + %i, %jc + %jr + %j] : {tc}")
+        t.add(d + 3, f"%es = arith.addf %ec, %et : {etype}")
+        t.add(d + 3, f"affine.store %es, %C[%ic + %ir + %i, %jc + %jr + %j] : {tc}")
+        t.add(d + 2, "}")
+        t.add(d + 1, "}")
+        t.add(d, "}")
+
+    def tiles(d: int, outer: str, inner: str) -> None:
+        """The ir and jr loops over the current blocks, ``outer`` first."""
+        bound = {"ir": f"min affine_map<(d0)[s0] -> ({mc}, s0 - d0)>(%ic)[%M] step {mr}",
+                 "jr": f"min affine_map<(d0)[s0] -> ({nc}, s0 - d0)>(%jc)[%N] step {nr}"}
+        t.add(d, f"affine.for %{outer} = 0 to {bound[outer]} {{")
+        t.add(d + 1, f"affine.for %{inner} = 0 to {bound[inner]} {{")
+        micro_tile(d + 2)
+        t.add(d + 1, "}")
+        t.add(d, "}")
+
+    if p.l2_block == "B":       # GEPB: ic, pc (pack A), jc (pack B), ir, jr
+        t.add(1, f"affine.for %ic = 0 to %M step {mc} {{")
+        t.add(2, f"affine.for %pc = 0 to %K step {kc} {{")
+        pack_a(3)
+        t.add(3, f"affine.for %jc = 0 to %N step {nc} {{")
+        pack_b(4)
+        tiles(4, "ir", "jr")
+        t.add(3, "}")
+        t.add(2, "}")
+        t.add(1, "}")
+    else:                       # GEBP: jc, pc (pack B), ic (pack A), jr, ir
+        t.add(1, f"affine.for %jc = 0 to %N step {nc} {{")
+        t.add(2, f"affine.for %pc = 0 to %K step {kc} {{")
+        pack_b(3)
+        t.add(3, f"affine.for %ic = 0 to %M step {mc} {{")
+        pack_a(4)
+        tiles(4, "jr", "ir")
+        t.add(3, "}")
+        t.add(2, "}")
+        t.add(1, "}")
+    t.add(1, f"memref.dealloc %Ap : {tap}")
+    t.add(1, f"memref.dealloc %Bp : {tbp}")
+    t.add(1, "return")
+    t.add(0, "}")
+    return "\n".join(t.lines) + "\n"
+
+
+def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None
+                        ) -> Optional[list[Operation]]:
+    """Build the dynamic GEMM of a matrix-form contraction with ``?`` sizes in front of its
+    anchor (after the run-time size check and the ``C *= beta`` nest); None (nothing built)
+    when it does not apply: integer elements, operands that share memory or are not
+    row-major, an anchor inside a loop (its sizes would not be symbols)."""
+    from ..affine.dialects.arith import ConstantOp
+    from ..affine.dialects.func import FuncOp
+    from ..affine.types import IndexType
+    from ..memref_layout.data_copy import alias_root
+    from .expand import _is_one, _scalar, expand_matmul
+    operands = con.operands
+    types = [v.type for v in operands]
+    etype = types[2].element_type
+    if not (isinstance(etype, FloatType) and etype.width in (32, 64)
+            and all(t.layout is None and t.rank == 2 for t in types)
+            and len({id(alias_root(v)) for v in operands}) == 3
+            and isinstance(con.anchor.parent_op, FuncOp)):
+        return None
+    machine = machine or MachineModel()
+    elem_bytes = etype.width // 8
+    params = dynamic_params(elem_bytes, machine)
+    lanes = machine.lanes(elem_bytes)
+    if params.N_R % lanes:
+        return None
+    loops = expand_matmul(con)          # the size check, the beta nest, the naive nest
+    product = loops[0]
+    b = Builder.before(product)
+    extents = []
+    for loop in loops:                   # (i, j, k): each bound a constant or a size
+        if loop.upper_map.is_constant():
+            c = b.create(ConstantOp, loop.upper_map.single_constant_result, IndexType(),
+                         loc=con.loc)
+            extents.append(c.result)
+        else:
+            extents.append(loop.upper_operands[0])
+    alpha = None
+    if con.alpha is not None and not _is_one(con.alpha):
+        alpha = _scalar(b, con.alpha, etype, con.loc)
+    from ..affine.parser import parse
+    text = dynamic_gemm_source(tuple(str(t) for t in types), str(etype), params, lanes,
+                               alpha is not None)
+    func = next(op for op in parse(text, "<dynamic gemm>").walk() if op.name == "func.func")
+    m, n, k = extents
+    mapping = dict(zip(func.body.args, [*operands, m, n, k] + ([alpha] if alpha else [])))
+    new_ops = []
+    for op in list(func.body.ops)[:-1]:
+        clone = op.clone(mapping)
+        for inner in clone.walk():
+            inner.loc = con.loc
+        b.insert(clone)
+        new_ops.append(clone)
+    product.erase()
+    if remark is not None:
+        remark(con.loc, f"{con.kind} with '?' operands: one GEMM for every size, BLIS's loops "
+                        f"with run-time trip counts ({'GEPB' if params.l2_block == 'B' else 'GEBP'}"
+                        f", M_C={params.M_C}, K_C={params.K_C}, N_C={params.N_C}, "
+                        f"M_R={params.M_R}, N_R={params.N_R}, K_U={params.K_U}, the model's for "
+                        f"{REPRESENTATIVE_SIZE}^3); edge tiles through a buffer")
+    return new_ops
