@@ -7,8 +7,9 @@ Why: ``f(A, B, C)`` through ctypes cost about 1.9 us for three arrays (0.8 us to
 convert them in Python, 0.5 us in ctypes' own call), where numpy's 16x16 matmul plus the add
 of ``C +=`` takes 1.4 us: every matmul below 48^3 was slower than numpy for the calls alone.
 
-The entry handles the common case only: every argument a memref of a static shape with the
-identity layout and numpy's canonical dtype object, no results.  Anything else -- another
+The entry handles the common case only: every argument a memref with the identity layout (a
+static shape, or ``?`` sizes passed as MLIR's descriptor of a row-major array) and numpy's
+canonical dtype object, no results.  Anything else -- another
 dtype object, a wrong shape, a view that is not C-contiguous, aligned and writeable, a
 subclass of ndarray, the wrong number of arguments -- returns ``NotImplemented`` without
 touching anything, and the caller takes the general path, which accepts what it accepts and
@@ -72,9 +73,11 @@ def _api_address(name: str) -> int:
     return ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
 
 
-def entry_ir(kernel_address: int, arrays: Sequence[tuple[tuple[int, ...], int]]) -> str:
+def entry_ir(kernel_address: int, arrays: Sequence[tuple[tuple, int, bool]]) -> str:
     """LLVM IR of ``@entry(self, args, nargs)``: ``arrays`` is (shape, address of the
-    canonical dtype object) per argument."""
+    canonical dtype object, passed as a descriptor) per argument; ``None`` in a shape is a
+    ``?`` (any extent), and a descriptor argument is passed as MLIR's memref descriptor of a
+    row-major array (pointer, offset 0, sizes, strides)."""
     consts = {
         "ndarray": id(np.ndarray), "none": id(None), "notimpl": id(NotImplemented),
         "save": _api_address("PyEval_SaveThread"),
@@ -90,7 +93,7 @@ def entry_ir(kernel_address: int, arrays: Sequence[tuple[tuple[int, ...], int]])
              f"  %n_ok = icmp eq i64 %nargs, {len(arrays)}",
              f"  br i1 %n_ok, label %arg0, label %fallback"]
     data = []
-    for i, (shape, descr) in enumerate(arrays):
+    for i, (shape, descr, descriptor) in enumerate(arrays):
         nxt = f"arg{i + 1}" if i + 1 < len(arrays) else "call"
         lines += [f"arg{i}:",
                   f"  %o{i}.p = getelementptr ptr, ptr %args, i64 {i}",
@@ -119,15 +122,23 @@ def entry_ir(kernel_address: int, arrays: Sequence[tuple[tuple[int, ...], int]])
         ok = "true"
         for d, extent in enumerate(shape):
             lines += [f"  %d{i}.{d}.p = getelementptr i64, ptr %dimsp{i}, i64 {d}",
-                      f"  %d{i}.{d} = load i64, ptr %d{i}.{d}.p",
-                      f"  %d{i}.{d}.ok = icmp eq i64 %d{i}.{d}, {extent}",
-                      f"  %s{i}.{d} = and i1 {ok}, %d{i}.{d}.ok"]
-            ok = f"%s{i}.{d}"
+                      f"  %d{i}.{d} = load i64, ptr %d{i}.{d}.p"]
+            if extent is not None:
+                lines += [f"  %d{i}.{d}.ok = icmp eq i64 %d{i}.{d}, {extent}",
+                          f"  %s{i}.{d} = and i1 {ok}, %d{i}.{d}.ok"]
+                ok = f"%s{i}.{d}"
         lines += [f"  %data{i}.p = getelementptr i8, ptr %o{i}, i64 {_DATA}",
-                  f"  %data{i} = load ptr, ptr %data{i}.p",
-                  f"  br i1 {ok}, label %{nxt}, label %fallback"]
+                  f"  %data{i} = load ptr, ptr %data{i}.p"]
         data.append(f"ptr %data{i}")
-    kernel_type = f"void ({', '.join(['ptr'] * len(arrays))})"
+        if descriptor:   # offset, sizes, row-major strides
+            strides = ["1"]
+            for d in range(len(shape) - 1, 0, -1):
+                lines.append(f"  %st{i}.{d - 1} = mul i64 {strides[0]}, %d{i}.{d}")
+                strides.insert(0, f"%st{i}.{d - 1}")
+            data += ["i64 0"] + [f"i64 %d{i}.{d}" for d in range(len(shape))] + \
+                [f"i64 {st}" for st in strides]
+        lines.append(f"  br i1 {ok}, label %{nxt}, label %fallback")
+    kernel_type = f"void ({', '.join(v.split()[0] for v in data)})"
     lines += ["call:",
               f"  %state = call ptr {ptr('save')}()",
               f"  call {kernel_type} {ptr('kernel')}({', '.join(data)})",
@@ -146,13 +157,13 @@ class NativeEntry:
     code's engine and its method definition."""
 
     def __init__(self, name: str, kernel_address: int,
-                 arrays: Sequence[tuple[tuple[int, ...], Any]]):
+                 arrays: Sequence[tuple[tuple, Any, bool]]):
         import llvmlite.binding as llvm
 
         from .target import host_target, new_target_machine
-        ir_text = entry_ir(kernel_address, [(tuple(shape), id(np.dtype(dtype)))
-                                            for shape, dtype in arrays])
-        self._dtypes = [np.dtype(dtype) for _, dtype in arrays]   # the descrs compared with
+        ir_text = entry_ir(kernel_address, [(tuple(shape), id(np.dtype(dtype)), descriptor)
+                                            for shape, dtype, descriptor in arrays])
+        self._dtypes = [np.dtype(dtype) for _, dtype, _ in arrays]   # the descrs compared with
         mod = llvm.parse_assembly(ir_text)
         mod.verify()
         self._engine = llvm.create_mcjit_compiler(mod, new_target_machine(host_target(), 2))
@@ -175,9 +186,10 @@ def native_entry(name: str, kernel_address: int, args: Sequence[Any],
         return None
     arrays = []
     for a in args:
-        if not (isinstance(a, MemRefArg) and not a.descriptor and a.physical_shape is None
-                and a.strides is None and all(s is not None for s in a.shape)
-                and a.element != "bf16"):
+        # row-major arrays only: static shapes, or '?' sizes with the identity layout
+        if not (isinstance(a, MemRefArg) and a.physical_shape is None and a.strides is None
+                and a.element != "bf16" and not (a.descriptor and a.offset not in (0, None))
+                and (a.descriptor or all(s is not None for s in a.shape))):
             return None
-        arrays.append((a.shape, a.dtype))
+        arrays.append((a.shape, a.dtype, a.descriptor))
     return NativeEntry(name, kernel_address, arrays)

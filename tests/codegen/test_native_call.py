@@ -27,7 +27,22 @@ func.func @axpy(%X: memref<5x7xf64>, %Y: memref<5x7xf64>) {
 func.func @scaled(%X: memref<5x7xf64>, %a: f64) {
   return
 }
-func.func @dynamic(%X: memref<?x7xf64>) {
+func.func @dynamic(%X: memref<?x7xf64>, %Y: memref<?x?xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %X, %c0 : memref<?x7xf64>
+  %m = memref.dim %Y, %c1 : memref<?x?xf64>
+  affine.for %i = 0 to %n {
+    affine.for %j = 0 to %m {
+      %x = affine.load %X[%i, 0] : memref<?x7xf64>
+      %y = affine.load %Y[%i, %j] : memref<?x?xf64>
+      %s = arith.addf %x, %y : f64
+      affine.store %s, %Y[%i, %j] : memref<?x?xf64>
+    }
+  }
+  return
+}
+func.func @strided(%X: memref<?x7xf64, strided<[?, 1], offset: ?>>) {
   return
 }
 """
@@ -44,10 +59,23 @@ def test_the_layout_check_passes_on_this_numpy():
     assert LAYOUT_OK
 
 
-def test_entry_only_for_static_memrefs(module):
+def test_entry_only_for_row_major_memrefs(module):
     assert module["axpy"]._native is not None
-    assert module["scaled"]._native is None      # a scalar argument: the general path
-    assert module["dynamic"]._native is None     # a ? dimension: a descriptor
+    assert module["dynamic"]._native is not None  # '?' sizes: a descriptor of a row-major array
+    assert module["scaled"]._native is None       # a scalar argument: the general path
+    assert module["strided"]._native is None      # a strided layout: views, the general path
+
+
+def test_descriptors_carry_the_arrays_sizes(module):
+    f = module["dynamic"]
+    for rows, cols in ((1, 1), (5, 3), (9, 12)):
+        x = np.arange(rows * 7, dtype=np.float64).reshape(rows, 7)
+        y = np.ones((rows, cols))
+        assert f._native(x, y) is None
+        np.testing.assert_array_equal(y, np.broadcast_to(1 + x[:, :1], (rows, cols)))
+    assert f._native(np.zeros((3, 6)), np.zeros((3, 2))) is NotImplemented   # 6 is not 7
+    with pytest.raises(ValueError, match=r"expected shape \(\?, 7\)"):
+        f(np.zeros((3, 6)), np.zeros((3, 2)))
 
 
 def test_same_result_as_the_general_path(module):
