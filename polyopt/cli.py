@@ -125,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "transformer and CNN layers) against numpy, one ratio per shape")
     p_mm.add_argument("--shapes", default=None, metavar="MxNxK,...",
                       help="with --sweep: these shapes instead of the default sweep")
+    p_mm.add_argument("--dynamic", action="store_true",
+                      help="with --sweep: also time one function of memref<?x?> operands, "
+                           "compiled once per type, at every shape")
     p_mm.add_argument("--samples", type=int, default=7,
                       help="with --sweep: alternating samples per shape, about 2 ms each "
                            "(default: 7)")
@@ -351,8 +354,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return cmd_bench_polybench(args)
     if args.sweep:
         return cmd_bench_sweep(args)
-    if args.shapes is not None:
-        raise UsageError("--shapes goes with --sweep")
+    if args.shapes is not None or args.dynamic:
+        raise UsageError(f"{'--shapes' if args.shapes is not None else '--dynamic'} goes with "
+                         f"--sweep")
     args.dtype = args.dtype or "f64"
     from .bench import (TILE_NAMES, Variant, bench_matmul, blis_mode_variant, dump_json,
                         paper_ladder)
@@ -432,7 +436,7 @@ def cmd_bench_sweep(args: argparse.Namespace) -> int:
                   f"({p.gflops:.1f} vs {p.numpy_gflops:.1f} GFLOPS)", file=sys.stderr,
                   flush=True)
     points = run_sweep(shapes, dtypes, samples=args.samples, threads=args.threads,
-                       switches=switches, progress=progress)
+                       switches=switches, dynamic=args.dynamic, progress=progress)
     if args.json:
         import json
         json.dump([p.to_json() for p in points], sys.stdout, indent=2)

@@ -122,15 +122,33 @@ class SweepPoint:
     numpy_gflops: float
     compile_seconds: float
     max_error: float
+    # with a dynamic-shape function (``--dynamic``): its ratio to numpy and to the static one
+    dynamic_ratio: Optional[float] = None
+    dynamic_vs_static: Optional[float] = None
 
     def to_json(self) -> dict:
         return asdict(self)
 
 
+def dynamic_source(dtype: str) -> str:
+    """``@matmul`` on ``memref<?x?xT>`` operands: one function for every size."""
+    t = f"memref<?x?x{dtype}>"
+    return (f"func.func @matmul(%A: {t}, %B: {t}, %C: {t}) {{\n"
+            f"  hop.matmul %A, %B, %C : ({t}, {t}, {t})\n  return\n}}\n")
+
+
+def compile_dynamic(dtype: str, threads: int = 1, switches: Optional[dict] = None):
+    """The dynamic-shape function of :func:`dynamic_source`, all passes."""
+    from .pipeline import compile as compile_module
+    return compile_module(dynamic_source(dtype), filename=f"<sweep ?x? {dtype}>",
+                          **{**ALL_PASSES, "threads": threads, **(switches or {})})["matmul"]
+
+
 def measure_point(shape: Shape, dtype: str, *, samples: int = 7, sample_seconds: float = 0.002,
                   threads: int = 1, switches: Optional[dict] = None,
-                  seed: int = 0) -> SweepPoint:
-    """Compile, check and time one point (see the module docstring)."""
+                  seed: int = 0, dynamic: Optional[Callable] = None) -> SweepPoint:
+    """Compile, check and time one point (see the module docstring); with ``dynamic`` (a
+    function of ``?`` operands), check and time it too, against numpy and the static one."""
     import numpy as np
 
     from .bench import matmul_source
@@ -165,20 +183,39 @@ def measure_point(shape: Shape, dtype: str, *, samples: int = 7, sample_seconds:
                                 samples=samples, sample_seconds=sample_seconds,
                                 threads=threads)
     ratios = [o / m for m, o in zip(mine, other)]
-    return SweepPoint(shape.m, shape.n, shape.k, shape.group, dtype, statistics.median(ratios),
-                      min(ratios), max(ratios), shape.flops / statistics.median(mine) / 1e9,
-                      shape.flops / statistics.median(other) / 1e9, compile_seconds, err)
+    point = SweepPoint(shape.m, shape.n, shape.k, shape.group, dtype, statistics.median(ratios),
+                       min(ratios), max(ratios), shape.flops / statistics.median(mine) / 1e9,
+                       shape.flops / statistics.median(other) / 1e9, compile_seconds, err)
+    if dynamic is not None:
+        c = c0.copy()
+        dynamic(a, b, c)
+        derr = float(np.max(np.abs(c - expected)))
+        if not derr <= tol:
+            raise AssertionError(f"{shape.text()} {dtype}: the dynamic-shape function differs "
+                                 f"from numpy by {derr:.3g}; refusing to time wrong code")
+        d_mine, d_numpy = ratio_samples(
+            lambda: dynamic(a, b, c), lambda: np.add(c, np.matmul(a, b, out=out), out=c),
+            samples=samples, sample_seconds=sample_seconds, threads=threads)
+        d_dyn, d_static = ratio_samples(lambda: dynamic(a, b, c), lambda: fn(a, b, c),
+                                        samples=samples, sample_seconds=sample_seconds,
+                                        threads=threads)
+        point.dynamic_ratio = statistics.median(o / m for m, o in zip(d_mine, d_numpy))
+        point.dynamic_vs_static = statistics.median(o / m for m, o in zip(d_dyn, d_static))
+    return point
 
 
 def run_sweep(shapes: Sequence[Shape], dtypes: Sequence[str], *, samples: int = 7,
               sample_seconds: float = 0.002, threads: int = 1,
-              switches: Optional[dict] = None,
+              switches: Optional[dict] = None, dynamic: bool = False,
               progress: Optional[Callable[[SweepPoint], None]] = None) -> list[SweepPoint]:
+    """Every shape in every type; with ``dynamic``, one function of ``?`` operands per type
+    (compiled once) is timed at every point too."""
     points = []
     for dtype in dtypes:
+        dyn = compile_dynamic(dtype, threads, switches) if dynamic else None
         for shape in shapes:
             point = measure_point(shape, dtype, samples=samples, sample_seconds=sample_seconds,
-                                  threads=threads, switches=switches)
+                                  threads=threads, switches=switches, dynamic=dyn)
             points.append(point)
             if progress is not None:
                 progress(point)
@@ -190,19 +227,24 @@ def sweep_table(points: Sequence[SweepPoint]) -> str:
     dtypes = list(dict.fromkeys(p.dtype for p in points))
     by_key = {(p.m, p.n, p.k, p.dtype): p for p in points}
     shapes = list(dict.fromkeys((p.m, p.n, p.k, p.group) for p in points))
+    with_dynamic = any(p.dynamic_ratio is not None for p in points)
     header = ["shape (M x N x K)", "kind"]
     for d in dtypes:
         header += [f"{d} vs numpy", f"{d} GFLOPS (numpy)"]
+        if with_dynamic:
+            header += [f"{d} ?x? vs numpy", f"{d} ?x? vs static"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for m, n, k, group in shapes:
         cells = [f"{m}x{n}x{k}", group]
         for d in dtypes:
             p = by_key.get((m, n, k, d))
             if p is None:
-                cells += ["", ""]
+                cells += [""] * (4 if with_dynamic else 2)
                 continue
             cells += [f"{p.ratio:.2f}x ({p.ratio_min:.2f}..{p.ratio_max:.2f})",
                       f"{p.gflops:.1f} ({p.numpy_gflops:.1f})"]
+            if with_dynamic:
+                cells += [f"{p.dynamic_ratio:.2f}x", f"{p.dynamic_vs_static:.2f}x"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -217,4 +259,13 @@ def sweep_summary(points: Sequence[SweepPoint]) -> str:
         out.append(f"{d}: {sum(p.ratio >= 1.0 for p in mine)}/{len(mine)} points at 1.0x numpy "
                    f"or better; geometric mean {geo:.2f}x; worst {worst.m}x{worst.n}x{worst.k} "
                    f"at {worst.ratio:.2f}x")
+        dyn = [p for p in mine if p.dynamic_ratio is not None]
+        if dyn:
+            worst = min(dyn, key=lambda p: p.dynamic_ratio)
+            out.append(f"{d} ?x? (one compilation): {sum(p.dynamic_ratio >= 1.0 for p in dyn)}/"
+                       f"{len(dyn)} points at 1.0x numpy or better; geometric mean "
+                       f"{statistics.geometric_mean([p.dynamic_ratio for p in dyn]):.2f}x numpy, "
+                       f"{statistics.geometric_mean([p.dynamic_vs_static for p in dyn]):.2f}x "
+                       f"the static functions; worst {worst.m}x{worst.n}x{worst.k} at "
+                       f"{worst.dynamic_ratio:.2f}x")
     return "\n".join(out)

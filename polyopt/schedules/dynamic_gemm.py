@@ -227,6 +227,14 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
         t.add(d + 1, "}")
         t.add(d, "}")
 
+    # a row (M = 1) or a column (N = 1): BLAS level 2 (polyopt.schedules.gemv), chosen by
+    # the sizes when the function runs; else the GEMM
+    t.add(1, "affine.if affine_set<()[s0] : (s0 - 1 == 0)>()[%M] {")
+    _axpy(t, ta, tb, tc, etype, w, alpha)
+    t.add(1, "} else {")
+    t.add(1, "affine.if affine_set<()[s0] : (s0 - 1 == 0)>()[%N] {")
+    _dot(t, ta, tb, tc, etype, w, alpha)
+    t.add(1, "} else {")
     if p.l2_block == "B":       # GEPB: ic, pc (pack A), jc (pack B), ir, jr
         t.add(1, f"affine.for %ic = 0 to %M step {mc} {{")
         t.add(2, f"affine.for %pc = 0 to %K step {kc} {{")
@@ -247,11 +255,154 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
         t.add(3, "}")
         t.add(2, "}")
         t.add(1, "}")
+    t.add(1, "}")
+    t.add(1, "}")
     t.add(1, f"memref.dealloc %Ap : {tap}")
     t.add(1, f"memref.dealloc %Bp : {tbp}")
     t.add(1, "return")
     t.add(0, "}")
     return "\n".join(t.lines) + "\n"
+
+
+def _axpy(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool) -> None:
+    """C[0, :] += A[0, k] * B[k, :] for U rows of B at a time, on blocks of C's row (the
+    static path's axpy form, :mod:`polyopt.schedules.gemv`, with run-time N and K); the
+    columns past the last full vector one at a time."""
+    from .gemv import AXPY_BLOCK_BYTES, AXPY_ROWS
+    u = AXPY_ROWS
+    elem = int(etype[1:]) // 8
+    block = max(w, AXPY_BLOCK_BYTES // elem // w * w)
+    vt = f"vector<{w}x{etype}>"
+    n_vec = f"affine_map<()[s0] -> ((s0 floordiv {w}) * {w})>()[%N]"
+    k_full = f"affine_map<()[s0] -> ((s0 floordiv {u}) * {u})>()[%K]"
+    t.add(2, f"affine.for %j0 = 0 to {n_vec} step {block} {{")
+
+    def rows(k: str, count: int) -> None:
+        coeffs = []
+        for r in range(count):
+            a = t.fresh("a")
+            t.add(4, f"{a} = affine.load %A[0, {k} + {r}] : {ta}")
+            if alpha:
+                scaled = t.fresh("as")
+                t.add(4, f"{scaled} = arith.mulf %alpha, {a} : {etype}")
+                a = scaled
+            av = t.fresh("av")
+            t.add(4, f"{av} = vector.broadcast {a} : {etype} to {vt}")
+            coeffs.append(av)
+        t.add(4, f"affine.for %j = affine_map<(d0) -> (d0)>(%j0) to min "
+                 f"affine_map<(d0)[s0] -> (d0 + {block}, (s0 floordiv {w}) * {w})>(%j0)[%N] "
+                 f"step {w} {{")
+        c = t.fresh("c")
+        t.add(5, f"{c} = affine.vector_load %C[0, %j] : {tc}, {vt}")
+        for r, av in enumerate(coeffs):
+            b = t.fresh("b")
+            t.add(5, f"{b} = affine.vector_load %B[{k} + {r}, %j] : {tb}, {vt}")
+            nc = t.fresh("c")
+            t.add(5, f"{nc} = vector.fma {av}, {b}, {c} : {vt}")
+            c = nc
+        t.add(5, f"affine.vector_store {c}, %C[0, %j] : {tc}, {vt}")
+        t.add(4, "}")
+
+    t.add(3, f"affine.for %k = 0 to {k_full} step {u} {{")
+    rows("%k", u)
+    t.add(3, "}")
+    t.add(3, f"affine.for %k = {k_full} to %K {{")
+    rows("%k", 1)
+    t.add(3, "}")
+    t.add(2, "}")
+    t.add(2, "affine.for %k = 0 to %K {")
+    t.add(3, f"%ta = affine.load %A[0, %k] : {ta}")
+    coeff = "%ta"
+    if alpha:
+        t.add(3, f"%tas = arith.mulf %alpha, %ta : {etype}")
+        coeff = "%tas"
+    t.add(3, f"affine.for %j = {n_vec} to %N {{")
+    t.add(4, f"%tb = affine.load %B[%k, %j] : {tb}")
+    t.add(4, f"%tc = affine.load %C[0, %j] : {tc}")
+    t.add(4, f"%ts = math.fma {coeff}, %tb, %tc : {etype}")
+    t.add(4, f"affine.store %ts, %C[0, %j] : {tc}")
+    t.add(3, "}")
+    t.add(2, "}")
+
+
+def _dot(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool) -> None:
+    """C[i, 0] += A[i, :] . B[:, 0] for R rows at a time with P vector accumulators each
+    (the static path's dot form, with run-time M and K); the k past the last group of
+    vectors one at a time, then the rows past the last group of R one at a time."""
+    from .gemv import DOT_ACCUMULATORS, DOT_ROWS
+    p, vt = DOT_ACCUMULATORS, f"vector<{w}x{etype}>"
+    k_vec = f"affine_map<()[s0] -> ((s0 floordiv {w * p}) * {w * p})>()[%K]"
+    t.add(2, f"%Bv = memref.collapse_shape %B [[0, 1]] : {tb} into memref<?x{etype}>")
+
+    def rows_loop(bounds: str, rows: int) -> None:
+        t.add(2, f"affine.for %i = {bounds} {{")
+        count = rows * p
+        types = ", ".join([vt] * count)
+        res = t.fresh("r")
+        names = [t.fresh("x") for _ in range(count)]
+        inits = ", ".join(f"{n} = %zv" for n in names)
+        t.add(3, f"{res}:{count} = affine.for %k = 0 to {k_vec} step {w * p} "
+                 f"iter_args({inits}) -> ({types}) {{" if count > 1 else
+                 f"{res} = affine.for %k = 0 to {k_vec} step {w * p} "
+                 f"iter_args({inits}) -> ({types}) {{")
+        bs = []
+        for q in range(p):
+            b = t.fresh("b")
+            t.add(4, f"{b} = affine.vector_load %Bv[%k + {q * w}] : memref<?x{etype}>, {vt}")
+            bs.append(b)
+        nexts = []
+        for r in range(rows):
+            for q in range(p):
+                a = t.fresh("a")
+                t.add(4, f"{a} = affine.vector_load %A[%i + {r}, %k + {q * w}] : {ta}, {vt}")
+                na = t.fresh("acc")
+                t.add(4, f"{na} = vector.fma {a}, {bs[q]}, {names[r * p + q]} : {vt}")
+                nexts.append(na)
+        t.add(4, f"affine.yield {', '.join(nexts)} : {types}")
+        t.add(3, "}")
+        results = [f"{res}#{q}" if count > 1 else res for q in range(count)]
+        sums = []
+        for r in range(rows):
+            total = results[r * p]
+            for q in range(1, p):
+                v = t.fresh("v")
+                t.add(3, f"{v} = arith.addf {total}, {results[r * p + q]} : {vt}")
+                total = v
+            sr = t.fresh("s")
+            t.add(3, f"{sr} = vector.reduction <add>, {total} : {vt} into {etype}")
+            sums.append(sr)
+        tail = t.fresh("t")
+        inits = ", ".join(f"%y{r} = {sv}" for r, sv in enumerate(sums))
+        types = ", ".join([etype] * rows)
+        t.add(3, f"{tail}{':' + str(rows) if rows > 1 else ''} = affine.for %k = {k_vec} to %K "
+                 f"iter_args({inits}) -> ({types}) {{")
+        b = t.fresh("b")
+        t.add(4, f"{b} = affine.load %B[%k, 0] : {tb}")
+        nexts = []
+        for r in range(rows):
+            a = t.fresh("a")
+            t.add(4, f"{a} = affine.load %A[%i + {r}, %k] : {ta}")
+            nx = t.fresh("y")
+            t.add(4, f"{nx} = math.fma {a}, {b}, %y{r} : {etype}")
+            nexts.append(nx)
+        t.add(4, f"affine.yield {', '.join(nexts)} : {types}")
+        t.add(3, "}")
+        for r in range(rows):
+            total = f"{tail}#{r}" if rows > 1 else tail
+            if alpha:
+                scaled = t.fresh("sa")
+                t.add(3, f"{scaled} = arith.mulf %alpha, {total} : {etype}")
+                total = scaled
+            c = t.fresh("c")
+            t.add(3, f"{c} = affine.load %C[%i + {r}, 0] : {tc}")
+            nc = t.fresh("c")
+            t.add(3, f"{nc} = arith.addf {c}, {total} : {etype}")
+            t.add(3, f"affine.store {nc}, %C[%i + {r}, 0] : {tc}")
+        t.add(2, "}")
+
+    m_full = f"affine_map<()[s0] -> ((s0 floordiv {DOT_ROWS}) * {DOT_ROWS})>()[%M]"
+    rows_loop(f"0 to {m_full} step {DOT_ROWS}", DOT_ROWS)
+    rows_loop(f"{m_full} to %M", 1)
 
 
 def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None

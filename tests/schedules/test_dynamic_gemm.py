@@ -48,9 +48,12 @@ def test_one_compilation_runs_every_size(m, n, k, dtype):
 
 
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (4, 32, 256), (5, 33, 257), (3, 64, 512),
-                                   (300, 1, 7), (1, 300, 7), (257, 129, 513)])
+                                   (300, 1, 7), (1, 300, 7), (257, 129, 513),
+                                   (1, 2100, 37), (1, 17, 300), (1001, 1, 33), (7, 1, 1)])
 def test_tile_and_block_edges(m, n, k):
-    """Exactly one register tile (4 x 32 f64 on AVX-512), one past it, K one past K_C."""
+    """Exactly one register tile (4 x 32 f64 on AVX-512), one past it, K one past K_C; a
+    row or a column (the GEMV forms the function switches to at run time), past a block
+    of C's row, past a group of rows."""
     _check(F64["mm"], m, n, k, "f64")
     _check(F32["mm"], m, n, k, "f32")
 
@@ -61,7 +64,7 @@ def test_partly_static_types_alpha_and_beta():
     remarks = []
     mm = polyopt.compile(src, remark=lambda loc, msg: remarks.append(msg), **ALL)["mm"]
     assert any("one GEMM for every size" in r for r in remarks), remarks
-    for m, n in ((1, 1), (37, 70), (130, 33)):
+    for m, n in ((1, 1), (37, 70), (130, 33), (1, 70), (37, 1)):
         rng = np.random.default_rng(m)
         a, b, c = rng.random((m, 40)), rng.random((40, n)), rng.random((m, n))
         want = 0.5 * c + 2.5 * a @ b
