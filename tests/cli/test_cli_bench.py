@@ -148,3 +148,18 @@ def test_bench_sweep_rejects_nonsense():
         assert message in proc.stderr, proc.stderr
     proc = _run("bench", "matmul", "--shapes", "5x7x3")
     assert proc.returncode == 1 and "--shapes goes with --sweep" in proc.stderr
+    proc = _run("bench", "matmul", "--dynamic")
+    assert proc.returncode == 1 and "--dynamic goes with --sweep" in proc.stderr
+
+
+def test_bench_sweep_dynamic_times_one_function_of_any_size():
+    proc = _run("bench", "matmul", "--sweep", "--dynamic", "--shapes", "5x7x3,1x33x17",
+                "--samples", "1", "--dtype", "f64", "--threads", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    points = json.loads(proc.stdout)
+    assert all(p["dynamic_ratio"] > 0 and p["dynamic_vs_static"] > 0 for p in points)
+    proc = _run("bench", "matmul", "--sweep", "--dynamic", "--shapes", "5x7x3",
+                "--samples", "1", "--dtype", "f32", "--threads", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "f32 ?x? vs numpy | f32 ?x? vs static" in proc.stdout
+    assert "f32 ?x? (one compilation): " in proc.stdout
