@@ -125,12 +125,10 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
 
     def micro_tile(d: int) -> None:
         """The M_R x N_R tile at (ic + ir, jc + jr): k unrolled by K_U, then the rest."""
-        count = mr * nv
-        types = ", ".join([vt] * count)
 
-        def step(depth: int, k: str, accs: list[str]) -> list[str]:
+        def step(depth: int, k: str, accs: list[str], vecs: int) -> list[str]:
             bs = []
-            for v in range(nv):
+            for v in range(vecs):
                 b = t.fresh("b")
                 t.add(depth, f"{b} = affine.vector_load %Bp[%jr floordiv {nr}, {k}, {v * w}] : "
                              f"{tbp}, {vt}")
@@ -141,31 +139,35 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
                 t.add(depth, f"{a} = affine.load %Ap[%ir floordiv {mr}, {k}, {i}] : {tap}")
                 ab = t.fresh("ab")
                 t.add(depth, f"{ab} = vector.broadcast {a} : {etype} to {vt}")
-                for v in range(nv):
+                for v in range(vecs):
                     acc = t.fresh("acc")
-                    t.add(depth, f"{acc} = vector.fma {ab}, {bs[v]}, {accs[i * nv + v]} : {vt}")
+                    t.add(depth, f"{acc} = vector.fma {ab}, {bs[v]}, {accs[i * vecs + v]} : "
+                                 f"{vt}")
                     out.append(acc)
             return out
 
-        def loop(depth: int, bounds: str, step_size: int, inits: list[str], unroll: int) -> list[str]:
+        def loop(depth: int, bounds: str, step_size: int, inits: list[str], unroll: int,
+                 vecs: int) -> list[str]:
+            count = mr * vecs
+            types = ", ".join([vt] * count)
             res = t.fresh("r")
             names = [t.fresh("x") for _ in range(count)]
             init_text = ", ".join(f"{n} = {v}" for n, v in zip(names, inits))
-            t.add(depth, f"{res}:{count} = affine.for %k = {bounds} step {step_size} "
-                         f"iter_args({init_text}) -> ({types}) {{")
+            t.add(depth, f"{res}{':' + str(count) if count > 1 else ''} = affine.for %k = "
+                         f"{bounds} step {step_size} iter_args({init_text}) -> ({types}) {{")
             accs = names
             for u in range(unroll):
-                accs = step(depth + 1, f"%k + {u}" if u else "%k", accs)
+                accs = step(depth + 1, f"%k + {u}" if u else "%k", accs, vecs)
             t.add(depth + 1, f"affine.yield {', '.join(accs)} : {types}")
             t.add(depth, "}")
-            return [f"{res}#{q}" for q in range(count)]
+            return [f"{res}#{q}" for q in range(count)] if count > 1 else [res]
 
         full_k = f"affine_map<(d0)[s0] -> ({kc}, ((s0 - d0) floordiv {ku}) * {ku})>(%pc)[%K]"
 
-        def kernel(depth: int, inits: list[str]) -> list[str]:
-            accs = loop(depth, f"0 to min {full_k}", ku, inits, ku)
+        def kernel(depth: int, vecs: int) -> list[str]:
+            accs = loop(depth, f"0 to min {full_k}", ku, ["%zv"] * (mr * vecs), ku, vecs)
             return loop(depth, f"affine_map<(d0)[s0] -> (((s0 - d0) floordiv {ku}) * {ku})>"
-                               f"(%pc)[%K] to {kc_of}", 1, accs, 1)
+                               f"(%pc)[%K] to {kc_of}", 1, accs, 1, vecs)
 
         def c_at(i: int, v: int) -> str:
             return f"%C[%ic + %ir + {i}, %jc + %jr + {v * w}]"
@@ -183,7 +185,7 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
             for col in sorted(set(range(0, nr, line)) | {nr - 1}):
                 t.add(d + 1, f"affine.prefetch %C[%ic + %ir + {i}, %jc + %jr + {col}], "
                              f"write, locality<1>, data : {tc}")
-        accs = kernel(d + 1, ["%zv"] * count)
+        accs = kernel(d + 1, nv)
         for i in range(mr):
             for v in range(nv):
                 c = t.fresh("c")
@@ -195,16 +197,32 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
                     t.add(d + 1, f"{value} = arith.addf {c}, {accs[i * nv + v]} : {vt}")
                 t.add(d + 1, f"affine.vector_store {value}, {c_at(i, v)} : {tc}, {vt}")
         t.add(d, "} else {")
-        # a tile on C's edge: computed whole on the zero-padded panels, stored to a buffer,
-        # and only its part inside C added
-        accs = kernel(d + 1, ["%zv"] * count)
-        for i in range(mr):
-            for v in range(nv):
-                value = accs[i * nv + v]
-                if alpha:
-                    value = t.fresh("sa")
-                    t.add(d + 1, f"{value} = arith.mulf %alphav, {accs[i * nv + v]} : {vt}")
-                t.add(d + 1, f"affine.vector_store {value}, %tmp[{i}, {v * w}] : {ttmp}, {vt}")
+        # a tile on C's edge: computed on the zero-padded panels, stored to a buffer, and only
+        # its part inside C added; only the vectors that hold columns inside C are computed,
+        # in halves, quarters... of the tile (N = 65 f32 on 64-column tiles spent half its
+        # FMAs on zeros)
+        widths = [nv]
+        while widths[-1] > 1:
+            widths.append(widths[-1] // 2)
+        for level, vecs in enumerate(widths):
+            depth = d + 1 + level
+            if level + 1 < len(widths):     # more columns than the next width holds?
+                t.add(depth, f"affine.if affine_set<(d0, d1)[s0] : (s0 - d0 - d1 - "
+                             f"{widths[level + 1] * w} - 1 >= 0)>(%jc, %jr)[%N] {{")
+                depth += 1
+            accs = kernel(depth, vecs)
+            for i in range(mr):
+                for v in range(vecs):
+                    value = accs[i * vecs + v]
+                    if alpha:
+                        value = t.fresh("sa")
+                        t.add(depth, f"{value} = arith.mulf %alphav, {accs[i * vecs + v]} : {vt}")
+                    t.add(depth, f"affine.vector_store {value}, %tmp[{i}, {v * w}] : {ttmp}, "
+                                 f"{vt}")
+            if level + 1 < len(widths):
+                t.add(depth - 1, "} else {")
+        for level in range(len(widths) - 2, -1, -1):
+            t.add(d + 1 + level, "}")
         t.add(d + 1, f"affine.for %i = 0 to min affine_map<(d0, d1)[s0] -> ({mr}, "
                      f"s0 - d0 - d1)>(%ic, %ir)[%M] {{")
         t.add(d + 2, f"affine.for %j = 0 to min affine_map<(d0, d1)[s0] -> ({nr}, "
