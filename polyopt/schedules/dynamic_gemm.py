@@ -481,5 +481,6 @@ def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None
                         f"with run-time trip counts ({'GEPB' if params.l2_block == 'B' else 'GEBP'}"
                         f", M_C={params.M_C}, K_C={params.K_C}, N_C={params.N_C}, "
                         f"M_R={params.M_R}, N_R={params.N_R}, K_U={params.K_U}, the model's for "
-                        f"{REPRESENTATIVE_SIZE}^3); edge tiles through a buffer")
+                        f"{REPRESENTATIVE_SIZE}^3); edge tiles through a buffer; M or N = 1 at "
+                        f"run time: the GEMV forms; one thread")
     return new_ops
