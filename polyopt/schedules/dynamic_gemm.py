@@ -51,9 +51,13 @@ def dynamic_params(elem_bytes: int, machine: Optional[MachineModel]) -> BlisPara
 
 
 def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, lanes: int,
-                        alpha: bool) -> str:
+                        alpha: bool, threads: int = 1) -> str:
     """``func.func @gemm(%A, %B, %C, %M, %N, %K[, %alpha])``: ``C += alpha * A * B`` for the
-    run-time sizes M, N, K (the operands' types may have ``?`` anywhere)."""
+    run-time sizes M, N, K (the operands' types may have ``?`` anywhere).  With
+    ``threads > 1`` the packing loops over micro-panels and the outer loop over register
+    tiles are ``affine.parallel`` (each thread its panels and its tiles of C, with its own edge
+    buffer; every element of C summed in the same order: the same bits at every thread
+    count); the GEMV forms split their column blocks or rows."""
     ta, tb, tc = types
     mr, nr, kc, ku = p.M_R, p.N_R, p.K_C, p.K_U
     mc = max(mr, p.M_C // mr * mr)
@@ -72,7 +76,9 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     t.add(1, f"%zv = arith.constant dense<{zero}> : {vt}")
     t.add(1, f"%Ap = memref.alloc() {{alignment = 64 : i64}} : {tap}")
     t.add(1, f"%Bp = memref.alloc() {{alignment = 64 : i64}} : {tbp}")
-    t.add(1, f"%tmp = memref.alloca() {{alignment = 64 : i64}} : {ttmp}")
+    par = threads > 1
+    if not par:
+        t.add(1, f"%tmp = memref.alloca() {{alignment = 64 : i64}} : {ttmp}")
     if alpha:
         t.add(1, f"%alphav = vector.broadcast %alpha : {etype} to {vt}")
     kc_of = f"min affine_map<(d0)[s0] -> ({kc}, s0 - d0)>(%pc)[%K]"
@@ -80,8 +86,12 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     def pack_a(d: int) -> None:
         """A[ic + q*M_R + r, pc + p] -> Ap[q, p, r], one micro-panel at a time (M_R rows read
         side by side, each panel written in order); rows past M are zero."""
-        t.add(d, f"affine.for %q = 0 to min affine_map<(d0)[s0] -> ({mc // mr}, "
-                 f"(s0 - d0 + {mr - 1}) floordiv {mr})>(%ic)[%M] {{")
+        if par:
+            t.add(d, f"affine.parallel (%q) = (0) to (min({mc // mr}, (symbol(%M) - %ic + "
+                     f"{mr - 1}) floordiv {mr})) {{")
+        else:
+            t.add(d, f"affine.for %q = 0 to min affine_map<(d0)[s0] -> ({mc // mr}, "
+                     f"(s0 - d0 + {mr - 1}) floordiv {mr})>(%ic)[%M] {{")
         t.add(d + 1, f"affine.if affine_set<(d0, d1)[s0] : (s0 - d0 - d1 * {mr} - {mr} >= 0)>"
                      f"(%ic, %q)[%M] {{")
         t.add(d + 2, f"affine.for %p = 0 to {kc_of} {{")
@@ -108,8 +118,12 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     def pack_b(d: int) -> None:
         """B[pc + p, jc + q*N_R + j] -> Bp[q, p, j]; columns past N in the last
         micro-panel are zero."""
-        t.add(d, f"affine.for %q = 0 to min affine_map<(d0)[s0] -> ({nc // nr}, "
-                 f"(s0 - d0 + {nr - 1}) floordiv {nr})>(%jc)[%N] {{")
+        if par:
+            t.add(d, f"affine.parallel (%q) = (0) to (min({nc // nr}, (symbol(%N) - %jc + "
+                     f"{nr - 1}) floordiv {nr})) {{")
+        else:
+            t.add(d, f"affine.for %q = 0 to min affine_map<(d0)[s0] -> ({nc // nr}, "
+                     f"(s0 - d0 + {nr - 1}) floordiv {nr})>(%jc)[%N] {{")
         t.add(d + 1, f"affine.for %p = 0 to {kc_of} {{")
         t.add(d + 2, f"affine.for %j = 0 to min affine_map<(d0, d1)[s0] -> ({nr}, "
                      f"s0 - d0 - d1 * {nr})>(%jc, %q)[%N] {{")
@@ -239,7 +253,13 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
         """The ir and jr loops over the current blocks, ``outer`` first."""
         bound = {"ir": f"min affine_map<(d0)[s0] -> ({mc}, s0 - d0)>(%ic)[%M] step {mr}",
                  "jr": f"min affine_map<(d0)[s0] -> ({nc}, s0 - d0)>(%jc)[%N] step {nr}"}
-        t.add(d, f"affine.for %{outer} = 0 to {bound[outer]} {{")
+        if par:
+            parallel = {"ir": f"(0) to (min({mc}, symbol(%M) - %ic)) step ({mr})",
+                        "jr": f"(0) to (min({nc}, symbol(%N) - %jc)) step ({nr})"}
+            t.add(d, f"affine.parallel (%{outer}) = {parallel[outer]} {{")
+            t.add(d + 1, f"%tmp = memref.alloca() {{alignment = 64 : i64}} : {ttmp}")
+        else:
+            t.add(d, f"affine.for %{outer} = 0 to {bound[outer]} {{")
         t.add(d + 1, f"affine.for %{inner} = 0 to {bound[inner]} {{")
         micro_tile(d + 2)
         t.add(d + 1, "}")
@@ -248,10 +268,10 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     # a row (M = 1) or a column (N = 1): BLAS level 2 (polyopt.schedules.gemv), chosen by
     # the sizes when the function runs; else the GEMM
     t.add(1, "affine.if affine_set<()[s0] : (s0 - 1 == 0)>()[%M] {")
-    _axpy(t, ta, tb, tc, etype, w, alpha)
+    _axpy(t, ta, tb, tc, etype, w, alpha, threads)
     t.add(1, "} else {")
     t.add(1, "affine.if affine_set<()[s0] : (s0 - 1 == 0)>()[%N] {")
-    _dot(t, ta, tb, tc, etype, w, alpha)
+    _dot(t, ta, tb, tc, etype, w, alpha, threads)
     t.add(1, "} else {")
     if p.l2_block == "B":       # GEPB: ic, pc (pack A), jc (pack B), ir, jr
         t.add(1, f"affine.for %ic = 0 to %M step {mc} {{")
@@ -282,18 +302,23 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     return "\n".join(t.lines) + "\n"
 
 
-def _axpy(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool) -> None:
+def _axpy(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
+          threads: int) -> None:
     """C[0, :] += A[0, k] * B[k, :] for U rows of B at a time, on blocks of C's row (the
     static path's axpy form, :mod:`polyopt.schedules.gemv`, with run-time N and K); the
     columns past the last full vector one at a time."""
     from .gemv import AXPY_BLOCK_BYTES, AXPY_ROWS
     u = AXPY_ROWS
     elem = int(etype[1:]) // 8
-    block = max(w, AXPY_BLOCK_BYTES // elem // w * w)
+    block = max(w, AXPY_BLOCK_BYTES // elem // threads // w * w)
     vt = f"vector<{w}x{etype}>"
     n_vec = f"affine_map<()[s0] -> ((s0 floordiv {w}) * {w})>()[%N]"
     k_full = f"affine_map<()[s0] -> ((s0 floordiv {u}) * {u})>()[%K]"
-    t.add(2, f"affine.for %j0 = 0 to {n_vec} step {block} {{")
+    if threads > 1:   # blocks of C's row on the threads
+        t.add(2, f"affine.parallel (%j0) = (0) to ((symbol(%N) floordiv {w}) * {w}) "
+                 f"step ({block}) {{")
+    else:
+        t.add(2, f"affine.for %j0 = 0 to {n_vec} step {block} {{")
 
     def rows(k: str, count: int) -> None:
         coeffs = []
@@ -343,7 +368,8 @@ def _axpy(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool) 
     t.add(2, "}")
 
 
-def _dot(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool) -> None:
+def _dot(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
+         threads: int) -> None:
     """C[i, 0] += A[i, :] . B[:, 0] for R rows at a time with P vector accumulators each
     (the static path's dot form, with run-time M and K); the k past the last group of
     vectors one at a time, then the rows past the last group of R one at a time."""
@@ -353,7 +379,7 @@ def _dot(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool) -
     t.add(2, f"%Bv = memref.collapse_shape %B [[0, 1]] : {tb} into memref<?x{etype}>")
 
     def rows_loop(bounds: str, rows: int) -> None:
-        t.add(2, f"affine.for %i = {bounds} {{")
+        t.add(2, f"affine.{bounds} {{")
         count = rows * p
         types = ", ".join([vt] * count)
         res = t.fresh("r")
@@ -419,12 +445,16 @@ def _dot(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool) -
         t.add(2, "}")
 
     m_full = f"affine_map<()[s0] -> ((s0 floordiv {DOT_ROWS}) * {DOT_ROWS})>()[%M]"
-    rows_loop(f"0 to {m_full} step {DOT_ROWS}", DOT_ROWS)
-    rows_loop(f"{m_full} to %M", 1)
+    if threads > 1:   # groups of rows on the threads
+        rows_loop(f"parallel (%i) = (0) to ((symbol(%M) floordiv {DOT_ROWS}) * {DOT_ROWS}) "
+                  f"step ({DOT_ROWS})", DOT_ROWS)
+    else:
+        rows_loop(f"for %i = 0 to {m_full} step {DOT_ROWS}", DOT_ROWS)
+    rows_loop(f"for %i = {m_full} to %M", 1)
 
 
-def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None
-                        ) -> Optional[list[Operation]]:
+def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None,
+                        threads: int = 1) -> Optional[list[Operation]]:
     """Build the dynamic GEMM of a matrix-form contraction with ``?`` sizes in front of its
     anchor (after the run-time size check and the ``C *= beta`` nest); None (nothing built)
     when it does not apply: integer elements, operands that share memory or are not
@@ -464,7 +494,7 @@ def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None
         alpha = _scalar(b, con.alpha, etype, con.loc)
     from ..affine.parser import parse
     text = dynamic_gemm_source(tuple(str(t) for t in types), str(etype), params, lanes,
-                               alpha is not None)
+                               alpha is not None, threads)
     func = next(op for op in parse(text, "<dynamic gemm>").walk() if op.name == "func.func")
     m, n, k = extents
     mapping = dict(zip(func.body.args, [*operands, m, n, k] + ([alpha] if alpha else [])))
@@ -482,5 +512,7 @@ def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None
                         f", M_C={params.M_C}, K_C={params.K_C}, N_C={params.N_C}, "
                         f"M_R={params.M_R}, N_R={params.N_R}, K_U={params.K_U}, the model's for "
                         f"{REPRESENTATIVE_SIZE}^3); edge tiles through a buffer; M or N = 1 at "
-                        f"run time: the GEMV forms; one thread")
+                        f"run time: the GEMV forms"
+                        + (f"; panels and tiles split over {threads} threads" if threads > 1
+                           else ""))
     return new_ops

@@ -524,7 +524,7 @@ def expand_contraction(con: Contraction, *, tiled: bool = True,
         if tiled and copy and steps.vect and microkernel_for is None and not con.batch \
                 and con.schedule is None and not con.tile_params:
             from .dynamic_gemm import expand_dynamic_gemm
-            if expand_dynamic_gemm(to_matrix_form(con), machine, remark) is not None:
+            if expand_dynamic_gemm(to_matrix_form(con), machine, remark, threads) is not None:
                 return
         if tiled and remark is not None:
             remark(con.loc, f"{con.kind} with '?' operands runs as a naive nest: the BLIS "
