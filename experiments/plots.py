@@ -230,3 +230,36 @@ def polybench_chart(record: dict, path: Path, *, title: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def shape_sweep_chart(records: Sequence[dict], path: Path, *, title: str) -> None:
+    """One row per shape, the ratio to numpy of each type (bars: static shapes, markers: the
+    one ``?x?`` function), the line at 1.0 (numpy's speed)."""
+    plt = _pyplot()
+    shapes = list(dict.fromkeys(f"{r['m']}x{r['n']}x{r['k']}" for r in records))
+    dtypes = [d for d in ("f64", "f32") if any(r["dtype"] == d for r in records)]
+    by = {(f"{r['m']}x{r['n']}x{r['k']}", r["dtype"]): r for r in records}
+    fig, ax = plt.subplots(figsize=(8, max(3.0, 0.28 * len(shapes) * len(dtypes) + 1.5)))
+    height = 0.8 / max(1, len(dtypes))
+    colors = {"f64": "#4c72b0", "f32": "#dd8452"}
+    for t, dtype in enumerate(dtypes):
+        ys = [i + (t - (len(dtypes) - 1) / 2) * height for i in range(len(shapes))]
+        rs = [by.get((s, dtype)) for s in shapes]
+        ax.barh([y for y, r in zip(ys, rs) if r], [r["ratio"] for r in rs if r], height=height,
+                color=colors[dtype], label=f"{dtype}, static shape")
+        dyn = [(y, r["dynamic_ratio"]) for y, r in zip(ys, rs)
+               if r and r.get("dynamic_ratio") is not None]
+        if dyn:
+            ax.plot([x for _, x in dyn], [y for y, _ in dyn], "k|", markersize=8,
+                    label=f"{dtype}, one ?x? function" if t == 0 else None)
+    ax.axvline(1.0, color="gray", linestyle="--", linewidth=1)
+    ax.set_yticks(range(len(shapes)))
+    ax.set_yticklabels(shapes, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("speed relative to numpy (OpenBLAS), same run; above 1: polyopt faster")
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

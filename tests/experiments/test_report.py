@@ -12,9 +12,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 EXPERIMENTS = ("dgemm_ladder", "ablations", "sgemm_ladder", "size_sweep", "conv_layers",
-               "polybench")
+               "polybench", "shape_sweep")
 PLOTS = ("dgemm_ladder.png", "sgemm_ladder.png", "size_sweep.png", "conv_layers.png",
-         "polybench.png")
+         "polybench.png", "shape_sweep.png")
 def _torch_importable() -> bool:
     """As the harness decides (it imports torch; a broken install counts as absent)."""
     try:
@@ -180,6 +180,27 @@ def test_markdown_has_the_tables_and_the_facts(report):
                  machine["git"]["commit"], "measured FMA peak"):
         assert fact and fact in text, fact
     assert f"python3 -m experiments.report --sizes-for-tests --out {out}" in text
+
+
+def test_shape_sweep_section(report):
+    """Every shape (issue 16) on experiments.shape_sweep.TEST_SHAPES: both types, static and
+    the one ?x? function, checked and timed; the table, the summary and the chart."""
+    out, _ = report
+    sweep = json.loads((out / "results.json").read_text())["experiments"]["shape_sweep"]
+    points = sweep["points"]
+    assert sweep["samples"] == 1
+    assert [(p["m"], p["n"], p["k"], p["dtype"]) for p in points] == [
+        (m, n, k, d) for d in ("f64", "f32") for m, n, k in ((5, 7, 3), (1, 33, 17), (19, 1, 23))]
+    for p in points:
+        assert p["ratio"] > 0 and p["dynamic_ratio"] > 0 and p["dynamic_vs_static"] > 0
+        assert p["max_error"] < 1e-3
+    text = (out / "report.md").read_text()
+    assert "## 8. Every shape: one ratio to numpy per shape, static and ?x? (one thread)" in text
+    assert "| shape (M x N x K) | kind | f64 vs numpy | f64 GFLOPS (numpy) | f64 ?x? vs numpy |" \
+        in text
+    assert "| 1x33x17 | matrix-vector |" in text
+    assert "f32 ?x? (one compilation): " in text
+    assert "![Every shape](shape_sweep.png)" in text
 
 
 def test_polybench_section(report):
