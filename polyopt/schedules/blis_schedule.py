@@ -344,7 +344,7 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
             machine, elem_bytes, k, given.get("M_R", tile.m_r),
             given.get("register_form", tile.form),
             _gebp_k_c(machine, elem_bytes, given.get("N_R", tile.n_r)),
-            _gepb_k_c(machine, elem_bytes, given.get("M_R", tile.m_r)), given)[0] == "A":
+            _gepb_k_c(machine, elem_bytes, given.get("M_R", tile.m_r)), given, m, n)[0] == "A":
         tile = _register_tile(machine, elem_bytes, c_row_bytes)
     mr, nr, order = tile.m_r, tile.n_r, tile.order
     reasons = list(tile.reasons)
@@ -368,7 +368,7 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
         order = given.get("register_order", "ji")
     kc_gebp = _gebp_k_c(machine, elem_bytes, nr)
     l2_block, why = _choose_l2_block(machine, elem_bytes, k, mr, form, kc_gebp,
-                                     _gepb_k_c(machine, elem_bytes, mr), given)
+                                     _gepb_k_c(machine, elem_bytes, mr), given, m, n)
     reasons.append(why)
     if l2_block == "B":
         kc, mc, nc, more = _gepb_blocking(m, n, k, elem_bytes, machine, mr, nr, given)
@@ -407,8 +407,17 @@ def _gepb_k_c(machine: MachineModel, elem_bytes: int, mr: int) -> int:
     return max(8, kc - kc % 8)
 
 
+#: GEPB's block of B in L2 serves the micro-panels of A; with fewer than this many (a short
+#: A) it is packed, then streamed from L2 a few times only, where GEBP reads its micro-panel
+#: of B from L1 (measured on Zen 4: 32x2048x2048 f64 0.96x -> 1.01x-1.02x numpy with GEBP,
+#: 49x512x4608 0.95x -> 1.04x, f32 32x2048x2048 1.10x -> 1.25x; 64 rows were even, 128 rows
+#: better with GEPB)
+GEPB_MIN_PANELS_OF_A = 16
+
+
 def _choose_l2_block(machine: MachineModel, elem_bytes: int, k: int, mr: int, form: str,
-                     kc_gebp: int, kc_gepb: int, given: dict) -> tuple[str, str]:
+                     kc_gebp: int, kc_gepb: int, given: dict, m: Optional[int] = None,
+                     n: Optional[int] = None) -> tuple[str, str]:
     """GEBP (``"A"``: A's M_C x K_C block in L2, B's micro-panel in L1, the paper's order) or
     GEPB (``"B"``: B's K_C x N_C block in L2, A's micro-panel in L1), with the reason.
 
@@ -422,7 +431,8 @@ def _choose_l2_block(machine: MachineModel, elem_bytes: int, k: int, mr: int, fo
     a 256 x 256 block of B: 6, 4 and 3 rows, 1/3 to 2/3 of the bandwidth, run at 98% of the
     FMA peak, 2 rows, all of it, at 92%.)  (Goto and van de Geijn, "Anatomy of High-Performance Matrix
     Multiplication", 2008, name the two orders; BLIS runs GEBP on the transposed, column-major
-    problem, which is GEPB here.)  The column form broadcasts B: GEBP."""
+    problem, which is GEPB here.)  The column form broadcasts B: GEBP.  A short A (fewer than
+    :data:`GEPB_MIN_PANELS_OF_A` micro-panels) with a B larger than L2: GEBP."""
     if "l2_block" in given:
         v = given["l2_block"]
         return v, f"l2_block {v} (given): " + ("GEPB, B's K_C x N_C block in L2" if v == "B"
@@ -433,6 +443,11 @@ def _choose_l2_block(machine: MachineModel, elem_bytes: int, k: int, mr: int, fo
         return "A", gebp + f": {', '.join(explicit)} given (the paper's loop order)"
     if form != "row":
         return "A", gebp + ": the column form broadcasts B"
+    if m is not None and n is not None and m < GEPB_MIN_PANELS_OF_A * mr \
+            and k * n * elem_bytes > machine.l2_bytes:
+        return "A", (gebp + f": M = {m} is {-(-m // mr)} micro-panels of A, fewer than "
+                            f"{GEPB_MIN_PANELS_OF_A}: GEPB's block of B in L2 would serve too "
+                            f"few of them")
     bandwidth = machine.l2_bytes_per_cycle
     stream = machine.vector_bits // 8 * machine.fma_per_cycle / mr
     if bandwidth <= 0:

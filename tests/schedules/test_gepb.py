@@ -184,3 +184,20 @@ class TestModel:
                                    c_row_bytes=2048 * 8)
         gepb = default_blis_params(2088, 2048, 2048, 8, ZEN4, c_row_bytes=2048 * 8)
         assert (gebp.M_R, gepb.M_R) == (3, 4)
+
+
+def test_a_short_a_takes_gebp():
+    """Fewer than 16 micro-panels of A against a B larger than L2: GEPB's block of B would
+    be packed for few rows; GEBP keeps B's micro-panel in L1 for them."""
+    short = default_blis_params(32, 2048, 2048, 8, ZEN4)
+    assert short.l2_block == "A"
+    assert any("M = 32 is 8 micro-panels of A, fewer than 16" in r for r in short.reasons)
+    assert default_blis_params(128, 2048, 2048, 8, ZEN4).l2_block == "B"
+    assert default_blis_params(48, 48, 48, 8, ZEN4).l2_block == "B"     # B fits in L2
+    # the short A's product is still right
+    src = matmul_source(29, 301, 290, "f64")
+    fn = polyopt.compile(src, threads=1, **ALL)["matmul"]
+    a, b, c = _operands(29, 301, 290, "f64")
+    want = c + a @ b
+    fn(a, b, c)
+    np.testing.assert_allclose(c, want, rtol=1e-12)
