@@ -280,17 +280,22 @@ def _time_once(fn: Callable[[], object]) -> float:
 MIN_SAMPLE_SECONDS = 0.02
 
 
-def _time_sample(fn: Callable[[], object]) -> float:
+def time_sample(fn: Callable[[], object], seconds: float) -> float:
     """Seconds per call of ``fn``: one call, or as many back-to-back calls as make
-    :data:`MIN_SAMPLE_SECONDS`, averaged."""
+    ``seconds``, averaged."""
     calls = 0
     start = time.perf_counter()
     while True:
         fn()
         calls += 1
         elapsed = time.perf_counter() - start
-        if elapsed >= MIN_SAMPLE_SECONDS:
+        if elapsed >= seconds:
             return elapsed / calls
+
+
+def _time_sample(fn: Callable[[], object]) -> float:
+    """:func:`time_sample` over :data:`MIN_SAMPLE_SECONDS`."""
+    return time_sample(fn, MIN_SAMPLE_SECONDS)
 
 
 def blis_mode_variant(dtype: str) -> tuple[Optional[Variant], str]:

@@ -86,18 +86,12 @@ def ratio_samples(ours: Callable[[], object], theirs: Callable[[], object], *,
     each sample is the mean over back-to-back calls lasting at least ``sample_seconds``
     (with several threads, after :func:`polyopt.bench._settle`: the other side's idle
     threads stop spinning, this side's wake up)."""
-    from .bench import _settle
+    from .bench import _settle, time_sample
 
     def one(fn: Callable[[], object]) -> float:
         _settle(threads, fn)
-        calls = 0
-        start = time.perf_counter()
-        while True:
-            fn()
-            calls += 1
-            elapsed = time.perf_counter() - start
-            if elapsed >= sample_seconds:
-                return elapsed / calls
+        return time_sample(fn, sample_seconds)
+
     mine, other = [], []
     for _ in range(samples):
         mine.append(one(ours))

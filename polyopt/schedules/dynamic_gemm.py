@@ -26,22 +26,10 @@ from ..affine.builder import Builder
 from ..affine.ir import Operation
 from ..affine.types import FloatType
 from .blis_schedule import BlisParams, MachineModel, default_blis_params
+from .gemv import MlirLines as _Text
 
 #: The problem size whose model parameters the dynamic GEMM uses.
 REPRESENTATIVE_SIZE = 2048
-
-
-class _Text:
-    def __init__(self):
-        self.lines: list[str] = []
-        self.count = 0
-
-    def fresh(self, hint: str) -> str:
-        self.count += 1
-        return f"%{hint}{self.count}"
-
-    def add(self, depth: int, line: str) -> None:
-        self.lines.append("  " * depth + line)
 
 
 def dynamic_params(elem_bytes: int, machine: Optional[MachineModel]) -> BlisParams:
@@ -273,26 +261,20 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     t.add(1, "affine.if affine_set<()[s0] : (s0 - 1 == 0)>()[%N] {")
     _dot(t, ta, tb, tc, etype, w, alpha, threads)
     t.add(1, "} else {")
-    if p.l2_block == "B":       # GEPB: ic, pc (pack A), jc (pack B), ir, jr
-        t.add(1, f"affine.for %ic = 0 to %M step {mc} {{")
-        t.add(2, f"affine.for %pc = 0 to %K step {kc} {{")
-        pack_a(3)
-        t.add(3, f"affine.for %jc = 0 to %N step {nc} {{")
-        pack_b(4)
-        tiles(4, "ir", "jr")
-        t.add(3, "}")
-        t.add(2, "}")
-        t.add(1, "}")
-    else:                       # GEBP: jc, pc (pack B), ic (pack A), jr, ir
-        t.add(1, f"affine.for %jc = 0 to %N step {nc} {{")
-        t.add(2, f"affine.for %pc = 0 to %K step {kc} {{")
-        pack_b(3)
-        t.add(3, f"affine.for %ic = 0 to %M step {mc} {{")
-        pack_a(4)
-        tiles(4, "jr", "ir")
-        t.add(3, "}")
-        t.add(2, "}")
-        t.add(1, "}")
+    # GEPB: ic, pc (pack A), jc (pack B), ir, jr; GEBP: jc, pc (pack B), ic (pack A), jr, ir
+    blocks = {"ic": ("%M", mc, pack_a), "jc": ("%N", nc, pack_b)}
+    outer, inner = ("ic", "jc") if p.l2_block == "B" else ("jc", "ic")
+    size, step, _ = blocks[outer]
+    t.add(1, f"affine.for %{outer} = 0 to {size} step {step} {{")
+    t.add(2, f"affine.for %pc = 0 to %K step {kc} {{")
+    blocks[outer][2](3)
+    size, step, pack = blocks[inner]
+    t.add(3, f"affine.for %{inner} = 0 to {size} step {step} {{")
+    pack(4)
+    tiles(4, *(("ir", "jr") if p.l2_block == "B" else ("jr", "ir")))
+    t.add(3, "}")
+    t.add(2, "}")
+    t.add(1, "}")
     t.add(1, "}")
     t.add(1, "}")
     t.add(1, f"memref.dealloc %Ap : {tap}")

@@ -84,8 +84,9 @@ def gemv_form(m: int, n: int, k: int, elem_bytes: int, lanes: int,
     return None
 
 
-class _Text:
-    """Lines of MLIR with fresh SSA names."""
+class MlirLines:
+    """Lines of MLIR text being built, with fresh SSA names (the GEMV and dynamic GEMM
+    generators)."""
 
     def __init__(self):
         self.lines: list[str] = []
@@ -104,7 +105,7 @@ def gemv_source(m: int, n: int, k: int, etype: str, form: GemvForm, alpha: str |
     (``alpha``: None for 1, else the MLIR type of the scalar argument, ``etype``)."""
     ta, tb, tc = f"memref<{m}x{k}x{etype}>", f"memref<{k}x{n}x{etype}>", f"memref<{m}x{n}x{etype}>"
     args = f"%A: {ta}, %B: {tb}, %C: {tc}" + (f", %alpha: {etype}" if alpha else "")
-    t = _Text()
+    t = MlirLines()
     t.add(0, f"func.func @gemv({args}) {{")
     if form.kind == "axpy":
         _axpy(t, n, k, etype, form, alpha is not None, ta, tb, tc)
@@ -115,7 +116,7 @@ def gemv_source(m: int, n: int, k: int, etype: str, form: GemvForm, alpha: str |
     return "\n".join(t.lines) + "\n"
 
 
-def _axpy(t: _Text, n: int, k: int, etype: str, f: GemvForm, alpha: bool, ta, tb, tc) -> None:
+def _axpy(t: MlirLines, n: int, k: int, etype: str, f: GemvForm, alpha: bool, ta, tb, tc) -> None:
     w, u = f.lanes, f.rows
     n_vec = n - n % w
     k_full = k - k % u
@@ -202,7 +203,7 @@ def _axpy(t: _Text, n: int, k: int, etype: str, f: GemvForm, alpha: bool, ta, tb
         over_k(1, tail)
 
 
-def _dot(t: _Text, m: int, k: int, etype: str, f: GemvForm, alpha: bool, ta, tb, tc) -> None:
+def _dot(t: MlirLines, m: int, k: int, etype: str, f: GemvForm, alpha: bool, ta, tb, tc) -> None:
     w, p = f.lanes, f.accumulators
     vt = f"vector<{w}x{etype}>"
     k_vec = k - k % (w * p)
