@@ -112,15 +112,26 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
         else:
             t.add(d, f"affine.for %q = 0 to min affine_map<(d0)[s0] -> ({nc // nr}, "
                      f"(s0 - d0 + {nr - 1}) floordiv {nr})>(%jc)[%N] {{")
-        t.add(d + 1, f"affine.for %p = 0 to {kc_of} {{")
-        t.add(d + 2, f"affine.for %j = 0 to min affine_map<(d0, d1)[s0] -> ({nr}, "
-                     f"s0 - d0 - d1 * {nr})>(%jc, %q)[%N] {{")
-        t.add(d + 3, f"%vb = affine.load %B[%pc + %p, %jc + %q * {nr} + %j] : {tb}")
-        t.add(d + 3, f"affine.store %vb, %Bp[%q, %p, %j] : {tbp}")
+        # a whole micro-panel: N_R columns, a constant trip count (straight vector copies)
+        t.add(d + 1, f"affine.if affine_set<(d0, d1)[s0] : (s0 - d0 - d1 * {nr} - {nr} >= 0)>"
+                     f"(%jc, %q)[%N] {{")
+        t.add(d + 2, f"affine.for %p = 0 to {kc_of} {{")
+        t.add(d + 3, f"affine.for %j = 0 to {nr} {{")
+        t.add(d + 4, f"%vb = affine.load %B[%pc + %p, %jc + %q * {nr} + %j] : {tb}")
+        t.add(d + 4, f"affine.store %vb, %Bp[%q, %p, %j] : {tbp}")
+        t.add(d + 3, "}")
         t.add(d + 2, "}")
-        t.add(d + 2, f"affine.for %j = max affine_map<(d0, d1)[s0] -> (0, s0 - d0 - d1 * {nr})>"
+        t.add(d + 1, "} else {")
+        t.add(d + 2, f"affine.for %p = 0 to {kc_of} {{")
+        t.add(d + 3, f"affine.for %j = 0 to min affine_map<(d0, d1)[s0] -> ({nr}, "
+                     f"s0 - d0 - d1 * {nr})>(%jc, %q)[%N] {{")
+        t.add(d + 4, f"%vb = affine.load %B[%pc + %p, %jc + %q * {nr} + %j] : {tb}")
+        t.add(d + 4, f"affine.store %vb, %Bp[%q, %p, %j] : {tbp}")
+        t.add(d + 3, "}")
+        t.add(d + 3, f"affine.for %j = max affine_map<(d0, d1)[s0] -> (0, s0 - d0 - d1 * {nr})>"
                      f"(%jc, %q)[%N] to {nr} {{")
-        t.add(d + 3, f"affine.store %zero, %Bp[%q, %p, %j] : {tbp}")
+        t.add(d + 4, f"affine.store %zero, %Bp[%q, %p, %j] : {tbp}")
+        t.add(d + 3, "}")
         t.add(d + 2, "}")
         t.add(d + 1, "}")
         t.add(d, "}")
