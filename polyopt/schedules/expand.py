@@ -527,9 +527,10 @@ def expand_contraction(con: Contraction, *, tiled: bool = True,
             if expand_dynamic_gemm(to_matrix_form(con), machine, remark, threads) is not None:
                 return
         if tiled and remark is not None:
-            remark(con.loc, f"{con.kind} with '?' operands runs as a naive nest: the BLIS "
-                            "pipeline needs static shapes (one compiled GEMM for every size "
-                            "is the subject of the 'Every shape' issue)")
+            remark(con.loc, f"{con.kind} with '?' operands runs as a naive nest: the one "
+                            "GEMM for every size needs --hopt-copy and --hopt-vect, no tile "
+                            "attributes, schedule or batch, f32 or f64 row-major operands that "
+                            "do not share memory, and the op in the function's body")
         expand_matmul(con)
         return
     mcon = to_matrix_form(con)

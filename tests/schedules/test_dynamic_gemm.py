@@ -110,3 +110,18 @@ def test_upstream_accepts_the_nest():
     text = str(F32.module)
     assert "affine.prefetch" in text and "vector.fma" in text
     assert mlir_opt(text) == text
+
+
+def test_what_the_dynamic_gemm_does_not_take_runs_naive_and_says_why():
+    # A strided view (a slice of a bigger array): not row-major, the naive nest reads it
+    ta, t = "memref<?x?xf64, strided<[?, 1], offset: ?>>", "memref<?x?xf64>"
+    remarks = []
+    mm = polyopt.compile(_source(ta, t, t), remark=lambda loc, msg: remarks.append(msg),
+                         **ALL)["mm"]
+    assert any("runs as a naive nest: the one GEMM for every size needs" in r
+               for r in remarks), remarks
+    big = np.random.default_rng(0).random((9, 11))
+    a, b, c = big[2:7, 3:9], np.ones((6, 4)), np.ones((5, 4))
+    want = c + a @ b
+    mm(a, b, c)
+    np.testing.assert_allclose(c, want, rtol=1e-12)
