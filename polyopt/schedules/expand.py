@@ -518,19 +518,22 @@ def expand_contraction(con: Contraction, *, tiled: bool = True,
     to_matrix_form` come first; then, with ``tiled``, the BLIS schedule through ISL
     (:func:`expand_matmul_tiled`: packing with ``copy``, the register-tile ``steps``, the
     micro-kernel ``microkernel_for(element type, loc)`` chooses), else the naive nest.  A
-    contraction over ``?`` sizes runs as the naive nest (under a run-time check that the sizes
-    agree), with a remark under ``tiled``."""
+    contraction over ``?`` sizes in matrix form runs the one GEMM for every size
+    (:mod:`polyopt.schedules.dynamic_gemm`) under ``tiled`` with packing and vectors, else the
+    naive nest, with a remark under ``tiled``; both under a run-time check that the sizes
+    agree."""
     if not con.has_static_shape:
-        if tiled and copy and steps.vect and microkernel_for is None and not con.batch \
+        if tiled and copy and steps.vect and microkernel_for is None and con.is_matrix_form \
                 and con.schedule is None and not con.tile_params:
             from .dynamic_gemm import expand_dynamic_gemm
-            if expand_dynamic_gemm(to_matrix_form(con), machine, remark, threads) is not None:
+            if expand_dynamic_gemm(con, machine, remark, threads) is not None:
                 return
         if tiled and remark is not None:
             remark(con.loc, f"{con.kind} with '?' operands runs as a naive nest: the one "
                             "GEMM for every size needs --hopt-copy and --hopt-vect, no tile "
-                            "attributes, schedule or batch, f32 or f64 row-major operands that "
-                            "do not share memory, and the op in the function's body")
+                            "attributes or schedule, f32 or f64 row-major matrices (no batch, "
+                            "no transposed or strided subscripts) that do not share memory, "
+                            "and the op in the function's body")
         expand_matmul(con)
         return
     mcon = to_matrix_form(con)
