@@ -39,7 +39,7 @@ def dynamic_params(elem_bytes: int, machine: Optional[MachineModel]) -> BlisPara
 
 
 def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, lanes: int,
-                        alpha: bool, threads: int = 1) -> str:
+                        alpha: bool, threads: int = 1, stream_lanes: int = 0) -> str:
     """``func.func @gemm(%A, %B, %C, %M, %N, %K[, %alpha])``: ``C += alpha * A * B`` for the
     run-time sizes M, N, K (the operands' types may have ``?`` anywhere).  With
     ``threads > 1`` the packing loops over micro-panels and the outer loop over register
@@ -267,10 +267,10 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     # a row (M = 1) or a column (N = 1): BLAS level 2 (polyopt.schedules.gemv), chosen by
     # the sizes when the function runs; else the GEMM
     t.add(1, "affine.if affine_set<()[s0] : (s0 - 1 == 0)>()[%M] {")
-    _axpy(t, ta, tb, tc, etype, w, alpha, threads)
+    _axpy(t, ta, tb, tc, etype, stream_lanes or w, alpha, threads)
     t.add(1, "} else {")
     t.add(1, "affine.if affine_set<()[s0] : (s0 - 1 == 0)>()[%N] {")
-    _dot(t, ta, tb, tc, etype, w, alpha, threads)
+    _dot(t, ta, tb, tc, etype, stream_lanes or w, alpha, threads)
     t.add(1, "} else {")
     # GEPB: ic, pc (pack A), jc (pack B), ir, jr; GEBP: jc, pc (pack B), ic (pack A), jr, ir
     blocks = {"ic": ("%M", mc, pack_a), "jc": ("%N", nc, pack_b)}
@@ -370,6 +370,8 @@ def _dot(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
     p, vt = DOT_ACCUMULATORS, f"vector<{w}x{etype}>"
     k_vec = f"affine_map<()[s0] -> ((s0 floordiv {w * p}) * {w * p})>()[%K]"
     t.add(2, f"%Bv = memref.collapse_shape %B [[0, 1]] : {tb} into memref<?x{etype}>")
+    zero = t.fresh("zs")      # the GEMM's %zv may be wider (MachineModel.stream_lanes)
+    t.add(2, f"{zero} = arith.constant dense<0.000000e+00> : {vt}")
 
     def rows_loop(bounds: str, rows: int) -> None:
         t.add(2, f"affine.{bounds} {{")
@@ -377,7 +379,7 @@ def _dot(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
         types = ", ".join([vt] * count)
         res = t.fresh("r")
         names = [t.fresh("x") for _ in range(count)]
-        inits = ", ".join(f"{n} = %zv" for n in names)
+        inits = ", ".join(f"{n} = {zero}" for n in names)
         t.add(3, f"{res}:{count} = affine.for %k = 0 to {k_vec} step {w * p} "
                  f"iter_args({inits}) -> ({types}) {{" if count > 1 else
                  f"{res} = affine.for %k = 0 to {k_vec} step {w * p} "
@@ -487,7 +489,7 @@ def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None,
         alpha = _scalar(b, con.alpha, etype, con.loc)
     from ..affine.parser import parse
     text = dynamic_gemm_source(tuple(str(t) for t in types), str(etype), params, lanes,
-                               alpha is not None, threads)
+                               alpha is not None, threads, machine.stream_lanes(elem_bytes))
     func = next(op for op in parse(text, "<dynamic gemm>").walk() if op.name == "func.func")
     m, n, k = extents
     mapping = dict(zip(func.body.args, [*operands, m, n, k] + ([alpha] if alpha else [])))

@@ -51,7 +51,7 @@ def test_matrix_vector_products_match_numpy(m, n, k, dtype):
     form = "axpy form" if m == 1 and n > 1 else "dot form"
     path = [r for r in remarks if "matrix-vector product" in r]
     # a row shorter than one vector has nothing to vectorize along: it stays a GEMM
-    lanes = polyopt.pipeline.machine_model().lanes(8 if dtype == "f64" else 4)
+    lanes = polyopt.pipeline.machine_model().stream_lanes(8 if dtype == "f64" else 4)
     if m == 1 and 1 < n < lanes:
         assert not path, remarks
     else:

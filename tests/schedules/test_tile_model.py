@@ -114,3 +114,12 @@ def test_explain_cli_prints_the_reasons():
     out = _explain_matmul(1000, 1000, 1000, "f32", {})
     assert out.startswith("model's choice for 1000x1000x1000 f32: M_C=")
     assert "accumulators >=" in out and "K_C " in out
+
+
+def test_memory_bound_loops_use_half_vectors_where_512_bits_issue_as_two_halves():
+    halves = MachineModel(vector_bits=512, full_width_fma=False)
+    full = MachineModel(vector_bits=512, full_width_fma=True)
+    avx2 = MachineModel(vector_bits=256, full_width_fma=False)
+    assert (halves.stream_lanes(4), halves.lanes(4)) == (8, 16)
+    assert (full.stream_lanes(4), full.stream_lanes(8)) == (16, 8)
+    assert (avx2.stream_lanes(8), avx2.lanes(8)) == (4, 4)
