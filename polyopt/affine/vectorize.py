@@ -439,6 +439,20 @@ class _Plan:
             return
         iv = self.name(self.loop.induction_var)
         what = f"{'stores to' if is_store else 'loads from'} {self.name(mem)}"
+        mt = op.memref_type
+        if not is_store and isinstance(mt.layout, AffineMap) and \
+                _vectorizable_element(mt.element_type):
+            # a layout map decides what is contiguous: a packed column of A is logically
+            # A[i, k] but physically [i floordiv M_R, k, i mod M_R], i last (the column
+            # form's vector loads); normalize-memrefs makes the vector load's subscripts the
+            # physical ones before lowering.  Loads only: scalar replacement reads a vector
+            # store's footprint from its logical subscripts
+            physical = _physical_subscripts(mt, op.map)
+            lanes = None if physical is None else body.subscript_coeffs(op, physical)
+            if lanes is not None and all(c == 0 for c in lanes[:-1]) and \
+                    lanes[-1] is not _NONLINEAR and lanes[-1] * self.loop.step == 1:
+                self.vector_access[id(op)] = True
+                return
         if any(c is _NONLINEAR for c in per_result):
             raise self.refuse(op, f"{what} with a subscript that is not affine in {iv} (or a "
                                   f"floordiv/mod that is not aligned to the vector width)")

@@ -493,6 +493,62 @@ def test_misaligned_groups_on_tiled_layouts_are_refused():
     assert str(module) == before
 
 
+COLUMN_PANEL = """
+func.func @f(%a: memref<5x{M}x{T}>, %o: memref<5x{M}x{T}>) {{
+  %buf = memref.alloc() : {BUF}
+  affine.for %i = 0 to {M} {{
+    affine.for %k = 0 to 5 {{
+      %x = affine.load %a[%k, %i] : memref<5x{M}x{T}>
+      affine.store %x, %buf[%i, %k] : {BUF}
+    }}
+  }}
+  affine.for %k = 0 to 5 {{
+    affine.for %i = {LO} to {M} {{
+      %x = affine.load %buf[%i, %k] : {BUF}
+      %y = arith.addf %x, %x : {T}
+      affine.store %y, %o[%k, %i] : memref<5x{M}x{T}>
+    }}
+  }}
+  memref.dealloc %buf : {BUF}
+  return
+}}
+"""
+
+
+def _column_panel(t: str, lo: int = 0) -> str:
+    w = width(t)
+    buf = f"memref<{2 * w}x5x{t}, affine_map<(d0, d1) -> (d0 floordiv {w}, d1, d0 mod {w})>>"
+    return COLUMN_PANEL.format(M=2 * w, T=t, BUF=buf, LO=lo)
+
+
+@pytest.mark.parametrize("t", ["f64", "f32"])
+def test_loads_along_the_physical_last_dimension_of_a_layout_vectorize(t):
+    """A column of A packed in M_R-row micro-panels is logically A[i, k] and physically
+    [i floordiv W, k, i mod W]: the loop over i reads W consecutive elements (the column
+    form's vector loads of A), though i is not in the last logical subscript."""
+    text = _column_panel(t)
+    module = polyopt.parse(text)
+    vectorize_loop(loops_of(module)[3], width(t), check=check_parallel)
+    verify(module)
+    out = str(module)
+    assert out.count("affine.vector_load %alloc") + out.count("affine.vector_load %0") == 1, out
+    a = rand((5, 2 * width(t)), t, 3)
+    o_ref, o = np.zeros((5, 2 * width(t)), DTYPES[t]), np.zeros((5, 2 * width(t)), DTYPES[t])
+    polyopt.compile(text)["f"](a, o_ref)
+    polyopt.compile(module)["f"](a, o)
+    np.testing.assert_array_equal(o, o_ref)
+    np.testing.assert_array_equal(o, a + a)
+
+
+def test_layout_loads_off_the_groups_and_layout_stores_along_them_are_refused():
+    module = polyopt.parse(_column_panel("f64", lo=1))   # groups straddle micro-panels
+    with pytest.raises(ScheduleError, match="along a dimension other than the last"):
+        vectorize_loop(loops_of(module)[3], width("f64"))
+    module = polyopt.parse(_column_panel("f64"))         # the packing loop stores along i
+    with pytest.raises(ScheduleError, match="stores to .* along a dimension other than the last"):
+        vectorize_loop(loops_of(module)[0], width("f64"))
+
+
 # ---------------------------------------------------------------------------------------------
 # golden IR (widths given explicitly: the goldens do not depend on the machine)
 
