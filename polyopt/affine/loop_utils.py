@@ -492,6 +492,68 @@ def add_iter_args(loop: AffineForOp, inits: Sequence[Value],
     return args
 
 
+def split_sum_chains(loop: AffineForOp, parts: int) -> int:
+    """Each loop-carried float sum whose body is one chain ``acc + p0 + p1 + ...`` (a k loop
+    unrolled by K_U after scalar replacement) becomes ``parts`` partial sums carried side by
+    side, ``p0, p_parts, ...`` into the first, ``p1, ...`` into the second, added pairwise
+    after the loop: ``parts`` chains in flight instead of one, for a tile with fewer
+    accumulators than the FMA latency needs (LLVM's loop vectorizer interleaves reductions
+    the same way).  The sum reassociates (the last bits change).  Returns how many sums were
+    split; a chain whose length ``parts`` does not divide stays as it is."""
+    from .dialects.arith import ConstantOp
+    from .ir import OP_REGISTRY
+    from .types import FloatType, VectorType
+    block = loop.body
+    split = 0
+    for n, arg in enumerate(list(loop.region_iter_args)):
+        elem = arg.type.element_type if isinstance(arg.type, VectorType) else arg.type
+        if not isinstance(elem, FloatType):
+            continue
+        chain, sides, v = [], [], loop.yield_op.operands[n]
+        while v is not arg:
+            op = v.defining_op
+            if op is None or op.name != "arith.addf" or op.parent is not block or \
+                    op.attributes.get("fastmath") is not None or len(v.uses) != 1:
+                chain = None
+                break
+            side = next((k for k, x in enumerate(op.operands)
+                         if x is arg or (x.defining_op is not None and
+                                         x.defining_op.name == "arith.addf" and
+                                         x.defining_op.parent is block)), None)
+            if side is None:
+                chain = None
+                break
+            chain.append(op)
+            sides.append(side)
+            v = op.operands[side]
+        if not chain or len(arg.uses) != 1 or len(chain) % parts:
+            continue
+        chain.reverse()
+        sides.reverse()
+        zero = ConstantOp.build(0.0, arg.type, loc=loop.loc)
+        loop.parent.insert_before(loop, zero)
+        heads = [arg] + add_iter_args(loop, [zero.results[0]] * (parts - 1))
+        for t, (op, side) in enumerate(zip(chain, sides)):
+            op.set_operand(side, heads[t % parts])
+            heads[t % parts] = op.results[0]
+        y = loop.yield_op
+        first_new = len(y.operands)
+        y.set_operands(list(y.operands[:n]) + [heads[0]] + list(y.operands[n + 1:]) +
+                       heads[1:])
+        results = [loop.results[n]] + loop.results[first_new:first_new + parts - 1]
+        old_uses = list(results[0].uses)
+        AddF = OP_REGISTRY["arith.addf"]
+        b = Builder.after(loop)
+        while len(results) > 1:       # pairwise: (r0 + r1) + (r2 + r3)
+            pairs = [b.create(AddF.build, results[t], results[t + 1], loc=loop.loc).results[0]
+                     for t in range(0, len(results) - 1, 2)]
+            results = pairs + (results[-1:] if len(results) % 2 else [])
+        for use in old_uses:
+            use.op.set_operand(use.index, results[0])
+        split += 1
+    return split
+
+
 def _check_factor(factor: int, what: str) -> None:
     if not isinstance(factor, int) or isinstance(factor, bool) or factor < 1:
         raise ValueError(f"{what} factor must be a positive integer, got {factor!r}")

@@ -22,7 +22,8 @@ from polyopt.affine.dialects.affine import AffineForOp
 from polyopt.affine.loop_utils import (constant_trip_count, get_perfectly_nested_loops,
                                        loop_runs_at_least_once, peel_last_iterations,
                                        promote_if_single_iteration, simplify_affine_expr,
-                                       trip_count_divisor, unroll, unroll_full, unroll_jam)
+                                       split_sum_chains, trip_count_divisor, unroll,
+                                       unroll_full, unroll_jam)
 from polyopt.affine.verifier import verify
 from polyopt.schedules.loop_legality import unroll_jam_is_legal
 from run_helpers import assert_same_run, random_args
@@ -762,3 +763,54 @@ def test_unroll_jam_symbolic_lower_bound_and_outer_parameters():
     assert_same_run(text.replace("%A[%i + 1, %j]", "%A[%i + 1, %j + 1]")
                     .replace("%A[%i, %j + 1]", "%A[%i, %j]"), str(module), "f",
                     random_args([(20, 9)]), [(0,), (2,)])
+
+
+# ---------------------------------------------------------------------------------------------
+# partial sums
+
+
+SUM_CHAIN = """
+    func.func @f(%a: memref<37xf64>, %out: memref<1xf64>) {
+      %c = affine.load %out[0] : memref<1xf64>
+      %r = affine.for %k = 0 to 36 step 4 iter_args(%acc = %c) -> (f64) {
+        %x0 = affine.load %a[%k] : memref<37xf64>
+        %s0 = arith.addf %acc, %x0 : f64
+        %x1 = affine.load %a[%k + 1] : memref<37xf64>
+        %s1 = arith.addf %s0, %x1 : f64
+        %x2 = affine.load %a[%k + 2] : memref<37xf64>
+        %s2 = arith.addf %x2, %s1 : f64
+        %x3 = affine.load %a[%k + 3] : memref<37xf64>
+        %s3 = arith.addf %s2, %x3 : f64
+        affine.yield %s3 : f64
+      }
+      %x = affine.load %a[36] : memref<37xf64>
+      %t = arith.addf %r, %x : f64
+      affine.store %t, %out[0] : memref<1xf64>
+      return
+    }"""
+
+
+@pytest.mark.parametrize("parts", [2, 4])
+def test_split_sum_chains_carries_partial_sums_and_adds_them_after(parts):
+    module, func = parse_func(SUM_CHAIN)
+    (loop,) = loops_of(func)
+    assert split_sum_chains(loop, parts) == 1
+    verify(module)
+    assert len(loop.inits) == parts
+    # each partial sum is one chain of 4 / parts adds per iteration, on its own iter_arg
+    for arg in loop.region_iter_args:
+        assert len(arg.uses) == 1
+    text = str(module)
+    assert_same_run(SUM_CHAIN, text, "f", random_args([(37,), (1,)], seed=5))
+    assert_mlir_opt_prints_back(text)
+
+
+def test_split_sum_chains_leaves_what_it_cannot_split():
+    module, func = parse_func(SUM_CHAIN)
+    (loop,) = loops_of(func)
+    assert split_sum_chains(loop, 3) == 0           # 4 adds do not split 3 ways
+    assert len(loop.inits) == 1
+    module, func = parse_func(SUM_CHAIN.replace("%s2 = arith.addf %x2, %s1 : f64",
+                                                "%s2 = arith.mulf %x2, %s1 : f64"))
+    (loop,) = loops_of(func)
+    assert split_sum_chains(loop, 2) == 0           # not a sum
