@@ -321,6 +321,20 @@ def _rewrite_uses(v: Value, layout: AffineMap, memo: dict) -> None:
             _rewrite_indexed(op, layout)
 
 
+def normalize_buffer(buf: Value) -> None:
+    """Normalize one local buffer now (what :func:`normalize_memrefs` does to it later): the
+    result of a ``memref.alloc`` used only by affine accesses and its ``memref.dealloc``.
+    For passes that want its accesses in physical terms before they run (the register tile's
+    transposed accumulator buffers: vectorizing along their physical last dimension)."""
+    op = buf.defining_op if isinstance(buf, OpResult) else None
+    if not isinstance(op, (AllocOp, AllocaOp)) or buf.type.layout is None or any(
+            not (isinstance(u.op, _AffineMemOp) and u.index == u.op.MEMREF_INDEX)
+            and not isinstance(u.op, DeallocOp) for u in buf.uses):
+        raise ValueError("normalize_buffer: not an allocation used only by affine accesses")
+    _rewrite_uses(buf, layout_map(buf.type), {})
+    buf.type = normalize_memref_type(buf.type)
+
+
 def normalize_memrefs(module: Operation, *, arguments: bool = True,
                       remark: RemarkSink = None) -> int:
     """Normalize every memref of ``module`` with a non-identity layout (MLIR's

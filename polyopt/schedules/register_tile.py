@@ -11,7 +11,7 @@ one).  This pass, thin over the utilities it calls, does:
    and ``B`` panels are zero-padded, so the extra lanes compute zeros that are never stored
    (the paper's question 2 of section 2.15); with ``vect``, the tiles cut by a constant N
    edge get a version of their own that is only ``N mod N_R`` rounded up to the vector width
-   wide;
+   wide, or, when ``N mod N_R < M_R``, one in the column form (:func:`_column_edge`);
 2. (``vect``) outer-loop vectorization of the ``j`` loop (:func:`vectorize_loop`);
 3. (``unroll``) full unrolling of the tile loops: the ``k`` body becomes the unrolled
    ``M_R x N_R`` tile (MLIR's unroll-and-jam of ``j`` and ``i`` into ``k``);
@@ -179,7 +179,8 @@ def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c:
     ``form="col"`` along ``i`` (vector loads of A's packed column, broadcast B): with packing
     and ``unroll`` or ``vect``, C's tile is then accumulated in an ``N_R x M_R`` buffer
     (:func:`_transposed_tile_buffer`) that is added to C after the ``k`` loop."""
-    from ..affine.loop_utils import constant_trip_count, unroll as unroll_loop, unroll_full
+    from ..affine.loop_utils import (constant_trip_count, split_sum_chains,
+                                     unroll as unroll_loop, unroll_full)
     from ..affine.scalrep import scalar_replace
     from ..affine.vectorize import vectorize_loop
     from .vector_legality import check_parallel
@@ -198,7 +199,8 @@ def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c:
     sized = ((i_loop, m_r), (j_loop, n_r), (k_loop, k_c))
     partial = [(loop, size) for loop, size in sized if constant_trip_count(loop) != size]
     versions = [(k_loop, j_loop)]
-    columns_version = None      # (k loop, i loop, tile buffer, lanes): N's edge, column form
+    lanes = {}                  # id(loop): its vector width, when not ``width``
+    column_acc = None           # (k loop, tile buffer) of N's edge in the column form
     acc_memref = c
     if form == "col":
         versions = [(k_loop, i_loop)]
@@ -223,6 +225,7 @@ def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c:
         # the A and B panels are zero-padded to M_R/N_R and K_C by the packing, every loop can
         # run the full tile: the extra iterations add products of zeros that are never stored.
         from ..memref_layout.data_copy import generate_copy
+        from ..memref_layout.normalize import normalize_buffer
         try:
             # the short last K_C block does not need the slow version: the full tiles of the
             # M/N interior run K_C iterations on the zero-padded panels as well
@@ -235,25 +238,29 @@ def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c:
             generate_copy(k_loop, c, depth=0, pad_to=(m_r, n_r), hoist_alloc_to=func)
             column_edge = _column_edge(j_loop, m_r, n_r, width) if vect and unroll else None
             narrow = column_edge or (_narrow_edge_width(j_loop, n_r, width) if vect else None)
+            buf = next(op.memref for op in k_loop.walk() if isinstance(op, AffineStoreOp))
             if narrow is not None:
                 # the tiles cut by N's edge (all r = N mod N_R columns wide) compute only
-                # r rounded up to the vector width, not N_R, or r columns in the column
-                # form: a third version, after the one for tiles whose j extent is full
-                buf = next(op.memref for op in k_loop.walk() if isinstance(op, AffineStoreOp))
+                # r rounded up to the vector width, not N_R (or r in the column form): a
+                # third version, after the one for tiles whose j extent is full
                 wk, wi, wj = find_register_tile(
                     _version_full_tiles(k_loop, [(j_loop, n_r)], c), buf)
                 for loop, size in ((wi, m_r), (wj, n_r), (wk, k_c)):
                     if constant_trip_count(loop) != size:
                         _extend_to_full_tile(loop, size)
-                if column_edge:
-                    _extend_to_full_tile(wj, column_edge)
-                    column_buf = _transposed_tile_buffer(wk, buf, m_r, column_edge, func)
-                    wk, wi, _ = find_register_tile(wk, column_buf)
-                    columns_version = (wk, wi, column_buf, m_r)
-                else:
-                    versions.insert(1, (wk, wj))
+                versions.insert(1, (wk, wj))
             for loop, size in partial:
                 _extend_to_full_tile(loop, narrow if loop is j_loop and narrow else size)
+            if column_edge:
+                # the edge tiles accumulate r columns of M_R rows in a buffer indexed
+                # [column, row] (normalized now: the row loop vectorizes along its last
+                # index, and scalar replacement sees whole vectors), added to C's tile after
+                column_buf = _transposed_tile_buffer(k_loop, buf, m_r, column_edge, func)
+                normalize_buffer(column_buf)
+                ck, _, ci = find_register_tile(k_loop, column_buf)   # rows: its last index
+                versions[-1] = (ck, ci)
+                column_acc = (ck, column_buf)
+                lanes[id(ci)] = m_r
         except ScheduleError as e:
             note(f"partial register tiles stay partial: {e.message}")
 
@@ -261,15 +268,9 @@ def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c:
         prefetch = _c_tile_prefetcher(versions[0][0], c, m_r, n_r) if unroll and scalrep \
             else None
 
-    lanes = {}
-    if columns_version is not None:
-        kl, il, _, m_lanes = columns_version
-        versions.insert(1, (kl, il))
-        lanes[id(il)] = m_lanes
     for n, (kl, jl) in enumerate(versions):
         if vect and width > 1:
             try:
-                if id(jl) in lanes: from ..affine.printer import print_op_standalone as _p; print(_p(kl.parent_op.parent_op.parent_op))
                 vectorize_loop(jl, lanes.get(id(jl), width), check=check_parallel)
             except ScheduleError as e:
                 note(f"--hopt-vect: j loop not vectorized: {e.message}")
@@ -295,8 +296,12 @@ def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c:
             except ScheduleError as e:
                 note(f"--hopt-unroll: k loop not unrolled by {k_u}: {e.message}")
 
-    if scalrep and columns_version is not None:
-        _start_from_zero(versions[1][0], columns_version[2])
+    if scalrep and column_acc is not None:
+        if unroll and k_u > 1:
+            # M_R rows of one column are one vector: a single chain of FMAs would wait for
+            # each other's latency, K_U partial sums do not
+            split_sum_chains(column_acc[0], k_u)
+        _start_from_zero(*column_acc)
     if scalrep and acc_memref is not c:
         _start_from_zero(versions[0][0], acc_memref)
     elif scalrep:

@@ -142,3 +142,34 @@ def test_bench_form_option_is_checked():
     out = subprocess.run([sys.executable, "-m", "polyopt", "bench", "matmul", "--form", "diag"],
                          capture_output=True, text=True)
     assert out.returncode != 0 and "invalid choice: 'diag'" in out.stderr
+
+
+def _column_edge_loops(module, m_r, t):
+    """The k loops carrying the column form's accumulators of N's edge: vector<M_R x t>."""
+    return [op for op in module.walk() if isinstance(op, AffineForOp) and op.inits
+            and all(str(v.type) == f"vector<{m_r}x{t}>" for v in op.inits)]
+
+
+@pytest.mark.parametrize("t", ["f64", "f32"])
+@pytest.mark.parametrize("edge", [1, 2, 3])
+def test_n_edge_narrower_than_m_r_runs_in_the_column_form(t, edge):
+    # row-form tiles of 4 x 2 vectors; N's edge of 1-3 columns: each column is one vector of
+    # 4 rows (A's packed column) times a broadcast of B, on K_U partial sums
+    n_r = 2 * lanes(t)
+    m, n, k = 4 * 7 + 3, 2 * n_r + edge, 101
+    attrs = (f'register_form = "row", M_R = 4 : i32, N_R = {n_r} : i32, K_C = 48 : i32, '
+             f'M_C = 16 : i32, K_U = 4 : i32')
+    text = matmul_text(m, n, k, t, attrs)
+    loops = _column_edge_loops(_optimized(text), 4, t)
+    # one accumulator per column, each as K_U partial sums (the k loops of the remainder of
+    # K_C by K_U have one)
+    assert loops and max(len(loop.inits) for loop in loops) == 4 * edge
+    for seed in range(2):
+        check_matmul(polyopt.compile(text, hopt=True, copy=True, unroll=True, scalrep=True,
+                                     vect=True)["matmul"], m, n, k, t, seed=seed)
+
+
+def test_n_edge_as_wide_as_m_r_stays_in_the_row_form():
+    n_r = 2 * lanes("f64")
+    text = matmul_text(13, n_r + 4, 20, "f64", f'M_R = 4 : i32, N_R = {n_r} : i32')
+    assert not _column_edge_loops(_optimized(text), 4, "f64")
