@@ -65,11 +65,20 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     t.add(1, f"%Ap = memref.alloc() {{alignment = 64 : i64}} : {tap}")
     t.add(1, f"%Bp = memref.alloc() {{alignment = 64 : i64}} : {tbp}")
     par = threads > 1
+    # N's edge tiles narrower than M_R columns run in the column form (one vector of A's
+    # packed column times a broadcast of B per column), accumulated in %ctmp[column, row]
+    column = 1 < mr <= w and not mr & (mr - 1)
+    mvt, tct = f"vector<{mr}x{etype}>", f"memref<{nr}x{mr}x{etype}>"
+    if column:
+        t.add(1, f"%zm = arith.constant dense<{zero}> : {mvt}")
     if not par:
         t.add(1, f"%tmp = memref.alloca() {{alignment = 64 : i64}} : {ttmp}")
+        if column:
+            t.add(1, f"%ctmp = memref.alloca() {{alignment = 64 : i64}} : {tct}")
     if alpha:
         t.add(1, f"%alphav = vector.broadcast %alpha : {etype} to {vt}")
     kc_of = f"min affine_map<(d0)[s0] -> ({kc}, s0 - d0)>(%pc)[%K]"
+    full_k = f"affine_map<(d0)[s0] -> ({kc}, ((s0 - d0) floordiv {ku}) * {ku})>(%pc)[%K]"
 
     def pack_a(d: int) -> None:
         """A[ic + q*M_R + r, pc + p] -> Ap[q, p, r], one micro-panel at a time (M_R rows read
@@ -175,7 +184,6 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
             t.add(depth, "}")
             return [f"{res}#{q}" for q in range(count)] if count > 1 else [res]
 
-        full_k = f"affine_map<(d0)[s0] -> ({kc}, ((s0 - d0) floordiv {ku}) * {ku})>(%pc)[%K]"
 
         def kernel(depth: int, vecs: int) -> list[str]:
             accs = loop(depth, f"0 to min {full_k}", ku, ["%zv"] * (mr * vecs), ku, vecs)
@@ -210,6 +218,9 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
                     t.add(d + 1, f"{value} = arith.addf {c}, {accs[i * nv + v]} : {vt}")
                 t.add(d + 1, f"affine.vector_store {value}, {c_at(i, v)} : {tc}, {vt}")
         t.add(d, "} else {")
+        if column:
+            t.add(d + 1, f"affine.if affine_set<(d0, d1)[s0] : (s0 - d0 - d1 - {mr} >= 0)>"
+                         f"(%jc, %jr)[%N] {{")
         # a tile on C's edge: computed on the zero-padded panels, stored to a buffer, and only
         # its part inside C added; only the vectors that hold columns inside C are computed,
         # in halves, quarters... of the tile (N = 65 f32 on 64-column tiles spent half its
@@ -246,7 +257,94 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
         t.add(d + 3, f"affine.store %es, %C[%ic + %ir + %i, %jc + %jr + %j] : {tc}")
         t.add(d + 2, "}")
         t.add(d + 1, "}")
+        if column:
+            t.add(d + 1, "} else {")
+            column_edge(d + 2)
+            t.add(d + 1, "}")
         t.add(d, "}")
+
+    def column_edge(d: int) -> None:
+        """The 1 to M_R - 1 columns of a tile on N's edge in the column form: C's column of
+        M_R rows is one vector, A's packed column (loaded once per k) times a broadcast of B
+        per column, each column on K_U partial sums (a single chain would wait on the FMA
+        latency); stored to %ctmp[column, row], then the part inside C added.  One FMA per k
+        and column instead of M_R (the static pipeline's
+        :func:`~polyopt.schedules.register_tile._column_edge`); one version per column
+        count, so that the columns share A's loads."""
+        for r in range(1, mr):
+            if r < mr - 1:
+                t.add(d, f"affine.if affine_set<(d0, d1)[s0] : (s0 - d0 - d1 - {r} == 0)>"
+                         f"(%jc, %jr)[%N] {{")
+            columns(d + 1 if r < mr - 1 else d, r)
+            if r < mr - 1:
+                t.add(d, "} else {")
+                d += 1
+        for r in range(mr - 2, 0, -1):
+            d -= 1
+            t.add(d, "}")
+        t.add(d, f"affine.for %i = 0 to min affine_map<(d0, d1)[s0] -> ({mr}, "
+                 f"s0 - d0 - d1)>(%ic, %ir)[%M] {{")
+        t.add(d + 1, f"affine.for %j = 0 to min affine_map<(d0, d1)[s0] -> ({nr}, "
+                     f"s0 - d0 - d1)>(%jc, %jr)[%N] {{")
+        t.add(d + 2, f"%cet = affine.load %ctmp[%j, %i] : {tct}")
+        t.add(d + 2, f"%cec = affine.load %C[%ic + %ir + %i, %jc + %jr + %j] : {tc}")
+        t.add(d + 2, f"%ces = arith.addf %cec, %cet : {etype}")
+        t.add(d + 2, f"affine.store %ces, %C[%ic + %ir + %i, %jc + %jr + %j] : {tc}")
+        t.add(d + 1, "}")
+        t.add(d, "}")
+
+    def columns(d: int, r: int) -> None:
+        """``r`` columns of the column form into %ctmp[0:r, :]."""
+        def fmas(depth: int, k: str, accs: list[str]) -> list[str]:
+            a = t.fresh("ca")
+            t.add(depth, f"{a} = affine.vector_load %Ap[%ir floordiv {mr}, {k}, 0] : {tap}, "
+                         f"{mvt}")
+            out = []
+            for c, acc in enumerate(accs):
+                b, bb, nxt = t.fresh("cb"), t.fresh("cbb"), t.fresh("cacc")
+                t.add(depth, f"{b} = affine.load %Bp[%jr floordiv {nr}, {k}, {c}] : {tbp}")
+                t.add(depth, f"{bb} = vector.broadcast {b} : {etype} to {mvt}")
+                t.add(depth, f"{nxt} = vector.fma {a}, {bb}, {acc} : {mvt}")
+                out.append(nxt)
+            return out
+
+        def carried(depth: int, bounds: str, step: int, inits: list[str], unroll: int
+                    ) -> list[str]:
+            """A k loop carrying ``inits`` (``unroll`` groups of ``r`` columns)."""
+            count = len(inits)
+            res, names = t.fresh("cr"), [t.fresh("cx") for _ in inits]
+            types = ", ".join([mvt] * count)
+            init_text = ", ".join(f"{n} = {v}" for n, v in zip(names, inits))
+            t.add(depth, f"{res}{':' + str(count) if count > 1 else ''} = affine.for %k = "
+                         f"{bounds} step {step} iter_args({init_text}) -> ({types}) {{")
+            nexts = []
+            for u in range(unroll):
+                nexts += fmas(depth + 1, f"%k + {u}" if u else "%k", names[u * r:(u + 1) * r])
+            t.add(depth + 1, f"affine.yield {', '.join(nexts)} : {types}")
+            t.add(depth, "}")
+            return [f"{res}#{q}" for q in range(count)] if count > 1 else [res]
+
+        partial = carried(d, f"0 to min {full_k}", ku, ["%zm"] * (ku * r), ku)
+        sums = []
+        for c in range(r):             # each column's K_U partial sums, pairwise
+            parts = partial[c::r]
+            while len(parts) > 1:
+                pairs = []
+                for q in range(0, len(parts) - 1, 2):
+                    v = t.fresh("cs")
+                    t.add(d, f"{v} = arith.addf {parts[q]}, {parts[q + 1]} : {mvt}")
+                    pairs.append(v)
+                parts = pairs + (parts[-1:] if len(parts) % 2 else [])
+            sums.append(parts[0])
+        rest = carried(d, f"affine_map<(d0)[s0] -> (((s0 - d0) floordiv {ku}) * {ku})>"
+                          f"(%pc)[%K] to {kc_of}", 1, sums, 1)
+        for c, v in enumerate(rest):
+            if alpha:
+                av, scaled = t.fresh("cal"), t.fresh("csa")
+                t.add(d, f"{av} = vector.broadcast %alpha : {etype} to {mvt}")
+                t.add(d, f"{scaled} = arith.mulf {av}, {v} : {mvt}")
+                v = scaled
+            t.add(d, f"affine.vector_store {v}, %ctmp[{c}, 0] : {tct}, {mvt}")
 
     def tiles(d: int, outer: str, inner: str) -> None:
         """The ir and jr loops over the current blocks, ``outer`` first."""
@@ -257,6 +355,8 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
                         "jr": f"(0) to (min({nc}, symbol(%N) - %jc)) step ({nr})"}
             t.add(d, f"affine.parallel (%{outer}) = {parallel[outer]} {{")
             t.add(d + 1, f"%tmp = memref.alloca() {{alignment = 64 : i64}} : {ttmp}")
+            if column:
+                t.add(d + 1, f"%ctmp = memref.alloca() {{alignment = 64 : i64}} : {tct}")
         else:
             t.add(d, f"affine.for %{outer} = 0 to {bound[outer]} {{")
         t.add(d + 1, f"affine.for %{inner} = 0 to {bound[inner]} {{")

@@ -49,11 +49,14 @@ def test_one_compilation_runs_every_size(m, n, k, dtype):
 
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (4, 32, 256), (5, 33, 257), (3, 64, 512),
                                    (300, 1, 7), (1, 300, 7), (257, 129, 513),
-                                   (1, 2100, 37), (1, 17, 300), (1001, 1, 33), (7, 1, 1)])
+                                   (1, 2100, 37), (1, 17, 300), (1001, 1, 33), (7, 1, 1),
+                                   (129, 65, 257), (6, 34, 19), (9, 67, 300), (3, 131, 70),
+                                   (130, 66, 129)])
 def test_tile_and_block_edges(m, n, k):
     """Exactly one register tile (4 x 32 f64 on AVX-512), one past it, K one past K_C; a
     row or a column (the GEMV forms the function switches to at run time), past a block
-    of C's row, past a group of rows."""
+    of C's row, past a group of rows; N's edge 1, 2 or 3 columns past a tile (the column
+    form, f64 and f32 on AVX-512), with M's edge too."""
     _check(F64["mm"], m, n, k, "f64")
     _check(F32["mm"], m, n, k, "f32")
 
@@ -93,7 +96,8 @@ def test_threads_give_bitwise_the_same_result(dtype):
         fns[threads] = compiled["mm"]
     rng = np.random.default_rng(1)
     t = np.float64 if dtype == "f64" else np.float32
-    for m, n, k in ((97, 101, 103), (300, 70, 290), (1, 3000, 70), (3001, 1, 70), (5, 2, 1)):
+    for m, n, k in ((97, 101, 103), (300, 70, 290), (1, 3000, 70), (3001, 1, 70), (5, 2, 1),
+                    (33, 65, 50), (41, 131, 77)):
         a, b, c0 = (rng.uniform(-1, 1, s).astype(t) for s in ((m, k), (k, n), (m, n)))
         results = []
         for threads, fn in fns.items():
