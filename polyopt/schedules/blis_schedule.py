@@ -242,7 +242,8 @@ def _register_tile(machine: MachineModel, elem_bytes: int,
     * with 16 registers: the tile with the fewest loads per FMA, at most 2 vectors wide in the
       permuted order (AVX2: 6x8 f64, 6x16 f32).
     The column form is not chosen by default: its C update goes through a transposed buffer
-    (measured slower on Zen 4); ask for it with ``register_form = "col"``."""
+    (measured slower on Zen 4: 2088x2048x2048 f64 0.87x numpy with 16x14, the row form's 4x32
+    1.05x); ask for it with ``register_form = "col"`` (:func:`_column_tile`)."""
     lanes = machine.lanes(elem_bytes)
     regs = machine.num_vector_registers
     need = _accumulators_needed(machine)
@@ -283,6 +284,21 @@ def _register_tile(machine: MachineModel, elem_bytes: int,
                 f"fewest loads per FMA ({(mr + nv) / acc:.2f})" if wide else
                 f"{(mr + nv) / acc:.2f} loads per FMA, the fewest in {regs} registers"))
     return TileChoice(mr, nv * lanes, order, "row", reasons)
+
+
+def _column_tile(machine: MachineModel, elem_bytes: int) -> TileChoice:
+    """The column-form register tile (asked for with ``register_form = "col"``): two vectors
+    of A's packed column (M_R = 2 x lanes) times as many broadcasts of B as the registers
+    leave room for (two for A, one for the broadcast unless it folds into the FMA as
+    ``{1toN}``, one of slack), BLIS's skx shape (16x14 f64) with 32 registers."""
+    lanes = machine.lanes(elem_bytes)
+    regs = machine.num_vector_registers
+    nv = 2
+    nr = max(1, (regs - nv - (0 if machine.embedded_broadcast else 1) - 1) // nv)
+    reason = (f"{nv * lanes}x{nr}: {nv * nr} accumulators, {nv} vectors of A, {nr} "
+              f"broadcasts of B in {regs} vector registers"
+              + (" (folded into the FMAs as {1toN})" if machine.embedded_broadcast else ""))
+    return TileChoice(nv * lanes, nr, "ji", "col", ("form col", reason))
 
 
 def _rows_reason(mr: int, width_bytes: int, c_row_bytes: Optional[int], set_rows: int,
@@ -356,6 +372,8 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
             _gebp_k_c(machine, elem_bytes, given.get("N_R", tile.n_r)),
             _gepb_k_c(machine, elem_bytes, given.get("M_R", tile.m_r)), given, m, n)[0] == "A":
         tile = _register_tile(machine, elem_bytes, c_row_bytes)
+    if given.get("register_form") == "col":
+        tile = _column_tile(machine, elem_bytes)
     mr, nr, order = tile.m_r, tile.n_r, tile.order
     reasons = list(tile.reasons)
     values = {"M_R": mr, "N_R": nr}

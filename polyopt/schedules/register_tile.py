@@ -211,6 +211,10 @@ def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c:
             acc_memref = _transposed_tile_buffer(k_loop, c, m_r, n_r, func)
             for loop, size in partial:
                 _extend_to_full_tile(loop, size)
+            # its accesses as [column, row]: the i loop vectorizes along the buffer's last
+            # index, and scalar replacement sees the vectors
+            from ..memref_layout.normalize import normalize_buffer
+            normalize_buffer(acc_memref)
         except ScheduleError as e:
             note(f"column form: C's tile stays in C: {e.message}")
     elif form == "col":

@@ -123,3 +123,15 @@ def test_memory_bound_loops_use_half_vectors_where_512_bits_issue_as_two_halves(
     assert (halves.stream_lanes(4), halves.lanes(4)) == (8, 16)
     assert (full.stream_lanes(4), full.stream_lanes(8)) == (16, 8)
     assert (avx2.stream_lanes(8), avx2.lanes(8)) == (4, 4)
+
+
+def test_column_form_asked_for_gets_a_column_tile():
+    # two vectors of A's column times as many broadcasts of B as the registers allow:
+    # BLIS's skx 16x14 with 32 registers and {1toN} broadcasts, 8x6 f64 with AVX2's 16
+    for machine, elem, tile in ((ZEN4, 8, (16, 14)), (ZEN4, 4, (32, 14)), (ZEN3, 8, (8, 6))):
+        p = default_blis_params(2000, 2000, 2000, elem, machine, {"register_form": "col"})
+        assert (p.register_form, p.M_R, p.N_R) == ("col", *tile)
+    # a tile given with the form is kept
+    p = default_blis_params(2000, 2000, 2000, 8, ZEN4, {"register_form": "col", "M_R": 24,
+                                                         "N_R": 8})
+    assert (p.M_R, p.N_R) == (24, 8)
