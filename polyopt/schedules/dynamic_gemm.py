@@ -223,11 +223,9 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
                          f"(%jc, %jr)[%N] {{")
         # a tile on C's edge: computed on the zero-padded panels, stored to a buffer, and only
         # its part inside C added; only the vectors that hold columns inside C are computed,
-        # in halves, quarters... of the tile (N = 65 f32 on 64-column tiles spent half its
-        # FMAs on zeros)
-        widths = [nv]
-        while widths[-1] > 1:
-            widths.append(widths[-1] // 2)
+        # one version per vector count (N = 65 f32 on 64-column tiles spent half its FMAs on
+        # zeros; halves and quarters computed 64 columns for 101's edge of 37)
+        widths = list(range(nv, 0, -1))     # as many vectors as hold its columns
         for level, vecs in enumerate(widths):
             depth = d + 1 + level
             if level + 1 < len(widths):     # more columns than the next width holds?
