@@ -245,16 +245,7 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
                 t.add(depth - 1, "} else {")
         for level in range(len(widths) - 2, -1, -1):
             t.add(d + 1 + level, "}")
-        t.add(d + 1, f"affine.for %i = 0 to min affine_map<(d0, d1)[s0] -> ({mr}, "
-                     f"s0 - d0 - d1)>(%ic, %ir)[%M] {{")
-        t.add(d + 2, f"affine.for %j = 0 to min affine_map<(d0, d1)[s0] -> ({nr}, "
-                     f"s0 - d0 - d1)>(%jc, %jr)[%N] {{")
-        t.add(d + 3, f"%et = affine.load %tmp[%i, %j] : {ttmp}")
-        t.add(d + 3, f"%ec = affine.load %C[%ic + %ir + %i, %jc + %jr + %j] : {tc}")
-        t.add(d + 3, f"%es = arith.addf %ec, %et : {etype}")
-        t.add(d + 3, f"affine.store %es, %C[%ic + %ir + %i, %jc + %jr + %j] : {tc}")
-        t.add(d + 2, "}")
-        t.add(d + 1, "}")
+        add_to_c(d + 1, f"%tmp[%i, %j] : {ttmp}")
         if column:
             t.add(d + 1, "} else {")
             column_edge(d + 2)
@@ -280,14 +271,20 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
         for r in range(mr - 2, 0, -1):
             d -= 1
             t.add(d, "}")
+        add_to_c(d, f"%ctmp[%j, %i] : {tct}")
+
+    def add_to_c(d: int, element: str) -> None:
+        """``C[i, j] += element`` over the part of the edge tile inside C (``element``: an
+        access of the tile's buffer by ``%i``, ``%j`` with its type)."""
         t.add(d, f"affine.for %i = 0 to min affine_map<(d0, d1)[s0] -> ({mr}, "
                  f"s0 - d0 - d1)>(%ic, %ir)[%M] {{")
         t.add(d + 1, f"affine.for %j = 0 to min affine_map<(d0, d1)[s0] -> ({nr}, "
                      f"s0 - d0 - d1)>(%jc, %jr)[%N] {{")
-        t.add(d + 2, f"%cet = affine.load %ctmp[%j, %i] : {tct}")
-        t.add(d + 2, f"%cec = affine.load %C[%ic + %ir + %i, %jc + %jr + %j] : {tc}")
-        t.add(d + 2, f"%ces = arith.addf %cec, %cet : {etype}")
-        t.add(d + 2, f"affine.store %ces, %C[%ic + %ir + %i, %jc + %jr + %j] : {tc}")
+        et, ec, es = t.fresh("et"), t.fresh("ec"), t.fresh("es")
+        t.add(d + 2, f"{et} = affine.load {element}")
+        t.add(d + 2, f"{ec} = affine.load %C[%ic + %ir + %i, %jc + %jr + %j] : {tc}")
+        t.add(d + 2, f"{es} = arith.addf {ec}, {et} : {etype}")
+        t.add(d + 2, f"affine.store {es}, %C[%ic + %ir + %i, %jc + %jr + %j] : {tc}")
         t.add(d + 1, "}")
         t.add(d, "}")
 
