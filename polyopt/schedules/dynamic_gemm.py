@@ -461,7 +461,7 @@ def _dot(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
     """C[i, 0] += A[i, :] . B[:, 0] for R rows at a time with P vector accumulators each
     (the static path's dot form, with run-time M and K); the k past the last group of
     vectors one at a time, then the rows past the last group of R one at a time."""
-    from .gemv import DOT_ACCUMULATORS, DOT_ROWS
+    from .gemv import DOT_ACCUMULATORS, DOT_ROWS, dot_rows
     p, vt = DOT_ACCUMULATORS, f"vector<{w}x{etype}>"
     k_vec = f"affine_map<()[s0] -> ((s0 floordiv {w * p}) * {w * p})>()[%K]"
     t.add(2, f"%Bv = memref.collapse_shape %B [[0, 1]] : {tb} into memref<?x{etype}>")
@@ -470,38 +470,8 @@ def _dot(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
 
     def rows_loop(bounds: str, rows: int) -> None:
         t.add(2, f"affine.{bounds} {{")
-        count = rows * p
-        types = ", ".join([vt] * count)
-        res = t.fresh("r")
-        names = [t.fresh("x") for _ in range(count)]
-        inits = ", ".join(f"{n} = {zero}" for n in names)
-        t.add(3, f"{res}:{count} = affine.for %k = 0 to {k_vec} step {w * p} "
-                 f"iter_args({inits}) -> ({types}) {{" if count > 1 else
-                 f"{res} = affine.for %k = 0 to {k_vec} step {w * p} "
-                 f"iter_args({inits}) -> ({types}) {{")
-        bs = []
-        for q in range(p):
-            b = t.fresh("b")
-            t.add(4, f"{b} = affine.vector_load %Bv[%k + {q * w}] : memref<?x{etype}>, {vt}")
-            bs.append(b)
-        nexts = []
-        for r in range(rows):
-            for q in range(p):
-                a = t.fresh("a")
-                t.add(4, f"{a} = affine.vector_load %A[%i + {r}, %k + {q * w}] : {ta}, {vt}")
-                na = t.fresh("acc")
-                t.add(4, f"{na} = vector.fma {a}, {bs[q]}, {names[r * p + q]} : {vt}")
-                nexts.append(na)
-        t.add(4, f"affine.yield {', '.join(nexts)} : {types}")
-        t.add(3, "}")
-        results = [f"{res}#{q}" if count > 1 else res for q in range(count)]
         sums = []
-        for r in range(rows):
-            total = results[r * p]
-            for q in range(1, p):
-                v = t.fresh("v")
-                t.add(3, f"{v} = arith.addf {total}, {results[r * p + q]} : {vt}")
-                total = v
+        for total in dot_rows(t, 3, rows, p, w, etype, ta, f"memref<?x{etype}>", k_vec, zero):
             sr = t.fresh("s")
             t.add(3, f"{sr} = vector.reduction <add>, {total} : {vt} into {etype}")
             sums.append(sr)

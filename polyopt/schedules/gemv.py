@@ -100,6 +100,45 @@ class MlirLines:
         self.lines.append("  " * depth + line)
 
 
+def dot_rows(t: MlirLines, depth: int, rows: int, p: int, w: int, etype: str, ta: str,
+             tv: str, k_vec: str, zero: str) -> list[str]:
+    """The dot form's vector loop (shared by the static nest and the ``?x?`` function's
+    run-time branch): ``affine.for %k = 0 to k_vec step w * p`` over rows ``%i + r`` of A
+    (type ``ta``) times ``%Bv`` (type ``tv``) into ``p`` accumulators of ``w`` lanes per row,
+    starting from ``zero``; returns one vector per row, its accumulators added."""
+    vt = f"vector<{w}x{etype}>"
+    count = rows * p
+    types = ", ".join([vt] * count)
+    res = t.fresh("r")
+    names = [t.fresh("acc") for _ in range(count)]
+    inits = ", ".join(f"{n} = {zero}" for n in names)
+    t.add(depth, f"{_results(res, count)} = affine.for %k = 0 to {k_vec} step {w * p} "
+                 f"iter_args({inits}) -> ({types}) {{")
+    bs = []
+    for q in range(p):
+        b = t.fresh("b")
+        t.add(depth + 1, f"{b} = affine.vector_load %Bv[%k + {q * w}] : {tv}, {vt}")
+        bs.append(b)
+    nexts = []
+    for r in range(rows):
+        for q in range(p):
+            a, na = t.fresh("a"), t.fresh("acc")
+            t.add(depth + 1, f"{a} = affine.vector_load %A[%i + {r}, %k + {q * w}] : {ta}, {vt}")
+            t.add(depth + 1, f"{na} = vector.fma {a}, {bs[q]}, {names[r * p + q]} : {vt}")
+            nexts.append(na)
+    t.add(depth + 1, f"affine.yield {', '.join(nexts)} : {types}")
+    t.add(depth, "}")
+    totals = []
+    for r in range(rows):
+        total = _result(res, count, r * p)
+        for q in range(1, p):
+            v = t.fresh("v")
+            t.add(depth, f"{v} = arith.addf {total}, {_result(res, count, r * p + q)} : {vt}")
+            total = v
+        totals.append(total)
+    return totals
+
+
 def gemv_source(m: int, n: int, k: int, etype: str, form: GemvForm, alpha: str | None) -> str:
     """``func.func @gemv(%A, %B, %C[, %alpha])`` doing ``C += alpha * A * B`` in ``form``
     (``alpha``: None for 1, else the MLIR type of the scalar argument, ``etype``)."""
@@ -222,38 +261,8 @@ def _dot(t: MlirLines, m: int, k: int, etype: str, f: GemvForm, alpha: bool, ta,
             t.add(1, f"affine.parallel (%i) = ({lo}) to ({hi}) step ({rows}) {{")
         else:
             t.add(1, f"affine.for %i = {lo} to {hi} step {rows} {{")
-        totals = []
-        if k_vec:
-            accs = [[t.fresh("acc") for _ in range(p)] for _ in range(rows)]
-            inits = ", ".join(f"{a} = %zero" for row in accs for a in row)
-            results = t.fresh("r")
-            count = rows * p
-            types = ", ".join([vt] * count)
-            t.add(2, f"{_results(results, count)} = affine.for %k = 0 to {k_vec} step {w * p} "
-                     f"iter_args({inits}) -> ({types}) {{")
-            bs = []
-            for q in range(p):
-                b = t.fresh("b")
-                t.add(3, f"{b} = affine.vector_load %Bv[%k + {q * w}] : {tv}, {vt}")
-                bs.append(b)
-            nexts = []
-            for r in range(rows):
-                for q in range(p):
-                    a = t.fresh("a")
-                    t.add(3, f"{a} = affine.vector_load %A[%i + {r}, %k + {q * w}] : {ta}, {vt}")
-                    na = t.fresh("acc")
-                    t.add(3, f"{na} = vector.fma {a}, {bs[q]}, {accs[r][q]} : {vt}")
-                    nexts.append(na)
-            t.add(3, f"affine.yield {', '.join(nexts)} : {types}")
-            t.add(2, "}")
-            for r in range(rows):
-                total = _result(results, count, r * p)
-                for q in range(1, p):
-                    v = t.fresh("v")
-                    t.add(2, f"{v} = arith.addf {total}, {_result(results, count, r * p + q)} "
-                             f": {vt}")
-                    total = v
-                totals.append(total)
+        totals = dot_rows(t, 2, rows, p, w, etype, ta, tv, str(k_vec), "%zero") if k_vec \
+            else []
         # the k past the last group of accumulators: full vectors into the accumulator,
         # then halves, quarters, ... reduced on their own, then single elements
         b_pieces = {}
