@@ -155,14 +155,26 @@ def _blis_calls(module, opts, remark):
     map_to_microkernels(module, remark)
 
 
+@dataclass(frozen=True)
+class ScheduleOptions:
+    """The automatic scheduler's pass options."""
+
+    outer_parallel: bool = field(default=False, metadata={
+        "help": "prefer schedules whose outermost loops are parallel (ISL's "
+                "outer_coincidence) where ISL's own has a sequential outermost loop (set by "
+                "--hopt-parallel on more than one thread)"})
+
+
 @register("hopt-schedule", "every other nest through the automatic ISL scheduler when it is "
-          "built (Pluto/Polly-style; a no-op until then)")
+          "built (Pluto/Polly-style; a no-op until then)", ScheduleOptions)
 def _schedule_rest(module, opts, remark):
     from .pipeline import machine_model
-    from .schedules.auto_schedule import PARALLEL, schedule_remaining_nests
+    from .schedules.auto_schedule import (PARALLEL, AutoScheduleOptions,
+                                          schedule_remaining_nests)
     from .schedules.parallelize import trust_mark
     before = {id(op) for op in module.walk() if PARALLEL in op.attributes}
-    schedule_remaining_nests(module, machine_model(), remark)
+    schedule_remaining_nests(module, machine_model(), remark,
+                             AutoScheduleOptions(outer_parallel=opts.outer_parallel))
     _drop_keep_marks(module)
     for op in module.walk():    # the scheduler's marks were checked with ISL as it made them
         if PARALLEL in op.attributes and id(op) not in before:
@@ -304,7 +316,8 @@ def default_pipeline(options, *, raised: bool = False) -> list[tuple[Pass, objec
         if getattr(options, "hopt_raise", True):
             add("hopt-raise-contractions", blis)
         if getattr(options, "auto_schedule", True):
-            add("hopt-schedule")
+            add("hopt-schedule", ScheduleOptions(
+                outer_parallel=bool(getattr(options, "parallel", False)) and blis.threads > 1))
         if getattr(options, "parallel", False):
             add("hopt-parallel", ParallelOptions(threads=blis.threads))
         add("hopt-expand", blis)

@@ -93,7 +93,11 @@ class AutoScheduleOptions:
     most ``growth`` times as many ops as the original (a blow-up falls back); ``jam``:
     unroll-and-jam the loops around innermost reductions and keep their accumulators in
     registers (:func:`~polyopt.schedules.point_loops.jam_reductions`); ``fuse_sweeps``: fuse
-    the sweeps of a time step with shifts (:mod:`~polyopt.schedules.shift_fusion`)."""
+    the sweeps of a time step with shifts (:mod:`~polyopt.schedules.shift_fusion`);
+    ``outer_parallel``: where an outermost band of ISL's schedule starts with a sequential
+    member, take ISL's schedule with outer coincidence instead when it has more outermost
+    bands that start parallel and no skew (for a team of threads: gemver's ``x = x + z`` fused
+    into the first iteration of ``w += A x`` made that loop sequential)."""
 
     tile: bool = True
     tile_sizes: Optional[tuple[int, ...]] = None
@@ -104,13 +108,15 @@ class AutoScheduleOptions:
     growth: int = 40
     jam: bool = True
     fuse_sweeps: bool = True
+    outer_parallel: bool = False
 
 
 @dataclass
 class NestResult:
     """What happened to one scop: ``status`` is ``"scheduled"``, ``"kept"`` (the original
     order is ISL's too) or ``"fallback"``; ``why`` says why for the last two, and for a
-    scheduled one whose schedule came from a narrower search after a time-out."""
+    scheduled one whose schedule came from another of ISL's searches (after a time-out, or
+    with outer coincidence for ``outer_parallel``)."""
 
     statements: list[str]
     status: str
@@ -250,6 +256,43 @@ def _unskewed_if_cheap(model: PolyhedralModel, deps, options: SchedulerOptions,
     except (SchedulerTimeout, isl.Error, RuntimeError):
         return tree
     return tree if _has_skewed_band(alt) else alt
+
+
+def _outer_parallel_bands(tree: isl.Schedule) -> tuple[int, int]:
+    """(outermost bands whose first member is coincident, outermost bands): the bands on no
+    other band's path from the root."""
+    outer = []
+
+    def visit(node: isl.ScheduleNode) -> None:
+        if node.get_type() == isl.schedule_node_type.band:
+            outer.append(node)
+            return
+        for k in range(node.n_children()):
+            visit(node.child(k))
+    visit(tree.get_root())
+    parallel = sum(1 for b in outer if b.band_n_member() and b.band_member_get_coincident(0))
+    return parallel, len(outer)
+
+
+def _outer_parallel_if_more(model: PolyhedralModel, deps, options: SchedulerOptions,
+                            tree: isl.Schedule) -> tuple[isl.Schedule, str]:
+    """ISL's schedule with outer coincidence, and the remark's words, when ``tree`` has an
+    outermost band that starts sequential and that schedule has more that start parallel and
+    no skewed band; else ``tree`` and no words."""
+    parallel, bands = _outer_parallel_bands(tree)
+    if parallel == bands:
+        return tree, ""
+    try:
+        alt = compute_isl_schedule(model, deps, replace(
+            options, outer_coincidence=True,
+            time_limit=min(options.time_limit or RETRY_TIME_LIMIT, RETRY_TIME_LIMIT)))
+    except (SchedulerTimeout, isl.Error, RuntimeError):
+        return tree, ""
+    alt_parallel, alt_bands = _outer_parallel_bands(alt)
+    if alt_parallel <= parallel or _has_skewed_band(alt):
+        return tree, ""
+    return alt, (f"; ISL's schedule with outer coincidence: {alt_parallel} of {alt_bands} "
+                 f"outermost bands start parallel, against {parallel} of {bands}")
 
 
 def _memref_bytes(model: PolyhedralModel, name: str) -> int:
@@ -536,7 +579,7 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
             if _has_skewed_band(alt):
                 alt = None
         scheduler = options.scheduler
-        retried = ""
+        searched = ""
         if alt is not None and scheduler.time_limit is not None:
             scheduler = replace(scheduler, time_limit=min(scheduler.time_limit,
                                                           JACOBI_TIME_LIMIT))
@@ -547,9 +590,13 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
                                       time.perf_counter() - began)
         except SchedulerTimeout as err:
             if alt is None:
-                tree, retried = _after_time_out(model, deps, scheduler, err)
+                tree, searched = _after_time_out(model, deps, scheduler, err)
             else:
                 tree = alt
+        if options.outer_parallel and not options.scheduler.outer_coincidence and \
+                alt is None and not searched:
+            tree, why = _outer_parallel_if_more(model, deps, scheduler, tree)
+            searched += why
         sweeps = False
         if alt is not None and (tree is alt or _has_skewed_band(tree)):
             # and no tiles: each sweep streams through its arrays once, rows stay in cache
@@ -606,7 +653,7 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
         new_ops, loops = _generate(model, schedule, options, separate=bool(fusion))
     except ScheduleError as err:
         return fallback(err.message)
-    result = NestResult(names, "scheduled", retried[2:], schedule=str(schedule.coalesce()),
+    result = NestResult(names, "scheduled", searched[2:], schedule=str(schedule.coalesce()),
                         bands=bands)
     if options.mark_parallel:
         result.parallel_loops = _mark_parallel(model, deps, schedule, loops)
@@ -616,7 +663,7 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
     note = _innermost_note(new_ops, model) if options.mark_parallel else ''
     if options.jam:
         note += _register_steps(new_ops)
-    return done(result, f"schedule {result.schedule}; {band_text}{note}{retried}")
+    return done(result, f"schedule {result.schedule}; {band_text}{note}{searched}")
 
 
 def _fuse_sweeps(model: PolyhedralModel, deps, schedule: isl.UnionMap,

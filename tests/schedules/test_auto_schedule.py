@@ -328,3 +328,36 @@ def test_a_select_in_the_ast_becomes_an_affine_if():
     inputs = [rng.integers(-5, 6, (10, 10), dtype=np.int32) for _ in range(3)]
     for w, g in zip(_run(TRIANGLE_TILE_SELECT, "f", inputs), _run(module, "f", inputs)):
         np.testing.assert_array_equal(g, w)
+
+
+def test_outer_parallel_takes_isl_outer_coincidence_where_its_own_starts_sequential():
+    # gemver: ISL fuses x = x + z into the first iteration of w += A x, whose outer loop then
+    # waits on it; with outer coincidence the statements stay apart and both loops are
+    # parallel (for a team of threads: --hopt-parallel on more than one)
+    text, fn, make = KERNELS["gemver"](n=69)
+    _, own, _ = _schedule(text)
+    module, results, messages = _schedule(text, AutoScheduleOptions(outer_parallel=True))
+    assert [r.status for r in results] == ["scheduled"], messages
+    assert results[0].parallel_loops > own[0].parallel_loops, (own, results)
+    assert "ISL's schedule with outer coincidence" in results[0].why
+    assert "ISL's schedule with outer coincidence" in messages[-1]
+    inputs = make(np.random.default_rng(3))
+    for w, g in zip(_run(text, fn, inputs), _run(module, fn, inputs)):
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
+
+
+def test_outer_parallel_keeps_schedules_that_already_start_parallel():
+    text, _, _ = KERNELS["mvt"](n=73)
+    _, own, _ = _schedule(text)
+    _, results, _ = _schedule(text, AutoScheduleOptions(outer_parallel=True))
+    assert [r.schedule for r in results] == [r.schedule for r in own]
+    assert not results[0].why
+
+
+@pytest.mark.parametrize("threads,outer", [(1, False), (2, True)])
+def test_the_pipeline_asks_for_outer_parallel_schedules_on_a_team(threads, outer):
+    from polyopt.passes import default_pipeline
+    from polyopt.pipeline import PipelineOptions
+    passes = default_pipeline(PipelineOptions(hopt=True, parallel=True, threads=threads))
+    (opts,) = [o for p, o in passes if p.name == "hopt-schedule"]
+    assert opts.outer_parallel is outer
