@@ -219,6 +219,12 @@ RETRY_TIME_LIMIT = 1.0
 RETRY_SEARCHES = ({"outer_coincidence": True}, {"serialize_sccs": True})
 
 
+def _narrower(options: SchedulerOptions, **search) -> SchedulerOptions:
+    """``options`` with ``search``'s ISL options, under :data:`RETRY_TIME_LIMIT`."""
+    return replace(options, time_limit=min(options.time_limit or RETRY_TIME_LIMIT,
+                                           RETRY_TIME_LIMIT), **search)
+
+
 def _after_time_out(model: PolyhedralModel, deps, options: SchedulerOptions,
                     err: SchedulerTimeout) -> tuple[isl.Schedule, str]:
     """A schedule from a narrower search once ISL's own search timed out, and the remark's
@@ -226,11 +232,9 @@ def _after_time_out(model: PolyhedralModel, deps, options: SchedulerOptions,
     can explode where a narrower one does not: a random nest of six statements over 14 x 14
     arrays ran for more than 10 minutes with the default options and for 0.08 s with outer
     coincidence (tests/schedules/test_auto_schedule_random.py found it)."""
-    limit = min(options.time_limit or RETRY_TIME_LIMIT, RETRY_TIME_LIMIT)
     for search in RETRY_SEARCHES:
         try:
-            tree = compute_isl_schedule(model, deps, replace(options, time_limit=limit,
-                                                             **search))
+            tree = compute_isl_schedule(model, deps, _narrower(options, **search))
         except (SchedulerTimeout, isl.Error, RuntimeError):
             continue
         words = ", ".join(k.replace("_", " ") for k in search)
@@ -283,9 +287,7 @@ def _outer_parallel_if_more(model: PolyhedralModel, deps, options: SchedulerOpti
     if parallel == bands:
         return tree, ""
     try:
-        alt = compute_isl_schedule(model, deps, replace(
-            options, outer_coincidence=True,
-            time_limit=min(options.time_limit or RETRY_TIME_LIMIT, RETRY_TIME_LIMIT)))
+        alt = compute_isl_schedule(model, deps, _narrower(options, outer_coincidence=True))
     except (SchedulerTimeout, isl.Error, RuntimeError):
         return tree, ""
     alt_parallel, alt_bands = _outer_parallel_bands(alt)
