@@ -206,3 +206,11 @@ def _is_i1_access(mem: Mem, vt: VectorType) -> bool:
 def _byte_view(mem: Mem) -> Mem:
     """An ``i1`` memref as the bytes it is stored in (one per element, as numpy's bool)."""
     return Mem(mem.ptr, mem.type.with_(element_type=i8), mem.align)
+
+
+@handles("vector.bitcast")
+def _lower_bitcast(L: FunctionLowering, op: Operation) -> None:
+    dst_t = op.results[0].type
+    if len(dst_t.shape) != 1:
+        raise Unsupported(f"vector.bitcast of n-D vectors ('{dst_t}') is not supported")
+    L.bind(op.results[0], L.b.bitcast(L.get(op.operands[0]), L.ml.type(dst_t)))

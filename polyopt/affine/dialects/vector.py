@@ -449,3 +449,62 @@ class VectorStoreOp(IndexedStoreAccessors, Operation):
         if len(self.operands) < 2 or self.results:
             raise self.error("expects a value and a memref operand and no results")
         _verify_vector_access(self, self.memref, self.indices, self.value.type, 2, "valueToStore")
+
+
+# ---------------------------------------------------------------------------------------------
+# bitcast
+
+@register_op
+class VectorBitCastOp(Operation):
+    """``%r = vector.bitcast %v : vector<2xbf16> to vector<1xi32>``: the same bits seen as
+    another vector type; only the last dimension may change, and its bit size may not."""
+
+    OP_NAME = "vector.bitcast"
+
+    @classmethod
+    def build(cls, source: Value, result_type: VectorType, loc=None) -> "VectorBitCastOp":
+        return cls(operands=[source], result_types=[result_type], loc=loc)
+
+    @property
+    def source(self) -> Value:
+        return self.operands[0]
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        p.skip_ws()
+        start = p.pos
+        v = p.parse_operand()
+        attrs = p.parse_optional_attr_dict()
+        p.expect(":")
+        src = _parse_vector_type(p)
+        p.expect_keyword("to")
+        dst = _parse_vector_type(p)
+        p.check_type(v, src, start)
+        return cls(operands=[v], result_types=[dst], attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("vector.bitcast ")
+        p.print_operand(self.source)
+        p.print_attr_dict(self.attributes)
+        p.print(f" : {p.type_str(self.source.type)} to {p.type_str(self.results[0].type)}")
+
+    def verify_op(self) -> None:
+        if len(self.operands) != 1 or len(self.results) != 1:
+            raise self.error("expects one operand and one result")
+        src, dst = self.source.type, self.results[0].type
+        if not isinstance(src, VectorType) or not isinstance(dst, VectorType):
+            raise self.error(f"operand #0 and result must be vectors, got '{src}' and '{dst}'")
+        if len(src.shape) != len(dst.shape):
+            raise self.error("op failed to verify that all of {source, result} have same rank")
+        if src.shape[:-1] != dst.shape[:-1]:
+            raise self.error("op dimension size mismatch")
+        bits = [t.shape[-1] * _bit_width(t.element_type) for t in (src, dst)]
+        if bits[0] != bits[1]:
+            raise self.error(f"op source/result bitwidth of the minor 1-D vectors must be equal "
+                             f"({bits[0]} vs {bits[1]})")
+
+
+def _bit_width(t: Type) -> int:
+    if isinstance(t, (FloatType, IntegerType)):
+        return t.width
+    raise ValueError(f"'{t}' has no bit width")
