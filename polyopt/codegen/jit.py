@@ -519,6 +519,11 @@ def _accepted_dtypes(arg: MemRefArg) -> tuple[tuple, str]:
             return (np.dtype(np.uint16),), ("uint16 (bf16 bits; ml_dtypes is not installed, so "
                                             "ml_dtypes.bfloat16 arrays are not known)")
         return (bf16, np.dtype(np.uint16)), "ml_dtypes.bfloat16 or uint16 (bf16 bits)"
+    if arg.element in ("i8", "i16", "i32", "i64"):
+        # MLIR's integers are signless: the ops say how the bits are read (extui, divui,
+        # hop.matmul's a_unsigned), so a uint8 array is an i8 memref as much as an int8 one
+        unsigned = np.dtype(f"uint{arg.element[1:]}")
+        return (arg.dtype, unsigned), f"{arg.dtype} or {unsigned}"
     return (arg.dtype,), str(arg.dtype)
 
 

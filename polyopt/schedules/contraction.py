@@ -120,6 +120,10 @@ class Contraction:
     tile_params: dict = field(default_factory=dict)
     schedule: Optional[AffineMap] = None
     origin: str = ""
+    # integer operands narrower than C extend unsigned (``linalg.matmul``'s ``cast_unsigned``,
+    # ``hop.matmul``'s ``a_unsigned``); float ones extend exactly
+    a_unsigned: bool = False
+    b_unsigned: bool = False
 
     @property
     def loop_names(self) -> tuple[str, ...]:
@@ -128,6 +132,12 @@ class Contraction:
     @property
     def element_type(self):
         return self.c.memref.type.element_type
+
+    @property
+    def is_mixed(self) -> bool:
+        """A or B has a narrower element type than C (bf16 x bf16 -> f32, i8 x i8 -> i32)."""
+        et = self.element_type
+        return any(v.type.element_type != et for v in (self.a.memref, self.b.memref))
 
     @property
     def operands(self) -> tuple[Value, Value, Value]:
@@ -188,17 +198,20 @@ def contraction_of_op(op: Operation) -> Contraction:
     tiles = dict(getattr(op, "tile_params", {}) or {})
     alpha = getattr(op, "alpha", None)
     beta = getattr(op, "beta", None)
+    unsigned = bool(getattr(op, "unsigned_cast", False))
+    signs = dict(a_unsigned=unsigned or bool(getattr(op, "a_unsigned", False)),
+                 b_unsigned=unsigned)
     if isinstance(op, BatchMatmulOp):
         (nb, m, k), n = a.type.shape, bmat.type.shape[2]
         ab = Operand(a, (Subscript("b0"), Subscript(ROW), Subscript(RED)))
         bb = Operand(bmat, (Subscript("b0"), Subscript(RED), Subscript(COL)))
         cb = Operand(c, (Subscript("b0"), Subscript(ROW), Subscript(COL)))
         return Contraction(op.name, op.loc, op, ab, bb, cb, m, n, k, batch=(nb,),
-                           tile_params=tiles)
+                           tile_params=tiles, **signs)
     (m, k), n = a.type.shape, bmat.type.shape[1]
     return Contraction(op.name, op.loc, op, _canonical(a, ROW, RED), _canonical(bmat, RED, COL),
                        _canonical(c, ROW, COL), m, n, k, alpha=alpha, beta=beta,
-                       tile_params=tiles, schedule=getattr(op, "schedule", None))
+                       tile_params=tiles, schedule=getattr(op, "schedule", None), **signs)
 
 
 def to_matrix_form(con: Contraction) -> Contraction:

@@ -38,7 +38,8 @@ from ..affine.affine_expr import AffineMap, dim
 from ..affine.builder import Builder
 from ..affine.dialects.affine import AffineForOp, AffineLoadOp, AffineStoreOp
 from ..affine.dialects.arith import FLOAT_BINARY, INT_BINARY, ConstantOp
-from ..affine.dialects.hop import HopMatmulOp
+from ..affine.dialects.hop import MIXED_TYPES, HopMatmulOp
+from ..affine.dialects.linalg import build_cast
 from ..affine.dialects.linalg import BatchMatmulOp, LinalgMatmulOp, LinalgStructuredOp
 from ..affine.diagnostics import ScheduleError
 from ..affine.ir import Operation, Value
@@ -84,6 +85,9 @@ def expand_matmul(x) -> list[AffineForOp]:
     i, j, kk = (l.induction_var for l in loops)
     av = body.create(AffineLoadOp, a, [i, kk], loc=loc).result
     bv = body.create(AffineLoadOp, bmat, [kk, j], loc=loc).result
+    if con.is_mixed:      # the operands cast to C's type, as linalg.matmul's payload does
+        av = build_cast(body, av, etype, con.a_unsigned, loc)
+        bv = build_cast(body, bv, etype, con.b_unsigned, loc)
     cv = body.create(AffineLoadOp, c, [i, j], loc=loc).result
     if alpha is not None and not _is_one(alpha):
         alpha_v = _scalar(body, alpha, etype, loc)
@@ -522,6 +526,9 @@ def expand_contraction(con: Contraction, *, tiled: bool = True,
     (:mod:`polyopt.schedules.dynamic_gemm`) under ``tiled`` with packing and vectors, else the
     naive nest, with a remark under ``tiled``; both under a run-time check that the sizes
     agree."""
+    if con.is_mixed:
+        _expand_mixed(con, tiled, copy and steps.vect, machine, remark)
+        return
     if not con.has_static_shape:
         if tiled and copy and steps.vect and microkernel_for is None and con.is_matrix_form \
                 and con.schedule is None and not con.tile_params:
@@ -551,6 +558,24 @@ def expand_contraction(con: Contraction, *, tiled: bool = True,
             kernel = None
     expand_matmul_tiled(mcon, machine, remark, copy=copy or microkernel_for is not None,
                         steps=steps, microkernel=kernel, threads=threads)
+
+
+def _expand_mixed(con: Contraction, tiled: bool, vectors: bool, machine,
+                  remark: RemarkSink) -> None:
+    """A contraction with A and B narrower than C (:mod:`polyopt.schedules.lowp_gemm`): under
+    ``tiled`` with packing and ``vectors``, the GEMM on the CPU's dot-product engine;
+    otherwise the naive nest with the operands cast (a remark under ``tiled`` says why)."""
+    from .lowp_gemm import expand_lowp_gemm
+    if con.has_static_shape:
+        con = to_matrix_form(con)
+    if tiled and vectors and con.is_matrix_form and expand_lowp_gemm(con, machine, remark):
+        return
+    if tiled and remark is not None:
+        why = ("it needs --hopt-copy and --hopt-vect" if not vectors else
+               "alpha is set" if con.alpha is not None else
+               "a batch with '?' sizes is not supported")
+        remark(con.loc, f"{con.kind} with A and B narrower than C runs as a naive nest: {why}")
+    expand_matmul(con)
 
 
 def expand_high_level_ops(module: Operation, *, tiled: bool = False,
@@ -597,9 +622,10 @@ def _blis_takes(op, remark: RemarkSink) -> bool:
     why = None
     if not op.has_default_maps:
         why = "its indexing_maps transpose or broadcast operands"
-    elif not op.is_plain:
-        why = "its operands have different element types"
-    elif str(op.c.type.element_type) not in ("f32", "f64"):
+    elif not op.is_plain and not _mixed_takes(op):
+        why = ("its operands have different element types (the pipeline takes (A, B, C) = "
+               + ", ".join("(" + ", ".join(c) + ")" for c in MIXED_TYPES) + ")")
+    elif op.is_plain and str(op.c.type.element_type) not in ("f32", "f64"):
         why = f"its element type is {op.c.type.element_type} (the pipeline takes f32 and f64)"
     elif not all(v.type.has_static_shape for v in op.operands):
         why = "its operands have '?' sizes"
@@ -609,6 +635,11 @@ def _blis_takes(op, remark: RemarkSink) -> bool:
         remark(op.loc, f"{op.name}: naive loop nest (--convert-linalg-to-affine-loops), not the "
                        f"BLIS pipeline: {why}")
     return False
+
+
+def _mixed_takes(op) -> bool:
+    """A ``linalg.matmul`` (or batch) of narrow A and B into a wider C of MIXED_TYPES."""
+    return tuple(str(v.type.element_type) for v in op.operands) in MIXED_TYPES
 
 
 def _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for,

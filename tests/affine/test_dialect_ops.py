@@ -406,7 +406,8 @@ def test_error_hop_matmul_m_r_zero():
 
 @pytest.mark.parametrize("attrs,message", [
     ("{some_attr = 96}", "'hop.matmul' op unknown attribute 'some_attr'; known attributes are "
-                         "M_C, K_C, N_C, M_R, N_R, K_U, register_form, l2_block, schedule, alpha, beta"),
+                         "M_C, K_C, N_C, M_R, N_R, K_U, register_form, l2_block, schedule, alpha, beta, "
+                         "a_unsigned"),
     ("{K_U = 2.5}", "'hop.matmul' op K_U must be a positive integer, got 2.500000e+00 : f64"),
     ('{l2_block = "C"}', "'hop.matmul' op l2_block must be \"A\" or \"B\", got \"C\""),
     ('{register_form = "diag"}',
@@ -436,7 +437,9 @@ def test_error_hop_matmul_dynamic_and_mixed_types():
            "dynamic shapes are not supported" in error_of(conv)
     mixed = func("hop.matmul %A, %S, %A : (memref<4x4xf64>, memref<4x4xf32>, memref<4x4xf64>)",
                  args="%A: memref<4x4xf64>, %S: memref<4x4xf32>")
-    assert "operands must have the same element type, got 'f64', 'f32', 'f64'" in error_of(mixed)
+    assert "operands must have one element type, f32 or f64, or the element types (A, B, C) " \
+           "of a mixed contraction: (bf16, bf16, f32), (f16, f16, f32), (i8, i8, i32); got " \
+           "(f64, f32, f64)" in error_of(mixed)
 
 
 def test_error_hop_conv2d_wrong_output_size():

@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 
 from ..affine_expr import AffineMap
 from ..attributes import (AffineMapAttr, ArrayAttr, DenseArrayAttr, FloatAttr, IntegerAttr,
-                          StringAttr)
+                          StringAttr, UnitAttr)
 from ..ir import Operation, Value, register_op
 from ..types import FloatType, MemRefType, i32, i64
 
@@ -101,8 +101,10 @@ class _HopOp(Operation):
         return out
 
     # -- verification helpers ---------------------------------------------------------------
-    def _verify_operands(self, rank: int, allow_dynamic: bool = False) -> list[MemRefType]:
-        return verify_memref_operands(self, self.OPERAND_NAMES, (rank,) * 3, allow_dynamic)
+    def _verify_operands(self, rank: int, allow_dynamic: bool = False,
+                         mixed: bool = False) -> list[MemRefType]:
+        return verify_memref_operands(self, self.OPERAND_NAMES, (rank,) * 3, allow_dynamic,
+                                      mixed)
 
     def _verify_attr_names(self) -> None:
         for k in self.attributes:
@@ -133,7 +135,8 @@ class HopMatmulOp(_HopOp):
 
     OP_NAME = "hop.matmul"
     OPERAND_NAMES = ("A", "B", "C")
-    KNOWN_ATTRS = TILE_PARAMS + tuple(STRING_PARAMS) + ("schedule", "alpha", "beta")
+    KNOWN_ATTRS = TILE_PARAMS + tuple(STRING_PARAMS) + ("schedule", "alpha", "beta",
+                                                         "a_unsigned")
 
     @classmethod
     def build(cls, a: Value, b: Value, c: Value, tile_params: Optional[dict[str, int]] = None,
@@ -188,12 +191,17 @@ class HopMatmulOp(_HopOp):
         return m, n, k
 
     @property
+    def a_unsigned(self) -> bool:
+        """``{a_unsigned}``: A's i8 elements are unsigned (u8 x s8 -> i32)."""
+        return "a_unsigned" in self.attributes
+
+    @property
     def has_dynamic_shape(self) -> bool:
         """A ``?`` in an operand: the sizes are only known at run time."""
         return any(not v.type.has_static_shape for v in self.operands)
 
     def verify_op(self) -> None:
-        ta, tb, tc = self._verify_operands(rank=2, allow_dynamic=True)
+        ta, tb, tc = self._verify_operands(rank=2, allow_dynamic=True, mixed=True)
         (m, k), (kb, n), (mc, nc) = ta.shape, tb.shape, tc.shape
         # a '?' agrees with anything here; the expansion checks it at run time
         if None not in (kb, k) and kb != k:
@@ -220,13 +228,28 @@ class HopMatmulOp(_HopOp):
             if a is not None and not (isinstance(a, (FloatAttr, IntegerAttr))
                                       and getattr(a.type, "width", 64) != 1):
                 raise self.error(f"{k_} must be a number, got {a}")
+        u = self.attributes.get("a_unsigned")
+        if u is not None:
+            if not isinstance(u, UnitAttr):
+                raise self.error(f"a_unsigned is a unit attribute, got {u}")
+            if str(ta.element_type) != "i8":
+                raise self.error(f"a_unsigned applies to an i8 A, got '{ta.element_type}'")
+        if ta.element_type != tc.element_type and "alpha" in self.attributes:
+            raise self.error("alpha with mixed element types is not supported (scale C "
+                             "after the product)")
+
+
+#: The contractions whose A and B are narrower than C (A, B, C): products of the narrow
+#: types are exact in C's type, and the sum is C's (hop.matmul and linalg.matmul take them).
+MIXED_TYPES = (("bf16", "bf16", "f32"), ("f16", "f16", "f32"), ("i8", "i8", "i32"))
 
 
 def verify_memref_operands(op: Operation, names: Sequence[str], ranks: Sequence[int],
-                           allow_dynamic: bool = False) -> list[MemRefType]:
+                           allow_dynamic: bool = False, mixed: bool = False) -> list[MemRefType]:
     """The operand checks of ``hop.*`` and of linalg's convolutions: ``len(names)`` operands,
     no results or regions, memrefs of rank ``ranks[i]`` (static shapes unless
-    ``allow_dynamic``) with one element type, f32 or f64; returns their types."""
+    ``allow_dynamic``) with one element type, f32 or f64, or with ``mixed`` one of
+    :data:`MIXED_TYPES`; returns their types."""
     def desc(i: int) -> str:
         return f"operand #{i} ({names[i]})"
     if len(op.operands) != len(names):
@@ -246,11 +269,19 @@ def verify_memref_operands(op: Operation, names: Sequence[str], ranks: Sequence[
         if not t.has_static_shape and not allow_dynamic:
             raise op.error(f"{desc(i)} has a dynamic shape '{t}'; dynamic shapes are not "
                            "supported")
+        types.append(t)
+    ets = [t.element_type for t in types]
+    if mixed and len(set(ets)) != 1:
+        if tuple(str(e) for e in ets) in MIXED_TYPES:
+            return types
+        raise op.error("operands must have one element type, f32 or f64, or the element "
+                       "types (A, B, C) of a mixed contraction: " + ", ".join(
+                           "(" + ", ".join(c) + ")" for c in MIXED_TYPES)
+                       + "; got (" + ", ".join(str(e) for e in ets) + ")")
+    for i, t in enumerate(types):
         if not isinstance(t.element_type, FloatType) or t.element_type.width not in (32, 64):
             raise op.error(f"{desc(i)} must have element type f32 or f64, got "
                            f"'{t.element_type}'")
-        types.append(t)
-    ets = [t.element_type for t in types]
     if len(set(ets)) != 1:
         raise op.error("operands must have the same element type, got "
                        + ", ".join(f"'{e}'" for e in ets))

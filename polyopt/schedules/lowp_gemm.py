@@ -1,0 +1,454 @@
+"""Mixed-precision GEMM on the CPU's dot-product engines: ``C += A * B`` with A and B in bf16,
+f16 or 8-bit integers and C in f32 or i32 (what ``linalg.matmul`` computes with its operands
+cast to C's type), as BLIS's five loops with run-time trip counts.
+
+The engine is chosen from the target's features, never its name:
+
+* **AVX512-BF16** (bf16 x bf16 -> f32): ``vdpbf16ps`` (``x86vector.avx512.dot``) adds two
+  products per f32 lane, ``a[2i] * b[2i] + a[2i+1] * b[2i+1]``: A and B are packed in K-pairs;
+* **AVX512-VNNI** (8-bit -> i32): ``vpdpbusd`` (``llvm.call_intrinsic
+  "llvm.x86.avx512.vpdpbusd.512"``) adds four products of an unsigned byte of A and a signed
+  byte of B per i32 lane: A and B are packed in K-quads.  A signed A is offset by 128 at
+  packing (``a + 128`` is its byte ``xor 0x80`` read unsigned) and the offset's share,
+  ``128 * sum_k B[k, j]``, is taken off through the accumulators' start value, as oneDNN and
+  FBGEMM do; an unsigned B has no VNNI form and takes the next path;
+* **none of these** (or f16, which no engine here accumulates in f32 short of AMX-FP16): A
+  and B are converted to C's type at packing and the register tile is the plain f32 FMA or
+  i32 multiply-add one (with a remark naming the missing engine).
+
+The packed buffers hold groups of G consecutive k (G = 2 for bf16, 4 for bytes, 1
+otherwise), the group of a row of A (a column of B) contiguous, so that one 32-bit broadcast
+of A and one vector load of B feed a dot instruction:
+
+* ``Ap[q, p, r * G + g] = A[ic + q * M_R + r, pc + p * G + g]``, the layout map
+  ``(i, k) -> (i floordiv M_R, k floordiv G, (i mod M_R) * G + k mod G)`` of A's block;
+* ``Bp[q, p, j * G + g] = B[pc + p * G + g, jc + q * N_R + j]``, the layout map
+  ``(k, j) -> (j floordiv N_R, k floordiv G, (j mod N_R) * G + k mod G)`` of B's block;
+
+with zeros past M, N and K, so that every tile is a full M_R x N_R tile and every group a full
+group (zeros add nothing).  A tile inside C is added to C with vector loads and stores; a tile
+on C's edge goes through a small buffer (BLIS's edge case), as in
+:mod:`polyopt.schedules.dynamic_gemm`.
+
+MLIR counterpart: ``transform.structured.pack`` to the VNNI layouts, then
+``--convert-vector-to-llvm=enable-x86vector`` for the dot instructions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..affine.builder import Builder
+from .blis_schedule import MachineModel
+from .gemv import MlirLines
+
+
+@dataclass(frozen=True)
+class MixedTypes:
+    """The element types of a contraction whose A and B are narrower than C, and how the
+    integers extend (``linalg.matmul``'s ``cast``)."""
+
+    a: str
+    b: str
+    c: str
+    a_unsigned: bool = False
+    b_unsigned: bool = False
+
+    def __str__(self) -> str:
+        def name(t, u):
+            return ("u" if u else "s") + t[1:] if t.startswith("i") else t
+        return f"{name(self.a, self.a_unsigned)} x {name(self.b, self.b_unsigned)} -> {self.c}"
+
+
+def mixed_types_of(con) -> MixedTypes:
+    a, b, c = (str(v.type.element_type) for v in con.operands)
+    return MixedTypes(a, b, c, con.a_unsigned, con.b_unsigned)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """How the register tile multiplies: ``name`` for remarks and reports; ``group`` k per
+    packed group; ``packed`` the packed buffers' element type; ``lanes`` of C's type per
+    accumulator vector; ``offset_a``: A is signed bytes offset by 128 (VNNI)."""
+
+    name: str
+    group: int
+    packed: str
+    lanes: int
+    offset_a: bool = False
+
+    @property
+    def is_dot(self) -> bool:
+        return self.group > 1
+
+
+def choose_engine(types: MixedTypes, machine: MachineModel) -> tuple[Engine, Optional[str]]:
+    """The fastest engine the machine has for ``types``, and, when it is the plain path, why
+    (the missing feature) for a remark."""
+    features = machine.features
+    wide = machine.vector_bits >= 512
+    if (types.a, types.b) == ("bf16", "bf16"):
+        if wide and "avx512bf16" in features:
+            return Engine("AVX512-BF16 vdpbf16ps", 2, "bf16", 16), None
+        missing = "avx512bf16"
+    elif (types.a, types.b) == ("i8", "i8"):
+        if wide and "avx512vnni" in features and not types.b_unsigned:
+            return Engine("AVX512-VNNI vpdpbusd", 4, "i8", 16,
+                          offset_a=not types.a_unsigned), None
+        missing = "avx512vnni" if not types.b_unsigned else "a signed B (vpdpbusd)"
+    else:
+        missing = "amx-fp16 (f16 products accumulated in f32)"
+    lanes = machine.lanes(4)
+    plain = "f32 FMA" if types.c == "f32" else "i32 multiply-add"
+    return Engine(f"{plain} on operands converted at packing", 1, types.c, lanes), missing
+
+
+@dataclass(frozen=True)
+class LowpParams:
+    """The register tile (M_R rows x N_V vectors) and the blocks (in elements of k, rows of
+    A, columns of B)."""
+
+    M_R: int
+    N_V: int
+    K_C: int
+    M_C: int
+    N_C: int
+
+
+#: Bytes of k per packed row of A and column of B in a block.  C's tile is read and
+#: written once per K_C block from where C sits (L3 or memory): at 2048^3 on Zen 4, K_C of
+#: 256 bytes ran bf16 at 198 GFLOPS, 1 KiB at 211-218 (B's micro-panel then lives in L2,
+#: whose bandwidth covers one vector load per M_R dot instructions).
+K_C_BYTES = 1024
+
+
+def lowp_params(engine: Engine, machine: MachineModel) -> LowpParams:
+    """The register tile uses most vector registers (M_R x N_V accumulators, N_V loads of B,
+    one broadcast of A); K_C is :data:`K_C_BYTES` of k, A's block (M_C x K_C) fills half of
+    L2 and B's block (K_C x N_C) a quarter of L3."""
+    regs = machine.num_vector_registers
+    nv = 4 if regs >= 32 else 2
+    mr = max(1, min(6, (regs - nv - 1) // nv))
+    nr = nv * engine.lanes
+    esize = 1 if engine.packed == "i8" else 2 if engine.packed == "bf16" else 4
+    kc = K_C_BYTES // esize
+    mc = max(mr, (machine.l2_bytes // 2 // (kc * esize)) // mr * mr)
+    nc = max(nr, min(4096, machine.l3_bytes // 4 // (kc * esize)) // nr * nr)
+    return LowpParams(mr, nv, kc, mc, nc)
+
+
+def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, engine: Engine,
+                     p: LowpParams) -> str:
+    """``func.func @gemm(%A, %B, %C, %M, %N, %K)``: ``C += A * B`` (operands cast to C's
+    type) for the run-time sizes M, N, K on ``engine``; see the module docstring."""
+    ta, tb, tc = operand_types
+    g, w, mr, nv = engine.group, engine.lanes, p.M_R, p.N_V
+    nr, kc, mc, nc = nv * w, p.K_C, p.M_C, p.N_C
+    ct, pt = types.c, engine.packed
+    is_float = ct == "f32"
+    vt = f"vector<{w}x{ct}>"                       # an accumulator
+    pvt = f"vector<{w * g}x{pt}>"                  # a vector of B's packed groups
+    tap = f"memref<{mc // mr}x{kc // g}x{mr * g}x{pt}>"
+    tbp = f"memref<{nc // nr}x{kc // g}x{nr * g}x{pt}>"
+    ttmp = f"memref<{mr}x{nr}x{ct}>"
+    zero_c = "0.000000e+00" if is_float else "0"
+    zero_p = "0.000000e+00" if pt in ("bf16", "f32") else "0"
+    t = MlirLines()
+    t.add(0, f"func.func @gemm(%A: {ta}, %B: {tb}, %C: {tc}, %M: index, %N: index, "
+             f"%K: index) {{")
+    t.add(1, f"%zp = arith.constant {zero_p} : {pt}")
+    t.add(1, f"%zv = arith.constant dense<{zero_c}> : {vt}")
+    t.add(1, f"%Ap = memref.alloc() {{alignment = 64 : i64}} : {tap}")
+    t.add(1, f"%Bp = memref.alloc() {{alignment = 64 : i64}} : {tbp}")
+    t.add(1, f"%tmp = memref.alloca() {{alignment = 64 : i64}} : {ttmp}")
+    if engine.offset_a:
+        t.add(1, "%flip = arith.constant -128 : i8")
+        t.add(1, "%m128 = arith.constant -128 : i32")
+        t.add(1, f"%Bs = memref.alloc() {{alignment = 64 : i64}} : memref<{nc}xi32>")
+    groups_of = f"min affine_map<(d0)[s0] -> ({kc // g}, (s0 - d0 + {g - 1}) floordiv {g})>" \
+                f"(%pc)[%K]"
+
+    def convert(d: int, value: str, src: str, unsigned: bool) -> str:
+        """``value`` (an element of A or B) as the packed buffers hold it."""
+        if src == pt:
+            return value
+        out = t.fresh("cv")
+        if src.startswith("i"):
+            t.add(d, f"{out} = arith.{'extui' if unsigned else 'extsi'} {value} : {src} to {pt}")
+        else:
+            t.add(d, f"{out} = arith.extf {value} : {src} to {pt}")
+        return out
+
+    def pack(d: int, which: str) -> None:
+        """A's M_C x K_C block (``which`` = "A") or B's K_C x N_C block into micro-panels of
+        groups; the whole panels with straight copies, the rest element by element with
+        zeros past the matrix."""
+        if which == "A":
+            buf, src, st, block, r_of, tile = "%Ap", "%A", ta, mc, "%ic", mr
+            size = "%M"
+
+            def at(x, k):
+                return f"{src}[{r_of} + %q * {tile} + {x}, %pc + {k}]"
+        else:
+            buf, src, st, block, r_of, tile = "%Bp", "%B", tb, nc, "%jc", nr
+            size = "%N"
+
+            def at(x, k):
+                return f"{src}[%pc + {k}, {r_of} + %q * {tile} + {x}]"
+        bt = tap if which == "A" else tbp
+
+        def store(dd: int, value: str, index: str) -> None:
+            t.add(dd, f"affine.store {packed_value(dd, value, which)}, {buf}[%q, %p, {index}] "
+                      f": {bt}")
+
+        t.add(d, f"affine.for %q = 0 to min affine_map<(d0)[s0] -> ({block // tile}, "
+                 f"(s0 - d0 + {tile - 1}) floordiv {tile})>({r_of})[{size}] {{")
+        # whole panel and whole groups: M_R rows (N_R columns) x G k, a constant box
+        t.add(d + 1, f"affine.if affine_set<(d0, d1)[s0] : (s0 - d0 - d1 * {tile} - {tile} "
+                     f">= 0)>({r_of}, %q)[{size}] {{")
+        t.add(d + 2, f"affine.for %p = 0 to min affine_map<(d0)[s0] -> ({kc // g}, "
+                     f"(s0 - d0) floordiv {g})>(%pc)[%K] {{")
+        t.add(d + 3, f"affine.for %x = 0 to {tile} {{")
+        for gg in range(g):
+            v = t.fresh("v")
+            t.add(d + 4, f"{v} = affine.load {at('%x', f'%p * {g} + {gg}')} : {st}")
+            store(d + 4, v, f"%x * {g} + {gg}")
+        t.add(d + 3, "}")
+        t.add(d + 2, "}")
+        if g > 1:     # the last group of the block, cut by K
+            t.add(d + 2, f"affine.for %p = affine_map<(d0)[s0] -> ((s0 - d0) floordiv {g})>"
+                         f"(%pc)[%K] to {groups_of} {{")
+            edge_group(d + 3, which, tile, at, st, size, r_of, full_rows=True)
+            t.add(d + 2, "}")
+        t.add(d + 1, "} else {")
+        t.add(d + 2, f"affine.for %p = 0 to {groups_of} {{")
+        edge_group(d + 3, which, tile, at, st, size, r_of, full_rows=False)
+        t.add(d + 2, "}")
+        t.add(d + 1, "}")
+        t.add(d, "}")
+
+    def packed_value(d: int, value: str, which: str) -> str:
+        """An element of A or B as the packed buffers hold it: converted, and A's byte
+        flipped when it is offset by 128."""
+        if which == "A":
+            v = convert(d, value, types.a, types.a_unsigned)
+            if engine.offset_a:
+                f = t.fresh("fl")
+                t.add(d, f"{f} = arith.xori {v}, %flip : i8")
+                v = f
+            return v
+        return convert(d, value, types.b, types.b_unsigned)
+
+    def edge_group(d, which, tile, at, st, size, r_of, full_rows) -> None:
+        """One group of every row (column) of a panel, element by element, zero where the row
+        or k is past the matrix."""
+        buf, bt = ("%Ap", tap) if which == "A" else ("%Bp", tbp)
+        t.add(d, f"affine.for %x = 0 to {tile} {{")
+        t.add(d + 1, f"affine.for %g = 0 to {g} {{")
+        rows_ok = "" if full_rows else f"s0 - d0 - d1 * {tile} - d2 - 1 >= 0, "
+        cond = (f"affine_set<(d0, d1, d2, d3, d4, d5)[s0, s1] : ({rows_ok}"
+                f"s1 - d3 - d4 * {g} - d5 - 1 >= 0)>({r_of}, %q, %x, %pc, %p, %g)"
+                f"[{size}, %K]")
+        v = t.fresh("e")
+        t.add(d + 2, f"{v} = affine.if {cond} -> {pt} {{")
+        raw = t.fresh("r")
+        t.add(d + 3, f"{raw} = affine.load {at('%x', f'%p * {g} + %g')} : {st}")
+        t.add(d + 3, f"affine.yield {packed_value(d + 3, raw, which)} : {pt}")
+        t.add(d + 2, "} else {")
+        t.add(d + 3, f"affine.yield %zp : {pt}")
+        t.add(d + 2, "}")
+        t.add(d + 2, f"affine.store {v}, {buf}[%q, %p, %x * {g} + %g] : {bt}")
+        t.add(d + 1, "}")
+        t.add(d, "}")
+
+    def column_sums(d: int) -> None:
+        """``Bs[j] = -128 * sum_k B[k, jc + j]`` over the block (the packed panels, zeros
+        included): the start of the accumulators when A is offset by 128."""
+        t.add(d, f"affine.for %q = 0 to min affine_map<(d0)[s0] -> ({nc // nr}, "
+                 f"(s0 - d0 + {nr - 1}) floordiv {nr})>(%jc)[%N] {{")
+        t.add(d + 1, f"affine.for %j = 0 to {nr} {{")
+        t.add(d + 2, "%s0 = arith.constant 0 : i32")
+        t.add(d + 2, f"%sum = affine.for %p = 0 to {groups_of} iter_args(%s = %s0) -> i32 {{")
+        acc = "%s"
+        for gg in range(g):
+            v, e, n = t.fresh("b"), t.fresh("be"), t.fresh("s")
+            t.add(d + 3, f"{v} = affine.load %Bp[%q, %p, %j * {g} + {gg}] : {tbp}")
+            t.add(d + 3, f"{e} = arith.extsi {v} : i8 to i32")
+            t.add(d + 3, f"{n} = arith.addi {acc}, {e} : i32")
+            acc = n
+        t.add(d + 3, f"affine.yield {acc} : i32")
+        t.add(d + 2, "}")
+        t.add(d + 2, "%scaled = arith.muli %sum, %m128 : i32")
+        t.add(d + 2, f"affine.store %scaled, %Bs[%q * {nr} + %j] : memref<{nc}xi32>")
+        t.add(d + 1, "}")
+        t.add(d, "}")
+
+    def multiply(d: int, acc: str, a: str, b: str) -> str:
+        out = t.fresh("acc")
+        if engine.packed == "bf16":
+            t.add(d, f"{out} = x86vector.avx512.dot {acc}, {a}, {b} : {pvt} -> {vt}")
+        elif engine.is_dot:
+            t.add(d, f'{out} = llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"({acc}, {a}, '
+                     f'{b}) : ({vt}, {pvt}, {pvt}) -> {vt}')
+        elif is_float:
+            t.add(d, f"{out} = vector.fma {a}, {b}, {acc} : {vt}")
+        else:
+            prod = t.fresh("pr")
+            t.add(d, f"{prod} = arith.muli {a}, {b} : {vt}")
+            t.add(d, f"{out} = arith.addi {acc}, {prod} : {vt}")
+        return out
+
+    def kernel(d: int) -> list[str]:
+        """The k loop of the tile at (ic + ir, jc + jr): per group, N_V vector loads of B,
+        and per row of A a broadcast of its group times each of them."""
+        count = mr * nv
+        names = [t.fresh("x") for _ in range(count)]
+        if engine.offset_a:
+            inits = []
+            for v in range(nv):
+                s = t.fresh("bs")
+                t.add(d, f"{s} = affine.vector_load %Bs[%jr + {v * w}] : memref<{nc}xi32>, {vt}")
+                inits.append(s)
+            inits = inits * mr
+        else:
+            inits = ["%zv"] * count
+        res = t.fresh("r")
+        types_ = ", ".join([vt] * count)
+        init_text = ", ".join(f"{n} = {v}" for n, v in zip(names, inits))
+        t.add(d, f"{res}:{count} = affine.for %p = 0 to {groups_of} iter_args({init_text}) -> "
+                 f"({types_}) {{")
+        bs = []
+        for v in range(nv):
+            b = t.fresh("b")
+            t.add(d + 1, f"{b} = affine.vector_load %Bp[%jr floordiv {nr}, %p, {v * w * g}] : "
+                         f"{tbp}, {pvt}")
+            bs.append(b)
+        out = []
+        for i in range(mr):
+            if engine.is_dot:
+                a, ai, ab, abt = (t.fresh(h) for h in ("a", "ai", "ab", "abt"))
+                t.add(d + 1, f"{a} = affine.vector_load %Ap[%ir floordiv {mr}, %p, {i * g}] : "
+                             f"{tap}, vector<{g}x{pt}>")
+                t.add(d + 1, f"{ai} = vector.bitcast {a} : vector<{g}x{pt}> to vector<1xi32>")
+                t.add(d + 1, f"{ab} = vector.broadcast {ai} : vector<1xi32> to vector<{w}xi32>")
+                t.add(d + 1, f"{abt} = vector.bitcast {ab} : vector<{w}xi32> to {pvt}")
+            else:
+                a, abt = t.fresh("a"), t.fresh("ab")
+                t.add(d + 1, f"{a} = affine.load %Ap[%ir floordiv {mr}, %p, {i}] : {tap}")
+                t.add(d + 1, f"{abt} = vector.broadcast {a} : {pt} to {vt}")
+            for v in range(nv):
+                out.append(multiply(d + 1, names[i * nv + v], abt, bs[v]))
+        t.add(d + 1, f"affine.yield {', '.join(out)} : {types_}")
+        t.add(d, "}")
+        return [f"{res}#{q}" for q in range(count)]
+
+    add = "arith.addf" if is_float else "arith.addi"
+
+    def tile(d: int) -> None:
+        t.add(d, f"affine.if affine_set<(d0, d1, d2, d3)[s0, s1] : (s0 - d0 - d1 - {mr} >= 0, "
+                 f"s1 - d2 - d3 - {nr} >= 0)>(%ic, %ir, %jc, %jr)[%M, %N] {{")
+        # C's tile is read once per K_C block from wherever it sits (L3 or memory): its
+        # lines are on their way while the k loop runs, as in the f32 pipelines
+        for i in range(mr):
+            for col in range(0, nr, 16):
+                t.add(d + 1, f"affine.prefetch %C[%ic + %ir + {i}, %jc + %jr + {col}], "
+                             f"write, locality<1>, data : {tc}")
+        accs = kernel(d + 1)
+        for i in range(mr):
+            for v in range(nv):
+                at = f"%C[%ic + %ir + {i}, %jc + %jr + {v * w}]"
+                c, s = t.fresh("c"), t.fresh("c")
+                t.add(d + 1, f"{c} = affine.vector_load {at} : {tc}, {vt}")
+                t.add(d + 1, f"{s} = {add} {c}, {accs[i * nv + v]} : {vt}")
+                t.add(d + 1, f"affine.vector_store {s}, {at} : {tc}, {vt}")
+        t.add(d, "} else {")
+        accs = kernel(d + 1)
+        for i in range(mr):
+            for v in range(nv):
+                t.add(d + 1, f"affine.vector_store {accs[i * nv + v]}, %tmp[{i}, {v * w}] : "
+                             f"{ttmp}, {vt}")
+        t.add(d + 1, f"affine.for %i = 0 to min affine_map<(d0, d1)[s0] -> ({mr}, "
+                     f"s0 - d0 - d1)>(%ic, %ir)[%M] {{")
+        t.add(d + 2, f"affine.for %j = 0 to min affine_map<(d0, d1)[s0] -> ({nr}, "
+                     f"s0 - d0 - d1)>(%jc, %jr)[%N] {{")
+        et, ec, es = t.fresh("et"), t.fresh("ec"), t.fresh("es")
+        t.add(d + 3, f"{et} = affine.load %tmp[%i, %j] : {ttmp}")
+        t.add(d + 3, f"{ec} = affine.load %C[%ic + %ir + %i, %jc + %jr + %j] : {tc}")
+        t.add(d + 3, f"{es} = {add} {ec}, {et} : {ct}")
+        t.add(d + 3, f"affine.store {es}, %C[%ic + %ir + %i, %jc + %jr + %j] : {tc}")
+        t.add(d + 2, "}")
+        t.add(d + 1, "}")
+        t.add(d, "}")
+
+    t.add(1, f"affine.for %jc = 0 to %N step {nc} {{")
+    t.add(2, f"affine.for %pc = 0 to %K step {kc} {{")
+    pack(3, "B")
+    if engine.offset_a:
+        column_sums(3)
+    t.add(3, f"affine.for %ic = 0 to %M step {mc} {{")
+    pack(4, "A")
+    t.add(4, f"affine.for %jr = 0 to min affine_map<(d0)[s0] -> ({nc}, s0 - d0)>(%jc)[%N] "
+             f"step {nr} {{")
+    t.add(5, f"affine.for %ir = 0 to min affine_map<(d0)[s0] -> ({mc}, s0 - d0)>(%ic)[%M] "
+             f"step {mr} {{")
+    tile(6)
+    t.add(5, "}")
+    t.add(4, "}")
+    t.add(3, "}")
+    t.add(2, "}")
+    t.add(1, "}")
+    t.add(1, f"memref.dealloc %Ap : {tap}")
+    t.add(1, f"memref.dealloc %Bp : {tbp}")
+    if engine.offset_a:
+        t.add(1, f"memref.dealloc %Bs : memref<{nc}xi32>")
+    t.add(1, "return")
+    t.add(0, "}")
+    return "\n".join(t.lines) + "\n"
+
+
+def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None) -> bool:
+    """Build the mixed-precision GEMM of a matrix-form contraction in front of its anchor
+    (after the run-time size check and the ``C *= beta`` nest of
+    :func:`~polyopt.schedules.expand.expand_matmul`, whose naive product nest it replaces);
+    False (nothing built) when the combination is not one of ``MIXED_TYPES`` or alpha is
+    set."""
+    from ..affine.dialects.arith import ConstantOp
+    from ..affine.dialects.hop import MIXED_TYPES
+    from ..affine.parser import parse
+    from ..affine.types import IndexType
+    from .expand import expand_matmul
+    types = mixed_types_of(con)
+    if (types.a, types.b, types.c) not in MIXED_TYPES or con.alpha is not None:
+        return False
+    machine = machine or MachineModel()
+    engine, missing = choose_engine(types, machine)
+    params = lowp_params(engine, machine)
+    loops = expand_matmul(con)          # the size check, the beta nest, the naive nest
+    product = loops[0]
+    b = Builder.before(product)
+    extents = []
+    for loop in loops:                   # (i, j, k): each bound a constant or a size
+        if loop.upper_map.is_constant():
+            c = b.create(ConstantOp, loop.upper_map.single_constant_result, IndexType(),
+                         loc=con.loc)
+            extents.append(c.result)
+        else:
+            extents.append(loop.upper_operands[0])
+    text = lowp_gemm_source(tuple(str(v.type) for v in con.operands), types, engine, params)
+    func = next(op for op in parse(text, "<low-precision gemm>").walk()
+                if op.name == "func.func")
+    mapping = dict(zip(func.body.args, [*con.operands, *extents]))
+    for op in list(func.body.ops)[:-1]:
+        clone = op.clone(mapping)
+        for inner in clone.walk():
+            inner.loc = con.loc
+        b.insert(clone)
+    product.erase()
+    if remark is not None:
+        why = f" ({missing} not available)" if missing else ""
+        remark(con.loc, f"{con.kind} {types}: {engine.name}{why}; BLIS's loops with run-time "
+                        f"trip counts, A and B packed in groups of {engine.group} k "
+                        f"(M_C={params.M_C}, K_C={params.K_C}, N_C={params.N_C}, "
+                        f"register tile {params.M_R}x{params.N_V * engine.lanes})")
+    return True

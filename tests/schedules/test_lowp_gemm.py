@@ -1,0 +1,220 @@
+"""Mixed-precision contractions (:mod:`polyopt.schedules.lowp_gemm`): bf16 x bf16 -> f32,
+f16 x f16 -> f32, i8 x i8 -> i32 (signed, or A unsigned) through ``hop.matmul`` and
+``linalg.matmul`` on the CPU's dot engine (AVX512-BF16 ``vdpbf16ps``, AVX512-VNNI
+``vpdpbusd``) or, where it has none, on operands converted at packing.
+
+Integers are exact against numpy's int64 product.  bf16 and f16 inputs are exact in f32 and
+so are their products (8- and 11-bit significands), so the only error is f32's summation:
+``|C - C_ref| <= (K + 1) * 2^-24 * (sum_k |a||b| + |C0|)``, far inside the issue's bound of K
+times the input type's unit roundoff (2^-8 for bf16, 2^-11 for f16).  Shapes are not
+multiples of the register tile (6 x 64), of the K groups (2, 4) or of the blocks (M_C 510,
+K_C 512 bf16 / 1024 i8)."""
+
+import re
+
+import numpy as np
+import pytest
+
+import polyopt
+from polyopt.codegen.cpu_facts import host_facts
+from polyopt.codegen.target import Target, compiling_for
+from upstream_mlir import mlir_opt
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+
+ALL = dict(hopt=True, copy=True, unroll=True, scalrep=True, vect=True)
+KINDS = {  # name -> (A, B, C element types, hop.matmul attributes, numpy A, numpy B)
+    "bf16": ("bf16", "bf16", "f32", ""),
+    "f16": ("f16", "f16", "f32", ""),
+    "s8": ("i8", "i8", "i32", ""),
+    "u8": ("i8", "i8", "i32", " {a_unsigned}"),
+}
+SHAPES = [(1, 1, 1), (3, 5, 7), (6, 64, 2), (7, 65, 33), (97, 101, 103), (13, 150, 1031),
+          (520, 70, 515)]
+
+TRIPLE = "x86_64-unknown-linux-gnu"
+AVX512 = "+avx,+avx2,+fma,+f16c,+avx512f,+avx512dq,+avx512bw,+avx512vl,+avx512cd"
+DOT_ENGINES = Target.from_features(TRIPLE, "znver4", AVX512 + ",+avx512vnni,+avx512bf16",
+                                   (32 * 1024, 1 << 20, 32 << 20))
+NO_ENGINE = Target.from_features(TRIPLE, "haswell", "+avx,+avx2,+fma,+f16c,-avx512f",
+                                 (32 * 1024, 256 * 1024, 8 << 20))
+
+
+def hop_source(kind, m, n, k, dynamic=False):
+    a, b, c, attrs = KINDS[kind]
+    dims = ("?", "?", "?") if dynamic else (m, n, k)
+    ta, tb, tc = (f"memref<{dims[0]}x{dims[2]}x{a}>", f"memref<{dims[2]}x{dims[1]}x{b}>",
+                  f"memref<{dims[0]}x{dims[1]}x{c}>")
+    return (f"func.func @mm(%A: {ta}, %B: {tb}, %C: {tc}) {{\n"
+            f"  hop.matmul %A, %B, %C{attrs} : ({ta}, {tb}, {tc})\n  return\n}}\n")
+
+
+def operands(kind, m, n, k, seed=0):
+    rng = np.random.default_rng(seed)
+    if kind in ("bf16", "f16"):
+        t = ml_dtypes.bfloat16 if kind == "bf16" else np.float16
+        a = rng.standard_normal((m, k)).astype(t)
+        b = rng.standard_normal((k, n)).astype(t)
+        c = rng.standard_normal((m, n)).astype(np.float32)
+    else:
+        a = (rng.integers(0, 256, (m, k)).astype(np.uint8) if kind == "u8"
+             else rng.integers(-128, 128, (m, k)).astype(np.int8))
+        b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+        c = rng.integers(-10**6, 10**6, (m, n)).astype(np.int32)
+    return a, b, c
+
+
+def check(fn, kind, m, n, k, seed=0):
+    a, b, c = operands(kind, m, n, k, seed)
+    c0 = c.copy()
+    fn(a, b, c)
+    if kind in ("s8", "u8"):
+        want = c0.astype(np.int64) + a.astype(np.int64) @ b.astype(np.int64)
+        np.testing.assert_array_equal(c, want)
+        return
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = c0.astype(np.float64) + a64 @ b64
+    bound = (k + 1) * 2.0 ** -24 * (np.abs(a64) @ np.abs(b64) + np.abs(c0))
+    err = np.abs(c - want)
+    assert (err <= bound).all(), f"max error {err.max()}, bound there {bound[err > bound][:3]}"
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("m, n, k", SHAPES)
+def test_hop_matmul_matches_numpy(kind, m, n, k):
+    remarks = []
+    fn = polyopt.compile(hop_source(kind, m, n, k), remark=lambda loc, msg: remarks.append(msg),
+                         **ALL)["mm"]
+    assert any("groups of" in r for r in remarks), remarks
+    check(fn, kind, m, n, k)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_one_compilation_for_every_size(kind):
+    fn = polyopt.compile(hop_source(kind, 0, 0, 0, dynamic=True), **ALL)["mm"]
+    rng = np.random.default_rng(11)
+    for seed in range(6):
+        m, n, k = (int(x) for x in rng.integers(1, 140, 3))
+        check(fn, kind, m, n, k, seed)
+
+
+def test_the_remark_names_the_engine():
+    wants = {"bf16": "AVX512-BF16 vdpbf16ps", "s8": "AVX512-VNNI vpdpbusd",
+             "u8": "AVX512-VNNI vpdpbusd", "f16": "f32 FMA on operands converted at packing"}
+    for kind, want in wants.items():
+        remarks = []
+        with compiling_for(DOT_ENGINES):
+            polyopt.parse(hop_source(kind, 8, 8, 8))
+            polyopt.compile(hop_source(kind, 8, 8, 8),
+                            remark=lambda loc, msg: remarks.append(msg), **ALL)
+        assert any(want in r for r in remarks), (kind, remarks)
+
+
+def _asm(kind, target, m=40, n=70, k=90):
+    with compiling_for(target):
+        compiled = polyopt.compile(hop_source(kind, m, n, k), **ALL)
+    return compiled, compiled.asm()
+
+
+def _run_where_present(target, fn):
+    enabled = [f[1:] for f in target.features.split(",") if f.startswith("+")]
+    missing = host_facts().missing(enabled)
+    if missing or host_facts().arch != "x86_64":
+        pytest.skip(f"compiled for {target.cpu}; this CPU lacks {', '.join(missing)}")
+    fn()
+
+
+@pytest.mark.parametrize("kind, instruction", [("bf16", "vdpbf16ps"), ("s8", "vpdpbusd"),
+                                               ("u8", "vpdpbusd")])
+def test_dot_engine_assembly(kind, instruction):
+    """Compiled for a CPU with AVX512-BF16 and VNNI: the register tile is 24 zmm dot
+    instructions per k group (6 rows x 4 vectors), whatever this CPU is; run where it has
+    them."""
+    compiled, asm = _asm(kind, DOT_ENGINES)
+    dots = [line for line in asm.splitlines() if re.search(rf"\b{instruction}\b", line)]
+    assert len(dots) >= 24 and all("%zmm" in line for line in dots), dots[:4]
+    _run_where_present(DOT_ENGINES, lambda: check(compiled["mm"], kind, 40, 70, 90))
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_without_an_engine_the_operands_are_converted(kind):
+    """A CPU without AVX512-BF16 or VNNI (AVX2 only): no dot instructions; the operands are
+    converted to C's type at packing, the remark says which engine is missing."""
+    remarks = []
+    with compiling_for(NO_ENGINE):
+        compiled = polyopt.compile(hop_source(kind, 40, 70, 90),
+                                   remark=lambda loc, msg: remarks.append(msg), **ALL)
+    asm = compiled.asm()
+    assert "vdpbf16ps" not in asm and "vpdpbusd" not in asm and "%zmm" not in asm
+    if kind != "f16":
+        assert any("not available" in r for r in remarks), remarks
+    _run_where_present(NO_ENGINE, lambda: check(compiled["mm"], kind, 40, 70, 90))
+
+
+LINALG = """func.func @mm(%A: memref<{m}x{k}x{a}>, %B: memref<{k}x{n}x{b}>, %C: memref<{m}x{n}x{c}>) {{
+  linalg.matmul{cast} ins(%A, %B : memref<{m}x{k}x{a}>, memref<{k}x{n}x{b}>) outs(%C : memref<{m}x{n}x{c}>)
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("kind, cast", [("bf16", ""), ("f16", ""), ("s8", ""),
+                                        ("u8u8", " {cast = #linalg.type_fn<cast_unsigned>}")])
+def test_linalg_matmul_with_casts(kind, cast):
+    """``linalg.matmul`` of narrow operands into a wider C: its payload casts them (signed
+    by default, both unsigned with ``cast_unsigned``, which VNNI cannot take: B unsigned)."""
+    m, n, k = 37, 70, 45
+    a_t, b_t, c_t = KINDS["s8" if kind == "u8u8" else kind][:3]
+    src = LINALG.format(m=m, n=n, k=k, a=a_t, b=b_t, c=c_t, cast=cast)
+    remarks = []
+    fn = polyopt.compile(src, remark=lambda loc, msg: remarks.append(msg), **ALL)["mm"]
+    assert any("groups of" in r for r in remarks), remarks
+    if kind != "u8u8":
+        check(fn, kind, m, n, k)
+        return
+    rng = np.random.default_rng(2)
+    a = rng.integers(0, 256, (m, k)).astype(np.uint8)
+    b = rng.integers(0, 256, (k, n)).astype(np.uint8)
+    c = np.zeros((m, n), np.int32)
+    fn(a, b, c)
+    np.testing.assert_array_equal(c, a.astype(np.int64) @ b.astype(np.int64))
+
+
+@pytest.mark.parametrize("kind", ["bf16", "s8"])
+def test_upstream_mlir_accepts_the_ir(kind):
+    """What ``polyopt opt`` prints for the dot engines (``x86vector.avx512.dot``,
+    ``llvm.call_intrinsic``) is valid upstream MLIR."""
+    from polyopt.pipeline import PipelineOptions, load, run_passes
+    with compiling_for(DOT_ENGINES):
+        module = load(hop_source(kind, 30, 70, 45))
+        run_passes(module, PipelineOptions(**ALL))
+    text = str(module)
+    assert ("x86vector.avx512.dot" if kind == "bf16" else "llvm.x86.avx512.vpdpbusd.512") in text
+    mlir_opt(text)
+
+
+@pytest.mark.parametrize("types, attrs, message", [
+    (("bf16", "f32", "f32"), "", "of a mixed contraction: (bf16, bf16, f32), (f16, f16, f32), "
+                                 "(i8, i8, i32); got (bf16, f32, f32)"),
+    (("bf16", "bf16", "f32"), " {a_unsigned}", "a_unsigned applies to an i8 A"),
+    (("bf16", "bf16", "f32"), " {alpha = 2.0 : f32}", "alpha with mixed element types"),
+    (("i8", "i8", "i16"), "", "got (i8, i8, i16)"),
+    (("i8", "i8", "i8"), "", "operand #0 (A) must have element type f32 or f64, got 'i8'"),
+])
+def test_unsupported_combinations_are_located_errors(types, attrs, message):
+    a, b, c = types
+    ta, tb, tc = f"memref<4x5x{a}>", f"memref<5x6x{b}>", f"memref<4x6x{c}>"
+    src = (f"func.func @mm(%A: {ta}, %B: {tb}, %C: {tc}) {{\n"
+           f"  hop.matmul %A, %B, %C{attrs} : ({ta}, {tb}, {tc})\n  return\n}}\n")
+    with pytest.raises(polyopt.PolyoptError) as e:
+        polyopt.parse(src, filename="mixed.mlir")
+    assert message in str(e.value)
+    assert "mixed.mlir:2:3" in str(e.value)
+
+
+def test_uint8_arrays_pass_as_i8():
+    """MLIR's integers are signless: an i8 memref takes int8 and uint8 arrays alike."""
+    fn = polyopt.compile(hop_source("u8", 5, 6, 7), **ALL)["mm"]
+    check(fn, "u8", 5, 6, 7)
+    with pytest.raises(TypeError, match="int8 or uint8"):
+        fn(np.zeros((5, 7), np.int16), np.zeros((7, 6), np.int8), np.zeros((5, 6), np.int32))
