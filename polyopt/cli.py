@@ -117,8 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     p_mm.add_argument("--m", type=int, default=2088, help="rows of A and C (default: 2088)")
     p_mm.add_argument("--n", type=int, default=2048, help="columns of B and C (default: 2048)")
     p_mm.add_argument("--k", type=int, default=2048, help="columns of A, rows of B (default: 2048)")
-    p_mm.add_argument("--dtype", choices=("f64", "f32"), default=None,
-                      help="element type (default: f64; with --sweep, both)")
+    p_mm.add_argument("--dtype", choices=("f64", "f32", "bf16", "f16", "i8", "u8"),
+                      default=None,
+                      help="element type (default: f64; with --sweep, both); bf16 and f16: "
+                           "A and B of that type, C f32; i8 (u8): A i8 (u8), B i8, C i32, on "
+                           "the CPU's dot engine, timed against torch's matmul of that type")
     p_mm.add_argument("--reps", type=int, default=5, help="timed repetitions (default: 5)")
     p_mm.add_argument("--sweep", action="store_true",
                       help="time a sweep of shapes (tiny, middle, odd, matrix-vector, skinny, "
@@ -358,6 +361,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"{'--shapes' if args.shapes is not None else '--dynamic'} goes with "
                          f"--sweep")
     args.dtype = args.dtype or "f64"
+    if args.dtype not in ("f64", "f32"):
+        return cmd_bench_lowp(args)
     from .bench import (TILE_NAMES, Variant, bench_matmul, blis_mode_variant, dump_json,
                         paper_ladder)
     tiles = {name: getattr(args, name) for name in TILE_NAMES if getattr(args, name) is not None}
@@ -409,6 +414,26 @@ def cmd_bench(args: argparse.Namespace) -> int:
         dump_json([result])
     else:
         print(result.report())
+    return 0
+
+
+def cmd_bench_lowp(args: argparse.Namespace) -> int:
+    """``bench matmul --dtype bf16|f16|i8|u8``: :mod:`polyopt.bench_lowp` (all passes, the
+    model's parameters; the tile and pass options do not apply)."""
+    from .bench_lowp import bench_lowp_matmul
+    if args.steps or args.schedule or args.explain or args.json or any(
+            getattr(args, name) is not None for name in ("M_C", "K_C", "N_C", "M_R", "N_R",
+                                                         "K_U", "form", "l2_block")):
+        raise UsageError(f"--dtype {args.dtype} times the low-precision GEMM with the model's "
+                         "parameters; drop --steps, --schedule, --explain, --json and the tile "
+                         "options")
+    from .codegen.openmp import resolve_threads
+    try:
+        result = bench_lowp_matmul(args.m, args.n, args.k, args.dtype, reps=args.reps,
+                                   threads=resolve_threads(args.threads))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    print(result.report())
     return 0
 
 

@@ -163,3 +163,18 @@ def test_bench_sweep_dynamic_times_one_function_of_any_size():
     assert proc.returncode == 0, proc.stderr
     assert "f32 ?x? vs numpy | f32 ?x? vs static" in proc.stdout
     assert "f32 ?x? (one compilation): " in proc.stdout
+
+
+def test_bench_low_precision_rows():
+    """--dtype bf16/i8/u8/f16: the engine named, polyopt's own SGEMM and numpy's f32 matmul
+    timed beside it (torch's matmul of the type too when torch is installed)."""
+    for dtype, engine in (("bf16", "engine: "), ("i8", "engine: "), ("u8", "engine: "),
+                          ("f16", "engine: ")):
+        proc = _run("bench", "matmul", "--dtype", dtype, "--m", "37", "--n", "40", "--k", "33",
+                    "--reps", "1", "--threads", "1")
+        assert proc.returncode == 0, proc.stderr
+        out = proc.stdout
+        assert engine in out and "polyopt SGEMM (f32, same shape)" in out
+        assert "numpy f32 matmul (converted)" in out and "torch: " in out
+    proc = _run("bench", "matmul", "--dtype", "bf16", "--mr", "4", "--m", "8")
+    assert proc.returncode == 1 and "drop --steps" in proc.stderr
