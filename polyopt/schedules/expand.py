@@ -527,7 +527,7 @@ def expand_contraction(con: Contraction, *, tiled: bool = True,
     naive nest, with a remark under ``tiled``; both under a run-time check that the sizes
     agree."""
     if con.is_mixed:
-        _expand_mixed(con, tiled, copy and steps.vect, machine, remark)
+        _expand_mixed(con, tiled, copy and steps.vect, machine, remark, threads)
         return
     if not con.has_static_shape:
         if tiled and copy and steps.vect and microkernel_for is None and con.is_matrix_form \
@@ -561,14 +561,15 @@ def expand_contraction(con: Contraction, *, tiled: bool = True,
 
 
 def _expand_mixed(con: Contraction, tiled: bool, vectors: bool, machine,
-                  remark: RemarkSink) -> None:
+                  remark: RemarkSink, threads: int = 1) -> None:
     """A contraction with A and B narrower than C (:mod:`polyopt.schedules.lowp_gemm`): under
     ``tiled`` with packing and ``vectors``, the GEMM on the CPU's dot-product engine;
     otherwise the naive nest with the operands cast (a remark under ``tiled`` says why)."""
     from .lowp_gemm import expand_lowp_gemm
     if con.has_static_shape:
         con = to_matrix_form(con)
-    if tiled and vectors and con.is_matrix_form and expand_lowp_gemm(con, machine, remark):
+    if tiled and vectors and con.is_matrix_form and \
+            expand_lowp_gemm(con, machine, remark, threads):
         return
     if tiled and remark is not None:
         why = ("it needs --hopt-copy and --hopt-vect" if not vectors else

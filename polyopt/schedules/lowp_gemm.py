@@ -139,9 +139,12 @@ def lowp_params(engine: Engine, machine: MachineModel) -> LowpParams:
 
 
 def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, engine: Engine,
-                     p: LowpParams) -> str:
+                     p: LowpParams, threads: int = 1) -> str:
     """``func.func @gemm(%A, %B, %C, %M, %N, %K)``: ``C += A * B`` (operands cast to C's
-    type) for the run-time sizes M, N, K on ``engine``; see the module docstring."""
+    type) for the run-time sizes M, N, K on ``engine``; see the module docstring.  With
+    ``threads > 1`` the packing loops over micro-panels and the loop over N_R-column tiles
+    are ``affine.parallel`` (each thread its panels and its tiles, with its own edge buffer;
+    every element of C summed in the same order: the same bits at every thread count)."""
     ta, tb, tc = operand_types
     g, w, mr, nv = engine.group, engine.lanes, p.M_R, p.N_V
     nr, kc, mc, nc = nv * w, p.K_C, p.M_C, p.N_C
@@ -161,7 +164,9 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
     t.add(1, f"%zv = arith.constant dense<{zero_c}> : {vt}")
     t.add(1, f"%Ap = memref.alloc() {{alignment = 64 : i64}} : {tap}")
     t.add(1, f"%Bp = memref.alloc() {{alignment = 64 : i64}} : {tbp}")
-    t.add(1, f"%tmp = memref.alloca() {{alignment = 64 : i64}} : {ttmp}")
+    par = threads > 1
+    if not par:
+        t.add(1, f"%tmp = memref.alloca() {{alignment = 64 : i64}} : {ttmp}")
     if engine.offset_a:
         t.add(1, "%flip = arith.constant -128 : i8")
         t.add(1, "%m128 = arith.constant -128 : i32")
@@ -202,8 +207,7 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
             t.add(dd, f"affine.store {packed_value(dd, value, which)}, {buf}[%q, %p, {index}] "
                       f": {bt}")
 
-        t.add(d, f"affine.for %q = 0 to min affine_map<(d0)[s0] -> ({block // tile}, "
-                 f"(s0 - d0 + {tile - 1}) floordiv {tile})>({r_of})[{size}] {{")
+        panels(d, block // tile, tile, r_of, size)
         # whole panel and whole groups: M_R rows (N_R columns) x G k, a constant box
         t.add(d + 1, f"affine.if affine_set<(d0, d1)[s0] : (s0 - d0 - d1 * {tile} - {tile} "
                      f">= 0)>({r_of}, %q)[{size}] {{")
@@ -227,6 +231,15 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
         t.add(d + 2, "}")
         t.add(d + 1, "}")
         t.add(d, "}")
+
+    def panels(d: int, count: int, tile: int, start: str, size: str) -> None:
+        """The loop %q over the micro-panels of a block (on the threads with ``par``)."""
+        if par:
+            t.add(d, f"affine.parallel (%q) = (0) to (min({count}, (symbol({size}) - {start} "
+                     f"+ {tile - 1}) floordiv {tile})) {{")
+        else:
+            t.add(d, f"affine.for %q = 0 to min affine_map<(d0)[s0] -> ({count}, "
+                     f"(s0 - d0 + {tile - 1}) floordiv {tile})>({start})[{size}] {{")
 
     def packed_value(d: int, value: str, which: str) -> str:
         """An element of A or B as the packed buffers hold it: converted, and A's byte
@@ -265,8 +278,7 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
     def column_sums(d: int) -> None:
         """``Bs[j] = -128 * sum_k B[k, jc + j]`` over the block (the packed panels, zeros
         included): the start of the accumulators when A is offset by 128."""
-        t.add(d, f"affine.for %q = 0 to min affine_map<(d0)[s0] -> ({nc // nr}, "
-                 f"(s0 - d0 + {nr - 1}) floordiv {nr})>(%jc)[%N] {{")
+        panels(d, nc // nr, nr, "%jc", "%N")
         t.add(d + 1, f"affine.for %j = 0 to {nr} {{")
         t.add(d + 2, "%s0 = arith.constant 0 : i32")
         t.add(d + 2, f"%sum = affine.for %p = 0 to {groups_of} iter_args(%s = %s0) -> i32 {{")
@@ -388,8 +400,12 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
         column_sums(3)
     t.add(3, f"affine.for %ic = 0 to %M step {mc} {{")
     pack(4, "A")
-    t.add(4, f"affine.for %jr = 0 to min affine_map<(d0)[s0] -> ({nc}, s0 - d0)>(%jc)[%N] "
-             f"step {nr} {{")
+    if par:
+        t.add(4, f"affine.parallel (%jr) = (0) to (min({nc}, symbol(%N) - %jc)) step ({nr}) {{")
+        t.add(5, f"%tmp = memref.alloca() {{alignment = 64 : i64}} : {ttmp}")
+    else:
+        t.add(4, f"affine.for %jr = 0 to min affine_map<(d0)[s0] -> ({nc}, s0 - d0)>(%jc)[%N] "
+                 f"step {nr} {{")
     t.add(5, f"affine.for %ir = 0 to min affine_map<(d0)[s0] -> ({mc}, s0 - d0)>(%ic)[%M] "
              f"step {mr} {{")
     tile(6)
@@ -407,7 +423,8 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
     return "\n".join(t.lines) + "\n"
 
 
-def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None) -> bool:
+def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
+                     threads: int = 1) -> bool:
     """Build the mixed-precision GEMM of a matrix-form contraction in front of its anchor
     (after the run-time size check and the ``C *= beta`` nest of
     :func:`~polyopt.schedules.expand.expand_matmul`, whose naive product nest it replaces);
@@ -435,7 +452,8 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None) -> bool:
             extents.append(c.result)
         else:
             extents.append(loop.upper_operands[0])
-    text = lowp_gemm_source(tuple(str(v.type) for v in con.operands), types, engine, params)
+    text = lowp_gemm_source(tuple(str(v.type) for v in con.operands), types, engine, params,
+                            threads)
     func = next(op for op in parse(text, "<low-precision gemm>").walk()
                 if op.name == "func.func")
     mapping = dict(zip(func.body.args, [*con.operands, *extents]))
@@ -450,5 +468,7 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None) -> bool:
         remark(con.loc, f"{con.kind} {types}: {engine.name}{why}; BLIS's loops with run-time "
                         f"trip counts, A and B packed in groups of {engine.group} k "
                         f"(M_C={params.M_C}, K_C={params.K_C}, N_C={params.N_C}, "
-                        f"register tile {params.M_R}x{params.N_V * engine.lanes})")
+                        f"register tile {params.M_R}x{params.N_V * engine.lanes})"
+                        + (f"; panels and tiles split over {threads} threads" if threads > 1
+                           else ""))
     return True

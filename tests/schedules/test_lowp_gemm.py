@@ -218,3 +218,21 @@ def test_uint8_arrays_pass_as_i8():
     check(fn, "u8", 5, 6, 7)
     with pytest.raises(TypeError, match="int8 or uint8"):
         fn(np.zeros((5, 7), np.int16), np.zeros((7, 6), np.int8), np.zeros((5, 6), np.int32))
+
+
+@pytest.mark.parametrize("kind", ["bf16", "s8"])
+def test_threads_give_the_same_bits(kind):
+    """On two threads the packing and the tiles are split, every element of C summed in the
+    same order: the same bits as one thread, at shapes with edges."""
+    one = polyopt.compile(hop_source(kind, 0, 0, 0, dynamic=True), threads=1, **ALL)["mm"]
+    remarks = []
+    two = polyopt.compile(hop_source(kind, 0, 0, 0, dynamic=True), threads=2,
+                          remark=lambda loc, msg: remarks.append(msg), **ALL)["mm"]
+    assert any("split over 2 threads" in r for r in remarks), remarks
+    for m, n, k in [(97, 301, 203), (7, 600, 1100), (520, 70, 33)]:
+        a, b, c = operands(kind, m, n, k, seed=m)
+        c1, c2 = c.copy(), c.copy()
+        one(a, b, c1)
+        two(a, b, c2)
+        np.testing.assert_array_equal(c1, c2)
+        check(two, kind, m, n, k, seed=m)
