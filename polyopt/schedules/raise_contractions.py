@@ -47,6 +47,7 @@ from ..affine.printer import value_namer
 from ..affine.types import FloatType, IntegerType
 from .contraction import COL, RED, ROW, Contraction, Operand, Subscript
 from .model import PolyhedralModel, Statement, extract
+from ..affine.dialects.hop import MIXED_TYPES
 
 __all__ = ["raise_contractions", "recognize_nest", "NearMiss"]
 
@@ -55,6 +56,7 @@ Remark = Optional[Callable[[object, str], None]]
 _ADD = {"arith.addf", "arith.addi"}
 _MUL = {"arith.mulf", "arith.muli"}
 _FMA = {"math.fma"}
+_CASTS = {"arith.extf", "arith.extsi", "arith.extui"}
 
 
 class NearMiss(Exception):
@@ -73,6 +75,8 @@ class _Update:
     acc: AffineLoadOp
     factors: list[AffineLoadOp]
     scalars: list[Value]
+    # the cast of a factor to C's type (``arith.extf``, ``extsi``, ``extui``), by id(load)
+    casts: dict
 
 
 def raise_contractions(module: Operation, *, remark: Remark = None,
@@ -204,6 +208,7 @@ def _match_update(stmt: Statement, top: Operation) -> Optional[_Update]:
     loc = stmt.loc
     factors: list[AffineLoadOp] = []
     scalars: list[Value] = []
+    casts: dict = {}
     used = {id(op), id(acc), id(store)}
 
     def flatten(x: Value) -> None:
@@ -216,6 +221,13 @@ def _match_update(stmt: Statement, top: Operation) -> Optional[_Update]:
         elif isinstance(d, AffineLoadOp) and not _defined_outside(x, top):
             used.add(id(d))
             factors.append(d)
+        elif d is not None and d.name in _CASTS and len(x.uses) == 1 and \
+                isinstance(d.operands[0].defining_op, AffineLoadOp) and \
+                not _defined_outside(x, top):
+            load = d.operands[0].defining_op
+            used.update((id(d), id(load)))
+            factors.append(load)
+            casts[id(load)] = d.name
         elif _defined_outside(x, top):
             scalars.append(x)
         elif d is not None and (d.name == "arith.constant" or d.name == "constant"):
@@ -239,7 +251,7 @@ def _match_update(stmt: Statement, top: Operation) -> Optional[_Update]:
     for f in factors:
         if len(f.result.uses) != 1:
             raise NearMiss("a factor of the update is used elsewhere", f.loc or loc)
-    return _Update(stmt, store, acc, factors, scalars)
+    return _Update(stmt, store, acc, factors, scalars, casts)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,11 +330,15 @@ def _contraction(model: PolyhedralModel, upd: _Update, top: AffineForOp, namer
             raise NearMiss(f"reads C[{text}] as a factor: not a contraction", f.loc or loc)
     types = {str(v.type.element_type) for v in (c_mem, f0.memref, f1.memref)}
     etype = c_mem.type.element_type
-    if len(types) != 1:
-        raise NearMiss(f"the operands have different element types ({', '.join(sorted(types))})",
-                       loc)
-    if not isinstance(etype, (FloatType, IntegerType)) or \
-            (isinstance(etype, FloatType) and etype.width not in (32, 64)):
+    mixed = len(types) != 1
+    if mixed and not (len(upd.casts) == 2 and
+                      _mixed_key(f0, f1, c_mem) in MIXED_TYPES):
+        raise NearMiss(f"the operands have different element types ({', '.join(sorted(types))})"
+                       f"; the pipeline takes (A, B, C) = " + ", ".join(
+                           "(" + ", ".join(c) + ")" for c in MIXED_TYPES)
+                       + " with A and B cast to C's type", loc)
+    if not mixed and (not isinstance(etype, (FloatType, IntegerType)) or
+                      (isinstance(etype, FloatType) and etype.width not in (32, 64))):
         raise NearMiss(f"element type {etype}: the BLIS pipeline takes f32, f64 and integers",
                        loc)
     c_sub = _subscripts(rel[id(upd.store)], "C", loop_names, loc)
@@ -353,6 +369,9 @@ def _contraction(model: PolyhedralModel, upd: _Update, top: AffineForOp, namer
         elif bounds[d][1] != 1:
             raise NearMiss(f"no operand depends on loop {name}: the product is accumulated "
                            f"{bounds[d][1]} times", loc)
+    if private and mixed:
+        raise NearMiss("a loop indexes only one factor of a mixed-type product: the "
+                       "low-precision GEMM takes plain matrix products", loc)
     if private:
         return _privatized(model, upd, top, namer, loop_names, bounds, private, xs, ys, batch,
                            red, c_sub, x_sub, y_sub, f0, f1)
@@ -405,7 +424,14 @@ def _contraction(model: PolyhedralModel, upd: _Update, top: AffineForOp, namer
                        operand(f1.memref, y_sub), operand(c_mem, c_sub),
                        bounds[row][1], bounds[col][1], bounds[red[0]][1],
                        batch=tuple(bounds[d][1] for d in batch), alpha=alpha, beta=beta,
-                       origin=origin)
+                       origin=origin, a_unsigned=upd.casts.get(id(f0)) == "arith.extui",
+                       b_unsigned=upd.casts.get(id(f1)) == "arith.extui")
+
+
+def _mixed_key(f0, f1, c_mem) -> tuple:
+    """(A, B, C) element types, either factor as A (the order is settled later)."""
+    a, b = sorted(str(f.memref.type.element_type) for f in (f0, f1))
+    return (a, b, str(c_mem.type.element_type))
 
 
 def _sub_text(s, loop_names) -> str:

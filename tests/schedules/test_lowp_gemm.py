@@ -236,3 +236,53 @@ def test_threads_give_the_same_bits(kind):
         two(a, b, c2)
         np.testing.assert_array_equal(c1, c2)
         check(two, kind, m, n, k, seed=m)
+
+
+RAISED = """func.func @mm(%A: memref<{m}x{k}x{a}>, %B: memref<{k}x{n}x{b}>, %C: memref<{m}x{n}x{c}>) {{
+  affine.for %i = 0 to {m} {{
+    affine.for %k = 0 to {k} {{
+      affine.for %j = 0 to {n} {{
+        %a = affine.load %A[%i, %k] : memref<{m}x{k}x{a}>
+        %b = affine.load %B[%k, %j] : memref<{k}x{n}x{b}>
+        %ae = {cast_a} %a : {a} to {c}
+        %be = {cast_b} %b : {b} to {c}
+        %p = {mul} {first}, {second} : {c}
+        %x = affine.load %C[%i, %j] : memref<{m}x{n}x{c}>
+        %s = {add} %x, %p : {c}
+        affine.store %s, %C[%i, %j] : memref<{m}x{n}x{c}>
+      }}
+    }}
+  }}
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("kind, cast_a, cast_b, swapped", [
+    ("bf16", "arith.extf", "arith.extf", False), ("f16", "arith.extf", "arith.extf", True),
+    ("s8", "arith.extsi", "arith.extsi", False), ("u8", "arith.extui", "arith.extsi", True)])
+def test_raised_nest_with_casts(kind, cast_a, cast_b, swapped):
+    """The affine nest a user writes for a mixed-type product (each factor cast to C's type,
+    the ``extui`` of a u8 A) is raised to the same contraction as hop.matmul's."""
+    a, b, c, _ = KINDS[kind]
+    floats = c == "f32"
+    m, n, k = 37, 70, 45
+    src = RAISED.format(m=m, n=n, k=k, a=a, b=b, c=c, cast_a=cast_a, cast_b=cast_b,
+                        mul="arith.mulf" if floats else "arith.muli",
+                        add="arith.addf" if floats else "arith.addi",
+                        first="%be" if swapped else "%ae", second="%ae" if swapped else "%be")
+    remarks = []
+    fn = polyopt.compile(src, remark=lambda loc, msg: remarks.append(msg), **ALL)["mm"]
+    assert any("raised to a contraction" in r for r in remarks), remarks
+    sign = {"u8": "u8 x s8", "s8": "s8 x s8"}.get(kind, f"{kind} x {kind}")
+    assert any(f"contraction {sign} -> {c}" in r for r in remarks), remarks
+    check(fn, kind, m, n, k)
+
+
+def test_a_nest_with_one_cast_factor_is_a_near_miss():
+    src = RAISED.format(m=8, n=9, k=10, a="bf16", b="f32", c="f32", cast_a="arith.extf",
+                        cast_b="arith.extf", mul="arith.mulf", add="arith.addf", first="%ae",
+                        second="%b").replace("        %be = arith.extf %b : f32 to f32\n", "")
+    remarks = []
+    polyopt.compile(src, remark=lambda loc, msg: remarks.append(msg), **ALL)
+    assert any("different element types (bf16, f32)" in r for r in remarks), remarks
