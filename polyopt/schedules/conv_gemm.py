@@ -126,7 +126,7 @@ def conv_as_matmul(op, tiles: Optional[dict] = None
     loc = op.loc
     b = Builder.before(op.anchor)
     rows, red, windows = window_map(op)
-    elem = op.output.type.element_type
+    elem = op.input.type.element_type     # im2col holds the input's elements
     stand_in = b.create(AllocOp.build, MemRefType((rows, red), elem), loc=loc)
     stand_in.attributes[STAND_IN_ATTR] = UnitAttr()
     kmat = _collapse_to_matrix(b, op.filter, loc)

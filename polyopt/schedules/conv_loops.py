@@ -111,6 +111,11 @@ def expand_conv_naive(op: Operation) -> list[AffineForOp]:
     kv = body.create(AffineLoadOp, op.filter, [ivs[k] for k in flt_names], loc=loc).result
     out_ivs = [ivs[k] for k in out_names]
     ov = body.create(AffineLoadOp, op.output, out_ivs, loc=loc).result
+    etype = op.output.type.element_type
+    if op.input.type.element_type != etype:     # bf16 x bf16 -> f32, i8 x i8 -> i32
+        from ..affine.dialects.linalg import build_cast
+        iv = build_cast(body, iv, etype, False, loc)
+        kv = build_cast(body, kv, etype, False, loc)
     body.create(AffineStoreOp, mul_add(body, iv, kv, ov, loc), op.output, out_ivs, loc=loc)
     op.erase()
     return loops

@@ -123,28 +123,38 @@ class LowpParams:
 K_C_BYTES = 1024
 
 
-def lowp_params(engine: Engine, machine: MachineModel) -> LowpParams:
+def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None) -> LowpParams:
     """The register tile uses most vector registers (M_R x N_V accumulators, N_V loads of B,
-    one broadcast of A); K_C is :data:`K_C_BYTES` of k, A's block (M_C x K_C) fills half of
-    L2 and B's block (K_C x N_C) a quarter of L3."""
+    one broadcast of A); K_C is :data:`K_C_BYTES` of k (with a static ``k``: one block up to
+    a quarter more, else blocks of equal size, so that a convolution's K = 576 is not a block
+    of 512 and one of 64), A's block (M_C x K_C) fills half of L2 and B's block (K_C x N_C) a
+    quarter of L3."""
     regs = machine.num_vector_registers
     nv = 4 if regs >= 32 else 2
     mr = max(1, min(6, (regs - nv - 1) // nv))
     nr = nv * engine.lanes
     esize = 1 if engine.packed == "i8" else 2 if engine.packed == "bf16" else 4
     kc = K_C_BYTES // esize
+    g = engine.group
+    if k is not None:
+        if k <= kc * 5 // 4:
+            kc = -(-k // g) * g
+        else:
+            blocks = -(-k // kc)
+            kc = -(-k // (blocks * 4 * g)) * 4 * g
     mc = max(mr, (machine.l2_bytes // 2 // (kc * esize)) // mr * mr)
     nc = max(nr, min(4096, machine.l3_bytes // 4 // (kc * esize)) // nr * nr)
     return LowpParams(mr, nv, kc, mc, nc)
 
 
 def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, engine: Engine,
-                     p: LowpParams, threads: int = 1) -> str:
+                     p: LowpParams, threads: int = 1, split_rows: bool = False) -> str:
     """``func.func @gemm(%A, %B, %C, %M, %N, %K)``: ``C += A * B`` (operands cast to C's
     type) for the run-time sizes M, N, K on ``engine``; see the module docstring.  With
     ``threads > 1`` the packing loops over micro-panels and the loop over N_R-column tiles
-    are ``affine.parallel`` (each thread its panels and its tiles, with its own edge buffer;
-    every element of C summed in the same order: the same bits at every thread count)."""
+    (with ``split_rows``, over M_R-row tiles) are ``affine.parallel`` (each thread its panels
+    and its tiles, with its own edge buffer; every element of C summed in the same order: the
+    same bits at every thread count)."""
     ta, tb, tc = operand_types
     g, w, mr, nv = engine.group, engine.lanes, p.M_R, p.N_V
     nr, kc, mc, nc = nv * w, p.K_C, p.M_C, p.N_C
@@ -400,14 +410,20 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
         column_sums(3)
     t.add(3, f"affine.for %ic = 0 to %M step {mc} {{")
     pack(4, "A")
+    # the tile loops, the one split over the threads outermost: N_R-column panels, or with
+    # few of them (a convolution's 64 filters: one panel) M_R-row tiles
+    bound = {"jr": f"min affine_map<(d0)[s0] -> ({nc}, s0 - d0)>(%jc)[%N] step {nr}",
+             "ir": f"min affine_map<(d0)[s0] -> ({mc}, s0 - d0)>(%ic)[%M] step {mr}"}
+    outer = "ir" if par and split_rows else "jr"
+    inner = "jr" if outer == "ir" else "ir"
     if par:
-        t.add(4, f"affine.parallel (%jr) = (0) to (min({nc}, symbol(%N) - %jc)) step ({nr}) {{")
+        extent = f"(min({nc}, symbol(%N) - %jc)) step ({nr})" if outer == "jr" else \
+            f"(min({mc}, symbol(%M) - %ic)) step ({mr})"
+        t.add(4, f"affine.parallel (%{outer}) = (0) to {extent} {{")
         t.add(5, f"%tmp = memref.alloca() {{alignment = 64 : i64}} : {ttmp}")
     else:
-        t.add(4, f"affine.for %jr = 0 to min affine_map<(d0)[s0] -> ({nc}, s0 - d0)>(%jc)[%N] "
-                 f"step {nr} {{")
-    t.add(5, f"affine.for %ir = 0 to min affine_map<(d0)[s0] -> ({mc}, s0 - d0)>(%ic)[%M] "
-             f"step {mr} {{")
+        t.add(4, f"affine.for %{outer} = 0 to {bound[outer]} {{")
+    t.add(5, f"affine.for %{inner} = 0 to {bound[inner]} {{")
     tile(6)
     t.add(5, "}")
     t.add(4, "}")
@@ -440,7 +456,7 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
         return False
     machine = machine or MachineModel()
     engine, missing = choose_engine(types, machine)
-    params = lowp_params(engine, machine)
+    params = lowp_params(engine, machine, con.k if isinstance(con.k, int) else None)
     loops = expand_matmul(con)          # the size check, the beta nest, the naive nest
     product = loops[0]
     b = Builder.before(product)
@@ -452,8 +468,10 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
             extents.append(c.result)
         else:
             extents.append(loop.upper_operands[0])
+    nr = params.N_V * engine.lanes
+    split_rows = isinstance(con.n, int) and con.n < 2 * threads * nr    # few column panels
     text = lowp_gemm_source(tuple(str(v.type) for v in con.operands), types, engine, params,
-                            threads)
+                            threads, split_rows)
     func = next(op for op in parse(text, "<low-precision gemm>").walk()
                 if op.name == "func.func")
     mapping = dict(zip(func.body.args, [*con.operands, *extents]))

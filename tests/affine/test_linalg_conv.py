@@ -242,7 +242,9 @@ def c2(attrs="", i="memref<1x9x9x3xf32>", k="memref<3x3x3x8xf32>", o="memref<1x4
      "'linalg.conv_2d_nhwc_hwcf' op operand #0 (input) must have rank 4, got "
      "'memref<9x9x3xf32>'"),
     (c2(k="memref<3x3x3x8xf64>", o="memref<1x7x7x8xf32>"),
-     "operands must have the same element type, got 'f32', 'f64', 'f32'"),
+     "operands must have one element type, f32 or f64, or the element types (input, filter, "
+     "output) of a mixed contraction: (bf16, bf16, f32), (f16, f16, f32), (i8, i8, i32); got "
+     "(f32, f64, f32)"),
     (c2(i="memref<1x9x9x3xi32>", k="memref<3x3x3x8xi32>", o="memref<1x7x7x8xi32>"),
      "operand #0 (input) must have element type f32 or f64, got 'i32'"),
     (func("linalg.conv_1d_nwc_wcf {strides = dense<3> : tensor<1xi64>} ins(%I, %K : "

@@ -286,3 +286,52 @@ def test_a_nest_with_one_cast_factor_is_a_near_miss():
     remarks = []
     polyopt.compile(src, remark=lambda loc, msg: remarks.append(msg), **ALL)
     assert any("different element types (bf16, f32)" in r for r in remarks), remarks
+
+
+CONV = """func.func @conv(%I: memref<{n}x{h}x{w}x{c}x{t}>, %K: memref<3x3x{c}x{f}x{t}>, %O: memref<{n}x{oh}x{ow}x{f}x{o}>) {{
+  linalg.conv_2d_nhwc_hwcf {{dilations = dense<1> : tensor<2xi64>, strides = dense<{s}> : tensor<2xi64>}} ins(%I, %K : memref<{n}x{h}x{w}x{c}x{t}>, memref<3x3x{c}x{f}x{t}>) outs(%O : memref<{n}x{oh}x{ow}x{f}x{o}>)
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("kind", ["bf16", "s8"])
+@pytest.mark.parametrize("n, h, w, c, f, s", [(1, 10, 9, 5, 19, 1), (2, 11, 12, 16, 70, 2)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_convolution_of_narrow_types(kind, n, h, w, c, f, s, threads):
+    """linalg.conv_2d_nhwc_hwcf of bf16 (i8) input and filter into an f32 (i32) output: the
+    implicit GEMM on the dot engine (im2col packed in groups straight from the input), against
+    the naive nest and numpy."""
+    t, o = ("bf16", "f32") if kind == "bf16" else ("i8", "i32")
+    oh, ow = (h - 3) // s + 1, (w - 3) // s + 1
+    src = CONV.format(n=n, h=h, w=w, c=c, f=f, t=t, o=o, s=s, oh=oh, ow=ow)
+    remarks = []
+    fn = polyopt.compile(src, threads=threads, remark=lambda loc, msg: remarks.append(msg),
+                         **ALL)["conv"]
+    assert any("groups of" in r for r in remarks), remarks
+    rng = np.random.default_rng(n + c)
+    if kind == "bf16":
+        inp = rng.standard_normal((n, h, w, c)).astype(ml_dtypes.bfloat16)
+        flt = rng.standard_normal((3, 3, c, f)).astype(ml_dtypes.bfloat16)
+    else:
+        inp = rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)
+        flt = rng.integers(-128, 128, (3, 3, c, f)).astype(np.int8)
+    i64, f64 = inp.astype(np.float64), flt.astype(np.float64)
+    want = np.zeros((n, oh, ow, f))
+    mags = np.zeros((n, oh, ow, f))
+    for kh in range(3):
+        for kw in range(3):
+            window = i64[:, kh:kh + s * (oh - 1) + 1:s, kw:kw + s * (ow - 1) + 1:s, :]
+            want += np.einsum("nhwc,cf->nhwf", window, f64[kh, kw])
+            mags += np.einsum("nhwc,cf->nhwf", np.abs(window), np.abs(f64[kh, kw]))
+    out = np.zeros((n, oh, ow, f), np.float32 if kind == "bf16" else np.int32)
+    fn(inp, flt, out)
+    if kind == "s8":
+        np.testing.assert_array_equal(out, want)
+    else:
+        assert (np.abs(out - want) <= (9 * c + 1) * 2.0 ** -24 * mags).all()
+    naive = polyopt.compile(src, hopt=False)["conv"]
+    ref = np.zeros_like(out)
+    naive(inp, flt, ref)
+    if kind == "s8":
+        np.testing.assert_array_equal(ref, want)

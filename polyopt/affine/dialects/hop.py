@@ -275,7 +275,7 @@ def verify_memref_operands(op: Operation, names: Sequence[str], ranks: Sequence[
         if tuple(str(e) for e in ets) in MIXED_TYPES:
             return types
         raise op.error("operands must have one element type, f32 or f64, or the element "
-                       "types (A, B, C) of a mixed contraction: " + ", ".join(
+                       f"types ({', '.join(names)}) of a mixed contraction: " + ", ".join(
                            "(" + ", ".join(c) + ")" for c in MIXED_TYPES)
                        + "; got (" + ", ".join(str(e) for e in ets) + ")")
     for i, t in enumerate(types):
@@ -402,7 +402,7 @@ class HopConv2DOp(ConvOperands, _HopOp):
         return _int_list(a) if a is not None else (1, 1)
 
     def verify_op(self) -> None:
-        ti, tf, to = self._verify_operands(rank=4)
+        ti, tf, to = self._verify_operands(rank=4, mixed=True)
         self._verify_attr_names()
         for name in ("strides", "dilations"):
             a = self.attributes.get(name)

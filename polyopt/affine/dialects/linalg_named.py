@@ -484,7 +484,8 @@ class _LinalgConvOp(ConvOperands, _ContractionOp):
         _print_ins_outs(p, [self.input, self.filter], [self.output])
 
     def verify_op(self) -> None:
-        types = verify_memref_operands(self, self.OPERAND_NAMES, self.RANKS)
+        types = verify_memref_operands(self, self.OPERAND_NAMES, self.RANKS,
+                                       mixed=self.CONV_KIND != "depthwise2d")
         n = self.SPATIAL
         for name in ("strides", "dilations"):
             a = self.attributes.get(name)
