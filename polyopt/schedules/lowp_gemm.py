@@ -148,13 +148,17 @@ def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None) 
 
 
 def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, engine: Engine,
-                     p: LowpParams, threads: int = 1, split_rows: bool = False) -> str:
+                     p: LowpParams, threads: int = 1, split_rows: bool = False,
+                     epilogue=None) -> str:
     """``func.func @gemm(%A, %B, %C, %M, %N, %K)``: ``C += A * B`` (operands cast to C's
     type) for the run-time sizes M, N, K on ``engine``; see the module docstring.  With
     ``threads > 1`` the packing loops over micro-panels and the loop over N_R-column tiles
     (with ``split_rows``, over M_R-row tiles) are ``affine.parallel`` (each thread its panels
     and its tiles, with its own edge buffer; every element of C summed in the same order: the
-    same bits at every thread count)."""
+    same bits at every thread count).  An ``epilogue``
+    (:class:`~polyopt.schedules.epilogue.Epilogue`) is applied to C's tile after the last K
+    block, before its store; the function then takes its memrefs and scalars after ``%K``
+    (``%epi0``, ...) and its output (``%out``) when that is not C."""
     ta, tb, tc = operand_types
     g, w, mr, nv = engine.group, engine.lanes, p.M_R, p.N_V
     nr, kc, mc, nc = nv * w, p.K_C, p.M_C, p.N_C
@@ -168,8 +172,20 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
     zero_c = "0.000000e+00" if is_float else "0"
     zero_p = "0.000000e+00" if pt in ("bf16", "f32") else "0"
     t = MlirLines()
+    args: dict = {}
+    extra = ""
+    out, tout, tout_e = "%C", tc, ct
+    if epilogue is not None:
+        for q, v in enumerate(epilogue.externals):
+            args[id(v)] = f"%epi{q}"
+            extra += f", %epi{q}: {v.type}"
+        if epilogue.output is not epilogue.c_load.memref:
+            out, tout = "%out", str(epilogue.output.type)
+            tout_e = str(epilogue.output.type.element_type)
+            extra += f", %out: {tout}"
+    last_block = f"affine_set<(d0)[s0] : (d0 + {kc} - s0 >= 0)>(%pc)[%K]"
     t.add(0, f"func.func @gemm(%A: {ta}, %B: {tb}, %C: {tc}, %M: index, %N: index, "
-             f"%K: index) {{")
+             f"%K: index{extra}) {{")
     t.add(1, f"%zp = arith.constant {zero_p} : {pt}")
     t.add(1, f"%zv = arith.constant dense<{zero_c}> : {vt}")
     t.add(1, f"%Ap = memref.alloc() {{alignment = 64 : i64}} : {tap}")
@@ -377,13 +393,36 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
                 t.add(d + 1, f"affine.prefetch %C[%ic + %ir + {i}, %jc + %jr + {col}], "
                              f"write, locality<1>, data : {tc}")
         accs = kernel(d + 1)
+        sums = []
         for i in range(mr):
             for v in range(nv):
                 at = f"%C[%ic + %ir + {i}, %jc + %jr + {v * w}]"
                 c, s = t.fresh("c"), t.fresh("c")
                 t.add(d + 1, f"{c} = affine.vector_load {at} : {tc}, {vt}")
                 t.add(d + 1, f"{s} = {add} {c}, {accs[i * nv + v]} : {vt}")
-                t.add(d + 1, f"affine.vector_store {s}, {at} : {tc}, {vt}")
+                sums.append(s)
+
+        def store_sums(dd: int) -> None:
+            for i in range(mr):
+                for v in range(nv):
+                    t.add(dd, f"affine.vector_store {sums[i * nv + v]}, %C[%ic + %ir + {i}, "
+                              f"%jc + %jr + {v * w}] : {tc}, {vt}")
+
+        if epilogue is None:
+            store_sums(d + 1)
+        else:           # C's tile is final after the last K block: the epilogue, then store
+            t.add(d + 1, f"affine.if {last_block} {{")
+            for i in range(mr):
+                for v in range(nv):
+                    row, col = f"%ic + %ir + {i}", f"%jc + %jr + {v * w}"
+                    r = epilogue.emit(t, d + 2, sums[i * nv + v], args, w, row, col)
+                    t.add(d + 2, f"affine.vector_store {r}, {out}[{row}, {col}] : {tout}, "
+                                 f"vector<{w}x{tout_e}>")
+            if out != "%C":
+                store_sums(d + 2)
+            t.add(d + 1, "} else {")
+            store_sums(d + 2)
+            t.add(d + 1, "}")
         t.add(d, "} else {")
         accs = kernel(d + 1)
         for i in range(mr):
@@ -395,10 +434,22 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
         t.add(d + 2, f"affine.for %j = 0 to min affine_map<(d0, d1)[s0] -> ({nr}, "
                      f"s0 - d0 - d1)>(%jc, %jr)[%N] {{")
         et, ec, es = t.fresh("et"), t.fresh("ec"), t.fresh("es")
+        at = "%C[%ic + %ir + %i, %jc + %jr + %j]"
         t.add(d + 3, f"{et} = affine.load %tmp[%i, %j] : {ttmp}")
-        t.add(d + 3, f"{ec} = affine.load %C[%ic + %ir + %i, %jc + %jr + %j] : {tc}")
+        t.add(d + 3, f"{ec} = affine.load {at} : {tc}")
         t.add(d + 3, f"{es} = {add} {ec}, {et} : {ct}")
-        t.add(d + 3, f"affine.store {es}, %C[%ic + %ir + %i, %jc + %jr + %j] : {tc}")
+        if epilogue is None:
+            t.add(d + 3, f"affine.store {es}, {at} : {tc}")
+        else:
+            t.add(d + 3, f"affine.if {last_block} {{")
+            row, col = "%ic + %ir + %i", "%jc + %jr + %j"
+            r = epilogue.emit(t, d + 4, es, args, None, row, col)
+            t.add(d + 4, f"affine.store {r}, {out}[{row}, {col}] : {tout}")
+            if out != "%C":
+                t.add(d + 4, f"affine.store {es}, {at} : {tc}")
+            t.add(d + 3, "} else {")
+            t.add(d + 4, f"affine.store {es}, {at} : {tc}")
+            t.add(d + 3, "}")
         t.add(d + 2, "}")
         t.add(d + 1, "}")
         t.add(d, "}")
@@ -457,6 +508,11 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
     machine = machine or MachineModel()
     engine, missing = choose_engine(types, machine)
     params = lowp_params(engine, machine, con.k if isinstance(con.k, int) else None)
+    epilogue = None
+    if isinstance(con.m, int) and isinstance(con.n, int):
+        from .epilogue import epilogue_of
+        epilogue = epilogue_of(con.anchor, con.c.memref, con.m, con.n,
+                               reads=(con.a.memref, con.b.memref), remark=remark, loc=con.loc)
     loops = expand_matmul(con)          # the size check, the beta nest, the naive nest
     product = loops[0]
     b = Builder.before(product)
@@ -471,17 +527,28 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
     nr = params.N_V * engine.lanes
     split_rows = isinstance(con.n, int) and con.n < 2 * threads * nr    # few column panels
     text = lowp_gemm_source(tuple(str(v.type) for v in con.operands), types, engine, params,
-                            threads, split_rows)
+                            threads, split_rows, epilogue)
     func = next(op for op in parse(text, "<low-precision gemm>").walk()
                 if op.name == "func.func")
-    mapping = dict(zip(func.body.args, [*con.operands, *extents]))
+    values = [*con.operands, *extents]
+    if epilogue is not None:
+        values += epilogue.externals
+        if epilogue.output is not con.c.memref:
+            values.append(epilogue.output)
+    mapping = dict(zip(func.body.args, values))
     for op in list(func.body.ops)[:-1]:
         clone = op.clone(mapping)
         for inner in clone.walk():
             inner.loc = con.loc
         b.insert(clone)
     product.erase()
+    if epilogue is not None:
+        epilogue.nest.erase()
     if remark is not None:
+        if epilogue is not None:
+            remark(epilogue.nest.loc or con.loc,
+                   f"fused into {con.kind}'s register tile after its last K block: the "
+                   f"epilogue over C ({epilogue.describe()})")
         why = f" ({missing} not available)" if missing else ""
         remark(con.loc, f"{con.kind} {types}: {engine.name}{why}; BLIS's loops with run-time "
                         f"trip counts, A and B packed in groups of {engine.group} k "
