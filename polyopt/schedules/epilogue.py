@@ -57,10 +57,21 @@ class Epilogue:
     store: AffineStoreOp
     loads: dict = field(default_factory=dict)      # id(load) -> "row" | "col" | "tile"
     externals: list[Value] = field(default_factory=list)   # memrefs and scalars it reads
+    # a memref over a convolution's output shape -> its matrix view (by id)
+    views: dict = field(default_factory=dict)
+
+    def view(self, v: Value) -> Value:
+        """What the GEMM template reads for ``v``: its matrix view, or ``v``."""
+        return self.views.get(id(v), v)
 
     @property
     def output(self) -> Value:
-        return self.store.memref
+        """The matrix the result is stored to (C itself, or a cast output)."""
+        return self.view(self.store.memref)
+
+    @property
+    def stores_to_c(self) -> bool:
+        return self.store.memref is self.c_load.memref
 
     def describe(self) -> str:
         ops = [op.name.split(".", 1)[1] for op in self.body if op.name in ELEMENTWISE]
@@ -98,7 +109,7 @@ class Epilogue:
             out = t.fresh("e")
             if isinstance(op, AffineLoadOp):
                 mem, kind = args[id(op.memref)], self.loads[id(op)]
-                mt = op.memref.type
+                mt = self.view(op.memref).type
                 index = {"row": row, "col": col, "tile": f"{row}, {col}"}[kind]
                 if lanes and kind != "row":
                     t.add(depth, f"{out} = affine.vector_load {mem}[{index}] : {mt}, "
@@ -127,12 +138,27 @@ class Epilogue:
         return get(self.store.value)
 
 
+def _source_of_matrix(c: Value) -> tuple[Value, bool]:
+    """(the memref the nest may be written over, whether it is C's collapsed source): a
+    convolution's C is its output with all dimensions but the last folded into rows."""
+    d = c.defining_op
+    if d is not None and d.name == "memref.collapse_shape":
+        rank = d.source.type.rank
+        groups = [list(g) for g in d.reassociation]
+        if groups == [list(range(rank - 1)), [rank - 1]]:
+            return d.source, True
+    return c, False
+
+
 def epilogue_of(anchor: Operation, c: Value, m: int, n: int,
-                reads: tuple = (), remark: Optional[Callable] = None, loc=None
-                ) -> Optional[Epilogue]:
+                reads: tuple = (), remark: Optional[Callable] = None, loc=None,
+                collapse: Optional[Callable[[Value], Value]] = None) -> Optional[Epilogue]:
     """The epilogue following ``anchor`` (the contraction's op or nest) over ``c`` (M x N),
-    or None; ``reads``: the contraction's A and B, which the epilogue may not write.  The
-    constants between ``anchor`` and the nest are moved in front of ``anchor``."""
+    or None; ``reads``: the contraction's A and B, which the epilogue may not write.  When
+    ``c`` collapses a memref O (a convolution's output), the nest runs over O's dimensions in
+    order and its other full-size operands are collapsed the same way with ``collapse``
+    (built in front of ``anchor``).  The constants between ``anchor`` and the nest are moved
+    in front of ``anchor``."""
     from ..memref_layout.data_copy import alias_root
     block = anchor.parent
     ops = block.ops
@@ -143,45 +169,55 @@ def epilogue_of(anchor: Operation, c: Value, m: int, n: int,
         k += 1
     if k >= len(ops) or not isinstance(ops[k], AffineForOp):
         return None
-    outer = ops[k]
-    inner_ops = [op for op in outer.body.ops if op.name != "affine.yield"]
-    if len(inner_ops) != 1 or not isinstance(inner_ops[0], AffineForOp):
+    source, collapsed = _source_of_matrix(c)
+    if collapsed and collapse is None:
         return None
-    inner = inner_ops[0]
-    loops = (outer, inner)
+    shape = source.type.shape
+    loops = [ops[k]]
+    while len(loops) < len(shape):
+        inner_ops = [op for op in loops[-1].body.ops if op.name != "affine.yield"]
+        if len(inner_ops) != 1 or not isinstance(inner_ops[0], AffineForOp):
+            return None
+        loops.append(inner_ops[0])
+    outer = loops[0]
     for lp in loops:
         if lp.step != 1 or not lp.has_constant_bounds or lp.constant_lower_bound != 0 or \
                 lp.inits or lp.results:
             return None
-    body = [op for op in inner.body.ops if op.name != "affine.yield"]
+    body = [op for op in loops[-1].body.ops if op.name != "affine.yield"]
+    if any(isinstance(op, AffineForOp) or op.regions for op in body):
+        return None
     ivs = [lp.induction_var for lp in loops]
-    root_c = alias_root(c)
+    root_c = alias_root(source)
     c_loads = [op for op in body if isinstance(op, AffineLoadOp)
                and alias_root(op.memref) is root_c]
     stores = [op for op in body if isinstance(op, AffineStoreOp)]
     if len(c_loads) != 1 or len(stores) != 1:
         return None
     c_load, store = c_loads[0], stores[0]
-    if c_load.memref is not c or not c_load.map.is_identity() or \
-            len(c_load.map_operands) != 2:
+    if c_load.memref is not source or not c_load.map.is_identity():
         return None
-    i_iv, j_iv = c_load.map_operands
-    if {id(i_iv), id(j_iv)} != {id(v) for v in ivs}:
+    # the order of C's subscripts: for a matrix either loop order, for a collapsed output the
+    # nest's order
+    subs = [id(v) for v in c_load.map_operands]
+    extent = {id(lp.induction_var): lp.constant_upper_bound for lp in loops}
+    if sorted(subs) != sorted(id(v) for v in ivs) or \
+            tuple(extent[x] for x in subs) != tuple(shape):
         return None
-    extent = {id(outer.induction_var): outer.constant_upper_bound,
-              id(inner.induction_var): inner.constant_upper_bound}
-    if (extent[id(i_iv)], extent[id(j_iv)]) != (m, n):
+    if collapsed and subs != [id(v) for v in ivs]:
         return None
+    if tuple(shape) != (m, n) and not collapsed:
+        return None
+    rows, col = tuple(subs[:-1]), subs[-1]
 
     def subscript_role(op) -> Optional[str]:
         if not op.map.is_identity():
             return None
-        got = [id(v) for v in op.map_operands]
-        return {(id(j_iv),): "col", (id(i_iv),): "row",
-                (id(i_iv), id(j_iv)): "tile"}.get(tuple(got))
+        got = tuple(id(v) for v in op.map_operands)
+        return {(col,): "col", rows: "row", (*rows, col): "tile"}.get(got)
 
     out = store.memref
-    if subscript_role(store) != "tile" or out.type.shape != (m, n):
+    if subscript_role(store) != "tile" or out.type.shape != tuple(shape):
         return None
     roots_read = {id(alias_root(v)) for v in reads}
     if alias_root(out) is not root_c and id(alias_root(out)) in roots_read:
@@ -202,6 +238,7 @@ def epilogue_of(anchor: Operation, c: Value, m: int, n: int,
             raise ValueError("defined after the contraction")
         return True
 
+    sizes = {"row": tuple(shape[:-1]), "col": (shape[-1],), "tile": tuple(shape)}
     try:
         for op in body:
             if op is store:
@@ -215,7 +252,7 @@ def epilogue_of(anchor: Operation, c: Value, m: int, n: int,
                 root = alias_root(op.memref)
                 if role is None or root is root_c or root is alias_root(out):
                     return None
-                if op.memref.type.shape != {"row": (m,), "col": (n,), "tile": (m, n)}[role]:
+                if op.memref.type.shape != sizes[role] or (collapsed and role == "row"):
                     return None
                 loads[id(op)] = role
                 if all(op.memref is not e for e in externals):
@@ -241,4 +278,9 @@ def epilogue_of(anchor: Operation, c: Value, m: int, n: int,
         return None
     for cst in consts:            # in front of the contraction, where the GEMM is built
         cst.move_before(anchor)
-    return Epilogue(outer, body, c_load, store, loads, externals)
+    views = {id(source): c}
+    if collapsed:                 # the operands over the output's shape, as matrices
+        for v in [*externals, out]:
+            if id(v) not in views and getattr(v.type, "shape", None) == tuple(shape):
+                views[id(v)] = collapse(v)
+    return Epilogue(outer, body, c_load, store, loads, externals, views)

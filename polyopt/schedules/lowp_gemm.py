@@ -178,8 +178,8 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
     if epilogue is not None:
         for q, v in enumerate(epilogue.externals):
             args[id(v)] = f"%epi{q}"
-            extra += f", %epi{q}: {v.type}"
-        if epilogue.output is not epilogue.c_load.memref:
+            extra += f", %epi{q}: {epilogue.view(v).type}"
+        if not epilogue.stores_to_c:
             out, tout = "%out", str(epilogue.output.type)
             tout_e = str(epilogue.output.type.element_type)
             extra += f", %out: {tout}"
@@ -511,8 +511,11 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
     epilogue = None
     if isinstance(con.m, int) and isinstance(con.n, int):
         from .epilogue import epilogue_of
+        from .conv_gemm import _collapse_to_matrix
         epilogue = epilogue_of(con.anchor, con.c.memref, con.m, con.n,
-                               reads=(con.a.memref, con.b.memref), remark=remark, loc=con.loc)
+                               reads=(con.a.memref, con.b.memref), remark=remark, loc=con.loc,
+                               collapse=lambda v: _collapse_to_matrix(
+                                   Builder.before(con.anchor), v, con.loc))
     loops = expand_matmul(con)          # the size check, the beta nest, the naive nest
     product = loops[0]
     b = Builder.before(product)
@@ -532,8 +535,8 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
                 if op.name == "func.func")
     values = [*con.operands, *extents]
     if epilogue is not None:
-        values += epilogue.externals
-        if epilogue.output is not con.c.memref:
+        values += [epilogue.view(v) for v in epilogue.externals]
+        if not epilogue.stores_to_c:
             values.append(epilogue.output)
     mapping = dict(zip(func.body.args, values))
     for op in list(func.body.ops)[:-1]:

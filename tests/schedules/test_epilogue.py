@@ -166,3 +166,58 @@ def test_a_nest_using_its_indices_is_not_fused():
     fn(a, b, c)
     want = exact + np.arange(m)[:, None]
     assert (np.abs(c - want) <= bound + 1e-5).all()
+
+
+CONV = """func.func @f(%I: memref<{n}x{h}x{w}x{c}xbf16>, %K: memref<3x3x{c}x{f}xbf16>, %O: memref<{n}x{oh}x{ow}x{f}xf32>, %bias: memref<{f}xf32>, %res: memref<{n}x{oh}x{ow}x{f}xf32>) {{
+  linalg.conv_2d_nhwc_hwcf {{dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}} ins(%I, %K : memref<{n}x{h}x{w}x{c}xbf16>, memref<3x3x{c}x{f}xbf16>) outs(%O : memref<{n}x{oh}x{ow}x{f}xf32>)
+  %zero = arith.constant 0.0 : f32
+  affine.for %a = 0 to {n} {{
+    affine.for %b = 0 to {oh} {{
+      affine.for %d = 0 to {ow} {{
+        affine.for %e = 0 to {f} {{
+          %x = affine.load %O[%a, %b, %d, %e] : memref<{n}x{oh}x{ow}x{f}xf32>
+          %y = affine.load %bias[%e] : memref<{f}xf32>
+          %r = affine.load %res[%a, %b, %d, %e] : memref<{n}x{oh}x{ow}x{f}xf32>
+          %s = arith.addf %x, %y : f32
+          %t = arith.addf %s, %r : f32
+          %u = arith.maximumf %t, %zero : f32
+          affine.store %u, %O[%a, %b, %d, %e] : memref<{n}x{oh}x{ow}x{f}xf32>
+        }}
+      }}
+    }}
+  }}
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_convolution_bias_residual_relu(threads):
+    """The ResNet pattern, conv + bias + residual + ReLU in bf16: the nest over the output's
+    four dimensions is fused into the implicit GEMM's tile (the output and the residual seen
+    as matrices)."""
+    n, h, w, c, f = 2, 9, 11, 16, 70
+    oh, ow = h - 2, w - 2
+    src = CONV.format(n=n, h=h, w=w, c=c, f=f, oh=oh, ow=ow)
+    rng = np.random.default_rng(9)
+    inp = rng.standard_normal((n, h, w, c)).astype(ml_dtypes.bfloat16)
+    flt = rng.standard_normal((3, 3, c, f)).astype(ml_dtypes.bfloat16)
+    bias = rng.standard_normal(f).astype(np.float32)
+    res = rng.standard_normal((n, oh, ow, f)).astype(np.float32)
+    out = np.zeros((n, oh, ow, f), np.float32)
+    remarks = []
+    fn = polyopt.compile(src, threads=threads, remark=lambda loc, m: remarks.append(m),
+                         **ALL)["f"]
+    assert any("fused into linalg.conv_2d_nhwc_hwcf's register tile" in r for r in remarks), \
+        remarks
+    fn(inp, flt, out, bias, res)
+    i64, f64 = inp.astype(np.float64), flt.astype(np.float64)
+    conv = np.zeros((n, oh, ow, f))
+    mags = np.zeros((n, oh, ow, f))
+    for kh in range(3):
+        for kw in range(3):
+            window = i64[:, kh:kh + oh, kw:kw + ow, :]
+            conv += np.einsum("nhwc,cf->nhwf", window, f64[kh, kw])
+            mags += np.einsum("nhwc,cf->nhwf", np.abs(window), np.abs(f64[kh, kw]))
+    want = np.maximum(conv + bias + res, 0)
+    assert (np.abs(out - want) <= (9 * c + 3) * 2.0 ** -24 * (mags + np.abs(res) + 1)).all()
