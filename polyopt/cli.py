@@ -180,6 +180,21 @@ def build_parser() -> argparse.ArgumentParser:
                            "(default: OMP_NUM_THREADS, else the cores)")
     p_cv.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
 
+    p_bm = bsub.add_parser("batch-matmul", help="C[b] = A[b] * B[b] through "
+                                                "linalg.batch_matmul against a loop of numpy "
+                                                "matmuls and torch.bmm")
+    for name, default, help_ in (("batch", 64, "matrices in the batch"),
+                                 ("m", 128, "rows of A and C"), ("n", 128, "columns of B and C"),
+                                 ("k", 128, "columns of A, rows of B")):
+        p_bm.add_argument(f"--{name}", type=int, default=default,
+                          help=f"{help_} (default: {default})")
+    p_bm.add_argument("--dtype", choices=("f64", "f32"), default="f32")
+    p_bm.add_argument("--reps", type=int, default=5, help="timed repetitions (default: 5)")
+    p_bm.add_argument("--threads", type=int, default=None, metavar="N",
+                      help="threads of polyopt's parallel code (the batch loop), numpy's "
+                           "OpenBLAS and torch (default: OMP_NUM_THREADS, else the cores)")
+    p_bm.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
+
     p_pb = bsub.add_parser("polybench", help="PolyBench/C 4.2 kernels: polyopt without passes "
                                              "and with --hopt against clang-22 -O3 and Polly")
     p_pb.add_argument("--kernels", default=None, metavar="K1,K2,...",
@@ -355,6 +370,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return cmd_bench_conv2d(args)
     if args.kernel == "polybench":
         return cmd_bench_polybench(args)
+    if args.kernel == "batch-matmul":
+        return cmd_bench_batch_matmul(args)
     if args.sweep:
         return cmd_bench_sweep(args)
     if args.shapes is not None or args.dynamic:
@@ -492,6 +509,19 @@ def _explain_matmul(m: int, n: int, k: int, dtype: str, tiles: dict,
     lines = [f"model's choice for {m}x{n}x{k} {dtype}: {p.describe()}"]
     lines += [f"  {r}" for r in p.reasons]
     return "\n".join(lines)
+
+
+def cmd_bench_batch_matmul(args: argparse.Namespace) -> int:
+    """``bench batch-matmul``: :mod:`polyopt.bench_batch`."""
+    from .bench_batch import bench_batch_matmul
+    from .codegen.openmp import resolve_threads
+    try:
+        result = bench_batch_matmul(args.batch, args.m, args.n, args.k, args.dtype,
+                                    reps=args.reps, threads=resolve_threads(args.threads))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    print(result.report())
+    return 0
 
 
 def cmd_bench_conv2d(args: argparse.Namespace) -> int:

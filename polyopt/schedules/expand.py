@@ -49,6 +49,7 @@ from .blis_schedule import (BlisParams, MachineModel, MicroKernelChoice, default
 from .contraction import STAND_IN_ATTR, Contraction, contraction_of_op, to_matrix_form
 from ..affine.runtime_checks import guard_sizes
 from .nest_building import extent_loops, memref_size, mul_add
+from .parallelize import to_affine_parallel
 
 # (loc, message) sink for remarks such as the chosen tile sizes
 RemarkSink = Optional[Callable[[object, str], None]]
@@ -544,6 +545,9 @@ def expand_contraction(con: Contraction, *, tiled: bool = True,
         expand_matmul(con)
         return
     mcon = to_matrix_form(con)
+    batch_loop = _batch_on_threads(con, mcon, tiled, threads, remark)
+    if batch_loop is not None:
+        threads = 1
     if not tiled:
         expand_matmul(mcon)
         return
@@ -558,6 +562,72 @@ def expand_contraction(con: Contraction, *, tiled: bool = True,
             kernel = None
     expand_matmul_tiled(mcon, machine, remark, copy=copy or microkernel_for is not None,
                         steps=steps, microkernel=kernel, threads=threads)
+    if batch_loop is not None:
+        _parallel_batch(batch_loop)
+
+
+def _parallel_batch(loop: AffineForOp) -> None:
+    """``loop`` (the batch loop, its nest built for one thread) as ``affine.parallel``, with
+    the buffers the nest allocated in front of it (the packed panels, reused from one matrix
+    to the next, and the nests that zero their padding once) moved into its body: one set per
+    thread."""
+    from ..affine.dialects.memref import AllocOp, DeallocOp
+    from ..affine.types import MemRefType
+    block = loop.parent
+    before = block.ops[:block.ops.index(loop)]
+
+    def top(op):                  # the op of ``block`` that holds ``op``
+        while op.parent is not block:
+            op = op.parent_op
+        return op
+
+    allocs = [op for op in before if isinstance(op, AllocOp)]
+    owned = {id(op.results[0]) for op in allocs}
+    moved, frees = [], []
+    for alloc in allocs:
+        tops = [top(u.op) for u in alloc.results[0].uses]
+        if loop not in tops:
+            owned.discard(id(alloc.results[0]))
+            continue
+        for t in tops:
+            if isinstance(t, DeallocOp) and block.ops.index(t) > block.ops.index(loop):
+                frees.append(t)
+            elif t is not loop and t not in moved:
+                moved.append(t)
+    # an op in front that touches other memrefs (or defines values) would have to stay, and
+    # the buffers it fills would be shared by the threads: the batch stays sequential
+    for op in moved:
+        memrefs = {id(v) for inner in op.walk() for v in inner.operands
+                   if isinstance(v.type, MemRefType)}
+        if op.results or not memrefs <= owned:
+            return
+    par = to_affine_parallel(loop)
+    first = par.body.ops[0]
+    for op in before:             # in their order: the allocs, then what fills them
+        if (isinstance(op, AllocOp) and id(op.results[0]) in owned) or op in moved:
+            op.move_before(first)
+    for free in frees:
+        free.move_before(par.body.terminator)
+
+
+def _batch_on_threads(con: Contraction, mcon: Contraction, tiled: bool, threads: int,
+                      remark: RemarkSink) -> Optional[AffineForOp]:
+    """On a team, the outermost batch loop :func:`to_matrix_form` built (to make
+    ``affine.parallel`` with :func:`_parallel_batch` once the nest inside it is built on one
+    thread: each thread its
+    matrices; a 128^3 matrix is too little work to split, 64 x 128^3 f32 on 2 threads ran at
+    half of one thread's speed), else None."""
+    if not (tiled and threads > 1 and con.batch and con.batch[0] >= threads):
+        return None
+    op = mcon.anchor
+    while op is not None and op.parent is not con.anchor.parent:
+        op = op.parent_op
+    if not isinstance(op, AffineForOp):
+        return None
+    if remark is not None:
+        remark(con.loc, f"{con.kind}: the batch loop is affine.parallel, one matrix per thread "
+                        f"at a time")
+    return op
 
 
 def _expand_mixed(con: Contraction, tiled: bool, vectors: bool, machine,
@@ -566,10 +636,16 @@ def _expand_mixed(con: Contraction, tiled: bool, vectors: bool, machine,
     ``tiled`` with packing and ``vectors``, the GEMM on the CPU's dot-product engine;
     otherwise the naive nest with the operands cast (a remark under ``tiled`` says why)."""
     from .lowp_gemm import expand_lowp_gemm
+    batch_loop = None
     if con.has_static_shape:
-        con = to_matrix_form(con)
+        mcon = to_matrix_form(con)
+        if vectors:
+            batch_loop = _batch_on_threads(con, mcon, tiled, threads, remark)
+        con = mcon
     if tiled and vectors and con.is_matrix_form and \
-            expand_lowp_gemm(con, machine, remark, threads):
+            expand_lowp_gemm(con, machine, remark, 1 if batch_loop is not None else threads):
+        if batch_loop is not None:
+            _parallel_batch(batch_loop)
         return
     if tiled and remark is not None:
         why = ("it needs --hopt-copy and --hopt-vect" if not vectors else

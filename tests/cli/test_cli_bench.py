@@ -178,3 +178,13 @@ def test_bench_low_precision_rows():
         assert "numpy f32 matmul (converted)" in out and "torch: " in out
     proc = _run("bench", "matmul", "--dtype", "bf16", "--mr", "4", "--m", "8")
     assert proc.returncode == 1 and "drop --steps" in proc.stderr
+
+
+def test_bench_batch_matmul_rows():
+    proc = _run("bench", "batch-matmul", "--batch", "3", "--m", "17", "--n", "20", "--k", "9",
+                "--reps", "1", "--threads", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "batch_matmul 3 x (17x20x9) f32" in proc.stdout
+    assert "numpy matmul, loop over batch" in proc.stdout and "torch: " in proc.stdout
+    proc = _run("bench", "batch-matmul", "--batch", "0")
+    assert proc.returncode == 1 and "sizes must be positive" in proc.stderr

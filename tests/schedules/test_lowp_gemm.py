@@ -335,3 +335,40 @@ def test_convolution_of_narrow_types(kind, n, h, w, c, f, s, threads):
     naive(inp, flt, ref)
     if kind == "s8":
         np.testing.assert_array_equal(ref, want)
+
+
+@pytest.mark.parametrize("elem", ["f32", "bf16"])
+def test_batch_loop_on_threads(elem):
+    """linalg.batch_matmul on a team: the batch loop is affine.parallel, one matrix per thread
+    at a time, each summed as on one thread (the same bits)."""
+    nb, m, n, k = 5, 33, 70, 45
+    c_t = "f32"
+    ta, tb, tc = (f"memref<{nb}x{m}x{k}x{elem}>", f"memref<{nb}x{k}x{n}x{elem}>",
+                  f"memref<{nb}x{m}x{n}x{c_t}>")
+    src = (f"func.func @bmm(%A: {ta}, %B: {tb}, %C: {tc}) {{\n"
+           f"  linalg.batch_matmul ins(%A, %B : {ta}, {tb}) outs(%C : {tc})\n  return\n}}\n")
+    rng = np.random.default_rng(3)
+    t = ml_dtypes.bfloat16 if elem == "bf16" else np.float32
+    a = rng.standard_normal((nb, m, k)).astype(t)
+    b = rng.standard_normal((nb, k, n)).astype(t)
+    outs = []
+    for threads in (1, 2):
+        remarks = []
+        fn = polyopt.compile(src, threads=threads, remark=lambda loc, msg: remarks.append(msg),
+                             **ALL)["bmm"]
+        assert (threads > 1) == any("batch loop is affine.parallel" in r for r in remarks)
+        c = np.zeros((nb, m, n), np.float32)
+        fn(a, b, c)
+        outs.append(c)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(outs[0], want, atol=1e-4 * k)
+    # each thread its own packed panels: every buffer is allocated inside the parallel loop
+    # (a race on shared panels need not show in a small run)
+    from polyopt.pipeline import PipelineOptions, load, run_passes
+    module = load(src)
+    run_passes(module, PipelineOptions(threads=2, **ALL))
+    (par,) = [op for op in module.walk() if op.name == "affine.parallel"
+              and op.parent_op.name == "func.func"]
+    allocs = [op for op in module.walk() if op.name == "memref.alloc"]
+    assert allocs and all(par.is_proper_ancestor_of(op) for op in allocs)

@@ -1,0 +1,111 @@
+"""``polyopt bench batch-matmul``: ``linalg.batch_matmul`` (all passes) timed against a loop of
+numpy matmuls over the batch and ``torch.bmm`` in the same run, under the harness rules of
+:mod:`polyopt.bench` (checked first, one warm-up, alternating repetitions with a settle
+between contenders on several threads, medians)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+from .bench import (Timing, _settle, _time_sample, _threads_note, blas_description,
+                    machine_summary, torch_description)
+
+
+def batch_matmul_source(batch: int, m: int, n: int, k: int, dtype: str) -> str:
+    ta, tb, tc = (f"memref<{batch}x{m}x{k}x{dtype}>", f"memref<{batch}x{k}x{n}x{dtype}>",
+                  f"memref<{batch}x{m}x{n}x{dtype}>")
+    return (f"func.func @bmm(%A: {ta}, %B: {tb}, %C: {tc}) {{\n"
+            f"  linalg.batch_matmul ins(%A, %B : {ta}, {tb}) outs(%C : {tc})\n"
+            f"  return\n}}\n")
+
+
+@dataclass
+class BatchBenchResult:
+    batch: int
+    m: int
+    n: int
+    k: int
+    dtype: str
+    threads: int
+    compile_time: float
+    polyopt: Timing
+    numpy: Timing
+    torch: Optional[Timing]
+    torch_note: str
+    blas: str
+    machine: str
+
+    def rate(self, t: Timing) -> float:
+        return 2.0 * self.batch * self.m * self.n * self.k / t.median / 1e9
+
+    def report(self) -> str:
+        lines = [f"batch_matmul {self.batch} x ({self.m}x{self.n}x{self.k}) {self.dtype}: "
+                 f"C[b] = A[b] * B[b], medians of {self.polyopt.reps} alternating runs, "
+                 f"{_threads_note(self.threads)}",
+                 f"  {'':<30}  {'GFLOPS':>8}  {'polyopt is':>10}",
+                 f"  {'polyopt linalg.batch_matmul':<30}  {self.rate(self.polyopt):8.1f}  "
+                 f"{'':>10}  compile {self.compile_time:.2f}s"]
+        peers = [("numpy matmul, loop over batch", self.numpy)]
+        if self.torch is not None:
+            peers.append(("torch.bmm", self.torch))
+        for label, t in peers:
+            lines.append(f"  {label:<30}  {self.rate(t):8.1f}  "
+                         f"{t.median / self.polyopt.median:9.3f}x")
+        lines.append(f"  torch: {self.torch_note}")
+        lines.append(f"  numpy's BLAS: {self.blas}")
+        return "\n".join(lines)
+
+
+def bench_batch_matmul(batch: int, m: int, n: int, k: int, dtype: str = "f32", *,
+                       reps: int = 5, seed: int = 0, threads: int = 1) -> BatchBenchResult:
+    import numpy as np
+
+    import polyopt
+    if min(batch, m, n, k) < 1:
+        raise ValueError(f"sizes must be positive, got {batch} x {m}x{n}x{k}")
+    if reps < 1:
+        raise ValueError(f"reps must be at least 1, got {reps}")
+    np_dtype = {"f32": np.float32, "f64": np.float64}.get(dtype)
+    if np_dtype is None:
+        raise ValueError(f"dtype must be f32 or f64, got {dtype!r}")
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-1, 1, (batch, m, k)).astype(np_dtype)
+    b = rng.uniform(-1, 1, (batch, k, n)).astype(np_dtype)
+    c = np.zeros((batch, m, n), np_dtype)
+    start = time.perf_counter()
+    fn = polyopt.compile(batch_matmul_source(batch, m, n, k, dtype), threads=threads,
+                         hopt=True, copy=True, unroll=True, scalrep=True, vect=True)["bmm"]
+    compile_time = time.perf_counter() - start
+    fn(a, b, c)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    tol = (1e-12 if dtype == "f64" else 2e-6) * k * 4
+    if not np.allclose(c, want, rtol=0, atol=tol):
+        raise AssertionError("polyopt's batch_matmul differs from numpy's; not timing it")
+    out = np.empty_like(c)
+
+    def numpy_loop():
+        for q in range(batch):
+            np.matmul(a[q], b[q], out=out[q])
+    contenders = [lambda: fn(a, b, c), numpy_loop]
+    torch_note = "not installed (optional): no torch row"
+    try:
+        import torch
+        torch.set_num_threads(threads)
+        ta, tb, to = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(out)
+        contenders.append(lambda: torch.bmm(ta, tb, out=to))
+        torch_note = torch_description()
+    except ImportError:
+        pass
+    for f in contenders:
+        f()
+    samples: list[list[float]] = [[] for _ in contenders]
+    for _ in range(reps):
+        for i, f in enumerate(contenders):
+            _settle(threads, f)
+            samples[i].append(_time_sample(f))
+    t = [Timing.of(s) for s in samples]
+    return BatchBenchResult(batch, m, n, k, dtype, threads, compile_time, t[0], t[1],
+                            t[2] if len(t) > 2 else None, torch_note, blas_description(),
+                            machine_summary())
