@@ -118,17 +118,18 @@ class LowpParams:
 
 #: Bytes of k per packed row of A and column of B in a block.  C's tile is read and
 #: written once per K_C block from where C sits (L3 or memory): at 2048^3 on Zen 4, K_C of
-#: 256 bytes ran bf16 at 198 GFLOPS, 1 KiB at 211-218 (B's micro-panel then lives in L2,
-#: whose bandwidth covers one vector load per M_R dot instructions).
-K_C_BYTES = 1024
+#: 256 bytes ran bf16 at 198 GFLOPS, 1 KiB at 211-214, 2 KiB at 214-218 (i8: 415-419 ->
+#: 433 GOP/s); B's micro-panel then lives in L2, whose bandwidth covers one vector load per
+#: M_R dot instructions.
+K_C_BYTES = 2048
 
 
 def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None) -> LowpParams:
     """The register tile uses most vector registers (M_R x N_V accumulators, N_V loads of B,
     one broadcast of A); K_C is :data:`K_C_BYTES` of k (with a static ``k``: one block up to
     a quarter more, else blocks of equal size, so that a convolution's K = 576 is not a block
-    of 512 and one of 64), A's block (M_C x K_C) fills half of L2 and B's block (K_C x N_C) a
-    quarter of L3."""
+    of 512 and one of 64), A's block (M_C x K_C) fills L2 (measured: M_C 510 ran i8 at 433
+    GOP/s, 252 at 423-426) and B's block (K_C x N_C) a quarter of L3."""
     regs = machine.num_vector_registers
     nv = 4 if regs >= 32 else 2
     mr = max(1, min(6, (regs - nv - 1) // nv))
@@ -142,7 +143,7 @@ def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None) 
         else:
             blocks = -(-k // kc)
             kc = -(-k // (blocks * 4 * g)) * 4 * g
-    mc = max(mr, (machine.l2_bytes // 2 // (kc * esize)) // mr * mr)
+    mc = max(mr, (machine.l2_bytes // (kc * esize)) // mr * mr)
     nc = max(nr, min(4096, machine.l3_bytes // 4 // (kc * esize)) // nr * nr)
     return LowpParams(mr, nv, kc, mc, nc)
 
