@@ -221,3 +221,21 @@ def test_convolution_bias_residual_relu(threads):
             mags += np.einsum("nhwc,cf->nhwf", np.abs(window), np.abs(f64[kh, kw]))
     want = np.maximum(conv + bias + res, 0)
     assert (np.abs(out - want) <= (9 * c + 3) * 2.0 ** -24 * (mags + np.abs(res) + 1)).all()
+
+
+def test_the_readme_example():
+    """examples/matmul_bf16_bias_relu.mlir: fill, linalg.matmul of bf16 into f32, bias, ReLU."""
+    from pathlib import Path
+    src = (Path(__file__).parents[2] / "examples" / "matmul_bf16_bias_relu.mlir").read_text()
+    remarks = []
+    fn = polyopt.compile(src, remark=lambda loc, m: remarks.append(m), **ALL)["layer"]
+    assert any("fused into linalg.matmul's register tile" in r for r in remarks), remarks
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((128, 256)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((256, 192)).astype(ml_dtypes.bfloat16)
+    bias = rng.standard_normal(192).astype(np.float32)
+    c = np.full((128, 192), np.nan, np.float32)
+    fn(a, b, c, bias)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = np.maximum(a64 @ b64 + bias, 0)
+    assert (np.abs(c - want) <= 257 * 2.0 ** -24 * (np.abs(a64) @ np.abs(b64) + 1)).all()
