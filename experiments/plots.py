@@ -263,3 +263,27 @@ def shape_sweep_chart(records: Sequence[dict], path: Path, *, title: str) -> Non
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def low_precision_chart(records: Sequence[dict], path: Path, *, title: str) -> None:
+    """One group per size and type: polyopt, torch's matmul of the type and polyopt's SGEMM,
+    in GFLOPS (GOP/s for int8)."""
+    plt = _pyplot()
+    labels = [f"{r['kind']}\n{r['m']}x{r['n']}x{r['k']}" for r in records]
+    series = [("polyopt", "polyopt", "#4c72b0"), ("torch", "torch", "#dd8452"),
+              ("sgemm", "polyopt SGEMM (f32)", "#8c8c8c")]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(records) + 2), 4))
+    width = 0.8 / len(series)
+    for s, (key, label, color) in enumerate(series):
+        xs = [i + (s - 1) * width for i in range(len(records))]
+        ys = [r[key] or 0.0 for r in records]
+        ax.bar(xs, ys, width=width, color=color, label=label)
+    ax.set_xticks(range(len(records)))
+    ax.set_xticklabels(labels, fontsize=7)
+    ax.set_ylabel("GFLOPS (GOP/s for i8, u8)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -85,20 +85,21 @@ class Engine:
 
 def choose_engine(types: MixedTypes, machine: MachineModel) -> tuple[Engine, Optional[str]]:
     """The fastest engine the machine has for ``types``, and, when it is the plain path, why
-    (the missing feature) for a remark."""
+    (the missing feature, a phrase) for a remark."""
     features = machine.features
     wide = machine.vector_bits >= 512
     if (types.a, types.b) == ("bf16", "bf16"):
         if wide and "avx512bf16" in features:
             return Engine("AVX512-BF16 vdpbf16ps", 2, "bf16", 16), None
-        missing = "avx512bf16"
+        missing = "this CPU has no avx512bf16"
     elif (types.a, types.b) == ("i8", "i8"):
         if wide and "avx512vnni" in features and not types.b_unsigned:
             return Engine("AVX512-VNNI vpdpbusd", 4, "i8", 16,
                           offset_a=not types.a_unsigned), None
-        missing = "avx512vnni" if not types.b_unsigned else "a signed B (vpdpbusd)"
+        missing = ("this CPU has no avx512vnni" if not types.b_unsigned else
+                   "vpdpbusd takes a signed B")
     else:
-        missing = "amx-fp16 (f16 products accumulated in f32)"
+        missing = "this CPU has no amx-fp16 to multiply f16 into f32"
     lanes = machine.lanes(4)
     plain = "f32 FMA" if types.c == "f32" else "i32 multiply-add"
     return Engine(f"{plain} on operands converted at packing", 1, types.c, lanes), missing
@@ -553,7 +554,7 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
             remark(epilogue.nest.loc or con.loc,
                    f"fused into {con.kind}'s register tile after its last K block: the "
                    f"epilogue over C ({epilogue.describe()})")
-        why = f" ({missing} not available)" if missing else ""
+        why = f" ({missing})" if missing else ""
         remark(con.loc, f"{con.kind} {types}: {engine.name}{why}; BLIS's loops with run-time "
                         f"trip counts, A and B packed in groups of {engine.group} k "
                         f"(M_C={params.M_C}, K_C={params.K_C}, N_C={params.N_C}, "

@@ -12,9 +12,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 EXPERIMENTS = ("dgemm_ladder", "ablations", "sgemm_ladder", "size_sweep", "conv_layers",
-               "polybench", "shape_sweep")
+               "polybench", "shape_sweep", "low_precision")
 PLOTS = ("dgemm_ladder.png", "sgemm_ladder.png", "size_sweep.png", "conv_layers.png",
-         "polybench.png", "shape_sweep.png")
+         "polybench.png", "shape_sweep.png", "low_precision.png")
 def _torch_importable() -> bool:
     """As the harness decides (it imports torch; a broken install counts as absent)."""
     try:
@@ -283,3 +283,21 @@ def test_ab_tiles_reports_a_bad_variant_without_a_traceback():
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("<variant>:2:") and ": error: " in proc.stderr.splitlines()[0]
+
+
+def test_low_precision_section(report):
+    """Low precision (issue 21) at experiments.low_precision.TEST_SIZES: every type checked and
+    timed beside polyopt's SGEMM and numpy's f32 matmul (and torch's when installed); the
+    table names the engine; the chart."""
+    out, _ = report
+    exp = json.loads((out / "results.json").read_text())["experiments"]["low_precision"]
+    records = exp["records"]
+    assert [(r["m"], r["n"], r["k"], r["kind"]) for r in records] == [
+        (24, 20, 16, kind) for kind in ("bf16", "i8", "u8", "f16")]
+    for r in records:
+        assert r["polyopt"] > 0 and r["sgemm"] > 0 and r["numpy_f32"] > 0 and r["engine"]
+        assert (r["torch"] is not None) == _torch_importable()
+    text = (out / "report.md").read_text()
+    assert "## 9. Low precision: bf16, int8 and f16 on the CPU's dot engine (one thread)" in text
+    assert "| size | type | engine | polyopt |" in text
+    assert "![Low precision](low_precision.png)" in text
