@@ -26,6 +26,7 @@ from ..affine.builder import Builder
 from ..affine.ir import Operation
 from ..affine.types import FloatType
 from .blis_schedule import BlisParams, MachineModel, default_blis_params
+from .gemm_templates import product_extents, splice_template
 from .gemv import MlirLines as _Text
 
 #: The problem size whose model parameters the dynamic GEMM uses.
@@ -519,9 +520,7 @@ def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None,
     anchor (after the run-time size check and the ``C *= beta`` nest); None (nothing built)
     when it does not apply: integer elements, operands that share memory or are not
     row-major, an anchor inside a loop (its sizes would not be symbols)."""
-    from ..affine.dialects.arith import ConstantOp
     from ..affine.dialects.func import FuncOp
-    from ..affine.types import IndexType
     from ..memref_layout.data_copy import alias_root
     from .expand import _is_one, _scalar, expand_matmul
     operands = con.operands
@@ -541,30 +540,14 @@ def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None,
     loops = expand_matmul(con)          # the size check, the beta nest, the naive nest
     product = loops[0]
     b = Builder.before(product)
-    extents = []
-    for loop in loops:                   # (i, j, k): each bound a constant or a size
-        if loop.upper_map.is_constant():
-            c = b.create(ConstantOp, loop.upper_map.single_constant_result, IndexType(),
-                         loc=con.loc)
-            extents.append(c.result)
-        else:
-            extents.append(loop.upper_operands[0])
+    m, n, k = product_extents(b, loops, con.loc)
     alpha = None
     if con.alpha is not None and not _is_one(con.alpha):
         alpha = _scalar(b, con.alpha, etype, con.loc)
-    from ..affine.parser import parse
     text = dynamic_gemm_source(tuple(str(t) for t in types), str(etype), params, lanes,
                                alpha is not None, threads, machine.stream_lanes(elem_bytes))
-    func = next(op for op in parse(text, "<dynamic gemm>").walk() if op.name == "func.func")
-    m, n, k = extents
-    mapping = dict(zip(func.body.args, [*operands, m, n, k] + ([alpha] if alpha else [])))
-    new_ops = []
-    for op in list(func.body.ops)[:-1]:
-        clone = op.clone(mapping)
-        for inner in clone.walk():
-            inner.loc = con.loc
-        b.insert(clone)
-        new_ops.append(clone)
+    new_ops = splice_template(b, text, "<dynamic gemm>",
+                              [*operands, m, n, k] + ([alpha] if alpha else []), con.loc)
     product.erase()
     if remark is not None:
         remark(con.loc, f"{con.kind} with '?' operands: one GEMM for every size, BLIS's loops "

@@ -499,11 +499,9 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
     :func:`~polyopt.schedules.expand.expand_matmul`, whose naive product nest it replaces);
     False (nothing built) when the combination is not one of ``MIXED_TYPES`` or alpha is
     set."""
-    from ..affine.dialects.arith import ConstantOp
     from ..affine.dialects.hop import MIXED_TYPES
-    from ..affine.parser import parse
-    from ..affine.types import IndexType
     from .expand import expand_matmul
+    from .gemm_templates import product_extents, splice_template
     types = mixed_types_of(con)
     if (types.a, types.b, types.c) not in MIXED_TYPES or con.alpha is not None:
         return False
@@ -521,31 +519,17 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
     loops = expand_matmul(con)          # the size check, the beta nest, the naive nest
     product = loops[0]
     b = Builder.before(product)
-    extents = []
-    for loop in loops:                   # (i, j, k): each bound a constant or a size
-        if loop.upper_map.is_constant():
-            c = b.create(ConstantOp, loop.upper_map.single_constant_result, IndexType(),
-                         loc=con.loc)
-            extents.append(c.result)
-        else:
-            extents.append(loop.upper_operands[0])
+    extents = product_extents(b, loops, con.loc)
     nr = params.N_V * engine.lanes
     split_rows = isinstance(con.n, int) and con.n < 2 * threads * nr    # few column panels
     text = lowp_gemm_source(tuple(str(v.type) for v in con.operands), types, engine, params,
                             threads, split_rows, epilogue)
-    func = next(op for op in parse(text, "<low-precision gemm>").walk()
-                if op.name == "func.func")
     values = [*con.operands, *extents]
     if epilogue is not None:
         values += [epilogue.view(v) for v in epilogue.externals]
         if not epilogue.stores_to_c:
             values.append(epilogue.output)
-    mapping = dict(zip(func.body.args, values))
-    for op in list(func.body.ops)[:-1]:
-        clone = op.clone(mapping)
-        for inner in clone.walk():
-            inner.loc = con.loc
-        b.insert(clone)
+    splice_template(b, text, "<low-precision gemm>", values, con.loc)
     product.erase()
     if epilogue is not None:
         epilogue.nest.erase()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from ..attributes import StringAttr
 from ..ir import Operation, register_op
-from ..types import FunctionType
 
 
 @register_op
@@ -67,4 +66,4 @@ class CallIntrinsicOp(Operation):
             raise self.error("returns at most one value")
 
 
-__all__ = ["CallIntrinsicOp", "FunctionType"]
+__all__ = ["CallIntrinsicOp"]

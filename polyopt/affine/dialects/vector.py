@@ -43,19 +43,29 @@ def _enum_keyword(attr, prefix: str) -> Optional[str]:
 # ---------------------------------------------------------------------------------------------
 # broadcast (and the 2020 splat)
 
-@register_op
-class BroadcastOp(Operation):
-    """``%v = vector.broadcast %x : f64 to vector<4xf64>`` (also vector to higher-rank vector)."""
-
-    OP_NAME = "vector.broadcast"
+class _SourceToResultOp(Operation):
+    """An op ``%r = vector.<op> %x : T to U`` (broadcast, bitcast)."""
 
     @classmethod
-    def build(cls, source: Value, result_type: VectorType, loc=None) -> "BroadcastOp":
+    def build(cls, source: Value, result_type: VectorType, loc=None):
         return cls(operands=[source], result_types=[result_type], loc=loc)
 
     @property
     def source(self) -> Value:
         return self.operands[0]
+
+    def print_custom(self, p) -> None:
+        p.print(f"{self.OP_NAME} ")
+        p.print_operand(self.source)
+        p.print_attr_dict(self.attributes)
+        p.print(f" : {p.type_str(self.source.type)} to {p.type_str(self.results[0].type)}")
+
+
+@register_op
+class BroadcastOp(_SourceToResultOp):
+    """``%v = vector.broadcast %x : f64 to vector<4xf64>`` (also vector to higher-rank vector)."""
+
+    OP_NAME = "vector.broadcast"
 
     @classmethod
     def parse_custom(cls, p, loc, name):
@@ -74,12 +84,6 @@ class BroadcastOp(Operation):
             dst = _parse_vector_type(p)
         p.check_type(v, src, start)
         return cls(operands=[v], result_types=[dst], attributes=attrs, loc=loc)
-
-    def print_custom(self, p) -> None:
-        p.print("vector.broadcast ")
-        p.print_operand(self.source)
-        p.print_attr_dict(self.attributes)
-        p.print(f" : {p.type_str(self.source.type)} to {p.type_str(self.results[0].type)}")
 
     def verify_op(self) -> None:
         if len(self.operands) != 1 or len(self.results) != 1:
@@ -455,19 +459,11 @@ class VectorStoreOp(IndexedStoreAccessors, Operation):
 # bitcast
 
 @register_op
-class VectorBitCastOp(Operation):
+class VectorBitCastOp(_SourceToResultOp):
     """``%r = vector.bitcast %v : vector<2xbf16> to vector<1xi32>``: the same bits seen as
     another vector type; only the last dimension may change, and its bit size may not."""
 
     OP_NAME = "vector.bitcast"
-
-    @classmethod
-    def build(cls, source: Value, result_type: VectorType, loc=None) -> "VectorBitCastOp":
-        return cls(operands=[source], result_types=[result_type], loc=loc)
-
-    @property
-    def source(self) -> Value:
-        return self.operands[0]
 
     @classmethod
     def parse_custom(cls, p, loc, name):
@@ -481,12 +477,6 @@ class VectorBitCastOp(Operation):
         dst = _parse_vector_type(p)
         p.check_type(v, src, start)
         return cls(operands=[v], result_types=[dst], attributes=attrs, loc=loc)
-
-    def print_custom(self, p) -> None:
-        p.print("vector.bitcast ")
-        p.print_operand(self.source)
-        p.print_attr_dict(self.attributes)
-        p.print(f" : {p.type_str(self.source.type)} to {p.type_str(self.results[0].type)}")
 
     def verify_op(self) -> None:
         if len(self.operands) != 1 or len(self.results) != 1:
