@@ -7,7 +7,9 @@ into the matmul's tile loop (``scf::tileConsumerAndFuseProducers``), then vector
 tile.
 
 A nest is an epilogue of the contraction ``con`` (matrix form, static M x N) when it follows
-``con``'s op in the same block (only ``arith.constant`` ops between, moved in front) and
+``con``'s op in the same block (only ``arith.constant`` ops between, moved in front; a
+``linalg.generic`` or ``linalg.map`` with parallel loops only, writing C, is taken as its loop
+nest) and
 
 * it is two perfectly nested ``affine.for`` loops over 0..M and 0..N (either order), step 1;
 * its body loads C[i, j] once, stores one value to C[i, j] or to another M x N memref D[i, j]
@@ -150,6 +152,20 @@ def _source_of_matrix(c: Value) -> tuple[Value, bool]:
     return c, False
 
 
+def _elementwise_linalg_on(op: Operation, source: Value) -> bool:
+    """A structured linalg op with only parallel loops whose one output is ``source``."""
+    from ..affine.dialects.linalg import LinalgStructuredOp
+    if not isinstance(op, LinalgStructuredOp) or op.name == "linalg.fill":
+        return False
+    try:
+        iterators = op.iterator_types
+        outputs = list(op.outputs)
+    except (AttributeError, ValueError):
+        return False
+    return all(str(i) == "parallel" for i in iterators) and len(outputs) == 1 and \
+        outputs[0] is source
+
+
 def epilogue_of(anchor: Operation, c: Value, m: int, n: int,
                 reads: tuple = (), remark: Optional[Callable] = None, loc=None,
                 collapse: Optional[Callable[[Value], Value]] = None) -> Optional[Epilogue]:
@@ -167,9 +183,15 @@ def epilogue_of(anchor: Operation, c: Value, m: int, n: int,
     while k < len(ops) and ops[k].name == "arith.constant":
         consts.append(ops[k])
         k += 1
+    source, collapsed = _source_of_matrix(c)
+    if k < len(ops) and _elementwise_linalg_on(ops[k], source):
+        # a linalg.generic / linalg.map on the result: its loop nest (what
+        # --convert-linalg-to-affine-loops would make of it later anyway)
+        from ..affine.linalg_to_affine import lower_to_affine_loops
+        lower_to_affine_loops(ops[k])
+        ops = block.ops
     if k >= len(ops) or not isinstance(ops[k], AffineForOp):
         return None
-    source, collapsed = _source_of_matrix(c)
     if collapsed and collapse is None:
         return None
     shape = source.type.shape

@@ -239,3 +239,35 @@ def test_the_readme_example():
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     want = np.maximum(a64 @ b64 + bias, 0)
     assert (np.abs(c - want) <= 257 * 2.0 ** -24 * (np.abs(a64) @ np.abs(b64) + 1)).all()
+
+
+LINALG_EPILOGUE = """#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @f(%A: memref<97x103xbf16>, %B: memref<103x101xbf16>, %C: memref<97x101xf32>, %bias: memref<101xf32>) {
+  linalg.matmul ins(%A, %B : memref<97x103xbf16>, memref<103x101xbf16>) outs(%C : memref<97x101xf32>)
+  linalg.generic {indexing_maps = [#col, #id], iterator_types = ["parallel", "parallel"]} ins(%bias : memref<101xf32>) outs(%C : memref<97x101xf32>) {
+  ^bb0(%b: f32, %c: f32):
+    %s = arith.addf %c, %b : f32
+    %zero = arith.constant 0.0 : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+"""
+
+
+def test_linalg_generic_epilogue():
+    """Upstream IR's way to write bias + ReLU after linalg.matmul (mlir-opt-22 parses this):
+    the elementwise linalg.generic on C is fused like the affine nest it lowers to."""
+    from upstream_mlir import mlir_opt
+    mlir_opt(LINALG_EPILOGUE)
+    a, b, c, exact, bound = bf16_operands(97, 101, 103, seed=8)
+    c[:] = 0
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    bias = np.random.default_rng(8).standard_normal(101).astype(np.float32)
+    remarks = []
+    fn = polyopt.compile(LINALG_EPILOGUE, remark=lambda loc, m: remarks.append(m), **ALL)["f"]
+    assert any("fused into linalg.matmul's register tile" in r for r in remarks), remarks
+    fn(a, b, c, bias)
+    assert (np.abs(c - np.maximum(exact + bias, 0)) <= bound + 1e-6).all()
