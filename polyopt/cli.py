@@ -169,7 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
                                  ("dilation", 1, "dilation (both dimensions)")):
         p_cv.add_argument(f"--{name}", type=int, default=default,
                           help=f"{help_} (default: {default})")
-    p_cv.add_argument("--dtype", choices=("f64", "f32"), default="f32")
+    p_cv.add_argument("--dtype", choices=("f64", "f32", "bf16"), default="f32",
+                      help="element type (default: f32); bf16: bf16 input and filter, f32 "
+                           "output, timed with --epilogue against torch in bf16")
+    p_cv.add_argument("--epilogue", default=None, metavar="bias,relu",
+                      help="follow the convolution with these ops (bias, relu) and time it "
+                           "fused, unfused and against torch's conv2d(bias) + relu (one "
+                           "thread)")
     p_cv.add_argument("--reps", type=int, default=5, help="timed repetitions (default: 5)")
     p_cv.add_argument("--resnet50", action="store_true",
                       help="the ResNet-50 layers of issue 7 (3x3 at 56, 28, 14, 7 and 1x1 at "
@@ -511,6 +517,22 @@ def _explain_matmul(m: int, n: int, k: int, dtype: str, tiles: dict,
     return "\n".join(lines)
 
 
+def _bench_conv_epilogue(args: argparse.Namespace, shapes: dict) -> int:
+    """``bench conv2d --epilogue ...`` (or ``--dtype bf16``): :mod:`polyopt.bench_conv_epilogue`,
+    one thread."""
+    from .bench_conv_epilogue import bench_conv_epilogue
+    if args.json:
+        raise UsageError("--epilogue and --dtype bf16 print text (one thread): drop --json")
+    epilogue = tuple(e.strip() for e in (args.epilogue or "").split(",") if e.strip())
+    for label, shape in shapes.items():
+        try:
+            r = bench_conv_epilogue(shape, args.dtype, epilogue, reps=args.reps)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        print((f"{label}: " if label else "") + r.report(), flush=True)
+    return 0
+
+
 def cmd_bench_batch_matmul(args: argparse.Namespace) -> int:
     """``bench batch-matmul``: :mod:`polyopt.bench_batch`."""
     from .bench_batch import bench_batch_matmul
@@ -533,6 +555,8 @@ def cmd_bench_conv2d(args: argparse.Namespace) -> int:
     else:
         shapes = {"": ConvShape(args.n, args.h, args.w, args.c, args.f, args.kh, args.kw,
                                 args.stride, args.dilation)}
+    if args.epilogue is not None or args.dtype == "bf16":
+        return _bench_conv_epilogue(args, shapes)
     results = []
     for label, shape in shapes.items():
         try:

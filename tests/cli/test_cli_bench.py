@@ -188,3 +188,16 @@ def test_bench_batch_matmul_rows():
     assert "numpy matmul, loop over batch" in proc.stdout and "torch: " in proc.stdout
     proc = _run("bench", "batch-matmul", "--batch", "0")
     assert proc.returncode == 1 and "sizes must be positive" in proc.stderr
+
+
+def test_bench_conv2d_bf16_epilogue():
+    """--dtype bf16 --epilogue bias,relu: the convolution with its epilogue fused, unfused (in
+    a called function) and torch's conv2d(bias) + relu, checked before timing."""
+    proc = _run("bench", "conv2d", "--h", "9", "--w", "10", "--c", "8", "--f", "12", "--reps",
+                "1", "--dtype", "bf16", "--epilogue", "bias,relu")
+    assert proc.returncode == 0, proc.stderr
+    assert "bf16 (f32 output) + bias+relu" in proc.stdout and "(fused)" in proc.stdout
+    assert "polyopt, epilogue in a called function" in proc.stdout
+    proc = _run("bench", "conv2d", "--h", "9", "--w", "10", "--c", "8", "--f", "12", "--reps",
+                "1", "--epilogue", "gelu")
+    assert proc.returncode == 1 and "unknown epilogue 'gelu'" in proc.stderr
