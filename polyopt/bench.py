@@ -298,6 +298,19 @@ def _time_sample(fn: Callable[[], object]) -> float:
     return time_sample(fn, MIN_SAMPLE_SECONDS)
 
 
+def time_alternating(contenders: list, reps: int, threads: int = 1) -> list[Timing]:
+    """Each of ``contenders`` run once (the warm-up), then timed ``reps`` times in turn, the
+    others' threads settled before each sample; their :class:`Timing` in order."""
+    for f in contenders:
+        f()
+    samples: list[list[float]] = [[] for _ in contenders]
+    for _ in range(reps):
+        for q, f in enumerate(contenders):
+            _settle(threads, f)
+            samples[q].append(_time_sample(f))
+    return [Timing.of(x) for x in samples]
+
+
 def blis_mode_variant(dtype: str) -> tuple[Optional[Variant], str]:
     """The ``--hopt-blis`` variant with the best micro-kernel this host runs for ``dtype``,
     or ``(None, why not)`` when the blis package or a suitable CPU is missing."""

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
-from .bench import (Timing, _settle, _time_sample, _threads_note, blas_description,
+from .bench import (Timing, _threads_note, blas_description, time_alternating,
                     machine_summary, torch_description)
 
 
@@ -98,14 +98,7 @@ def bench_batch_matmul(batch: int, m: int, n: int, k: int, dtype: str = "f32", *
         torch_note = torch_description()
     except ImportError:
         pass
-    for f in contenders:
-        f()
-    samples: list[list[float]] = [[] for _ in contenders]
-    for _ in range(reps):
-        for i, f in enumerate(contenders):
-            _settle(threads, f)
-            samples[i].append(_time_sample(f))
-    t = [Timing.of(s) for s in samples]
+    t = time_alternating(contenders, reps, threads)
     return BatchBenchResult(batch, m, n, k, dtype, threads, compile_time, t[0], t[1],
                             t[2] if len(t) > 2 else None, torch_note, blas_description(),
                             machine_summary())

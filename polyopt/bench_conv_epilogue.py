@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from .bench import ConvShape, Timing, _settle, _time_sample, torch_description
+from .bench import ConvShape, Timing, time_alternating, torch_description
 
 EPILOGUES = ("bias", "relu")
 
@@ -147,14 +147,7 @@ def bench_conv_epilogue(s: ConvShape, dtype: str, epilogue: tuple, *, reps: int 
         note = torch_description() + ", input and weights in channels_last"
     except ImportError:
         pass
-    for f in contenders:
-        f()
-    samples: list[list[float]] = [[] for _ in contenders]
-    for _ in range(reps):
-        for q, f in enumerate(contenders):
-            _settle(1, f)
-            samples[q].append(_time_sample(f))
-    ts = [Timing.of(x) for x in samples]
+    ts = time_alternating(contenders, reps)
     return ConvEpilogueResult(s, dtype, tuple(epilogue),
                               any("fused into" in r for r in remarks), ts[0], ts[1],
                               ts[2] if len(ts) > 2 else None, note)

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from .bench import (Timing, _settle, _time_sample, blas_description, machine_summary,
+from .bench import (Timing, blas_description, machine_summary, time_alternating,
                     torch_description)
 
 #: --dtype -> (A, B, C) element types and hop.matmul's attributes
@@ -171,14 +171,7 @@ def bench_lowp_matmul(m: int, n: int, k: int, kind: str, *, reps: int = 5, seed:
                                               lambda: np.matmul(af, bf, out=out)]
     if torch_run is not None:
         contenders.append(torch_run)
-    for f in contenders:
-        f()                                   # warm-up
-    samples: list[list[float]] = [[] for _ in contenders]
-    for _ in range(reps):
-        for i, f in enumerate(contenders):
-            _settle(threads, f)
-            samples[i].append(_time_sample(f))
-    timings = [Timing.of(s) for s in samples]
+    timings = time_alternating(contenders, reps, threads)
     return LowpBenchResult(m, n, k, kind, engine, compile_time, timings[0], timings[1],
                            timings[2], conversion, timings[3] if torch_run else None,
                            torch_label, torch_note, blas_description(), machine_summary(),
