@@ -251,7 +251,7 @@ class CompiledModule:
         self.llvm_ir: str = lowered.llvm_ir
         self.signatures = lowered.signatures
         self.engine = JITEngine(self.llvm_ir, self.target, opt_level=opt_level,
-                                llvm_vectorize=llvm_vectorize)
+                                llvm_vectorize=llvm_vectorize, uses_amx=lowered.uses_amx)
         self._callables: dict = {}
         self.compile_time = time.perf_counter() - start
 

@@ -47,7 +47,7 @@ _EFFECT_FREE = frozenset({
     "memref.extract_strided_metadata", "vector.broadcast", "vector.splat", "vector.extract",
     "vector.insert", "vector.fma", "vector.shuffle", "vector.extractelement",
     "vector.insertelement", "vector.reduction", "vector.load", "vector.transfer_read",
-    "linalg.index",
+    "linalg.index", "amx.tile_zero", "amx.tile_load", "amx.tile_mulf", "amx.tile_muli",
 })
 
 

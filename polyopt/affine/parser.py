@@ -25,8 +25,9 @@ from .attributes import (AffineMapAttr, ArrayAttr, Attribute, DenseArrayAttr, De
                          wrap_signed)
 from .diagnostics import Location, ParseError, SourceFile
 from .ir import OP_REGISTRY, Block, Operation, Region, Value
-from .types import (FloatType, FunctionType, IndexType, IntegerType, MemRefType, NoneType,
-                    StridedLayout, TensorType, Type, UnrankedMemRefType, VectorType, i1, i64)
+from .types import (AMXTileType, FloatType, FunctionType, IndexType, IntegerType, MemRefType,
+                    NoneType, StridedLayout, TensorType, Type, UnrankedMemRefType, VectorType,
+                    bf16, f16, f32, i1, i8, i32, i64)
 
 _BARE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
 _SUFFIX_ID = re.compile(r"[A-Za-z0-9_$.\-]+")
@@ -42,6 +43,8 @@ _RESULT_LIST = re.compile(r"(?:%[A-Za-z0-9_$.\-]+(?::\s*[0-9]+)?\s*,\s*)*"
                           r"%[A-Za-z0-9_$.\-]+(?::\s*[0-9]+)?\s*=(?!=)")
 
 INT64_MAX = (1 << 63) - 1
+#: The element types of ``!amx.tile`` (MLIR's ``AMX_TileElementType``).
+_AMX_ELEMENT_TYPES = (f32, f16, bf16, i32, i8)
 #: How deeply regions may nest, and lists, types, expressions and locations within one op:
 #: deeper input is an error at the construct that goes past it, not a RecursionError here or in
 #: the passes that walk the IR.  The two are counted apart so that the generic form of what
@@ -418,6 +421,9 @@ class Parser:
             if name in self.type_aliases:
                 self.pos = m.end()
                 return self.type_aliases[name]
+            if name == "amx.tile" and self.text.startswith("<", m.end()):
+                self.pos = m.end()
+                return self._parse_amx_tile_type(start)
             if "." in name:
                 raise self.error(f"dialect type '!{name}' is not supported by polyopt")
             raise self.error(f"undefined symbol alias id '{name}'" if m else "expected type")
@@ -451,6 +457,35 @@ class Parser:
             raise self.error(f"type '{word}' is not supported by polyopt (float types: f16, bf16, "
                              "f32, f64)", start)
         raise self.error(f"unknown type '{word}'", start)
+
+    def _parse_amx_tile_type(self, start: int) -> AMXTileType:
+        """``!amx.tile<16x32xbf16>`` (after ``!amx.tile``): a static 2-D shape and an element
+        type AMX has; the op verifiers check the rows and row bytes against the hardware."""
+        self.expect("<")
+        dims: list[int] = []
+        while True:
+            self.skip_ws()
+            if self.text.startswith("?", self.pos):
+                raise self.error("expected static shape")
+            m = _DIGITS.match(self.text, self.pos)
+            if not m:
+                break
+            dims.append(self._int_value(m.group(0), self.pos))
+            self.pos = m.end()
+            self.skip_ws()
+            if not self.text.startswith("x", self.pos):
+                raise self.error("expected 'x' in dimension list")
+            self.pos += 1
+        elem = self.parse_type()
+        self.expect(">", "in tile type")
+        if elem not in _AMX_ELEMENT_TYPES:
+            raise self.error("failed to verify 'elementType': 32-bit float or 16-bit float or "
+                             "bfloat16 type or 32-bit signless integer or 8-bit signless integer",
+                             start)
+        if len(dims) != 2:
+            raise self.error(f"'!amx.tile' types of rank {len(dims)} are not supported by "
+                             "polyopt (a tile is rows x columns)", start)
+        return AMXTileType(dims[0], dims[1], elem)
 
     def _parse_tensor_type(self, start: int) -> TensorType:
         self.expect("<")

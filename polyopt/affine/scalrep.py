@@ -71,7 +71,7 @@ _MEMREF_EFFECT_OPS = frozenset({
     "vector.maskedload", "vector.maskedstore", "vector.gather", "vector.scatter",
     "vector.expandload", "vector.compressstore", "linalg.fill", "linalg.matmul",
     "linalg.conv_2d_nhwc_hwcf", "linalg.conv_1d_nwc_wcf", "linalg.depthwise_conv_2d_nhwc_hwc",
-    "hop.matmul", "hop.conv2d",
+    "hop.matmul", "hop.conv2d", "amx.tile_load", "amx.tile_store",
 })
 # dialects whose ops without memref operands do not touch memory
 _REGISTER_DIALECTS = ("arith.", "math.", "vector.", "index.")

@@ -1,5 +1,6 @@
 """MLIR builtin types: index, iN, fN, vector, memref, unranked memref, function, and tensor
-(for the types of attributes only).
+(for the types of attributes only); and one dialect type, the ``amx`` dialect's
+``!amx.tile<16x32xbf16>``.
 
 Types are frozen, hashable values; ``str(t)`` is the MLIR spelling (``memref<64x256xf64, #map>``
 is printed by the module printer, which substitutes map aliases; ``str`` inlines the map).
@@ -82,6 +83,24 @@ class VectorType(Type):
     @property
     def num_elements(self) -> int:
         return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class AMXTileType(Type):
+    """``!amx.tile<16x32xbf16>``: the contents of one AMX tile register (MLIR's
+    ``amx::TileType``), ``rows`` x ``cols`` elements of ``f32``, ``f16``, ``bf16``, ``i32`` or
+    ``i8``.  The ops check the hardware's limits (16 rows of at most 64 bytes), not the type."""
+
+    rows: int
+    cols: int
+    element_type: Type
+
+    def __str__(self) -> str:
+        return f"!amx.tile<{self.rows}x{self.cols}x{self.element_type}>"
+
+    @property
+    def row_bytes(self) -> int:
+        return self.cols * bitwidth(self.element_type) // 8
 
 
 @dataclass(frozen=True)

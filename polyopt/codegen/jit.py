@@ -94,6 +94,7 @@ from typing import Any, Callable, Optional, Sequence
 import llvmlite.binding as llvm
 import numpy as np
 
+from polyopt.codegen.amx_permission import request_amx_permission
 from polyopt.codegen.buffer_cache import RELEASE_SYMBOL
 from polyopt.codegen.runtime import (register_runtime_symbols, runtime_symbols,
                                      take_assert_failures)
@@ -236,13 +237,16 @@ class JITEngine:
     optimises ``llvm_ir`` with :func:`optimize_module`, registers the runtime symbols and compiles
     the result to host machine code.  Callables made with
     :func:`make_callable` hold a reference to their engine, so the machine
-    code lives as long as any of them does.
+    code lives as long as any of them does.  ``uses_amx``: the code runs AMX tile
+    instructions, so making a callable first asks Linux for the tile state
+    (:func:`~polyopt.codegen.amx_permission.request_amx_permission`).
     """
 
     def __init__(self, llvm_ir: str, target: Target | None = None, opt_level: int = 3,
-                 llvm_vectorize: bool = True):
+                 llvm_vectorize: bool = True, uses_amx: bool = False):
         self.target = target if target is not None else host_target()
         self.opt_level = opt_level
+        self.uses_amx = uses_amx
         register_runtime_symbols()
         mod = optimize_module(llvm_ir, self.target, opt_level, llvm_vectorize)
         self._ir_optimized = str(mod)
@@ -873,6 +877,8 @@ class JITFunction:
             )
         self.engine = engine  # keeps the machine code alive
         self.address = engine.function_address(func_name)
+        if engine.uses_amx:   # without it the first tile instruction kills the process
+            request_amx_permission()
         self._arg_names = tuple(names)
         self._nargs = len(args)
         for a in list(args) + list(results):

@@ -32,6 +32,22 @@ class BFloatType(ir.types._BaseFloatType):
 
 BFloatType._create_instance()
 
+
+class X86AMXType(ir.Type):
+    """LLVM's ``x86_amx``, the contents of an AMX tile register (llvmlite has no such type).
+    LLVM allows it only as the operand or result of the ``llvm.x86.*.internal`` intrinsics
+    and of phis: never in memory, in a function's signature or in an aggregate."""
+
+    def _to_string(self):
+        return "x86_amx"
+
+    def __eq__(self, other):
+        return isinstance(other, X86AMXType)
+
+    def __hash__(self):
+        return hash(X86AMXType)
+
+
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
 I16 = ir.IntType(16)
@@ -39,6 +55,7 @@ I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 F16 = ir.HalfType()
 BF16 = BFloatType()
+X86_AMX = X86AMXType()
 F32 = ir.FloatType()
 F64 = ir.DoubleType()
 PTR = ir.PointerType()

@@ -16,6 +16,7 @@ from polyopt.affine.attributes import StringAttr
 from polyopt.affine.diagnostics import CodegenError
 from polyopt.affine.ir import TERMINATOR_OPS, Block, Operation, Value
 from polyopt.affine.types import (
+    AMXTileType,
     StridedLayout,
     FloatType,
     FunctionType,
@@ -105,10 +106,13 @@ class LoweredModule:
 
     llvm_ir: str
     signatures: dict = field(default_factory=dict)
+    #: whether the code runs AMX tile instructions (``amx.*`` lowered for a CPU with AMX):
+    #: the process must ask Linux for the tile state before calling it
+    uses_amx: bool = False
 
     def jit(self, target: Optional[Target] = None, opt_level: int = 3) -> JITEngine:
         """Optimise and JIT-compile the module (see :class:`~polyopt.codegen.jit.JITEngine`)."""
-        return JITEngine(self.llvm_ir, target, opt_level)
+        return JITEngine(self.llvm_ir, target, opt_level, uses_amx=self.uses_amx)
 
     def callables(self, engine: JITEngine) -> dict:
         """``{name: callable}`` for every defined function
@@ -209,6 +213,7 @@ class ModuleLowering:
         self._linearize_cache: dict = {}
         self.buffers = BufferCache(self.llmod, self.runtime("aligned_alloc"),
                                    self.runtime("free"))
+        self.uses_amx = False           # set by lower_amx when it emits AMX instructions
 
     # -- types -------------------------------------------------------------------------------
 
@@ -231,6 +236,9 @@ class ModuleLowering:
         raise Unsupported(f"type '{t}' is not supported by the LLVM lowering")
 
     def type(self, t: Type) -> ir.Type:
+        dialect_type = TYPE_HANDLERS.get(type(t))
+        if dialect_type is not None:
+            return dialect_type(self, t)
         if isinstance(t, VectorType):
             if not t.shape or any(d <= 0 for d in t.shape):
                 raise Unsupported(f"vector type '{t}' is not supported")
@@ -295,6 +303,10 @@ class ModuleLowering:
     # -- function types (ABI) ----------------------------------------------------------------
 
     def abi_function_type(self, ft: FunctionType, loc) -> ir.FunctionType:
+        if any(isinstance(t, AMXTileType) for t in ft.inputs + ft.results):
+            # LLVM allows x86_amx in no signature; refused on every target alike
+            raise Unsupported("'!amx.tile' values cannot be function arguments or results "
+                              "(store the tile to a memref)")
         params = [p for t in ft.inputs for p in self.abi_param_types(t)]
         if len(ft.results) == 0:
             ret = VOID
@@ -387,7 +399,7 @@ class ModuleLowering:
                 except Unsupported as exc:  # raised outside any op (e.g. argument types)
                     raise CodegenError(f"function @{f.sym_name}: {exc}", f.loc) from None
         self.buffers.finish()
-        return LoweredModule(str(self.llmod), signatures)
+        return LoweredModule(str(self.llmod), signatures, self.uses_amx)
 
     def _check_static_types(self, f, types) -> None:
         """Memrefs with ``?`` are descriptors, except under a layout map that is not strided."""
@@ -925,6 +937,9 @@ class FunctionLowering(IndexFormLowering, MemRefAccessLowering):
 # Op handlers: handler(lowering, op)
 
 HANDLERS: dict[str, Callable] = {}
+#: LLVM types of dialect types, ``handler(module lowering, type) -> ir.Type`` by the type's
+#: class (``!amx.tile``: :mod:`lower_amx`).
+TYPE_HANDLERS: dict[type, Callable] = {}
 #: Ops at module level other than functions: ``handler(module lowering, op)``.
 MODULE_HANDLERS: dict[str, Callable] = {}
 

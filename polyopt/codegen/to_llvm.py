@@ -47,8 +47,8 @@ What the lowering does
 Layout: this module is the driver; :mod:`~polyopt.codegen.lowering` holds the module and
 function state and the handler registry, and each source dialect has its own module of
 handlers (``lower_func``, ``lower_arith``, ``lower_math``, ``lower_vector``, ``lower_affine``,
-``lower_scf``, ``lower_memref``, ``lower_linalg``), as MLIR's ``convert-<dialect>-to-llvm``
-patterns are.
+``lower_scf``, ``lower_memref``, ``lower_linalg``, ``lower_x86vector``, ``lower_amx``), as
+MLIR's ``convert-<dialect>-to-llvm`` patterns are.
 
 Not handled (``CodegenError`` at the op): dynamic dimensions, ``hop.*``/``linalg.matmul``/
 ``linalg.conv_*`` (expand them first), multi-block functions, unknown ops.
@@ -61,9 +61,9 @@ from typing import Optional
 from polyopt.affine.diagnostics import CodegenError
 from polyopt.affine.ir import Operation
 # the handler modules register their ops with the driver when imported
-from polyopt.codegen import (lower_affine, lower_arith, lower_cf, lower_func,  # noqa: F401
-                             lower_linalg, lower_llvm, lower_math, lower_memref, lower_scf,
-                             lower_vector, lower_x86vector)
+from polyopt.codegen import (lower_affine, lower_amx, lower_arith, lower_cf,  # noqa: F401
+                             lower_func, lower_linalg, lower_llvm, lower_math, lower_memref,
+                             lower_scf, lower_vector, lower_x86vector)
 from polyopt.codegen.lowering import (DEFAULT_ALLOC_ALIGNMENT, DEFAULT_MAX_STACK_BYTES,
                                       FunctionSignature, LoweredModule, ModuleLowering)
 from polyopt.codegen.target import Target, host_target
