@@ -214,3 +214,13 @@ def _lower_bitcast(L: FunctionLowering, op: Operation) -> None:
     if len(dst_t.shape) != 1:
         raise Unsupported(f"vector.bitcast of n-D vectors ('{dst_t}') is not supported")
     L.bind(op.results[0], L.b.bitcast(L.get(op.operands[0]), L.ml.type(dst_t)))
+
+
+@handles("vector.interleave")
+def _lower_interleave(L: FunctionLowering, op: Operation) -> None:
+    a, b = op.operands
+    if len(a.type.shape) != 1:
+        raise Unsupported(f"vector.interleave of n-D vectors ('{a.type}') is not supported")
+    n = a.type.shape[0]
+    mask = ir.Constant(ir.VectorType(I32, 2 * n), [x for i in range(n) for x in (i, n + i)])
+    L.bind(op.results[0], L.b.shuffle_vector(L.get(a), L.get(b), mask))

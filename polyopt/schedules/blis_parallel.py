@@ -300,9 +300,11 @@ def _run_on_team(loop: AffineForOp, private: list) -> AffineParallelOp:
     return par
 
 
-_STORES = ("affine.store", "affine.vector_store", "memref.store", "vector.store")
+#: the ops that store, and the index of the memref they store into
+_STORES = {"affine.store": 1, "affine.vector_store": 1, "memref.store": 1, "vector.store": 1,
+           "amx.tile_store": 0}
 _LOADS = ("affine.load", "affine.vector_load", "memref.load", "vector.load", "memref.copy",
-          "func.call")
+          "func.call", "amx.tile_load")
 
 
 def _written_buffers(op: Operation) -> list:
@@ -310,7 +312,8 @@ def _written_buffers(op: Operation) -> list:
     seen: dict = {}
     for o in op.walk():
         if o.name in _STORES:
-            seen.setdefault(id(o.operands[1]), o.operands[1])
+            buf = o.operands[_STORES[o.name]]
+            seen.setdefault(id(buf), buf)
     return list(seen.values())
 
 
@@ -327,6 +330,6 @@ def _only_stores_into(top: Operation, buf) -> bool:
     for o in top.walk():
         if o.name in _LOADS:
             return False
-        if o.name in _STORES and o.operands[1] is not buf:
+        if o.name in _STORES and o.operands[_STORES[o.name]] is not buf:
             return False
     return True

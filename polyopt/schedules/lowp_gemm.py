@@ -4,6 +4,8 @@ cast to C's type), as BLIS's five loops with run-time trip counts.
 
 The engine is chosen from the target's features, never its name:
 
+* **AMX** (``amx-tile`` with ``amx-bf16``, ``amx-int8`` or ``amx-fp16``): the register tile is
+  in tile registers, :mod:`polyopt.schedules.amx_gemm`;
 * **AVX512-BF16** (bf16 x bf16 -> f32): ``vdpbf16ps`` (``x86vector.avx512.dot``) adds two
   products per f32 lane, ``a[2i] * b[2i] + a[2i+1] * b[2i+1]``: A and B are packed in K-pairs;
 * **AVX512-VNNI** (8-bit -> i32): ``vpdpbusd`` (``llvm.call_intrinsic
@@ -70,13 +72,15 @@ def mixed_types_of(con) -> MixedTypes:
 class Engine:
     """How the register tile multiplies: ``name`` for remarks and reports; ``group`` k per
     packed group; ``packed`` the packed buffers' element type; ``lanes`` of C's type per
-    accumulator vector; ``offset_a``: A is signed bytes offset by 128 (VNNI)."""
+    accumulator vector; ``offset_a``: A is signed bytes offset by 128 (VNNI); ``amx``: the
+    register tile is AMX tiles (:mod:`polyopt.schedules.amx_gemm`)."""
 
     name: str
     group: int
     packed: str
     lanes: int
     offset_a: bool = False
+    amx: bool = False
 
     @property
     def is_dot(self) -> bool:
@@ -86,7 +90,11 @@ class Engine:
 def choose_engine(types: MixedTypes, machine: MachineModel) -> tuple[Engine, Optional[str]]:
     """The fastest engine the machine has for ``types``, and, when it is the plain path, why
     (the missing feature, a phrase) for a remark."""
+    from .amx_gemm import amx_engine
     features = machine.features
+    amx = amx_engine(types, features)
+    if amx is not None:
+        return amx, None
     wide = machine.vector_bits >= 512
     if (types.a, types.b) == ("bf16", "bf16"):
         if wide and "avx512bf16" in features:
@@ -130,7 +138,11 @@ def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None) 
     one broadcast of A); K_C is :data:`K_C_BYTES` of k (with a static ``k``: one block up to
     a quarter more, else blocks of equal size, so that a convolution's K = 576 is not a block
     of 512 and one of 64), A's block (M_C x K_C) fills L2 (measured: M_C 510 ran i8 at 433
-    GOP/s, 252 at 423-426) and B's block (K_C x N_C) a quarter of L3."""
+    GOP/s, 252 at 423-426) and B's block (K_C x N_C) a quarter of L3.  AMX has its own
+    (:func:`~polyopt.schedules.amx_gemm.amx_params`)."""
+    if engine.amx:
+        from .amx_gemm import amx_params
+        return amx_params(engine, machine, k)
     regs = machine.num_vector_registers
     nv = 4 if regs >= 32 else 2
     mr = max(1, min(6, (regs - nv - 1) // nv))
@@ -161,49 +173,125 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
     (:class:`~polyopt.schedules.epilogue.Epilogue`) is applied to C's tile after the last K
     block, before its store; the function then takes its memrefs and scalars after ``%K``
     (``%epi0``, ...) and its output (``%out``) when that is not C."""
-    ta, tb, tc = operand_types
-    g, w, mr, nv = engine.group, engine.lanes, p.M_R, p.N_V
-    nr, kc, mc, nc = nv * w, p.K_C, p.M_C, p.N_C
-    ct, pt = types.c, engine.packed
-    is_float = ct == "f32"
-    vt = f"vector<{w}x{ct}>"                       # an accumulator
-    pvt = f"vector<{w * g}x{pt}>"                  # a vector of B's packed groups
-    tap = f"memref<{mc // mr}x{kc // g}x{mr * g}x{pt}>"
-    tbp = f"memref<{nc // nr}x{kc // g}x{nr * g}x{pt}>"
-    ttmp = f"memref<{mr}x{nr}x{ct}>"
-    zero_c = "0.000000e+00" if is_float else "0"
-    zero_p = "0.000000e+00" if pt in ("bf16", "f32") else "0"
-    t = MlirLines()
-    args: dict = {}
-    extra = ""
-    out, tout, tout_e = "%C", tc, ct
-    if epilogue is not None:
-        for q, v in enumerate(epilogue.externals):
-            args[id(v)] = f"%epi{q}"
-            extra += f", %epi{q}: {epilogue.view(v).type}"
-        if not epilogue.stores_to_c:
-            out, tout = "%out", str(epilogue.output.type)
-            tout_e = str(epilogue.output.type.element_type)
-            extra += f", %out: {tout}"
-    last_block = f"affine_set<(d0)[s0] : (d0 + {kc} - s0 >= 0)>(%pc)[%K]"
-    t.add(0, f"func.func @gemm(%A: {ta}, %B: {tb}, %C: {tc}, %M: index, %N: index, "
-             f"%K: index{extra}) {{")
-    t.add(1, f"%zp = arith.constant {zero_p} : {pt}")
-    t.add(1, f"%zv = arith.constant dense<{zero_c}> : {vt}")
-    t.add(1, f"%Ap = memref.alloc() {{alignment = 64 : i64}} : {tap}")
-    t.add(1, f"%Bp = memref.alloc() {{alignment = 64 : i64}} : {tbp}")
-    par = threads > 1
-    if not par:
-        t.add(1, f"%tmp = memref.alloca() {{alignment = 64 : i64}} : {ttmp}")
-    if engine.offset_a:
-        t.add(1, "%flip = arith.constant -128 : i8")
-        t.add(1, "%m128 = arith.constant -128 : i32")
-        t.add(1, f"%Bs = memref.alloc() {{alignment = 64 : i64}} : memref<{nc}xi32>")
-    groups_of = f"min affine_map<(d0)[s0] -> ({kc // g}, (s0 - d0 + {g - 1}) floordiv {g})>" \
-                f"(%pc)[%K]"
+    if engine.amx:
+        from .amx_gemm import AMXGemmText
+        writer = AMXGemmText
+    else:
+        writer = LowpGemmText
+    return writer(operand_types, types, engine, p, threads, split_rows, epilogue).source()
 
-    def convert(d: int, value: str, src: str, unsigned: bool) -> str:
+
+class LowpGemmText:
+    """The text of :func:`lowp_gemm_source`: BLIS's loops, the packing into groups of k, and
+    the register tile of dot instructions (vector registers).  The AMX template
+    (:class:`~polyopt.schedules.amx_gemm.AMXGemmText`) shares the loops, the packing of B
+    and the edge code and replaces A's packing and the tile."""
+
+    def __init__(self, operand_types, types: MixedTypes, engine: Engine, p: LowpParams,
+                 threads: int, split_rows: bool, epilogue):
+        self.ta, self.tb, self.tc = operand_types
+        self.types, self.engine, self.epilogue = types, engine, epilogue
+        self.g, self.w, self.mr, self.nv = engine.group, engine.lanes, p.M_R, p.N_V
+        self.nr, self.kc, self.mc, self.nc = p.N_V * engine.lanes, p.K_C, p.M_C, p.N_C
+        # rows of A's micro-panels and columns of B's: the register tile's, here
+        self.a_panel, self.b_panel = self.mr, self.nr
+        self.ct, self.pt = types.c, engine.packed
+        self.is_float = self.ct == "f32"
+        self.vt = f"vector<{self.w}x{self.ct}>"                    # an accumulator
+        self.pvt = f"vector<{self.w * self.g}x{self.pt}>"          # a vector of B's groups
+        self.tbp = f"memref<{self.nc // self.b_panel}x{self.kc // self.g}x" \
+                   f"{self.b_panel * self.g}x{self.pt}>"
+        self.tap = self.a_buffer_type()
+        self.ttmp = f"memref<{self.mr}x{self.nr}x{self.ct}>"
+        self.zero_c = "0.000000e+00" if self.is_float else "0"
+        self.zero_p = "0.000000e+00" if self.pt in ("bf16", "f16", "f32") else "0"
+        self.add_op = "arith.addf" if self.is_float else "arith.addi"
+        self.par = threads > 1
+        self.split_rows = split_rows
+        self.t = MlirLines()
+        self.args: dict = {}
+        self.extra = ""
+        self.out, self.tout, self.tout_e = "%C", self.tc, self.ct
+        if epilogue is not None:
+            for q, v in enumerate(epilogue.externals):
+                self.args[id(v)] = f"%epi{q}"
+                self.extra += f", %epi{q}: {epilogue.view(v).type}"
+            if not epilogue.stores_to_c:
+                self.out, self.tout = "%out", str(epilogue.output.type)
+                self.tout_e = str(epilogue.output.type.element_type)
+                self.extra += f", %out: {self.tout}"
+        self.last_block = f"affine_set<(d0)[s0] : (d0 + {self.kc} - s0 >= 0)>(%pc)[%K]"
+        self.groups_of = f"min affine_map<(d0)[s0] -> ({self.kc // self.g}, " \
+                         f"(s0 - d0 + {self.g - 1}) floordiv {self.g})>(%pc)[%K]"
+
+    def a_buffer_type(self) -> str:
+        return f"memref<{self.mc // self.a_panel}x{self.kc // self.g}x" \
+               f"{self.a_panel * self.g}x{self.pt}>"
+
+    # -- the function ---------------------------------------------------------------------
+
+    def source(self) -> str:
+        t, engine = self.t, self.engine
+        t.add(0, f"func.func @gemm(%A: {self.ta}, %B: {self.tb}, %C: {self.tc}, %M: index, "
+                 f"%N: index, %K: index{self.extra}) {{")
+        t.add(1, f"%zp = arith.constant {self.zero_p} : {self.pt}")
+        self.constants(1)
+        t.add(1, f"%Ap = memref.alloc() {{alignment = 64 : i64}} : {self.tap}")
+        t.add(1, f"%Bp = memref.alloc() {{alignment = 64 : i64}} : {self.tbp}")
+        if not self.par:
+            t.add(1, f"%tmp = memref.alloca() {{alignment = 64 : i64}} : {self.ttmp}")
+        if engine.offset_a:
+            t.add(1, "%flip = arith.constant -128 : i8")
+            t.add(1, "%m128 = arith.constant -128 : i32")
+            t.add(1, f"%Bs = memref.alloc() {{alignment = 64 : i64}} : memref<{self.nc}xi32>")
+        t.add(1, f"affine.for %jc = 0 to %N step {self.nc} {{")
+        t.add(2, f"affine.for %pc = 0 to %K step {self.kc} {{")
+        self.pack(3, "B")
+        if engine.offset_a:
+            self.column_sums(3)
+        t.add(3, f"affine.for %ic = 0 to %M step {self.mc} {{")
+        self.pack(4, "A")
+        self.tile_loops(4)
+        t.add(3, "}")
+        t.add(2, "}")
+        t.add(1, "}")
+        t.add(1, f"memref.dealloc %Ap : {self.tap}")
+        t.add(1, f"memref.dealloc %Bp : {self.tbp}")
+        if engine.offset_a:
+            t.add(1, f"memref.dealloc %Bs : memref<{self.nc}xi32>")
+        t.add(1, "return")
+        t.add(0, "}")
+        return "\n".join(t.lines) + "\n"
+
+    def constants(self, d: int) -> None:
+        self.t.add(d, f"%zv = arith.constant dense<{self.zero_c}> : {self.vt}")
+
+    def tile_loops(self, d: int) -> None:
+        """The loops over the register tiles of the blocks, the one split over the threads
+        outermost: N_R-column panels, or with few of them (a convolution's 64 filters: one
+        panel) M_R-row tiles."""
+        t, mr, nr, mc, nc = self.t, self.mr, self.nr, self.mc, self.nc
+        bound = {"jr": f"min affine_map<(d0)[s0] -> ({nc}, s0 - d0)>(%jc)[%N] step {nr}",
+                 "ir": f"min affine_map<(d0)[s0] -> ({mc}, s0 - d0)>(%ic)[%M] step {mr}"}
+        outer = "ir" if self.par and self.split_rows else "jr"
+        inner = "jr" if outer == "ir" else "ir"
+        if self.par:
+            extent = f"(min({nc}, symbol(%N) - %jc)) step ({nr})" if outer == "jr" else \
+                f"(min({mc}, symbol(%M) - %ic)) step ({mr})"
+            t.add(d, f"affine.parallel (%{outer}) = (0) to {extent} {{")
+            t.add(d + 1, f"%tmp = memref.alloca() {{alignment = 64 : i64}} : {self.ttmp}")
+        else:
+            t.add(d, f"affine.for %{outer} = 0 to {bound[outer]} {{")
+        t.add(d + 1, f"affine.for %{inner} = 0 to {bound[inner]} {{")
+        self.tile(d + 2)
+        t.add(d + 1, "}")
+        t.add(d, "}")
+
+    # -- packing --------------------------------------------------------------------------
+
+    def convert(self, d: int, value: str, src: str, unsigned: bool) -> str:
         """``value`` (an element of A or B) as the packed buffers hold it."""
+        t, pt = self.t, self.pt
         if src == pt:
             return value
         out = t.fresh("cv")
@@ -213,78 +301,109 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
             t.add(d, f"{out} = arith.extf {value} : {src} to {pt}")
         return out
 
-    def pack(d: int, which: str) -> None:
+    def operand(self, which: str):
+        """(packed buffer, its type, source, source type, first row/column, panel width,
+        size, element at (x, k)) of A or B."""
+        if which == "A":
+            def at(x, k):
+                return f"%A[%ic + %q * {self.a_panel} + {x}, %pc + {k}]"
+            return "%Ap", self.tap, self.ta, "%ic", self.a_panel, "%M", at
+
+        def at(x, k):
+            return f"%B[%pc + {k}, %jc + %q * {self.b_panel} + {x}]"
+        return "%Bp", self.tbp, self.tb, "%jc", self.b_panel, "%N", at
+
+    def pack(self, d: int, which: str) -> None:
         """A's M_C x K_C block (``which`` = "A") or B's K_C x N_C block into micro-panels of
         groups; the whole panels with straight copies, the rest element by element with
         zeros past the matrix."""
-        if which == "A":
-            buf, src, st, block, r_of, tile = "%Ap", "%A", ta, mc, "%ic", mr
-            size = "%M"
-
-            def at(x, k):
-                return f"{src}[{r_of} + %q * {tile} + {x}, %pc + {k}]"
-        else:
-            buf, src, st, block, r_of, tile = "%Bp", "%B", tb, nc, "%jc", nr
-            size = "%N"
-
-            def at(x, k):
-                return f"{src}[%pc + {k}, {r_of} + %q * {tile} + {x}]"
-        bt = tap if which == "A" else tbp
-
-        def store(dd: int, value: str, index: str) -> None:
-            t.add(dd, f"affine.store {packed_value(dd, value, which)}, {buf}[%q, %p, {index}] "
-                      f": {bt}")
-
-        panels(d, block // tile, tile, r_of, size)
+        t, g, kc = self.t, self.g, self.kc
+        buf, bt, st, r_of, tile, size, at = self.operand(which)
+        block = self.mc if which == "A" else self.nc
+        self.panels(d, block // tile, tile, r_of, size, which)
         # whole panel and whole groups: M_R rows (N_R columns) x G k, a constant box
         t.add(d + 1, f"affine.if affine_set<(d0, d1)[s0] : (s0 - d0 - d1 * {tile} - {tile} "
                      f">= 0)>({r_of}, %q)[{size}] {{")
         t.add(d + 2, f"affine.for %p = 0 to min affine_map<(d0)[s0] -> ({kc // g}, "
                      f"(s0 - d0) floordiv {g})>(%pc)[%K] {{")
-        t.add(d + 3, f"affine.for %x = 0 to {tile} {{")
-        for gg in range(g):
-            v = t.fresh("v")
-            t.add(d + 4, f"{v} = affine.load {at('%x', f'%p * {g} + {gg}')} : {st}")
-            store(d + 4, v, f"%x * {g} + {gg}")
-        t.add(d + 3, "}")
+        if which == "B" and g > 1 and self.types.b == self.pt:
+            self.interleave_rows(d + 3, at, st)
+        else:
+            t.add(d + 3, f"affine.for %x = 0 to {tile} {{")
+            for gg in range(g):
+                v = t.fresh("v")
+                t.add(d + 4, f"{v} = affine.load {at('%x', f'%p * {g} + {gg}')} : {st}")
+                t.add(d + 4, f"affine.store {self.packed_value(d + 4, v, which)}, "
+                             f"{buf}[%q, %p, %x * {g} + {gg}] : {bt}")
+            t.add(d + 3, "}")
         t.add(d + 2, "}")
         if g > 1:     # the last group of the block, cut by K
             t.add(d + 2, f"affine.for %p = affine_map<(d0)[s0] -> ((s0 - d0) floordiv {g})>"
-                         f"(%pc)[%K] to {groups_of} {{")
-            edge_group(d + 3, which, tile, at, st, size, r_of, full_rows=True)
+                         f"(%pc)[%K] to {self.groups_of} {{")
+            self.edge_group(d + 3, which, full_rows=True)
             t.add(d + 2, "}")
         t.add(d + 1, "} else {")
-        t.add(d + 2, f"affine.for %p = 0 to {groups_of} {{")
-        edge_group(d + 3, which, tile, at, st, size, r_of, full_rows=False)
+        t.add(d + 2, f"affine.for %p = 0 to {self.groups_of} {{")
+        self.edge_group(d + 3, which, full_rows=False)
         t.add(d + 2, "}")
         t.add(d + 1, "}")
         t.add(d, "}")
 
-    def panels(d: int, count: int, tile: int, start: str, size: str) -> None:
-        """The loop %q over the micro-panels of a block (on the threads with ``par``)."""
-        if par:
-            t.add(d, f"affine.parallel (%q) = (0) to (min({count}, (symbol({size}) - {start} "
-                     f"+ {tile - 1}) floordiv {tile})) {{")
-        else:
-            t.add(d, f"affine.for %q = 0 to min affine_map<(d0)[s0] -> ({count}, "
-                     f"(s0 - d0 + {tile - 1}) floordiv {tile})>({start})[{size}] {{")
+    def interleave_rows(self, d: int, at, st: str) -> None:
+        """A group of B's whole panel: its G rows loaded as vectors and interleaved
+        (``vector.interleave``, twice for quads), one vector store.  Written element by
+        element, LLVM's SLP vectorizer joined the loads of consecutive rows into masked loads
+        of odd length (``<33 x bfloat>`` for a 17-column B), which LLVM 22's instruction
+        selection cannot legalize."""
+        t, g, n = self.t, self.g, self.b_panel
+        rows = []
+        for gg in range(g):
+            v = t.fresh("row")
+            t.add(d, f"{v} = affine.vector_load {at('0', f'%p * {g} + {gg}')} : {st}, "
+                     f"vector<{n}x{self.pt}>")
+            rows.append(v)
+        width = n
+        while len(rows) > 1:      # (r0, r1) -> r0 r1; (r0, r1, r2, r3) -> (r0 r2, r1 r3) -> ...
+            half = len(rows) // 2
+            pairs = list(zip(rows[:half], rows[half:]))
+            rows = []
+            for a, b in pairs:
+                v = t.fresh("il")
+                t.add(d, f"{v} = vector.interleave {a}, {b} : vector<{width}x{self.pt}> -> "
+                         f"vector<{2 * width}x{self.pt}>")
+                rows.append(v)
+            width *= 2
+        t.add(d, f"affine.vector_store {rows[0]}, %Bp[%q, %p, 0] : {self.tbp}, "
+                 f"vector<{width}x{self.pt}>")
 
-    def packed_value(d: int, value: str, which: str) -> str:
+    def panels(self, d: int, count: int, tile: int, start: str, size: str,
+               which: str = "") -> None:
+        """The loop %q over the micro-panels of a block (on the threads with ``par``)."""
+        if self.par:
+            self.t.add(d, f"affine.parallel (%q) = (0) to (min({count}, (symbol({size}) - "
+                          f"{start} + {tile - 1}) floordiv {tile})) {{")
+        else:
+            self.t.add(d, f"affine.for %q = 0 to min affine_map<(d0)[s0] -> ({count}, "
+                          f"(s0 - d0 + {tile - 1}) floordiv {tile})>({start})[{size}] {{")
+
+    def packed_value(self, d: int, value: str, which: str) -> str:
         """An element of A or B as the packed buffers hold it: converted, and A's byte
         flipped when it is offset by 128."""
+        types = self.types
         if which == "A":
-            v = convert(d, value, types.a, types.a_unsigned)
-            if engine.offset_a:
-                f = t.fresh("fl")
-                t.add(d, f"{f} = arith.xori {v}, %flip : i8")
+            v = self.convert(d, value, types.a, types.a_unsigned)
+            if self.engine.offset_a:
+                f = self.t.fresh("fl")
+                self.t.add(d, f"{f} = arith.xori {v}, %flip : i8")
                 v = f
             return v
-        return convert(d, value, types.b, types.b_unsigned)
+        return self.convert(d, value, types.b, types.b_unsigned)
 
-    def edge_group(d, which, tile, at, st, size, r_of, full_rows) -> None:
+    def edge_group(self, d: int, which: str, full_rows: bool) -> None:
         """One group of every row (column) of a panel, element by element, zero where the row
         or k is past the matrix."""
-        buf, bt = ("%Ap", tap) if which == "A" else ("%Bp", tbp)
+        t, g, pt = self.t, self.g, self.pt
+        buf, bt, st, r_of, tile, size, at = self.operand(which)
         t.add(d, f"affine.for %x = 0 to {tile} {{")
         t.add(d + 1, f"affine.for %g = 0 to {g} {{")
         rows_ok = "" if full_rows else f"s0 - d0 - d1 * {tile} - d2 - 1 >= 0, "
@@ -295,7 +414,7 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
         t.add(d + 2, f"{v} = affine.if {cond} -> {pt} {{")
         raw = t.fresh("r")
         t.add(d + 3, f"{raw} = affine.load {at('%x', f'%p * {g} + %g')} : {st}")
-        t.add(d + 3, f"affine.yield {packed_value(d + 3, raw, which)} : {pt}")
+        t.add(d + 3, f"affine.yield {self.packed_value(d + 3, raw, which)} : {pt}")
         t.add(d + 2, "} else {")
         t.add(d + 3, f"affine.yield %zp : {pt}")
         t.add(d + 2, "}")
@@ -303,13 +422,15 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
         t.add(d + 1, "}")
         t.add(d, "}")
 
-    def column_sums(d: int) -> None:
+    def column_sums(self, d: int) -> None:
         """``Bs[j] = -128 * sum_k B[k, jc + j]`` over the block (the packed panels, zeros
         included): the start of the accumulators when A is offset by 128."""
-        panels(d, nc // nr, nr, "%jc", "%N")
+        t, g, nr, nc, tbp = self.t, self.g, self.nr, self.nc, self.tbp
+        self.panels(d, nc // nr, nr, "%jc", "%N")
         t.add(d + 1, f"affine.for %j = 0 to {nr} {{")
         t.add(d + 2, "%s0 = arith.constant 0 : i32")
-        t.add(d + 2, f"%sum = affine.for %p = 0 to {groups_of} iter_args(%s = %s0) -> i32 {{")
+        t.add(d + 2, f"%sum = affine.for %p = 0 to {self.groups_of} iter_args(%s = %s0) -> "
+                     f"i32 {{")
         acc = "%s"
         for gg in range(g):
             v, e, n = t.fresh("b"), t.fresh("be"), t.fresh("s")
@@ -324,14 +445,17 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
         t.add(d + 1, "}")
         t.add(d, "}")
 
-    def multiply(d: int, acc: str, a: str, b: str) -> str:
+    # -- the register tile ----------------------------------------------------------------
+
+    def multiply(self, d: int, acc: str, a: str, b: str) -> str:
+        t, engine, vt, pvt = self.t, self.engine, self.vt, self.pvt
         out = t.fresh("acc")
         if engine.packed == "bf16":
             t.add(d, f"{out} = x86vector.avx512.dot {acc}, {a}, {b} : {pvt} -> {vt}")
         elif engine.is_dot:
             t.add(d, f'{out} = llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"({acc}, {a}, '
                      f'{b}) : ({vt}, {pvt}, {pvt}) -> {vt}')
-        elif is_float:
+        elif self.is_float:
             t.add(d, f"{out} = vector.fma {a}, {b}, {acc} : {vt}")
         else:
             prod = t.fresh("pr")
@@ -339,16 +463,19 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
             t.add(d, f"{out} = arith.addi {acc}, {prod} : {vt}")
         return out
 
-    def kernel(d: int) -> list[str]:
+    def kernel(self, d: int) -> list[str]:
         """The k loop of the tile at (ic + ir, jc + jr): per group, N_V vector loads of B,
         and per row of A a broadcast of its group times each of them."""
+        t, g, w, mr, nv, nr, nc = self.t, self.g, self.w, self.mr, self.nv, self.nr, self.nc
+        vt, pvt, pt, tap, tbp = self.vt, self.pvt, self.pt, self.tap, self.tbp
         count = mr * nv
         names = [t.fresh("x") for _ in range(count)]
-        if engine.offset_a:
+        if self.engine.offset_a:
             inits = []
             for v in range(nv):
                 s = t.fresh("bs")
-                t.add(d, f"{s} = affine.vector_load %Bs[%jr + {v * w}] : memref<{nc}xi32>, {vt}")
+                t.add(d, f"{s} = affine.vector_load %Bs[%jr + {v * w}] : memref<{nc}xi32>, "
+                         f"{vt}")
                 inits.append(s)
             inits = inits * mr
         else:
@@ -356,8 +483,8 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
         res = t.fresh("r")
         types_ = ", ".join([vt] * count)
         init_text = ", ".join(f"{n} = {v}" for n, v in zip(names, inits))
-        t.add(d, f"{res}:{count} = affine.for %p = 0 to {groups_of} iter_args({init_text}) -> "
-                 f"({types_}) {{")
+        t.add(d, f"{res}:{count} = affine.for %p = 0 to {self.groups_of} iter_args("
+                 f"{init_text}) -> ({types_}) {{")
         bs = []
         for v in range(nv):
             b = t.fresh("b")
@@ -366,7 +493,7 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
             bs.append(b)
         out = []
         for i in range(mr):
-            if engine.is_dot:
+            if self.engine.is_dot:
                 a, ai, ab, abt = (t.fresh(h) for h in ("a", "ai", "ab", "abt"))
                 t.add(d + 1, f"{a} = affine.vector_load %Ap[%ir floordiv {mr}, %p, {i * g}] : "
                              f"{tap}, vector<{g}x{pt}>")
@@ -378,30 +505,33 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
                 t.add(d + 1, f"{a} = affine.load %Ap[%ir floordiv {mr}, %p, {i}] : {tap}")
                 t.add(d + 1, f"{abt} = vector.broadcast {a} : {pt} to {vt}")
             for v in range(nv):
-                out.append(multiply(d + 1, names[i * nv + v], abt, bs[v]))
+                out.append(self.multiply(d + 1, names[i * nv + v], abt, bs[v]))
         t.add(d + 1, f"affine.yield {', '.join(out)} : {types_}")
         t.add(d, "}")
         return [f"{res}#{q}" for q in range(count)]
 
-    add = "arith.addf" if is_float else "arith.addi"
+    def inside_c(self) -> str:
+        """The condition of a register tile wholly inside C."""
+        return (f"affine_set<(d0, d1, d2, d3)[s0, s1] : (s0 - d0 - d1 - {self.mr} >= 0, "
+                f"s1 - d2 - d3 - {self.nr} >= 0)>(%ic, %ir, %jc, %jr)[%M, %N]")
 
-    def tile(d: int) -> None:
-        t.add(d, f"affine.if affine_set<(d0, d1, d2, d3)[s0, s1] : (s0 - d0 - d1 - {mr} >= 0, "
-                 f"s1 - d2 - d3 - {nr} >= 0)>(%ic, %ir, %jc, %jr)[%M, %N] {{")
+    def tile(self, d: int) -> None:
+        t, mr, nv, w, tc, vt = self.t, self.mr, self.nv, self.w, self.tc, self.vt
+        t.add(d, f"affine.if {self.inside_c()} {{")
         # C's tile is read once per K_C block from wherever it sits (L3 or memory): its
         # lines are on their way while the k loop runs, as in the f32 pipelines
         for i in range(mr):
-            for col in range(0, nr, 16):
+            for col in range(0, self.nr, 16):
                 t.add(d + 1, f"affine.prefetch %C[%ic + %ir + {i}, %jc + %jr + {col}], "
                              f"write, locality<1>, data : {tc}")
-        accs = kernel(d + 1)
+        accs = self.kernel(d + 1)
         sums = []
         for i in range(mr):
             for v in range(nv):
                 at = f"%C[%ic + %ir + {i}, %jc + %jr + {v * w}]"
                 c, s = t.fresh("c"), t.fresh("c")
                 t.add(d + 1, f"{c} = affine.vector_load {at} : {tc}, {vt}")
-                t.add(d + 1, f"{s} = {add} {c}, {accs[i * nv + v]} : {vt}")
+                t.add(d + 1, f"{s} = {self.add_op} {c}, {accs[i * nv + v]} : {vt}")
                 sums.append(s)
 
         def store_sums(dd: int) -> None:
@@ -410,86 +540,62 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
                     t.add(dd, f"affine.vector_store {sums[i * nv + v]}, %C[%ic + %ir + {i}, "
                               f"%jc + %jr + {v * w}] : {tc}, {vt}")
 
-        if epilogue is None:
+        if self.epilogue is None:
             store_sums(d + 1)
         else:           # C's tile is final after the last K block: the epilogue, then store
-            t.add(d + 1, f"affine.if {last_block} {{")
+            t.add(d + 1, f"affine.if {self.last_block} {{")
             for i in range(mr):
                 for v in range(nv):
-                    row, col = f"%ic + %ir + {i}", f"%jc + %jr + {v * w}"
-                    r = epilogue.emit(t, d + 2, sums[i * nv + v], args, w, row, col)
-                    t.add(d + 2, f"affine.vector_store {r}, {out}[{row}, {col}] : {tout}, "
-                                 f"vector<{w}x{tout_e}>")
-            if out != "%C":
+                    self.epilogue_store(d + 2, sums[i * nv + v], f"%ic + %ir + {i}",
+                                        f"%jc + %jr + {v * w}")
+            if self.out != "%C":
                 store_sums(d + 2)
             t.add(d + 1, "} else {")
             store_sums(d + 2)
             t.add(d + 1, "}")
         t.add(d, "} else {")
-        accs = kernel(d + 1)
+        accs = self.kernel(d + 1)
         for i in range(mr):
             for v in range(nv):
                 t.add(d + 1, f"affine.vector_store {accs[i * nv + v]}, %tmp[{i}, {v * w}] : "
-                             f"{ttmp}, {vt}")
-        t.add(d + 1, f"affine.for %i = 0 to min affine_map<(d0, d1)[s0] -> ({mr}, "
-                     f"s0 - d0 - d1)>(%ic, %ir)[%M] {{")
-        t.add(d + 2, f"affine.for %j = 0 to min affine_map<(d0, d1)[s0] -> ({nr}, "
+                             f"{self.ttmp}, {vt}")
+        self.add_edge_tile(d + 1)
+        t.add(d, "}")
+
+    def epilogue_store(self, d: int, value: str, row: str, col: str) -> None:
+        """The epilogue of ``w`` columns of C's row (``value``, the vector), stored to the
+        output."""
+        r = self.epilogue.emit(self.t, d, value, self.args, self.w, row, col)
+        self.t.add(d, f"affine.vector_store {r}, {self.out}[{row}, {col}] : {self.tout}, "
+                      f"vector<{self.w}x{self.tout_e}>")
+
+    def add_edge_tile(self, d: int) -> None:
+        """``%tmp`` (the product of a tile on C's edge) added to the part of C it covers,
+        element by element (the epilogue after the last K block)."""
+        t, mr, nr, tc, ct = self.t, self.mr, self.nr, self.tc, self.ct
+        t.add(d, f"affine.for %i = 0 to min affine_map<(d0, d1)[s0] -> ({mr}, "
+                 f"s0 - d0 - d1)>(%ic, %ir)[%M] {{")
+        t.add(d + 1, f"affine.for %j = 0 to min affine_map<(d0, d1)[s0] -> ({nr}, "
                      f"s0 - d0 - d1)>(%jc, %jr)[%N] {{")
         et, ec, es = t.fresh("et"), t.fresh("ec"), t.fresh("es")
         at = "%C[%ic + %ir + %i, %jc + %jr + %j]"
-        t.add(d + 3, f"{et} = affine.load %tmp[%i, %j] : {ttmp}")
-        t.add(d + 3, f"{ec} = affine.load {at} : {tc}")
-        t.add(d + 3, f"{es} = {add} {ec}, {et} : {ct}")
-        if epilogue is None:
-            t.add(d + 3, f"affine.store {es}, {at} : {tc}")
+        t.add(d + 2, f"{et} = affine.load %tmp[%i, %j] : {self.ttmp}")
+        t.add(d + 2, f"{ec} = affine.load {at} : {tc}")
+        t.add(d + 2, f"{es} = {self.add_op} {ec}, {et} : {ct}")
+        if self.epilogue is None:
+            t.add(d + 2, f"affine.store {es}, {at} : {tc}")
         else:
-            t.add(d + 3, f"affine.if {last_block} {{")
+            t.add(d + 2, f"affine.if {self.last_block} {{")
             row, col = "%ic + %ir + %i", "%jc + %jr + %j"
-            r = epilogue.emit(t, d + 4, es, args, None, row, col)
-            t.add(d + 4, f"affine.store {r}, {out}[{row}, {col}] : {tout}")
-            if out != "%C":
-                t.add(d + 4, f"affine.store {es}, {at} : {tc}")
-            t.add(d + 3, "} else {")
-            t.add(d + 4, f"affine.store {es}, {at} : {tc}")
-            t.add(d + 3, "}")
-        t.add(d + 2, "}")
+            r = self.epilogue.emit(t, d + 3, es, self.args, None, row, col)
+            t.add(d + 3, f"affine.store {r}, {self.out}[{row}, {col}] : {self.tout}")
+            if self.out != "%C":
+                t.add(d + 3, f"affine.store {es}, {at} : {tc}")
+            t.add(d + 2, "} else {")
+            t.add(d + 3, f"affine.store {es}, {at} : {tc}")
+            t.add(d + 2, "}")
         t.add(d + 1, "}")
         t.add(d, "}")
-
-    t.add(1, f"affine.for %jc = 0 to %N step {nc} {{")
-    t.add(2, f"affine.for %pc = 0 to %K step {kc} {{")
-    pack(3, "B")
-    if engine.offset_a:
-        column_sums(3)
-    t.add(3, f"affine.for %ic = 0 to %M step {mc} {{")
-    pack(4, "A")
-    # the tile loops, the one split over the threads outermost: N_R-column panels, or with
-    # few of them (a convolution's 64 filters: one panel) M_R-row tiles
-    bound = {"jr": f"min affine_map<(d0)[s0] -> ({nc}, s0 - d0)>(%jc)[%N] step {nr}",
-             "ir": f"min affine_map<(d0)[s0] -> ({mc}, s0 - d0)>(%ic)[%M] step {mr}"}
-    outer = "ir" if par and split_rows else "jr"
-    inner = "jr" if outer == "ir" else "ir"
-    if par:
-        extent = f"(min({nc}, symbol(%N) - %jc)) step ({nr})" if outer == "jr" else \
-            f"(min({mc}, symbol(%M) - %ic)) step ({mr})"
-        t.add(4, f"affine.parallel (%{outer}) = (0) to {extent} {{")
-        t.add(5, f"%tmp = memref.alloca() {{alignment = 64 : i64}} : {ttmp}")
-    else:
-        t.add(4, f"affine.for %{outer} = 0 to {bound[outer]} {{")
-    t.add(5, f"affine.for %{inner} = 0 to {bound[inner]} {{")
-    tile(6)
-    t.add(5, "}")
-    t.add(4, "}")
-    t.add(3, "}")
-    t.add(2, "}")
-    t.add(1, "}")
-    t.add(1, f"memref.dealloc %Ap : {tap}")
-    t.add(1, f"memref.dealloc %Bp : {tbp}")
-    if engine.offset_a:
-        t.add(1, f"memref.dealloc %Bs : memref<{nc}xi32>")
-    t.add(1, "return")
-    t.add(0, "}")
-    return "\n".join(t.lines) + "\n"
 
 
 def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,

@@ -498,3 +498,55 @@ def _bit_width(t: Type) -> int:
     if isinstance(t, (FloatType, IntegerType)):
         return t.width
     raise ValueError(f"'{t}' has no bit width")
+
+
+# ---------------------------------------------------------------------------------------------
+# interleave
+
+@register_op
+class InterleaveOp(Operation):
+    """``%r = vector.interleave %a, %b : vector<16xbf16> -> vector<32xbf16>``: the elements of
+    ``a`` and ``b`` alternating along the last dimension (``a0, b0, a1, b1, ...``)."""
+
+    OP_NAME = "vector.interleave"
+
+    @classmethod
+    def build(cls, a: Value, b: Value, loc=None) -> "InterleaveOp":
+        t = a.type
+        return cls(operands=[a, b], result_types=[VectorType((*t.shape[:-1], 2 * t.shape[-1]),
+                                                             t.element_type)], loc=loc)
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        p.skip_ws()
+        start = p.pos
+        ops = p.parse_operand_list()
+        if len(ops) != 2:
+            raise p.error(f"'vector.interleave' expects 2 operands, got {len(ops)}", start)
+        attrs = p.parse_optional_attr_dict()
+        p.expect(":")
+        src = _parse_vector_type(p)
+        p.expect("->")
+        dst = _parse_vector_type(p)
+        for v in ops:
+            p.check_type(v, src, start)
+        return cls(operands=ops, result_types=[dst], attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("vector.interleave ")
+        p.print_operands(self.operands)
+        p.print_attr_dict(self.attributes)
+        p.print(f" : {p.type_str(self.operands[0].type)} -> {p.type_str(self.results[0].type)}")
+
+    def verify_op(self) -> None:
+        if len(self.operands) != 2 or len(self.results) != 1:
+            raise self.error("expects two operands and one result")
+        a, b = (v.type for v in self.operands)
+        dst = self.results[0].type
+        if a != b or not isinstance(a, VectorType):
+            raise self.error(f"op failed to verify that all of {{lhs, rhs}} have same type "
+                             f"('{a}' vs '{b}')")
+        want = VectorType((*a.shape[:-1], 2 * a.shape[-1]), a.element_type)
+        if dst != want:
+            raise self.error(f"op failed to verify that type of 'result' is double the width "
+                             f"of the inputs: expected '{want}', got '{dst}'")

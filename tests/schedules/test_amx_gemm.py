@@ -1,0 +1,163 @@
+"""Mixed-precision contractions on AMX tiles (:mod:`polyopt.schedules.amx_gemm`).
+
+Whatever this CPU is, the template is built for a CPU with AMX (``compiling_for`` a
+Sapphire Rapids target): its assembly is read (the tile configuration, the tile products,
+no tile spilled), upstream ``mlir-opt-22`` parses what ``polyopt opt`` prints, and the same
+IR is run on this CPU with the ``amx`` ops emulated (:mod:`polyopt.codegen.lower_amx`), so
+that the packing layouts, the edges, the threads and the epilogues are checked against numpy
+here; the real instructions run where the CPU has them (the skip names the missing flags).
+
+Shapes are not multiples of the register tile (32 x 32), of a k-step (32 bf16/f16, 64
+bytes) or of the K_C block; K = 600 is two K_C blocks."""
+
+import re
+
+import numpy as np
+import pytest
+
+import polyopt
+from polyopt.codegen.target import Target, compiling_for
+from polyopt.pipeline import CompiledModule, PipelineOptions, load, run_passes
+from upstream_mlir import mlir_opt
+
+from test_lowp_gemm import ALL, AVX512, TRIPLE, check, hop_source, operands, _run_where_present
+
+AMX = Target.from_features(TRIPLE, "sapphirerapids",
+                           AVX512 + ",+avx512vnni,+avx512bf16,+avx512fp16,+amx-tile,+amx-bf16,"
+                                    "+amx-int8,+amx-fp16", (48 * 1024, 2 << 20, 105 << 20))
+INSTRUCTION = {"bf16": "tdpbf16ps", "f16": "tdpfp16ps", "s8": "tdpbssd", "u8": "tdpbusd"}
+SHAPES = [(1, 1, 1), (7, 65, 33), (32, 32, 64), (40, 70, 90), (97, 101, 103), (33, 17, 600)]
+
+
+def scheduled_for_amx(src: str, threads: int = 1, remark=None):
+    """The module after polyopt's passes for the AMX CPU."""
+    with compiling_for(AMX):
+        module = load(src)
+        run_passes(module, PipelineOptions(**ALL, threads=threads), remark)
+    return module
+
+
+def emulated(src: str, threads: int = 1):
+    """Scheduled for the AMX CPU, compiled for this one (the ``amx`` ops emulated unless
+    this CPU has AMX)."""
+    module = scheduled_for_amx(src, threads)
+    return CompiledModule(module, PipelineOptions(**ALL, threads=threads))
+
+
+@pytest.mark.parametrize("kind", list(INSTRUCTION))
+def test_the_remark_names_the_amx_instruction(kind):
+    remarks = []
+    scheduled_for_amx(hop_source(kind, 40, 70, 90), remark=lambda loc, m: remarks.append(m))
+    assert any("AMX" in r and INSTRUCTION[kind] in r and "register tile 32x32" in r
+               for r in remarks), remarks
+
+
+@pytest.mark.parametrize("kind", list(INSTRUCTION))
+@pytest.mark.parametrize("m, n, k", SHAPES)
+def test_emulated_amx_gemm_matches_numpy(kind, m, n, k):
+    check(emulated(hop_source(kind, m, n, k))["mm"], kind, m, n, k)
+
+
+@pytest.mark.parametrize("kind", ["bf16", "u8"])
+def test_one_amx_compilation_for_every_size(kind):
+    fn = emulated(hop_source(kind, 0, 0, 0, dynamic=True))["mm"]
+    rng = np.random.default_rng(5)
+    for seed in range(4):
+        m, n, k = (int(x) for x in rng.integers(1, 100, 3))
+        check(fn, kind, m, n, k, seed)
+
+
+@pytest.mark.parametrize("kind", ["bf16", "s8"])
+def test_amx_threads_give_the_same_bits(kind):
+    m, n, k = 70, 97, 130
+    results = []
+    for threads in (1, 2, 3):
+        a, b, c = operands(kind, m, n, k, seed=3)
+        emulated(hop_source(kind, m, n, k), threads)["mm"](a, b, c)
+        results.append(c)
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, results[0])
+
+
+def test_unsigned_bytes_on_both_sides_take_tdpbuud():
+    src = """func.func @mm(%A: memref<37x45xi8>, %B: memref<45x70xi8>, %C: memref<37x70xi32>) {
+  linalg.matmul {cast = #linalg.type_fn<cast_unsigned>} ins(%A, %B : memref<37x45xi8>, memref<45x70xi8>) outs(%C : memref<37x70xi32>)
+  return
+}
+"""
+    remarks = []
+    scheduled_for_amx(src, remark=lambda loc, m: remarks.append(m))
+    assert any("AMX tdpbuud" in r for r in remarks), remarks
+    rng = np.random.default_rng(2)
+    a = rng.integers(0, 256, (37, 45)).astype(np.uint8)
+    b = rng.integers(0, 256, (45, 70)).astype(np.uint8)
+    c = np.zeros((37, 70), np.int32)
+    emulated(src)["mm"](a, b, c)
+    np.testing.assert_array_equal(c, a.astype(np.int64) @ b.astype(np.int64))
+
+
+BIAS_RELU = """func.func @mm(%A: memref<{m}x{k}xbf16>, %B: memref<{k}x{n}xbf16>, %bias: memref<{n}xf32>, %C: memref<{m}x{n}xf32>) {{
+  hop.matmul %A, %B, %C : (memref<{m}x{k}xbf16>, memref<{k}x{n}xbf16>, memref<{m}x{n}xf32>)
+  %zero = arith.constant 0.0 : f32
+  affine.for %i = 0 to {m} {{
+    affine.for %j = 0 to {n} {{
+      %c = affine.load %C[%i, %j] : memref<{m}x{n}xf32>
+      %b = affine.load %bias[%j] : memref<{n}xf32>
+      %s = arith.addf %c, %b : f32
+      %r = arith.maximumf %s, %zero : f32
+      affine.store %r, %C[%i, %j] : memref<{m}x{n}xf32>
+    }}
+  }}
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("m, n, k", [(64, 64, 64), (97, 101, 600)])
+def test_a_fused_epilogue_on_amx_tiles(m, n, k):
+    """Bias + ReLU after the product: fused into the tiles' store after the last K block
+    (tiles inside C through the buffer, vectorized; tiles on the edge element by element)."""
+    src = BIAS_RELU.format(m=m, n=n, k=k)
+    remarks = []
+    scheduled_for_amx(src, remark=lambda loc, msg: remarks.append(msg))
+    assert any("fused into" in r for r in remarks), remarks
+    a, b, c = operands("bf16", m, n, k, seed=4)
+    bias = np.random.default_rng(6).standard_normal(n).astype(np.float32)
+    c0 = c.copy()
+    emulated(src)["mm"](a, b, bias, c)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = np.maximum(c0 + a64 @ b64 + bias, 0)
+    bound = (k + 2) * 2.0 ** -24 * (np.abs(a64) @ np.abs(b64) + np.abs(c0) + np.abs(bias))
+    assert (np.abs(c - want) <= bound).all()
+
+
+def _tile_lines(asm: str, word: str) -> list:
+    return [line.strip() for line in asm.splitlines() if re.search(rf"\b{word}\b", line)]
+
+
+@pytest.mark.parametrize("kind", list(INSTRUCTION))
+def test_amx_assembly(kind):
+    """Compiled for the AMX CPU: the tile configuration is written, each of the two k loops
+    (tiles inside C, tiles on its edge) issues four tile products per k-step, and no tile
+    goes through memory but the IR's: a ``tilestored`` per ``amx.tile_store``, a
+    ``tileloadd`` per operand of a product and per tile of C (a spill, or a copy of a tile
+    used twice, adds a store and a load); run where the CPU has AMX."""
+    with compiling_for(AMX):
+        compiled = polyopt.compile(hop_source(kind, 40, 70, 90), **ALL)
+    asm = compiled.asm()
+    assert len(_tile_lines(asm, "ldtilecfg")) == 1
+    products = _tile_lines(asm, INSTRUCTION[kind])
+    assert len(products) >= 8 and all("%tmm" in line for line in products), products
+    ir = str(compiled.module)
+    assert len(_tile_lines(asm, "tilestored")) == ir.count("amx.tile_store ") == 8
+    assert len(_tile_lines(asm, "tileloadd")) <= len(products) + 4
+    _run_where_present(AMX, lambda: check(compiled["mm"], kind, 40, 70, 90))
+
+
+@pytest.mark.parametrize("kind", ["bf16", "u8"])
+def test_upstream_mlir_accepts_the_amx_ir(kind):
+    """What ``polyopt opt`` prints for the AMX path (``amx.tile_load``, ``amx.tile_mulf``,
+    ``amx.tile_muli ... zext``) is valid upstream MLIR."""
+    text = str(scheduled_for_amx(hop_source(kind, 40, 70, 90)))
+    assert "amx.tile_mul" in text
+    mlir_opt(text)
