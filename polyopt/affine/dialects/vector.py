@@ -485,12 +485,12 @@ class VectorBitCastOp(_SourceToResultOp):
         if not isinstance(src, VectorType) or not isinstance(dst, VectorType):
             raise self.error(f"operand #0 and result must be vectors, got '{src}' and '{dst}'")
         if len(src.shape) != len(dst.shape):
-            raise self.error("op failed to verify that all of {source, result} have same rank")
+            raise self.error("failed to verify that all of {source, result} have same rank")
         if src.shape[:-1] != dst.shape[:-1]:
-            raise self.error("op dimension size mismatch")
+            raise self.error("dimension size mismatch")
         bits = [t.shape[-1] * _bit_width(t.element_type) for t in (src, dst)]
         if bits[0] != bits[1]:
-            raise self.error(f"op source/result bitwidth of the minor 1-D vectors must be equal "
+            raise self.error(f"source/result bitwidth of the minor 1-D vectors must be equal "
                              f"({bits[0]} vs {bits[1]})")
 
 
@@ -544,9 +544,8 @@ class InterleaveOp(Operation):
         a, b = (v.type for v in self.operands)
         dst = self.results[0].type
         if a != b or not isinstance(a, VectorType):
-            raise self.error(f"op failed to verify that all of {{lhs, rhs}} have same type "
-                             f"('{a}' vs '{b}')")
+            raise self.error("failed to verify that all of {lhs, rhs} have same type")
         want = VectorType((*a.shape[:-1], 2 * a.shape[-1]), a.element_type)
         if dst != want:
-            raise self.error(f"op failed to verify that type of 'result' is double the width "
-                             f"of the inputs: expected '{want}', got '{dst}'")
+            raise self.error("failed to verify that type of 'result' is double the width of "
+                             "the inputs")
