@@ -1,7 +1,9 @@
 """``polyopt bench batch-matmul``: ``linalg.batch_matmul`` (all passes) timed against a loop of
 numpy matmuls over the batch and ``torch.bmm`` in the same run, under the harness rules of
 :mod:`polyopt.bench` (checked first, one warm-up, alternating repetitions with a settle
-between contenders on several threads, medians)."""
+between contenders on several threads, medians).  With ``--shared-b`` one B serves the batch:
+``hop.matmul`` of a rank-3 A and a rank-2 B against numpy's broadcasting ``matmul`` and
+``torch.matmul``."""
 
 from __future__ import annotations
 
@@ -11,6 +13,13 @@ from typing import Optional
 
 from .bench import (Timing, _threads_note, blas_description, time_alternating,
                     machine_summary, torch_description)
+
+
+def shared_b_source(batch: int, m: int, n: int, k: int, dtype: str) -> str:
+    ta, tb, tc = (f"memref<{batch}x{m}x{k}x{dtype}>", f"memref<{k}x{n}x{dtype}>",
+                  f"memref<{batch}x{m}x{n}x{dtype}>")
+    return (f"func.func @bmm(%A: {ta}, %B: {tb}, %C: {tc}) {{\n"
+            f"  hop.matmul %A, %B, %C : ({ta}, {tb}, {tc})\n  return\n}}\n")
 
 
 def batch_matmul_source(batch: int, m: int, n: int, k: int, dtype: str) -> str:
@@ -36,20 +45,24 @@ class BatchBenchResult:
     torch_note: str
     blas: str
     machine: str
+    shared_b: bool = False
 
     def rate(self, t: Timing) -> float:
         return 2.0 * self.batch * self.m * self.n * self.k / t.median / 1e9
 
     def report(self) -> str:
+        what = "C[b] = A[b] * B (one B)" if self.shared_b else "C[b] = A[b] * B[b]"
+        ours = "polyopt hop.matmul" if self.shared_b else "polyopt linalg.batch_matmul"
         lines = [f"batch_matmul {self.batch} x ({self.m}x{self.n}x{self.k}) {self.dtype}: "
-                 f"C[b] = A[b] * B[b], medians of {self.polyopt.reps} alternating runs, "
+                 f"{what}, medians of {self.polyopt.reps} alternating runs, "
                  f"{_threads_note(self.threads)}",
                  f"  {'':<30}  {'GFLOPS':>8}  {'polyopt is':>10}",
-                 f"  {'polyopt linalg.batch_matmul':<30}  {self.rate(self.polyopt):8.1f}  "
+                 f"  {ours:<30}  {self.rate(self.polyopt):8.1f}  "
                  f"{'':>10}  compile {self.compile_time:.2f}s"]
-        peers = [("numpy matmul, loop over batch", self.numpy)]
+        peers = [("numpy matmul (broadcast B)" if self.shared_b else
+                  "numpy matmul, loop over batch", self.numpy)]
         if self.torch is not None:
-            peers.append(("torch.bmm", self.torch))
+            peers.append(("torch.matmul" if self.shared_b else "torch.bmm", self.torch))
         for label, t in peers:
             lines.append(f"  {label:<30}  {self.rate(t):8.1f}  "
                          f"{t.median / self.polyopt.median:9.3f}x")
@@ -59,7 +72,8 @@ class BatchBenchResult:
 
 
 def bench_batch_matmul(batch: int, m: int, n: int, k: int, dtype: str = "f32", *,
-                       reps: int = 5, seed: int = 0, threads: int = 1) -> BatchBenchResult:
+                       reps: int = 5, seed: int = 0, threads: int = 1,
+                       shared_b: bool = False) -> BatchBenchResult:
     import numpy as np
 
     import polyopt
@@ -72,10 +86,11 @@ def bench_batch_matmul(batch: int, m: int, n: int, k: int, dtype: str = "f32", *
         raise ValueError(f"dtype must be f32 or f64, got {dtype!r}")
     rng = np.random.default_rng(seed)
     a = rng.uniform(-1, 1, (batch, m, k)).astype(np_dtype)
-    b = rng.uniform(-1, 1, (batch, k, n)).astype(np_dtype)
+    b = rng.uniform(-1, 1, (k, n) if shared_b else (batch, k, n)).astype(np_dtype)
     c = np.zeros((batch, m, n), np_dtype)
     start = time.perf_counter()
-    fn = polyopt.compile(batch_matmul_source(batch, m, n, k, dtype), threads=threads,
+    source = (shared_b_source if shared_b else batch_matmul_source)(batch, m, n, k, dtype)
+    fn = polyopt.compile(source, threads=threads,
                          hopt=True, copy=True, unroll=True, scalrep=True, vect=True)["bmm"]
     compile_time = time.perf_counter() - start
     fn(a, b, c)
@@ -86,6 +101,9 @@ def bench_batch_matmul(batch: int, m: int, n: int, k: int, dtype: str = "f32", *
     out = np.empty_like(c)
 
     def numpy_loop():
+        if shared_b:
+            np.matmul(a, b, out=out)
+            return
         for q in range(batch):
             np.matmul(a[q], b[q], out=out[q])
     contenders = [lambda: fn(a, b, c), numpy_loop]
@@ -94,11 +112,11 @@ def bench_batch_matmul(batch: int, m: int, n: int, k: int, dtype: str = "f32", *
         import torch
         torch.set_num_threads(threads)
         ta, tb, to = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(out)
-        contenders.append(lambda: torch.bmm(ta, tb, out=to))
+        contenders.append(lambda: (torch.matmul if shared_b else torch.bmm)(ta, tb, out=to))
         torch_note = torch_description()
     except ImportError:
         pass
     t = time_alternating(contenders, reps, threads)
     return BatchBenchResult(batch, m, n, k, dtype, threads, compile_time, t[0], t[1],
                             t[2] if len(t) > 2 else None, torch_note, blas_description(),
-                            machine_summary())
+                            machine_summary(), shared_b)

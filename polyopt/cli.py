@@ -195,6 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
         p_bm.add_argument(f"--{name}", type=int, default=default,
                           help=f"{help_} (default: {default})")
     p_bm.add_argument("--dtype", choices=("f64", "f32"), default="f32")
+    p_bm.add_argument("--shared-b", action="store_true",
+                      help="one B for the whole batch: hop.matmul of a BxMxK A and a KxN B "
+                           "against numpy's broadcasting matmul and torch.matmul")
     p_bm.add_argument("--reps", type=int, default=5, help="timed repetitions (default: 5)")
     p_bm.add_argument("--threads", type=int, default=None, metavar="N",
                       help="threads of polyopt's parallel code (the batch loop), numpy's "
@@ -539,7 +542,8 @@ def cmd_bench_batch_matmul(args: argparse.Namespace) -> int:
     from .codegen.openmp import resolve_threads
     try:
         result = bench_batch_matmul(args.batch, args.m, args.n, args.k, args.dtype,
-                                    reps=args.reps, threads=resolve_threads(args.threads))
+                                    reps=args.reps, threads=resolve_threads(args.threads),
+                                    shared_b=args.shared_b)
     except ValueError as e:
         raise UsageError(str(e)) from None
     print(result.report())

@@ -208,6 +208,14 @@ def contraction_of_op(op: Operation) -> Contraction:
         cb = Operand(c, (Subscript("b0"), Subscript(ROW), Subscript(COL)))
         return Contraction(op.name, op.loc, op, ab, bb, cb, m, n, k, batch=(nb,),
                            tile_params=tiles, **signs)
+    if getattr(op, "batch", None) is not None:       # hop.matmul with a batch dimension
+        def batched(v, rows, cols):
+            lead = (Subscript("b0"),) if v.type.rank == 3 else ()
+            return Operand(v, lead + (Subscript(rows), Subscript(cols)))
+        m, n, k = op.shape
+        return Contraction(op.name, op.loc, op, batched(a, ROW, RED), batched(bmat, RED, COL),
+                           batched(c, ROW, COL), m, n, k, batch=(op.batch,), alpha=alpha,
+                           beta=beta, tile_params=tiles, **signs)
     (m, k), n = a.type.shape, bmat.type.shape[1]
     return Contraction(op.name, op.loc, op, _canonical(a, ROW, RED), _canonical(bmat, RED, COL),
                        _canonical(c, ROW, COL), m, n, k, alpha=alpha, beta=beta,
@@ -220,6 +228,8 @@ def to_matrix_form(con: Contraction) -> Contraction:
     ``con`` itself when it is in matrix form already.  Static extents only."""
     if con.is_matrix_form:
         return con
+    if _shared_b_folds(con):
+        return _fold_batch_into_rows(con)
     from ..affine.dialects.affine import AffineForOp
     b = Builder.before(con.anchor)
     batch_ivs = {}
@@ -234,6 +244,33 @@ def to_matrix_form(con: Contraction) -> Contraction:
     anchor = b.block.ops[b.index] if b.index < len(b.block.ops) else con.anchor
     return replace(con, anchor=anchor, a=_canonical(a, ROW, RED), b=_canonical(bm, RED, COL),
                    c=_canonical(c, ROW, COL), batch=())
+
+
+def _shared_b_folds(con: Contraction) -> bool:
+    """One B for the whole batch, and A and C row-major with the batch outermost: the batch
+    of products is one product with ``batch * M`` rows, B packed once for all of them."""
+    def batch_then(x: Operand, cols: str) -> bool:
+        t = x.memref.type
+        return t.layout is None and t.has_static_shape and \
+            x.subscripts == (Subscript("b0"), Subscript(ROW), Subscript(cols))
+    return len(con.batch) == 1 and isinstance(con.batch[0], int) and \
+        "b0" not in con.b.loops() and batch_then(con.a, RED) and batch_then(con.c, COL)
+
+
+def _fold_batch_into_rows(con: Contraction) -> Contraction:
+    """``C[b, i, j] += A[b, i, k] * B[k, j]`` as ``C'[r, j] += A'[r, k] * B[k, j]`` over
+    ``memref.collapse_shape`` views of A and C (r = b * M + i)."""
+    from ..affine.dialects.memref import CollapseShapeOp
+    b = Builder.before(con.anchor)
+
+    def rows(v: Value) -> Value:
+        return b.create(CollapseShapeOp.build, v, [[0, 1], [2]], loc=con.loc).results[0]
+
+    extents = {ROW: con.m, COL: con.n, RED: con.k}
+    bm = _matrix_view(b, con.b, RED, COL, extents, {}, con.loc)
+    return replace(con, a=_canonical(rows(con.a.memref), ROW, RED),
+                   b=_canonical(bm, RED, COL), c=_canonical(rows(con.c.memref), ROW, COL),
+                   m=con.batch[0] * con.m, batch=())
 
 
 def _matrix_view(b: Builder, x: Operand, rows: str, cols: str, extents: dict,

@@ -545,6 +545,9 @@ def expand_contraction(con: Contraction, *, tiled: bool = True,
         expand_matmul(con)
         return
     mcon = to_matrix_form(con)
+    if con.batch and not mcon.batch and remark is not None and mcon.anchor is con.anchor:
+        remark(con.loc, f"{con.kind}: B is shared by the batch: one product of "
+                        f"{mcon.m} = {con.batch[0]} x {con.m} rows, B packed once")
     batch_loop = _batch_on_threads(con, mcon, tiled, threads, remark)
     if batch_loop is not None:
         threads = 1
@@ -639,6 +642,9 @@ def _expand_mixed(con: Contraction, tiled: bool, vectors: bool, machine,
     batch_loop = None
     if con.has_static_shape:
         mcon = to_matrix_form(con)
+        if con.batch and not mcon.batch and remark is not None:
+            remark(con.loc, f"{con.kind}: B is shared by the batch: one product of "
+                            f"{mcon.m} = {con.batch[0]} x {con.m} rows, B packed once")
         if vectors:
             batch_loop = _batch_on_threads(con, mcon, tiled, threads, remark)
         con = mcon

@@ -188,6 +188,11 @@ def test_bench_batch_matmul_rows():
     assert "numpy matmul, loop over batch" in proc.stdout and "torch: " in proc.stdout
     proc = _run("bench", "batch-matmul", "--batch", "0")
     assert proc.returncode == 1 and "sizes must be positive" in proc.stderr
+    proc = _run("bench", "batch-matmul", "--batch", "3", "--m", "17", "--n", "20", "--k", "9",
+                "--reps", "1", "--threads", "1", "--shared-b")
+    assert proc.returncode == 0, proc.stderr
+    assert "C[b] = A[b] * B (one B)" in proc.stdout and "polyopt hop.matmul" in proc.stdout
+    assert "numpy matmul (broadcast B)" in proc.stdout
 
 
 def test_bench_conv2d_bf16_epilogue():

@@ -131,7 +131,9 @@ class _HopOp(Operation):
 
 @register_op
 class HopMatmulOp(_HopOp):
-    """``hop.matmul %A, %B, %C {tiles | schedule} : (memref<MxK>, memref<KxN>, memref<MxN>)``."""
+    """``hop.matmul %A, %B, %C {tiles | schedule} : (memref<MxK>, memref<KxN>, memref<MxN>)``;
+    with a batch, ``(memref<BxMxK>, memref<BxKxN>, memref<BxMxN>)``, A or B of rank 2 when
+    one matrix is shared by the batch."""
 
     OP_NAME = "hop.matmul"
     OPERAND_NAMES = ("A", "B", "C")
@@ -186,14 +188,38 @@ class HopMatmulOp(_HopOp):
 
     @property
     def shape(self) -> tuple[int, int, int]:
-        """(M, N, K)."""
-        (m, k), (_, n) = self.a.type.shape, self.b.type.shape
+        """(M, N, K) of one product (of each matrix of the batch)."""
+        (m, k), n = self.a.type.shape[-2:], self.b.type.shape[-1]
         return m, n, k
+
+    @property
+    def batch(self) -> Optional[int]:
+        """The batch extent when C has a batch dimension (``C[b] += A[b] * B[b]``, A or B
+        possibly shared by every b: rank 2), else None."""
+        return self.c.type.shape[0] if self.c.type.rank == 3 else None
 
     @property
     def a_unsigned(self) -> bool:
         """``{a_unsigned}``: A's i8 elements are unsigned (u8 x s8 -> i32)."""
         return "a_unsigned" in self.attributes
+
+    def _verify_batch_ranks(self) -> tuple[int, int, int]:
+        """The operands' ranks: all 2 (one product), or C of rank 3 (a batch) with A and B
+        of rank 3 or 2 (shared by the batch), not both 2."""
+        ranks = tuple(getattr(v.type, "rank", 0) for v in self.operands)
+        if ranks[2] == 3:
+            if any(r not in (2, 3) for r in ranks[:2]) or ranks[:2] == (2, 2):
+                raise self.error(f"with a batch dimension (C of rank 3), A and B must have rank "
+                                 f"3 (a matrix per batch) or 2 (one shared matrix), not both 2; "
+                                 f"got ranks {ranks[0]} and {ranks[1]}")
+            for i, v in enumerate(self.operands):
+                if not v.type.has_static_shape:
+                    raise self.error(f"operand #{i} ({self.OPERAND_NAMES[i]}) has a dynamic "
+                                     f"shape '{v.type}': a hop.matmul with a batch dimension "
+                                     f"takes static shapes (one product with '?' sizes takes "
+                                     f"any)")
+            return ranks
+        return 2, 2, 2
 
     @property
     def has_dynamic_shape(self) -> bool:
@@ -201,8 +227,15 @@ class HopMatmulOp(_HopOp):
         return any(not v.type.has_static_shape for v in self.operands)
 
     def verify_op(self) -> None:
-        ta, tb, tc = self._verify_operands(rank=2, allow_dynamic=True, mixed=True)
-        (m, k), (kb, n), (mc, nc) = ta.shape, tb.shape, tc.shape
+        ranks = self._verify_batch_ranks()
+        ta, tb, tc = verify_memref_operands(self, self.OPERAND_NAMES, ranks, True, True)
+        (m, k), (kb, n), (mc, nc) = ta.shape[-2:], tb.shape[-2:], tc.shape[-2:]
+        if tc.rank == 3:
+            for i, t in ((0, ta), (1, tb)):
+                if t.rank == 3 and None not in (t.shape[0], tc.shape[0]) and \
+                        t.shape[0] != tc.shape[0]:
+                    raise self.error(f"operand #{i} ({self.OPERAND_NAMES[i]}) has a batch of "
+                                     f"{t.shape[0]} but C has {tc.shape[0]}")
         # a '?' agrees with anything here; the expansion checks it at run time
         if None not in (kb, k) and kb != k:
             raise self.error(f"operand #1 (B) has {kb} rows but A has {k} columns")
@@ -213,6 +246,9 @@ class HopMatmulOp(_HopOp):
         self._verify_attr_names()
         self._verify_tile_params()
         s = self.attributes.get("schedule")
+        if s is not None and tc.rank == 3:
+            raise self.error("schedule applies to the (i, j, k) loops of one product: a "
+                             "hop.matmul with a batch dimension takes none")
         if s is not None:
             if not isinstance(s, AffineMapAttr):
                 raise self.error(f"schedule must be an affine map, got {s}")
