@@ -25,11 +25,12 @@ from typing import Any, Optional
 from ..affine.affine_expr import AffineExpr, AffineMap, dim
 from ..affine.builder import Builder
 from ..affine.dialects.affine import _AffineMemOp
-from ..affine.attributes import UnitAttr
+from ..affine.attributes import IntegerAttr, UnitAttr
 from ..affine.dialects.memref import AllocOp
 from ..affine.ir import Operation, Value
-from ..affine.types import MemRefType, StridedLayout
-from .contraction import COL, RED, ROW, STAND_IN_ATTR, Contraction, Operand, Subscript
+from ..affine.types import MemRefType, StridedLayout, i64
+from .contraction import (COL, RED, ROW, STAND_IN_ATTR, STAND_IN_RUN_ATTR, Contraction,
+                          Operand, Subscript)
 from .blis_schedule import row_bytes
 from .packing_loops import linear_terms, panelize_rows
 
@@ -129,6 +130,10 @@ def conv_as_matmul(op, tiles: Optional[dict] = None
     elem = op.input.type.element_type     # im2col holds the input's elements
     stand_in = b.create(AllocOp.build, MemRefType((rows, red), elem), loc=loc)
     stand_in.attributes[STAND_IN_ATTR] = UnitAttr()
+    # the longest aligned runs of columns that are vectors of the input (the channels of one
+    # window position): the low-precision templates copy A's rows by vectors of 64 bytes
+    run = next((v for v in (64, 32) if runs_are_input_vectors(windows, rows, red, v)), 1)
+    stand_in.attributes[STAND_IN_RUN_ATTR] = IntegerAttr(run, i64)
     kmat = _collapse_to_matrix(b, op.filter, loc)
     omat = _collapse_to_matrix(b, op.output, loc)
     if tiles is None:
@@ -203,8 +208,9 @@ def rewrite_stand_in(stand_in: Operation, inp: Value, windows: AffineMap) -> Non
 def _rewrite_access(use, inp: Value, windows: AffineMap, batch: Optional[Value]) -> None:
     access = use.op
     if not isinstance(access, _AffineMemOp) or use.index != access.MEMREF_INDEX or \
-            "vector" in access.name:
-        # (a vector of consecutive im2col elements is no vector of the input)
+            ("vector" in access.name and not _vector_of_the_input(access, windows)):
+        # (a vector of consecutive im2col elements is no vector of the input, but where it
+        # starts at a multiple of its length and stays in one window position's channels)
         raise AssertionError(f"the im2col stand-in is used by '{access.name}'")
     amap = access.map
     operands = list(access.map_operands)
@@ -219,6 +225,66 @@ def _rewrite_access(use, inp: Value, windows: AffineMap, batch: Optional[Value])
     new = AffineMap.get(nd, amap.num_symbols, tuple(exprs))
     access.set_operand(access.MEMREF_INDEX, inp)
     access.set_map(new, operands)
+
+
+def _vector_of_the_input(access, windows: AffineMap) -> bool:
+    """Is the vector load ``access`` of the stand-in (rows x K) a vector of the input too: its
+    column a multiple of its length V, and every aligned run of V columns consecutive
+    elements of one input row (the channels of one window position)?  The second is checked
+    on every aligned run of K, at the first, a middle and the last row."""
+    from ..affine.dialects.affine import AffineVectorLoadOp
+    if not isinstance(access, AffineVectorLoadOp) or windows.num_dims != 2:
+        return False
+    v = access.vector_type.shape[-1]
+    rows, k = access.memref.type.shape
+    divisors = [_iv_divisor(x) for x in access.map_operands]
+    if _known_divisor(access.map.results[-1], divisors) % v:
+        return False
+    return runs_are_input_vectors(windows, rows, k, v)
+
+
+def runs_are_input_vectors(windows: AffineMap, rows: int, k: int, v: int) -> bool:
+    """Is every aligned run of ``v`` im2col columns (the last one possibly cut by K)
+    consecutive elements of one input row?  Checked on every run, at the first, a middle and
+    the last row."""
+    for r in {0, rows // 2, rows - 1}:
+        for q0 in range(0, k, v):
+            first = windows.evaluate([r, q0])
+            last = windows.evaluate([r, min(q0 + v, k) - 1])
+            if tuple(first[:-1]) != tuple(last[:-1]) or \
+                    last[-1] - first[-1] != min(q0 + v, k) - 1 - q0:
+                return False
+    return True
+
+
+def _iv_divisor(x: Value) -> int:
+    """A divisor of every value of ``x``: an ``affine.for`` induction variable from a constant
+    ``lb`` by ``step`` is a multiple of gcd(lb, step); anything else of 1."""
+    import math
+    from ..affine.dialects.affine import AffineForOp
+    block = x.owner_block
+    loop = block.parent_op if block is not None else None
+    if isinstance(loop, AffineForOp) and x is loop.induction_var and \
+            loop.lower_map.is_constant():
+        return math.gcd(loop.lower_map.single_constant_result, loop.step) or 1
+    return 1
+
+
+def _known_divisor(e: AffineExpr, dims: list) -> int:
+    """A divisor of ``e``'s every value when dim ``i`` is a multiple of ``dims[i]`` (0 for the
+    constant 0: a multiple of anything)."""
+    import math
+    from ..affine.affine_expr import AffineExprKind
+    kind = e.kind
+    if kind == AffineExprKind.CONSTANT:
+        return abs(e.value)
+    if kind == AffineExprKind.DIM:
+        return dims[e.position]
+    if kind == AffineExprKind.ADD:
+        return math.gcd(_known_divisor(e.lhs, dims), _known_divisor(e.rhs, dims))
+    if kind == AffineExprKind.MUL:
+        return _known_divisor(e.lhs, dims) * _known_divisor(e.rhs, dims)
+    return 1
 
 
 def conv_k_c(channels: int, reduction: int, k_c: int, limit: Optional[int] = None) -> int:

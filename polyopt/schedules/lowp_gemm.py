@@ -131,6 +131,9 @@ class LowpParams:
 #: 433 GOP/s); B's micro-panel then lives in L2, whose bandwidth covers one vector load per
 #: M_R dot instructions.
 K_C_BYTES = 2048
+#: The dot engines' A panels are row-major (each row's K_C elements contiguous), copied from A
+#: (or a convolution's input, whose channels are contiguous) by vectors of this many bytes.
+A_ROW_VECTOR_BYTES = 64
 
 
 def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None) -> LowpParams:
@@ -150,12 +153,14 @@ def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None) 
     esize = 1 if engine.packed == "i8" else 2 if engine.packed == "bf16" else 4
     kc = K_C_BYTES // esize
     g = engine.group
+    # the dot engines' A rows are copied by 64-byte vectors: K_C is a multiple of one
+    step = A_ROW_VECTOR_BYTES // esize if engine.is_dot else g
     if k is not None:
         if k <= kc * 5 // 4:
-            kc = -(-k // g) * g
+            kc = -(-k // step) * step
         else:
             blocks = -(-k // kc)
-            kc = -(-k // (blocks * 4 * g)) * 4 * g
+            kc = -(-k // (blocks * max(step, 4 * g))) * max(step, 4 * g)
     mc = max(mr, (machine.l2_bytes // (kc * esize)) // mr * mr)
     nc = max(nr, min(4096, machine.l3_bytes // 4 // (kc * esize)) // nr * nr)
     return LowpParams(mr, nv, kc, mc, nc)
@@ -163,7 +168,7 @@ def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None) 
 
 def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, engine: Engine,
                      p: LowpParams, threads: int = 1, split_rows: bool = False,
-                     epilogue=None) -> str:
+                     epilogue=None, a_vectors: bool = True) -> str:
     """``func.func @gemm(%A, %B, %C, %M, %N, %K)``: ``C += A * B`` (operands cast to C's
     type) for the run-time sizes M, N, K on ``engine``; see the module docstring.  With
     ``threads > 1`` the packing loops over micro-panels and the loop over N_R-column tiles
@@ -172,13 +177,16 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
     same bits at every thread count).  An ``epilogue``
     (:class:`~polyopt.schedules.epilogue.Epilogue`) is applied to C's tile after the last K
     block, before its store; the function then takes its memrefs and scalars after ``%K``
-    (``%epi0``, ...) and its output (``%out``) when that is not C."""
+    (``%epi0``, ...) and its output (``%out``) when that is not C.  ``a_vectors``: A's rows
+    may be copied by 64-byte vectors (not where A is a convolution's im2col whose channels
+    do not come in such runs)."""
     if engine.amx:
         from .amx_gemm import AMXGemmText
         writer = AMXGemmText
     else:
         writer = LowpGemmText
-    return writer(operand_types, types, engine, p, threads, split_rows, epilogue).source()
+    return writer(operand_types, types, engine, p, threads, split_rows, epilogue,
+                  a_vectors).source()
 
 
 class LowpGemmText:
@@ -188,7 +196,8 @@ class LowpGemmText:
     and the edge code and replaces A's packing and the tile."""
 
     def __init__(self, operand_types, types: MixedTypes, engine: Engine, p: LowpParams,
-                 threads: int, split_rows: bool, epilogue):
+                 threads: int, split_rows: bool, epilogue, a_vectors: bool = True):
+        self.a_vectors = a_vectors
         self.ta, self.tb, self.tc = operand_types
         self.types, self.engine, self.epilogue = types, engine, epilogue
         self.g, self.w, self.mr, self.nv = engine.group, engine.lanes, p.M_R, p.N_V
@@ -201,6 +210,9 @@ class LowpGemmText:
         self.pvt = f"vector<{self.w * self.g}x{self.pt}>"          # a vector of B's groups
         self.tbp = f"memref<{self.nc // self.b_panel}x{self.kc // self.g}x" \
                    f"{self.b_panel * self.g}x{self.pt}>"
+        # the dot engines' A panels hold each row's K_C elements contiguously (a row's group
+        # is one 32-bit broadcast, whichever row): packed by vector copies of A's rows
+        self.a_row_major = engine.is_dot
         self.tap = self.a_buffer_type()
         self.ttmp = f"memref<{self.mr}x{self.nr}x{self.ct}>"
         self.zero_c = "0.000000e+00" if self.is_float else "0"
@@ -225,6 +237,8 @@ class LowpGemmText:
                          f"(s0 - d0 + {self.g - 1}) floordiv {self.g})>(%pc)[%K]"
 
     def a_buffer_type(self) -> str:
+        if self.a_row_major:
+            return f"memref<{self.mc // self.a_panel}x{self.a_panel}x{self.kc}x{self.pt}>"
         return f"memref<{self.mc // self.a_panel}x{self.kc // self.g}x" \
                f"{self.a_panel * self.g}x{self.pt}>"
 
@@ -317,6 +331,9 @@ class LowpGemmText:
         """A's M_C x K_C block (``which`` = "A") or B's K_C x N_C block into micro-panels of
         groups; the whole panels with straight copies, the rest element by element with
         zeros past the matrix."""
+        if which == "A" and self.a_row_major:
+            self.pack_a_rows(d)
+            return
         t, g, kc = self.t, self.g, self.kc
         buf, bt, st, r_of, tile, size, at = self.operand(which)
         block = self.mc if which == "A" else self.nc
@@ -348,6 +365,68 @@ class LowpGemmText:
         t.add(d + 2, "}")
         t.add(d + 1, "}")
         t.add(d, "}")
+
+    def pack_a_rows(self, d: int) -> None:
+        """A's M_C x K_C block into row-major M_R-row panels ``Ap[q, x, k]``: in a panel
+        inside A, each row by 64-byte vector copies (with ``a_vectors``), then its last
+        elements one by one, zero past K up to a whole group; a panel cut by M element by
+        element, zero past M."""
+        t, g, kc, mr = self.t, self.g, self.kc, self.mr
+        v = A_ROW_VECTOR_BYTES // (1 if self.pt == "i8" else 2)
+        row = f"%ic + %q * {mr} + %x"
+        k_end = f"min affine_map<(d0)[s0] -> ({kc}, ((s0 - d0 + {g - 1}) floordiv {g}) * {g})>" \
+                f"(%pc)[%K]"
+        self.panels(d, self.mc // mr, mr, "%ic", "%M")
+        t.add(d + 1, f"affine.if affine_set<(d0, d1)[s0] : (s0 - d0 - d1 * {mr} - {mr} >= 0)>"
+                     f"(%ic, %q)[%M] {{")
+        t.add(d + 2, f"affine.for %x = 0 to {mr} {{")
+        start = "0"
+        if self.a_vectors:
+            self.a_row_vectors(d + 3, row, v)
+            # (K_C is a multiple of v: past the block's end the loop is empty)
+            start = f"affine_map<(d0)[s0] -> (((s0 - d0) floordiv {v}) * {v})>(%pc)[%K]"
+        t.add(d + 3, f"affine.for %k = {start} to {k_end} {{")
+        self.a_element(d + 4, row, rows_ok="")
+        t.add(d + 3, "}")
+        t.add(d + 2, "}")
+        t.add(d + 1, "} else {")
+        t.add(d + 2, f"affine.for %x = 0 to {mr} {{")
+        t.add(d + 3, f"affine.for %k = 0 to {k_end} {{")
+        self.a_element(d + 4, row, rows_ok=f"s0 - d0 - d1 * {mr} - d2 - 1 >= 0, ")
+        t.add(d + 3, "}")
+        t.add(d + 2, "}")
+        t.add(d + 1, "}")
+        t.add(d, "}")
+
+    def a_row_vectors(self, d: int, row: str, v: int) -> None:
+        """The whole ``v``-element runs of a row of A in the block, by vector copies (A's
+        signed bytes flipped when A is offset by 128)."""
+        t, vt = self.t, f"vector<{v}x{self.pt}>"
+        t.add(d, f"affine.for %p = 0 to min affine_map<(d0)[s0] -> ({self.kc // v}, "
+                 f"(s0 - d0) floordiv {v})>(%pc)[%K] {{")
+        w = t.fresh("w")
+        t.add(d + 1, f"{w} = affine.vector_load %A[{row}, %pc + %p * {v}] : {self.ta}, {vt}")
+        if self.engine.offset_a:
+            flips, f = t.fresh("flips"), t.fresh("fw")
+            t.add(d + 1, f"{flips} = arith.constant dense<-128> : {vt}")
+            t.add(d + 1, f"{f} = arith.xori {w}, {flips} : {vt}")
+            w = f
+        t.add(d + 1, f"affine.vector_store {w}, %Ap[%q, %x, %p * {v}] : {self.tap}, {vt}")
+        t.add(d, "}")
+
+    def a_element(self, d: int, row: str, rows_ok: str) -> None:
+        """``Ap[q, x, k]``: A's element, zero past K (and past M under ``rows_ok``)."""
+        t, pt = self.t, self.pt
+        cond = (f"affine_set<(d0, d1, d2, d3, d4)[s0, s1] : ({rows_ok}s1 - d3 - d4 - 1 >= 0)>"
+                f"(%ic, %q, %x, %pc, %k)[%M, %K]")
+        e, raw = t.fresh("e"), t.fresh("r")
+        t.add(d, f"{e} = affine.if {cond} -> {pt} {{")
+        t.add(d + 1, f"{raw} = affine.load %A[{row}, %pc + %k] : {self.ta}")
+        t.add(d + 1, f"affine.yield {self.packed_value(d + 1, raw, 'A')} : {pt}")
+        t.add(d, "} else {")
+        t.add(d + 1, f"affine.yield %zp : {pt}")
+        t.add(d, "}")
+        t.add(d, f"affine.store {e}, %Ap[%q, %x, %k] : {self.tap}")
 
     def interleave_rows(self, d: int, at, st: str) -> None:
         """A group of B's whole panel: its G rows loaded as vectors and interleaved
@@ -495,7 +574,7 @@ class LowpGemmText:
         for i in range(mr):
             if self.engine.is_dot:
                 a, ai, ab, abt = (t.fresh(h) for h in ("a", "ai", "ab", "abt"))
-                t.add(d + 1, f"{a} = affine.vector_load %Ap[%ir floordiv {mr}, %p, {i * g}] : "
+                t.add(d + 1, f"{a} = affine.vector_load %Ap[%ir floordiv {mr}, {i}, %p * {g}] : "
                              f"{tap}, vector<{g}x{pt}>")
                 t.add(d + 1, f"{ai} = vector.bitcast {a} : vector<{g}x{pt}> to vector<1xi32>")
                 t.add(d + 1, f"{ab} = vector.broadcast {ai} : vector<1xi32> to vector<{w}xi32>")
@@ -598,6 +677,18 @@ class LowpGemmText:
         t.add(d, "}")
 
 
+def _a_rows_are_vectors(con) -> bool:
+    """May the template copy A's rows by 64-byte vectors: A is a matrix, or a convolution's
+    im2col stand-in whose aligned runs of 64 bytes are vectors of the input."""
+    from .contraction import STAND_IN_ATTR, STAND_IN_RUN_ATTR
+    alloc = con.a.memref.defining_op
+    if alloc is None or STAND_IN_ATTR not in alloc.attributes:
+        return True
+    run = alloc.attributes.get(STAND_IN_RUN_ATTR)
+    esize = 1 if str(con.a.memref.type.element_type) == "i8" else 2
+    return run is not None and run.value * esize >= A_ROW_VECTOR_BYTES
+
+
 def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
                      threads: int = 1) -> bool:
     """Build the mixed-precision GEMM of a matrix-form contraction in front of its anchor
@@ -629,7 +720,7 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
     nr = params.N_V * engine.lanes
     split_rows = isinstance(con.n, int) and con.n < 2 * threads * nr    # few column panels
     text = lowp_gemm_source(tuple(str(v.type) for v in con.operands), types, engine, params,
-                            threads, split_rows, epilogue)
+                            threads, split_rows, epilogue, _a_rows_are_vectors(con))
     values = [*con.operands, *extents]
     if epilogue is not None:
         values += [epilogue.view(v) for v in epilogue.externals]

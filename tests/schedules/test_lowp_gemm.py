@@ -296,19 +296,25 @@ CONV = """func.func @conv(%I: memref<{n}x{h}x{w}x{c}x{t}>, %K: memref<3x3x{c}x{f
 
 
 @pytest.mark.parametrize("kind", ["bf16", "s8"])
-@pytest.mark.parametrize("n, h, w, c, f, s", [(1, 10, 9, 5, 19, 1), (2, 11, 12, 16, 70, 2)])
+@pytest.mark.parametrize("n, h, w, c, f, s", [(1, 10, 9, 5, 19, 1), (2, 11, 12, 16, 70, 2),
+                                              (1, 9, 10, 64, 70, 1), (2, 9, 8, 128, 33, 2)])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_convolution_of_narrow_types(kind, n, h, w, c, f, s, threads):
     """linalg.conv_2d_nhwc_hwcf of bf16 (i8) input and filter into an f32 (i32) output: the
-    implicit GEMM on the dot engine (im2col packed in groups straight from the input), against
-    the naive nest and numpy."""
+    implicit GEMM on the dot engine, against numpy.  A's panels are copied straight from the
+    input: by 64-byte vectors where a window position's channels come in such runs (64 bf16
+    or 64 bytes: C = 64, 128), else element by element."""
     t, o = ("bf16", "f32") if kind == "bf16" else ("i8", "i32")
     oh, ow = (h - 3) // s + 1, (w - 3) // s + 1
     src = CONV.format(n=n, h=h, w=w, c=c, f=f, t=t, o=o, s=s, oh=oh, ow=ow)
     remarks = []
-    fn = polyopt.compile(src, threads=threads, remark=lambda loc, msg: remarks.append(msg),
-                         **ALL)["conv"]
+    compiled = polyopt.compile(src, threads=threads, remark=lambda loc, msg: remarks.append(msg),
+                               **ALL)
+    fn = compiled["conv"]
     assert any("groups of" in r for r in remarks), remarks
+    run = 32 if kind == "bf16" else 64
+    row_vectors = re.findall(rf"affine.vector_load %arg0\[.*vector<{run}x{t}>", str(compiled.module))
+    assert bool(row_vectors) == (c % run == 0), row_vectors[:2]
     rng = np.random.default_rng(n + c)
     if kind == "bf16":
         inp = rng.standard_normal((n, h, w, c)).astype(ml_dtypes.bfloat16)
