@@ -132,7 +132,7 @@ def conv_as_matmul(op, tiles: Optional[dict] = None
     stand_in.attributes[STAND_IN_ATTR] = UnitAttr()
     # the longest aligned runs of columns that are vectors of the input (the channels of one
     # window position): the low-precision templates copy A's rows by vectors of 64 bytes
-    run = next((v for v in (64, 32) if runs_are_input_vectors(windows, rows, red, v)), 1)
+    run = next((v for v in (64, 32, 16) if runs_are_input_vectors(windows, rows, red, v)), 1)
     stand_in.attributes[STAND_IN_RUN_ATTR] = IntegerAttr(run, i64)
     kmat = _collapse_to_matrix(b, op.filter, loc)
     omat = _collapse_to_matrix(b, op.output, loc)

@@ -136,6 +136,11 @@ K_C_BYTES = 2048
 A_ROW_VECTOR_BYTES = 64
 
 
+def packed_bytes(t: str) -> int:
+    """Bytes of an element of the packed type ``t``."""
+    return {"i8": 1, "bf16": 2, "f16": 2}.get(t, 4)
+
+
 def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None) -> LowpParams:
     """The register tile uses most vector registers (M_R x N_V accumulators, N_V loads of B,
     one broadcast of A); K_C is :data:`K_C_BYTES` of k (with a static ``k``: one block up to
@@ -150,11 +155,11 @@ def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None) 
     nv = 4 if regs >= 32 else 2
     mr = max(1, min(6, (regs - nv - 1) // nv))
     nr = nv * engine.lanes
-    esize = 1 if engine.packed == "i8" else 2 if engine.packed == "bf16" else 4
+    esize = packed_bytes(engine.packed)
     kc = K_C_BYTES // esize
     g = engine.group
-    # the dot engines' A rows are copied by 64-byte vectors: K_C is a multiple of one
-    step = A_ROW_VECTOR_BYTES // esize if engine.is_dot else g
+    # A's rows are copied by 64-byte vectors: K_C is a multiple of one
+    step = A_ROW_VECTOR_BYTES // esize
     if k is not None:
         if k <= kc * 5 // 4:
             kc = -(-k // step) * step
@@ -210,9 +215,9 @@ class LowpGemmText:
         self.pvt = f"vector<{self.w * self.g}x{self.pt}>"          # a vector of B's groups
         self.tbp = f"memref<{self.nc // self.b_panel}x{self.kc // self.g}x" \
                    f"{self.b_panel * self.g}x{self.pt}>"
-        # the dot engines' A panels hold each row's K_C elements contiguously (a row's group
-        # is one 32-bit broadcast, whichever row): packed by vector copies of A's rows
-        self.a_row_major = engine.is_dot
+        # A's panels hold each row's K_C elements contiguously (a row's group is one
+        # broadcast, whichever row): packed by vector copies of A's rows
+        self.a_row_major = True
         self.tap = self.a_buffer_type()
         self.ttmp = f"memref<{self.mr}x{self.nr}x{self.ct}>"
         self.zero_c = "0.000000e+00" if self.is_float else "0"
@@ -235,6 +240,11 @@ class LowpGemmText:
         self.last_block = f"affine_set<(d0)[s0] : (d0 + {self.kc} - s0 >= 0)>(%pc)[%K]"
         self.groups_of = f"min affine_map<(d0)[s0] -> ({self.kc // self.g}, " \
                          f"(s0 - d0 + {self.g - 1}) floordiv {self.g})>(%pc)[%K]"
+
+    @property
+    def a_run(self) -> int:
+        """Elements of A per vector copy: 64 bytes of the packed type."""
+        return A_ROW_VECTOR_BYTES // packed_bytes(self.pt)
 
     def a_buffer_type(self) -> str:
         if self.a_row_major:
@@ -372,7 +382,7 @@ class LowpGemmText:
         elements one by one, zero past K up to a whole group; a panel cut by M element by
         element, zero past M."""
         t, g, kc, mr = self.t, self.g, self.kc, self.mr
-        v = A_ROW_VECTOR_BYTES // (1 if self.pt == "i8" else 2)
+        v = self.a_run
         row = f"%ic + %q * {mr} + %x"
         k_end = f"min affine_map<(d0)[s0] -> ({kc}, ((s0 - d0 + {g - 1}) floordiv {g}) * {g})>" \
                 f"(%pc)[%K]"
@@ -401,11 +411,18 @@ class LowpGemmText:
     def a_row_vectors(self, d: int, row: str, v: int) -> None:
         """The whole ``v``-element runs of a row of A in the block, by vector copies (A's
         signed bytes flipped when A is offset by 128)."""
-        t, vt = self.t, f"vector<{v}x{self.pt}>"
+        t, vt, types = self.t, f"vector<{v}x{self.pt}>", self.types
+        src_vt = f"vector<{v}x{types.a}>"
         t.add(d, f"affine.for %p = 0 to min affine_map<(d0)[s0] -> ({self.kc // v}, "
                  f"(s0 - d0) floordiv {v})>(%pc)[%K] {{")
         w = t.fresh("w")
-        t.add(d + 1, f"{w} = affine.vector_load %A[{row}, %pc + %p * {v}] : {self.ta}, {vt}")
+        t.add(d + 1, f"{w} = affine.vector_load %A[{row}, %pc + %p * {v}] : {self.ta}, {src_vt}")
+        if types.a != self.pt:      # converted at packing
+            op = "extf" if not types.a.startswith("i") else \
+                "extui" if types.a_unsigned else "extsi"
+            cw = t.fresh("cw")
+            t.add(d + 1, f"{cw} = arith.{op} {w} : {src_vt} to {vt}")
+            w = cw
         if self.engine.offset_a:
             flips, f = t.fresh("flips"), t.fresh("fw")
             t.add(d + 1, f"{flips} = arith.constant dense<-128> : {vt}")
@@ -581,7 +598,7 @@ class LowpGemmText:
                 t.add(d + 1, f"{abt} = vector.bitcast {ab} : vector<{w}xi32> to {pvt}")
             else:
                 a, abt = t.fresh("a"), t.fresh("ab")
-                t.add(d + 1, f"{a} = affine.load %Ap[%ir floordiv {mr}, %p, {i}] : {tap}")
+                t.add(d + 1, f"{a} = affine.load %Ap[%ir floordiv {mr}, {i}, %p] : {tap}")
                 t.add(d + 1, f"{abt} = vector.broadcast {a} : {pt} to {vt}")
             for v in range(nv):
                 out.append(self.multiply(d + 1, names[i * nv + v], abt, bs[v]))
@@ -677,7 +694,7 @@ class LowpGemmText:
         t.add(d, "}")
 
 
-def _a_rows_are_vectors(con) -> bool:
+def _a_rows_are_vectors(con, engine: Engine) -> bool:
     """May the template copy A's rows by 64-byte vectors: A is a matrix, or a convolution's
     im2col stand-in whose aligned runs of 64 bytes are vectors of the input."""
     from .contraction import STAND_IN_ATTR, STAND_IN_RUN_ATTR
@@ -685,8 +702,7 @@ def _a_rows_are_vectors(con) -> bool:
     if alloc is None or STAND_IN_ATTR not in alloc.attributes:
         return True
     run = alloc.attributes.get(STAND_IN_RUN_ATTR)
-    esize = 1 if str(con.a.memref.type.element_type) == "i8" else 2
-    return run is not None and run.value * esize >= A_ROW_VECTOR_BYTES
+    return run is not None and run.value >= A_ROW_VECTOR_BYTES // packed_bytes(engine.packed)
 
 
 def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
@@ -720,7 +736,7 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
     nr = params.N_V * engine.lanes
     split_rows = isinstance(con.n, int) and con.n < 2 * threads * nr    # few column panels
     text = lowp_gemm_source(tuple(str(v.type) for v in con.operands), types, engine, params,
-                            threads, split_rows, epilogue, _a_rows_are_vectors(con))
+                            threads, split_rows, epilogue, _a_rows_are_vectors(con, engine))
     values = [*con.operands, *extents]
     if epilogue is not None:
         values += [epilogue.view(v) for v in epilogue.externals]
