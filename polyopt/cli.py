@@ -63,7 +63,17 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                         metavar="PIPELINE",
                         help="run these registered passes, in order, instead of the pass "
                              "flags' pipeline, e.g. 'hopt-raise-contractions{copy=true "
-                             "vect=true},hopt-expand' (mlir-opt's syntax; see polyopt/passes.py)")
+                             "vect=true},hopt-expand{copy=true vect=true mc=300 kc=128}' "
+                             "(mlir-opt's syntax, also nested in builtin.module(...) and "
+                             "func.func(...); --dump-pipeline prints the flags' pipeline; see "
+                             "polyopt/passes.py)")
+    parser.add_argument("--dump-pipeline", action="store_true",
+                        help="print the pass pipeline that runs, as -p reads it, on stderr "
+                             "(mlir-opt's --dump-pass-pipeline)")
+    parser.add_argument("--print-ir-after-all", action="store_true",
+                        help="print the IR after every pass on stderr")
+    parser.add_argument("--print-ir-after", action="append", default=[], metavar="PASS",
+                        help="print the IR after this pass on stderr (repeatable)")
     parser.add_argument("--remarks", action="store_true",
                         help="report what the passes chose (tile sizes, schedules) on stderr")
     parser.add_argument("--schedule", action="append", default=[], metavar="S=MAP",
@@ -304,15 +314,47 @@ def _transform(args: argparse.Namespace):
             raised = True
         for f in funcs:
             apply_schedule(f, schedules, remark=remark)
-    if getattr(args, "pass_pipeline", None) is not None:
-        from .passes import PipelineSyntaxError, run_pipeline
-        try:
-            run_pipeline(module, args.pass_pipeline, remark)
-        except PipelineSyntaxError as e:
-            raise UsageError(str(e)) from None
-        return module
-    run_passes(module, options, remark, raised=raised)
+    from .passes import PipelineSyntaxError, default_pipeline, parse_pipeline, run_pipeline
+    try:
+        if getattr(args, "pass_pipeline", None) is not None:
+            pipeline = parse_pipeline(args.pass_pipeline)
+        else:
+            pipeline = default_pipeline(options, raised=raised)
+        after = _ir_printer(args, pipeline)
+        if getattr(args, "dump_pipeline", False):
+            print(_pipeline_text(pipeline), file=sys.stderr)
+        run_pipeline(module, pipeline, remark, after)
+    except PipelineSyntaxError as e:
+        raise UsageError(str(e)) from None
     return module
+
+
+def _pipeline_text(pipeline) -> str:
+    """The pipeline as ``-p`` reads it back, anchored as mlir-opt prints one."""
+    from .passes import print_pipeline
+    return f"builtin.module({print_pipeline(pipeline)})"
+
+
+def _ir_printer(args: argparse.Namespace, pipeline):
+    """``--print-ir-after-all`` / ``--print-ir-after=NAME``: the IR on stderr after those
+    passes, under mlir-opt's header; None when neither is given."""
+    from .affine.printer import print_module
+    from .passes import REGISTRY, PipelineSyntaxError
+    names = set(getattr(args, "print_ir_after", []) or [])
+    for name in names:
+        if name not in REGISTRY:
+            raise PipelineSyntaxError(f"--print-ir-after: unknown pass '{name}' (known: "
+                                      f"{', '.join(sorted(REGISTRY))})")
+    every = getattr(args, "print_ir_after_all", False)
+    if not every and not names:
+        return None
+
+    def after(name: str, module) -> None:
+        if every or name in names:
+            print(f"// -----// IR Dump After {name} //----- //", file=sys.stderr)
+            print(print_module(module, generic=getattr(args, "generic", False)), end="",
+                  file=sys.stderr)
+    return after
 
 
 def cmd_opt(args: argparse.Namespace) -> int:

@@ -50,6 +50,23 @@ class BlisOptions:
     threads: int = field(default=1, metadata={"help": "with copy: the packed nest's loop over "
                                                        "M_C blocks runs on this many threads "
                                                        "(--threads)"})
+    # the BLIS parameters of the products that do not carry their own (hop.matmul's tile
+    # attributes win; 0: the model's choice)
+    mc: int = field(default=0, metadata={"help": "M_C, rows of A's block (0: the model's)"})
+    kc: int = field(default=0, metadata={"help": "K_C, the depth of the blocks"})
+    nc: int = field(default=0, metadata={"help": "N_C, columns of B's block"})
+    mr: int = field(default=0, metadata={"help": "M_R, rows of the register tile"})
+    nr: int = field(default=0, metadata={"help": "N_R, columns of the register tile"})
+    ku: int = field(default=0, metadata={"help": "K_U, unroll factor of the k loop"})
+
+    def tiles(self) -> dict:
+        """The parameters given, as ``hop.matmul``'s attributes name them."""
+        names = {"mc": "M_C", "kc": "K_C", "nc": "N_C", "mr": "M_R", "nr": "N_R", "ku": "K_U"}
+        for key in names:
+            if getattr(self, key) < 0:
+                raise PipelineSyntaxError(f"{key} must be positive (0: the model's choice), "
+                                          f"got {getattr(self, key)}")
+        return {names[k]: getattr(self, k) for k in names if getattr(self, k)}
 
 
 @dataclass(frozen=True)
@@ -114,7 +131,8 @@ def _expansion_args(opts: BlisOptions) -> dict:
     return dict(tiled=opts.tiled, machine=machine_model(), copy=opts.copy or opts.blis,
                 steps=RegisterTileSteps(vect=opts.vect, unroll=opts.unroll,
                                         scalrep=opts.scalrep),
-                microkernel_for=_microkernel_for(opts), threads=opts.threads)
+                microkernel_for=_microkernel_for(opts), threads=opts.threads,
+                tiles=opts.tiles())
 
 
 @register("hopt-raise-contractions", "affine nests computing C (+)= alpha*A*B (+beta*C) go "
@@ -218,7 +236,10 @@ def _linalg_to_affine(module, opts, remark):
 # pipelines as text
 
 
-_ITEM = re.compile(r"\s*([A-Za-z0-9_-]+)\s*(\{([^}]*)\})?\s*(,|$)")
+_NAME = re.compile(r"\s*([A-Za-z0-9_.-]+)\s*")
+#: the op anchors of MLIR's textual pipelines; polyopt's passes run on the whole module, so a
+#: pass nested under ``func.func(...)`` runs over every function as it would at module level
+_ANCHORS = ("builtin.module", "func.func")
 
 
 def _value(text: str, ftype, where: str):
@@ -239,34 +260,68 @@ def _value(text: str, ftype, where: str):
 
 def parse_pipeline(text: str) -> list[tuple[Pass, object]]:
     """``'name{opt=v opt2=v2},name2'`` (mlir-opt's syntax; options separated by spaces or
-    commas) -> [(pass, options)]."""
-    out = []
-    pos = 0
-    text = text.strip()
-    while pos < len(text):
-        m = _ITEM.match(text, pos)
-        if m is None or m.end() == pos:
+    commas), also nested in ``builtin.module(...)`` and ``func.func(...)`` as
+    ``--pass-pipeline`` writes it -> [(pass, options)]."""
+    items, pos = _parse_items(text, 0, None)
+    if text[pos:].strip():
+        raise PipelineSyntaxError(f"cannot parse the pass pipeline at '{text[pos:].strip()}'")
+    return items
+
+
+def _parse_items(text: str, pos: int, closing: str | None) -> tuple[list, int]:
+    out: list = []
+    while True:
+        if not text[pos:].strip() or (closing and text[pos:].lstrip().startswith(closing)):
+            break
+        m = _NAME.match(text, pos)
+        if m is None or not m.group(1):
             raise PipelineSyntaxError(f"cannot parse the pass pipeline at '{text[pos:]}'")
-        name = m.group(1)
-        p = REGISTRY.get(name)
-        if p is None:
-            raise PipelineSyntaxError(f"unknown pass '{name}' (known: "
-                                      f"{', '.join(sorted(REGISTRY))})")
-        kwargs = {}
-        known = {f.name: f for f in fields(p.options)}
-        for item in re.split(r"[\s,]+", (m.group(3) or "").strip()):
-            if not item:
-                continue
-            key, _, val = item.partition("=")
-            fname = key.replace("-", "_")
-            if fname not in known:
-                raise PipelineSyntaxError(
-                    f"pass '{name}' has no option '{key}' (options: "
-                    f"{', '.join(k.replace('_', '-') for k in known) or 'none'})")
-            kwargs[fname] = _value(val, known[fname].type, f"{name}{{{key}}}")
-        out.append((p, p.options(**kwargs)))
-        pos = m.end()
-    return out
+        name, pos = m.group(1), m.end()
+        if text.startswith("(", pos):
+            if name not in _ANCHORS:
+                raise PipelineSyntaxError(f"'{name}(...)': the pipeline nests under "
+                                          f"{' and '.join(_ANCHORS)} only")
+            inner, pos = _parse_items(text, pos + 1, ")")
+            if not text.startswith(")", pos):
+                raise PipelineSyntaxError(f"missing ')' after '{name}(' in the pass pipeline")
+            out += inner
+            pos += 1
+        else:
+            options = ""
+            if text.startswith("{", pos):
+                end = text.find("}", pos)
+                if end < 0:
+                    raise PipelineSyntaxError(f"missing '}}' after '{name}{{' in the pass "
+                                              f"pipeline")
+                options, pos = text[pos + 1:end], end + 1
+            out.append(_pass_with_options(name, options))
+        rest = text[pos:].lstrip()
+        pos = len(text) - len(rest)
+        if rest.startswith(","):
+            pos += 1
+        elif rest and not (closing and rest.startswith(closing)):
+            raise PipelineSyntaxError(f"expected ',' in the pass pipeline at '{rest}'")
+    return out, len(text) - len(text[pos:].lstrip())
+
+
+def _pass_with_options(name: str, options: str) -> tuple[Pass, object]:
+    p = REGISTRY.get(name)
+    if p is None:
+        raise PipelineSyntaxError(f"unknown pass '{name}' (known: "
+                                  f"{', '.join(sorted(REGISTRY))})")
+    kwargs = {}
+    known = {f.name: f for f in fields(p.options)}
+    for item in re.split(r"[\s,]+", options.strip()):
+        if not item:
+            continue
+        key, _, val = item.partition("=")
+        fname = key.replace("-", "_")
+        if fname not in known:
+            raise PipelineSyntaxError(
+                f"pass '{name}' has no option '{key}' (options: "
+                f"{', '.join(k.replace('_', '-') for k in known) or 'none'})")
+        kwargs[fname] = _value(val, known[fname].type, f"{name}{{{key}}}")
+    return p, p.options(**kwargs)
 
 
 def print_pipeline(pipeline) -> str:
@@ -279,13 +334,17 @@ def print_pipeline(pipeline) -> str:
     return ",".join(items)
 
 
-def run_pipeline(module, pipeline, remark: Remark = None):
-    """Run ``pipeline`` (text or [(pass, options)]) on ``module`` in place, then verify it."""
+def run_pipeline(module, pipeline, remark: Remark = None,
+                 after: Optional[Callable[[str, object], None]] = None):
+    """Run ``pipeline`` (text or [(pass, options)]) on ``module`` in place, then verify it;
+    ``after(pass name, module)`` is called after each pass (``--print-ir-after``)."""
     from .affine.verifier import verify
     if isinstance(pipeline, str):
         pipeline = parse_pipeline(pipeline)
     for p, opts in pipeline:
         p.run(module, opts, remark)
+        if after is not None:
+            after(p.name, module)
     verify(module)
     return module
 

@@ -155,15 +155,15 @@ def machine_model(target=None):
 
 
 def run_passes(module: Operation, options: PipelineOptions, remark=None, *,
-               raised: bool = False) -> Operation:
+               raised: bool = False, after=None) -> Operation:
     """Apply the enabled passes, in order, to ``module`` (in place) and re-verify it.
 
     ``remark(loc, message)``, when given, receives what the passes decided (tile sizes...).
     ``raised``: the caller ran raise-scf-to-affine already (the CLI does, before
-    ``--schedule``).
+    ``--schedule``).  ``after(pass name, module)`` is called after each pass.
     """
     from .passes import default_pipeline, run_pipeline
-    run_pipeline(module, default_pipeline(options, raised=raised), remark)
+    run_pipeline(module, default_pipeline(options, raised=raised), remark, after)
     return module
 
 

@@ -514,7 +514,8 @@ def pack_blis_operands(top: AffineForOp, a: Value, bmat: Value, params: BlisPara
 def expand_contraction(con: Contraction, *, tiled: bool = True,
                        machine: Optional[MachineModel] = None, remark: RemarkSink = None,
                        copy: bool = False, steps: RegisterTileSteps = RegisterTileSteps(),
-                       microkernel_for: Optional[Callable] = None, threads: int = 1) -> None:
+                       microkernel_for: Optional[Callable] = None, threads: int = 1,
+                       tiles: Optional[dict] = None) -> None:
     """The one entry of the BLIS pipeline: build the nest of ``con``, whatever produced it
     (a ``hop.matmul``, a linalg op, a convolution's implicit GEMM, a raised nest), in front of
     its anchor; the caller erases what it replaces.
@@ -526,7 +527,10 @@ def expand_contraction(con: Contraction, *, tiled: bool = True,
     contraction over ``?`` sizes in matrix form runs the one GEMM for every size
     (:mod:`polyopt.schedules.dynamic_gemm`) under ``tiled`` with packing and vectors, else the
     naive nest, with a remark under ``tiled``; both under a run-time check that the sizes
-    agree."""
+    agree.  ``tiles`` (the pass's ``mc=`` ... options, by attribute name) are the BLIS
+    parameters of a static f32/f64 product where it carries none of its own."""
+    if tiles and tiled and con.has_static_shape and not con.is_mixed:
+        con = replace(con, tile_params={**tiles, **con.tile_params})
     if con.is_mixed:
         _expand_mixed(con, tiled, copy and steps.vect, machine, remark, threads)
         return
@@ -665,7 +669,8 @@ def expand_high_level_ops(module: Operation, *, tiled: bool = False,
                           machine: Optional[MachineModel] = None,
                           remark: RemarkSink = None, copy: bool = False,
                           steps: RegisterTileSteps = RegisterTileSteps(),
-                          microkernel_for: Optional[Callable] = None, threads: int = 1) -> int:
+                          microkernel_for: Optional[Callable] = None, threads: int = 1,
+                          tiles: Optional[dict] = None) -> int:
     """Expand every ``hop.matmul`` and ``hop.conv2d`` under ``module`` into affine nests
     (BLIS-tiled matmuls with ``tiled``, naive otherwise; with ``copy`` too, tiled matmuls pack
     A and B, see :func:`pack_blis_operands`; with ``microkernel_for``,
@@ -689,7 +694,7 @@ def expand_high_level_ops(module: Operation, *, tiled: bool = False,
             continue
         expand_contraction(contraction_of_op(op), tiled=tiled, machine=machine, remark=remark,
                            copy=copy, steps=steps, microkernel_for=microkernel_for,
-                           threads=threads)
+                           threads=threads, tiles=tiles)
         op.erase()
     return len(todo)
 

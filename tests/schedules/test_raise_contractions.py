@@ -400,8 +400,8 @@ def test_textual_pipeline_round_trip_and_errors():
     from polyopt.passes import PipelineSyntaxError
     with pytest.raises(PipelineSyntaxError, match="unknown pass 'hopt-nope'"):
         parse_pipeline("hopt-nope")
-    with pytest.raises(PipelineSyntaxError, match="has no option 'kc'"):
-        parse_pipeline("hopt-expand{kc=4}")
+    with pytest.raises(PipelineSyntaxError, match="has no option 'kx'"):
+        parse_pipeline("hopt-expand{kx=4}")
     with pytest.raises(PipelineSyntaxError, match="expected true or false"):
         parse_pipeline("hopt-expand{copy=maybe}")
 

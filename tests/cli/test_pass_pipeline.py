@@ -1,0 +1,116 @@
+"""Pipelines as text (``polyopt opt -p``), as mlir-opt's ``--pass-pipeline``: every pass-flag
+combination is the pipeline ``--dump-pipeline`` prints, and running that text gives the same
+IR; ``builtin.module(func.func(...))`` nesting; the BLIS parameters as pass options
+(``hopt-expand{mc=300 kc=128}``) equal to ``hop.matmul``'s tile attributes;
+``--print-ir-after-all`` / ``--print-ir-after=NAME``; errors name what is wrong."""
+
+from pathlib import Path
+
+import pytest
+
+from polyopt.cli import main
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+#: the pass-flag combinations the tests use, on inputs that exercise them
+COMBINATIONS = [
+    ("hop_matmul.mlir", ["--hopt"]),
+    ("hop_matmul.mlir", ["--hopt", "--hopt-copy"]),
+    ("hop_matmul.mlir", ["--hopt", "--hopt-copy", "--hopt-unroll"]),
+    ("hop_matmul.mlir", ["--hopt", "--hopt-copy", "--hopt-unroll", "--hopt-scalrep"]),
+    ("hop_matmul.mlir", ["--hopt", "--hopt-copy", "--hopt-unroll", "--hopt-scalrep",
+                         "--hopt-vect"]),
+    ("hop_matmul.mlir", ["--hopt", "--hopt-vect", "--threads", "2"]),
+    ("hop_matmul.mlir", ["--hopt", "--hopt-copy", "--hopt-vect", "--threads", "2"]),
+    ("dgemm_modern.mlir", ["--hopt", "--hopt-copy", "--hopt-vect", "--no-hopt-raise"]),
+    ("dgemm_modern.mlir", ["--hopt", "--hopt-copy", "--hopt-unroll", "--hopt-scalrep",
+                           "--hopt-vect"]),
+    ("seidel_2d.mlir", ["--hopt"]),
+    ("seidel_2d.mlir", ["--hopt", "--no-hopt-schedule"]),
+    ("seidel_2d.mlir", ["--raise-scf-to-affine", "--memref-bound-check"]),
+    ("matmul_bf16_bias_relu.mlir", ["--hopt", "--hopt-copy", "--hopt-vect",
+                                    "--convert-linalg-to-affine-loops"]),
+    ("paper_2.1_dgemm_small.mlir", ["--hopt", "--hopt-parallel", "--threads", "2"]),
+]
+
+
+def opt(capsys, *args) -> tuple[str, str]:
+    assert main(["opt", *args]) == 0, capsys.readouterr().err
+    out = capsys.readouterr()
+    return out.out, out.err
+
+
+@pytest.mark.parametrize("example, flags", COMBINATIONS)
+def test_the_flags_are_the_pipeline_they_dump(capsys, example, flags):
+    path = str(EXAMPLES / example)
+    by_flags, err = opt(capsys, path, *flags, "--dump-pipeline")
+    dumped = err.strip().splitlines()[-1]
+    assert dumped.startswith("builtin.module(") and dumped.endswith(")"), err
+    by_text, _ = opt(capsys, path, "-p", dumped)
+    assert by_text == by_flags
+
+
+def test_passes_nested_under_func_func_run_as_at_module_level(capsys):
+    path = str(EXAMPLES / "hop_matmul.mlir")
+    flat, _ = opt(capsys, path, "-p", "hopt-expand{copy=true vect=true},hopt-normalize-memrefs")
+    nested, _ = opt(capsys, path, "-p", "builtin.module(func.func(hopt-expand{copy=true "
+                                         "vect=true}), hopt-normalize-memrefs)")
+    assert nested == flat
+
+
+def test_tile_options_equal_the_ops_tile_attributes(tmp_path, capsys):
+    text = (EXAMPLES / "hop_matmul.mlir").read_text()
+    src = tmp_path / "mm.mlir"
+    src.write_text(text)
+    by_options, err = opt(capsys, str(src), "--remarks", "-p",
+                          "hopt-expand{copy=true vect=true mc=300 kc=128 mr=4 nr=16}")
+    assert "M_C=300, K_C=128, M_R=4, N_R=16" in err
+    attrs = tmp_path / "attrs.mlir"
+    attrs.write_text(_with_tile_attributes(text, "{K_C = 128 : i32, M_C = 300 : i32, "
+                                                 "M_R = 4 : i32, N_R = 16 : i32}"))
+    by_attrs, _ = opt(capsys, str(attrs), "-p", "hopt-expand{copy=true vect=true}")
+    assert by_options == by_attrs
+    # the op's own attributes win over the pass's options
+    by_both, err = opt(capsys, str(attrs), "--remarks", "-p",
+                       "hopt-expand{copy=true vect=true mc=120}")
+    assert "M_C=300" in err and by_both == by_attrs
+
+
+def _with_tile_attributes(text: str, attrs: str) -> str:
+    """``hop.matmul %A, %B, %C : (...)`` with ``attrs`` before its colon."""
+    head, sep, tail = text.partition("hop.matmul ")
+    operands, colon, rest = tail.partition(" :")
+    assert sep and colon, text
+    return f"{head}{sep}{operands} {attrs}{colon}{rest}"
+
+
+def test_print_ir_after(capsys):
+    path = str(EXAMPLES / "hop_matmul.mlir")
+    out, err = opt(capsys, path, "--hopt", "--hopt-copy", "--print-ir-after-all")
+    headers = [line for line in err.splitlines() if line.startswith("// -----// IR Dump")]
+    assert headers == [f"// -----// IR Dump After {name} //----- //" for name in
+                       ("raise-scf-to-affine", "hopt-report-opaque-nests",
+                        "hopt-raise-contractions", "hopt-schedule", "hopt-expand",
+                        "hopt-normalize-memrefs")]
+    assert err.rstrip().endswith(out.rstrip())      # the last dump is the result
+    _, err = opt(capsys, path, "--hopt", "--print-ir-after", "hopt-expand")
+    assert [line for line in err.splitlines() if "IR Dump" in line] == \
+        ["// -----// IR Dump After hopt-expand //----- //"]
+    assert "hop.matmul" not in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-p", "hopt-expand{mc=-3}"], "mc must be positive (0: the model's choice), got -3"),
+    (["-p", "hopt-expand{mc=big}"], "hopt-expand{mc}: expected an integer, got 'big'"),
+    (["-p", "foo(hopt-expand)"], "'foo(...)': the pipeline nests under builtin.module and "
+                                 "func.func only"),
+    (["-p", "builtin.module(hopt-expand"], "missing ')' after 'builtin.module(' in the pass "
+                                           "pipeline"),
+    (["-p", "hopt-expand hopt-schedule"], "expected ',' in the pass pipeline at "
+                                          "'hopt-schedule'"),
+    (["--print-ir-after", "nope"], "--print-ir-after: unknown pass 'nope'"),
+])
+def test_pipeline_errors(capsys, args, message):
+    assert main(["opt", str(EXAMPLES / "hop_matmul.mlir"), *args]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err, err
