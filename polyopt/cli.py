@@ -119,6 +119,29 @@ def build_parser() -> argparse.ArgumentParser:
                       help="LLVM optimization level (default: 3; -O0 shows the IR as lowered)")
     _add_llvm_vectorize(p_tr)
     p_tr.add_argument("-o", dest="output", metavar="OUT", help="write the result to OUT")
+    p_tune = sub.add_parser("tune", help="search the BLIS parameters of a function's products "
+                                         "by timing them; print and write the best pipeline")
+    _add_common(p_tune)
+    p_tune.add_argument("--budget", default="12", metavar="N|Ns",
+                        help="trials (N) or seconds (Ns, e.g. 120s) to spend (default: 12)")
+    p_tune.add_argument("-e", "--entry", dest="tune_func", metavar="NAME", default=None,
+                        help="the function to time (default: the module's only one)")
+    p_tune.add_argument("--out", metavar="FILE", default=None,
+                        help="write the best pipeline there (replay: polyopt opt -p "
+                             "\"$(cat FILE)\")")
+    p_tune.add_argument("--workers", type=int, default=1, metavar="W",
+                        help="processes compiling candidates in parallel; they are timed one "
+                             "at a time (default: 1)")
+    p_tune.add_argument("--samples", type=int, default=5,
+                        help="timed samples per candidate, the median kept (default: 5)")
+    p_tune.add_argument("--seed", type=int, default=0, help="the search's seed (default: 0)")
+    p_tune.add_argument("--cache", metavar="FILE", default=None,
+                        help="the measurements' cache (default: ~/.cache/polyopt/tune.json)")
+    p_tune.add_argument("--no-cache", action="store_true", help="measure every candidate")
+    p_tune.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p_tune.add_argument("--json", action="store_true",
+                        help="print every trial (parameters, pipeline, seconds, error) as JSON")
+
     p_bench = sub.add_parser("bench", help="time generated code against numpy (OpenBLAS, one "
                                            "thread) in the same run")
     bsub = p_bench.add_subparsers(dest="kernel", metavar="KERNEL")
@@ -667,8 +690,42 @@ def cmd_peak(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    """``polyopt tune``: :mod:`polyopt.tune`."""
+    from pathlib import Path
+
+    from .tune import TuneError, default_cache_path, tune
+    budget = args.budget.strip()
+    try:
+        trials, seconds = (None, float(budget[:-1])) if budget.endswith("s") else \
+            (int(budget), None)
+    except ValueError:
+        raise UsageError(f"--budget: expected a number of trials (12) or seconds (120s), got "
+                         f"'{args.budget}'") from None
+    if args.pass_pipeline is not None or args.schedule:
+        raise UsageError("tune searches the parameters of the pass flags' pipeline: drop -p "
+                         "and --schedule")
+    text, name = _read_source(args.file)
+    cache = None if args.no_cache else Path(args.cache) if args.cache else default_cache_path()
+    try:
+        result = tune(text, name, _options(args), func=args.tune_func, trials=trials,
+                      seconds=seconds, workers=args.workers, samples=args.samples,
+                      seed=args.seed, cache=cache,
+                      progress=not args.no_progress and sys.stderr.isatty())
+    except TuneError as e:
+        raise UsageError(str(e)) from None
+    if args.json:
+        import json
+        print(json.dumps(result.to_json(), indent=1))
+    else:
+        print(result.report())
+    if args.out:
+        _write_output(result.best.pipeline + "\n", args.out)
+    return 0
+
+
 COMMANDS = {"opt": cmd_opt, "run": cmd_run, "translate": cmd_translate, "bench": cmd_bench,
-            "target": cmd_target, "peak": cmd_peak}
+            "target": cmd_target, "peak": cmd_peak, "tune": cmd_tune}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

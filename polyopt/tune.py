@@ -1,0 +1,327 @@
+"""``polyopt tune FILE``: search the BLIS parameters of a function's products (M_C, K_C, N_C,
+M_R, N_R, K_U: the ``hopt-expand`` options of :mod:`polyopt.passes`) by timing candidates, and
+write the best as a pass pipeline that replays it (``polyopt opt -p "$(cat best)"``).
+
+* **Search**: optuna's TPE sampler (Bergstra et al., NeurIPS 2011) over one categorical choice
+  per parameter, each with ``0``, the model's own choice.  Trial 1 is the model's choice
+  everywhere, so the result is never slower than the default pipeline as measured.  optuna is
+  chosen for its ask/tell interface (trials are proposed in batches and compiled in parallel,
+  then told their time) and because its TPE handles categorical, conditional spaces without
+  a surrogate to fit by hand.
+* **Trials** go through a ``concurrent.futures.Executor`` (default: a local process pool of
+  ``workers`` processes): each worker compiles its candidate, then times it holding a lock
+  shared by the pool, so that candidates are timed one at a time.
+* **Cache**: every measurement is kept in a JSON file keyed by the function's canonical IR,
+  the pipeline and the machine (:attr:`~polyopt.codegen.cpu_facts.CpuFacts.signature`, the
+  thread count): a repeated tune is answered from it.
+* **Timing**: one warm-up call, then the median of ``samples`` samples of at least 20 ms each
+  (back-to-back calls averaged), on random operands.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import statistics
+import time
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Optional
+
+#: the values tried per parameter; 0 is the model's choice
+SPACE = {
+    "mc": (0, 48, 96, 144, 192, 288, 384, 528, 768),
+    "kc": (0, 64, 128, 192, 256, 384, 512, 768),
+    "nc": (0, 256, 512, 1024, 2048, 4096),
+    "mr": (0, 2, 3, 4, 6, 8),
+    "nr": (0, 8, 16, 32, 48, 64),
+    "ku": (0, 1, 2, 4, 8),
+}
+
+SAMPLE_SECONDS = 0.02
+
+
+class TuneError(ValueError):
+    """A request the tuner cannot serve (no function to time, a budget of nothing...)."""
+
+
+@dataclass
+class Trial:
+    """One candidate: its parameters, its pipeline, and its time (``None`` when it failed,
+    with ``error``)."""
+
+    number: int
+    params: dict
+    pipeline: str
+    seconds: Optional[float] = None
+    error: str = ""
+    cached: bool = False
+
+
+@dataclass
+class TuneResult:
+    func: str
+    threads: int
+    trials: list = field(default_factory=list)
+
+    @property
+    def default(self) -> Trial:
+        return self.trials[0]
+
+    @property
+    def best(self) -> Trial:
+        timed = [t for t in self.trials if t.seconds is not None]
+        return min(timed, key=lambda t: t.seconds)
+
+    def to_json(self) -> dict:
+        return {"func": self.func, "threads": self.threads,
+                "trials": [{"number": t.number, "params": t.params, "pipeline": t.pipeline,
+                            "seconds": t.seconds, "error": t.error, "cached": t.cached}
+                           for t in self.trials]}
+
+    def report(self) -> str:
+        best, default = self.best, self.default
+        failed = sum(t.seconds is None for t in self.trials)
+        cached = sum(t.cached for t in self.trials)
+        lines = [f"tuned @{self.func} on {self.threads} thread(s): {len(self.trials)} trials "
+                 f"({cached} from the cache, {failed} failed)"]
+        if default.seconds is not None:
+            lines.append(f"  model's choice (trial 1): {default.seconds * 1e3:.3f} ms")
+        lines.append(f"  best (trial {best.number}): {best.seconds * 1e3:.3f} ms"
+                     + (f", {default.seconds / best.seconds:.3f}x the model's choice"
+                        if default.seconds is not None else ""))
+        given = {k: v for k, v in best.params.items() if v}
+        lines.append("  parameters: " + (", ".join(f"{k}={v}" for k, v in given.items())
+                                         or "the model's"))
+        lines.append(f"  pipeline: {best.pipeline}")
+        return "\n".join(lines)
+
+
+def trial_pipeline(base, params: dict) -> str:
+    """The text of ``base`` (the flags' pipeline) with ``params`` as the BLIS options of its
+    expansion passes."""
+    from .passes import BlisOptions, print_pipeline
+    out = []
+    for p, opts in base:
+        if isinstance(opts, BlisOptions):
+            opts = replace(opts, **params)
+        out.append((p, opts))
+    return f"builtin.module({print_pipeline(out)})"
+
+
+def _entry(module, name: Optional[str]):
+    funcs = [f for f in module.functions if not f.is_declaration]
+    if name is not None:
+        funcs = [f for f in funcs if f.sym_name == name]
+        if not funcs:
+            raise TuneError(f"--entry: no function @{name} with a body")
+    elif len(funcs) != 1:
+        raise TuneError(f"{len(funcs)} functions with a body: name the one to tune with --entry "
+                        f"({', '.join('@' + f.sym_name for f in funcs)})")
+    return funcs[0].sym_name
+
+
+def _operands(signature, seed: int = 0) -> list:
+    import numpy as np
+    from .codegen.jit import MemRefArg
+    rng = np.random.default_rng(seed)
+    out = []
+    for a in signature.args:
+        if not isinstance(a, MemRefArg) or any(s is None for s in a.shape):
+            raise TuneError(f"@{signature.name}: the tuner times functions of memrefs with "
+                            f"static shapes; argument '{getattr(a, 'name', a)}' is not one")
+        shape = a.physical_shape or a.shape
+        dt = np.dtype(a.dtype)
+        if dt.kind == "f":
+            out.append(rng.uniform(-1, 1, shape).astype(dt))
+        else:
+            out.append(rng.integers(-8, 8, shape).astype(dt))
+    return out
+
+
+def run_trial(source: str, filename: str, func: str, pipeline: str, threads: int,
+              samples: int, lock=None) -> tuple[float, list]:
+    """Compile ``source`` with ``pipeline`` and time ``@func`` (seconds per call, the median
+    of ``samples`` samples), holding ``lock`` while timing; with the arguments after one call
+    on the operands (for the caller to compare).  Runs in a worker process."""
+    from .bench import time_sample
+    from .passes import run_pipeline
+    from .pipeline import CompiledModule, PipelineOptions, load, prepare_for_lowering
+    module = load(source, filename)
+    run_pipeline(module, pipeline)
+    prepare_for_lowering(module)
+    compiled = CompiledModule(module, PipelineOptions(threads=threads))
+    fn = compiled[func]
+    args = _operands(compiled.signatures[func])
+    once = [a.copy() for a in args]
+    fn(*once)
+    if lock is not None:
+        lock.acquire()
+    try:
+        fn(*args)
+        times = [time_sample(lambda: fn(*args), SAMPLE_SECONDS) for _ in range(samples)]
+    finally:
+        if lock is not None:
+            lock.release()
+    return statistics.median(times), once
+
+
+def _differs(got: list, want: list) -> Optional[str]:
+    """Why a candidate's results are not the model's choice's (sums may be reassociated: a
+    tolerance of the type's precision times the sizes), or None."""
+    import numpy as np
+    for q, (g, w) in enumerate(zip(got, want)):
+        if g.shape != w.shape:
+            return f"argument #{q} has shape {g.shape}, expected {w.shape}"
+        if g.dtype.kind == "f":
+            eps = float(np.finfo(g.dtype).eps)
+            tol = eps * 64 * max(1.0, float(np.abs(w).max(initial=0.0))) * math.sqrt(w.size)
+            if not np.allclose(g, w, rtol=0, atol=tol):
+                return f"argument #{q} differs from the model's choice's by " \
+                       f"{float(np.abs(g - w).max()):.3g}"
+        elif not np.array_equal(g, w):
+            return f"argument #{q} differs from the model's choice's"
+    return None
+
+
+class MeasurementCache:
+    """Measurements by (canonical IR, pipeline, machine, threads), in a JSON file."""
+
+    def __init__(self, path: Optional[Path]):
+        self.path = path
+        self.entries: dict = {}
+        if path is not None and path.exists():
+            try:
+                self.entries = json.loads(path.read_text())
+            except (OSError, ValueError):
+                self.entries = {}
+
+    @staticmethod
+    def key(ir: str, pipeline: str, machine: str, threads: int) -> str:
+        return hashlib.sha256("\n".join([ir, pipeline, machine, str(threads)]).encode()
+                              ).hexdigest()
+
+    def get(self, key: str) -> Optional[dict]:
+        return self.entries.get(key)
+
+    def put(self, key: str, value: dict) -> None:
+        self.entries[key] = value
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self.entries, indent=1, sort_keys=True))
+            os.replace(tmp, self.path)
+
+
+def default_cache_path() -> Path:
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "polyopt" / "tune.json"
+
+
+def tune(source: str, filename: str, options, *, func: Optional[str] = None,
+         trials: Optional[int] = None, seconds: Optional[float] = None, workers: int = 1,
+         samples: int = 5, seed: int = 0, cache: Optional[Path] = None,
+         executor: Optional[Executor] = None, progress: bool = False) -> TuneResult:
+    """Tune the BLIS parameters of ``source``'s function ``func`` (see the module docstring)
+    under the pass flags ``options`` (:class:`polyopt.pipeline.PipelineOptions`) for at most
+    ``trials`` trials or ``seconds`` seconds."""
+    import optuna
+    from .affine.printer import print_module
+    from .codegen.cpu_facts import host_facts
+    from .codegen.openmp import resolve_threads
+    from .passes import default_pipeline
+    from .pipeline import load
+    if trials is None and seconds is None:
+        raise TuneError("give a budget: a number of trials or seconds")
+    if (trials is not None and trials < 1) or (seconds is not None and seconds <= 0):
+        raise TuneError(f"the budget must be positive, got {trials if trials is not None else seconds}")
+    if workers < 1 or samples < 1:
+        raise TuneError(f"workers and samples must be at least 1, got {workers} and {samples}")
+    if not options.hopt:
+        raise TuneError("the tuner searches the --hopt pipeline's parameters: give --hopt "
+                        "(and the --hopt-* passes to tune under)")
+    module = load(source, filename)           # errors in the input are reported before tuning
+    func = _entry(module, func)
+    threads = resolve_threads(options.threads)
+    options = replace(options, threads=threads)
+    base = default_pipeline(options)
+    ir = print_module(module)
+    machine = host_facts().signature
+    store = MeasurementCache(cache)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="minimize",
+                                sampler=optuna.samplers.TPESampler(seed=seed))
+    study.enqueue_trial({k: 0 for k in SPACE})          # trial 1: the model's choice
+    result = TuneResult(func, threads)
+    reference = None          # the results of the model's choice (trial 1, measured first)
+    own_pool = executor is None
+    lock = None
+    if own_pool:
+        # fresh interpreters (not forks of one that may hold LLVM's or OpenMP's threads)
+        import multiprocessing
+        context = multiprocessing.get_context("spawn")
+        manager = context.Manager()
+        lock = manager.Lock()
+        executor = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=trials, unit="trial", desc="tune", leave=False)
+    start = time.perf_counter()
+    try:
+        while (trials is None or len(result.trials) < trials) and \
+                (seconds is None or time.perf_counter() - start < seconds):
+            batch = workers if trials is None else min(workers, trials - len(result.trials))
+            asked = [study.ask() for _ in range(batch)]
+            pending = []
+            for t in asked:
+                params = {k: t.suggest_categorical(k, v) for k, v in SPACE.items()}
+                trial = Trial(len(result.trials) + len(pending) + 1, params,
+                              trial_pipeline(base, params))
+                key = MeasurementCache.key(ir, trial.pipeline, machine, threads)
+                hit = store.get(key)
+                if hit is not None:
+                    trial.seconds, trial.error, trial.cached = hit.get("seconds"), \
+                        hit.get("error", ""), True
+                    pending.append((t, trial, key, None))
+                else:
+                    future = executor.submit(run_trial, source, filename, func, trial.pipeline,
+                                             threads, samples, lock)
+                    pending.append((t, trial, key, future))
+            for t, trial, key, future in pending:
+                if future is not None:
+                    try:
+                        trial.seconds, results = future.result()
+                    except Exception as e:      # an illegal combination: the trial fails
+                        trial.error = str(e).splitlines()[0] if str(e) else type(e).__name__
+                    else:
+                        if reference is None:
+                            # trial 1 measured now, or its time came from the cache: its
+                            # results are computed for the comparison
+                            reference = results if trial.number == 1 else executor.submit(
+                                run_trial, source, filename, func, result.trials[0].pipeline,
+                                threads, 1, lock).result()[1]
+                        wrong = _differs(results, reference)
+                        if wrong is not None:   # never kept, whatever its time
+                            trial.seconds, trial.error = None, f"wrong result: {wrong}"
+                    store.put(key, {"seconds": trial.seconds, "error": trial.error})
+                study.tell(t, trial.seconds if trial.seconds is not None else math.inf)
+                result.trials.append(trial)
+                if bar is not None:
+                    bar.update(1)
+                    timed = [x.seconds for x in result.trials if x.seconds is not None]
+                    if timed:
+                        bar.set_postfix(best_ms=f"{min(timed) * 1e3:.3f}")
+    finally:
+        if bar is not None:
+            bar.close()
+        if own_pool:
+            executor.shutdown()
+            manager.shutdown()
+    if result.default.seconds is None:
+        raise TuneError(f"the model's own choice failed to compile or run: "
+                        f"{result.default.error}")
+    return result

@@ -1,0 +1,108 @@
+"""``polyopt tune`` (:mod:`polyopt.tune`): the model's choice is trial 1, candidates are
+compiled through an Executor and timed, their results checked against trial 1's, the
+measurements cached (a repeated tune is answered from the cache), the best written as a
+pipeline that ``polyopt opt -p`` replays; bad requests are errors, not tracebacks."""
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from polyopt.cli import main
+from polyopt.pipeline import PipelineOptions
+
+pytest.importorskip("optuna")
+
+import polyopt.tune as tune_mod  # noqa: E402
+
+SOURCE = """func.func @mm(%A: memref<40x30xf64>, %B: memref<30x52xf64>, %C: memref<40x52xf64>) {
+  hop.matmul %A, %B, %C : (memref<40x30xf64>, memref<30x52xf64>, memref<40x52xf64>)
+  return
+}
+"""
+FLAGS = ["--hopt", "--hopt-copy", "--hopt-vect", "--threads", "1", "--samples", "1",
+         "--no-progress"]
+
+
+def test_tune_writes_a_replayable_best_and_caches(tmp_path, capsys):
+    src = tmp_path / "mm.mlir"
+    src.write_text(SOURCE)
+    cache, best = tmp_path / "cache.json", tmp_path / "best.txt"
+    assert main(["tune", str(src), *FLAGS, "--budget", "4", "--cache", str(cache),
+                 "--out", str(best)]) == 0
+    out = capsys.readouterr().out
+    assert "tuned @mm on 1 thread(s): 4 trials (0 from the cache" in out
+    assert "model's choice (trial 1)" in out
+    pipeline = best.read_text().strip()
+    assert pipeline.startswith("builtin.module(") and "hopt-expand{" in pipeline
+    assert main(["opt", str(src), "-p", pipeline]) == 0
+    assert "affine.for" in capsys.readouterr().out
+    # again: every measurement from the cache, the same answer
+    assert main(["tune", str(src), *FLAGS, "--budget", "4", "--cache", str(cache)]) == 0
+    again = capsys.readouterr().out
+    assert "4 trials (4 from the cache, 0 failed)" in again
+    assert again.splitlines()[1:] == out.splitlines()[1:]
+
+
+def test_trial_one_is_the_models_choice_and_failures_are_recorded(monkeypatch):
+    """An illegal value (a negative M_R) makes its trials fail with the reason; trial 1 has
+    no parameter given; trials run through any concurrent.futures.Executor."""
+    monkeypatch.setattr(tune_mod, "SPACE", {"mr": (0, -1, 2), "ku": (0, 2)})
+    options = PipelineOptions(hopt=True, copy=True, vect=True, threads=1)
+    with ThreadPoolExecutor(1) as pool:
+        result = tune_mod.tune(SOURCE, "mm.mlir", options, trials=6, samples=1, seed=3,
+                               executor=pool)
+    assert result.default.params == {"mr": 0, "ku": 0}
+    assert "mr=" not in result.default.pipeline and result.default.seconds > 0
+    failed = [t for t in result.trials if t.seconds is None]
+    assert failed and all(t.params["mr"] == -1 for t in failed)
+    assert all("mr must be positive" in t.error for t in failed)
+    assert result.best.params["mr"] != -1
+
+
+def test_a_candidate_with_a_wrong_result_is_never_kept(monkeypatch):
+    """A candidate whose results differ from trial 1's fails, whatever its time."""
+    calls = []
+    real = tune_mod.run_trial
+
+    def broken(*args, **kwargs):
+        seconds, results = real(*args, **kwargs)
+        calls.append(args[3])
+        if len(calls) == 2:      # the second candidate computes something else, fast
+            results = [r * 0 + 1 for r in results]
+            seconds = 1e-9
+        return seconds, results
+    monkeypatch.setattr(tune_mod, "run_trial", broken)
+    options = PipelineOptions(hopt=True, copy=True, vect=True, threads=1)
+    with ThreadPoolExecutor(1) as pool:
+        result = tune_mod.tune(SOURCE, "mm.mlir", options, trials=3, samples=1, executor=pool)
+    assert result.trials[1].seconds is None
+    assert result.trials[1].error.startswith("wrong result: argument #0 differs")
+    assert result.best.number != 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--budget", "0"], "the budget must be positive"),
+    (["--budget", "ten"], "--budget: expected a number of trials (12) or seconds (120s)"),
+    (["-p", "hopt-expand"], "drop -p and --schedule"),
+    (["--no-hopt"], "give --hopt"),
+    (["--entry", "nope"], "no function @nope with a body"),
+])
+def test_tune_errors(tmp_path, capsys, args, message):
+    src = tmp_path / "mm.mlir"
+    src.write_text(SOURCE)
+    flags = FLAGS[3:] if "--no-hopt" in args else FLAGS     # no --hopt: no --hopt-* either
+    assert main(["tune", str(src), *flags, "--no-cache", *args]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err, err
+
+
+def test_two_functions_need_an_entry(tmp_path, capsys):
+    src = tmp_path / "two.mlir"
+    src.write_text(SOURCE + SOURCE.replace("@mm", "@mm2"))
+    assert main(["tune", str(src), *FLAGS, "--no-cache", "--budget", "1"]) == 1
+    assert "2 functions with a body: name the one to tune with --entry" in \
+        capsys.readouterr().err
+    assert main(["tune", str(src), *FLAGS, "--no-cache", "--budget", "1", "--entry",
+                 "mm2"]) == 0
+    assert "tuned @mm2" in capsys.readouterr().out
