@@ -82,6 +82,8 @@ class AMXGemmText(LowpGemmText):
     docstring): A's panels are k-steps of 16 x 64-byte rows, the register tile is four
     accumulator tiles."""
 
+    panel_group = 2       # a register tile covers two micro-panels of A and two of B
+
     def __init__(self, *args):
         super().__init__(*args)
         self.step = TILE_BYTES // (1 if self.pt == "i8" else 2)      # k per tile row
@@ -105,18 +107,6 @@ class AMXGemmText(LowpGemmText):
 
     def constants(self, d: int) -> None:
         self.t.add(d, "%c0 = arith.constant 0 : index")
-
-    def panels(self, d: int, count: int, tile: int, start: str, size: str,
-               which: str = "") -> None:
-        """The loop over 16-row (column) micro-panels, up to a whole register tile: a pair,
-        the second one zeros past the matrix."""
-        pair = 2 * tile
-        if self.par:
-            self.t.add(d, f"affine.parallel (%q) = (0) to (min({count}, ((symbol({size}) - "
-                          f"{start} + {pair - 1}) floordiv {pair}) * 2)) {{")
-        else:
-            self.t.add(d, f"affine.for %q = 0 to min affine_map<(d0)[s0] -> ({count}, "
-                          f"((s0 - d0 + {pair - 1}) floordiv {pair}) * 2)>({start})[{size}] {{")
 
     def pack(self, d: int, which: str) -> None:
         if which == "B":

@@ -347,7 +347,7 @@ class LowpGemmText:
         t, g, kc = self.t, self.g, self.kc
         buf, bt, st, r_of, tile, size, at = self.operand(which)
         block = self.mc if which == "A" else self.nc
-        self.panels(d, block // tile, tile, r_of, size, which)
+        self.panels(d, block // tile, tile, r_of, size)
         # whole panel and whole groups: M_R rows (N_R columns) x G k, a constant box
         t.add(d + 1, f"affine.if affine_set<(d0, d1)[s0] : (s0 - d0 - d1 * {tile} - {tile} "
                      f">= 0)>({r_of}, %q)[{size}] {{")
@@ -472,15 +472,23 @@ class LowpGemmText:
         t.add(d, f"affine.vector_store {rows[0]}, %Bp[%q, %p, 0] : {self.tbp}, "
                  f"vector<{width}x{self.pt}>")
 
-    def panels(self, d: int, count: int, tile: int, start: str, size: str,
-               which: str = "") -> None:
-        """The loop %q over the micro-panels of a block (on the threads with ``par``)."""
+    #: micro-panels are packed in groups of this many (AMX: a pair, its register tile)
+    panel_group = 1
+
+    def panels(self, d: int, count: int, tile: int, start: str, size: str) -> None:
+        """The loop %q over the micro-panels of a block (on the threads with ``par``), up to
+        whole groups of :attr:`panel_group` (zeros past the matrix)."""
+        span, g = tile * self.panel_group, self.panel_group
+
+        def extent(rest: str) -> str:
+            e = f"({rest} + {span - 1}) floordiv {span}"
+            return f"({e}) * {g}" if g > 1 else e
         if self.par:
-            self.t.add(d, f"affine.parallel (%q) = (0) to (min({count}, (symbol({size}) - "
-                          f"{start} + {tile - 1}) floordiv {tile})) {{")
+            self.t.add(d, f"affine.parallel (%q) = (0) to (min({count}, "
+                          f"{extent(f'symbol({size}) - {start}')})) {{")
         else:
             self.t.add(d, f"affine.for %q = 0 to min affine_map<(d0)[s0] -> ({count}, "
-                          f"(s0 - d0 + {tile - 1}) floordiv {tile})>({start})[{size}] {{")
+                          f"{extent('s0 - d0')})>({start})[{size}] {{")
 
     def packed_value(self, d: int, value: str, which: str) -> str:
         """An element of A or B as the packed buffers hold it: converted, and A's byte
