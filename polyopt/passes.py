@@ -58,6 +58,9 @@ class BlisOptions:
     mr: int = field(default=0, metadata={"help": "M_R, rows of the register tile"})
     nr: int = field(default=0, metadata={"help": "N_R, columns of the register tile"})
     ku: int = field(default=0, metadata={"help": "K_U, unroll factor of the k loop"})
+    form: str = field(default="", metadata={"help": "the register tile's form, row or col "
+                                                    "(empty: the model's)"})
+    l2: str = field(default="", metadata={"help": "the block in L2, A (GEBP) or B (GEPB)"})
 
     def tiles(self) -> dict:
         """The parameters given, as ``hop.matmul``'s attributes name them."""
@@ -66,7 +69,16 @@ class BlisOptions:
             if getattr(self, key) < 0:
                 raise PipelineSyntaxError(f"{key} must be positive (0: the model's choice), "
                                           f"got {getattr(self, key)}")
-        return {names[k]: getattr(self, k) for k in names if getattr(self, k)}
+        out = {names[k]: getattr(self, k) for k in names if getattr(self, k)}
+        for key, attr, allowed in (("form", "register_form", ("row", "col")),
+                                   ("l2", "l2_block", ("A", "B"))):
+            value = getattr(self, key)
+            if value and value not in allowed:
+                raise PipelineSyntaxError(f"{key} must be {' or '.join(allowed)} (empty: the "
+                                          f"model's choice), got '{value}'")
+            if value:
+                out[attr] = value
+        return out
 
 
 @dataclass(frozen=True)
@@ -324,11 +336,15 @@ def _pass_with_options(name: str, options: str) -> tuple[Pass, object]:
     return p, p.options(**kwargs)
 
 
+def _option_text(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def print_pipeline(pipeline) -> str:
     """The text :func:`parse_pipeline` reads back (options that differ from the defaults)."""
     items = []
     for p, opts in pipeline:
-        changed = [f"{f.name.replace('_', '-')}={str(getattr(opts, f.name)).lower()}"
+        changed = [f"{f.name.replace('_', '-')}={_option_text(getattr(opts, f.name))}"
                    for f in fields(opts) if getattr(opts, f.name) != f.default]
         items.append(p.name + ("{" + " ".join(changed) + "}" if changed else ""))
     return ",".join(items)

@@ -1,9 +1,10 @@
 """``polyopt tune FILE``: search the BLIS parameters of a function's products (M_C, K_C, N_C,
-M_R, N_R, K_U: the ``hopt-expand`` options of :mod:`polyopt.passes`) by timing candidates, and
+M_R, N_R, K_U, the register tile's form, the block in L2: the ``hopt-expand`` options of
+:mod:`polyopt.passes`) by timing candidates, and
 write the best as a pass pipeline that replays it (``polyopt opt -p "$(cat best)"``).
 
 * **Search**: optuna's TPE sampler (Bergstra et al., NeurIPS 2011) over one categorical choice
-  per parameter, each with ``0``, the model's own choice.  Trial 1 is the model's choice
+  per parameter, each with ``0`` (or empty), the model's own choice.  Trial 1 is the model's choice
   everywhere, so the result is never slower than the default pipeline as measured.  optuna is
   chosen for its ask/tell interface (trials are proposed in batches and compiled in parallel,
   then told their time) and because its TPE handles categorical, conditional spaces without
@@ -39,6 +40,8 @@ SPACE = {
     "mr": (0, 2, 3, 4, 6, 8),
     "nr": (0, 8, 16, 32, 48, 64),
     "ku": (0, 1, 2, 4, 8),
+    "form": ("", "row", "col"),
+    "l2": ("", "A", "B"),
 }
 
 SAMPLE_SECONDS = 0.02
@@ -254,7 +257,7 @@ def tune(source: str, filename: str, options, *, func: Optional[str] = None,
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="minimize",
                                 sampler=optuna.samplers.TPESampler(seed=seed))
-    study.enqueue_trial({k: 0 for k in SPACE})          # trial 1: the model's choice
+    study.enqueue_trial({k: v[0] for k, v in SPACE.items()})   # trial 1: the model's choice
     result = TuneResult(func, threads)
     reference = None          # the results of the model's choice (trial 1, measured first)
     own_pool = executor is None

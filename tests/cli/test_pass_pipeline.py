@@ -76,6 +76,21 @@ def test_tile_options_equal_the_ops_tile_attributes(tmp_path, capsys):
     assert "M_C=300" in err and by_both == by_attrs
 
 
+def test_form_and_l2_block_options_equal_the_attributes(tmp_path, capsys):
+    from polyopt.passes import parse_pipeline, print_pipeline
+    text = (EXAMPLES / "hop_matmul.mlir").read_text()
+    src = tmp_path / "mm.mlir"
+    src.write_text(text)
+    pipeline = "hopt-expand{copy=true vect=true form=col l2=B}"
+    assert print_pipeline(parse_pipeline(pipeline)) == pipeline
+    by_options, err = opt(capsys, str(src), "--remarks", "-p", pipeline)
+    assert "form=col, l2_block=B" in err
+    attrs = tmp_path / "attrs.mlir"
+    attrs.write_text(_with_tile_attributes(text, '{l2_block = "B", register_form = "col"}'))
+    by_attrs, _ = opt(capsys, str(attrs), "-p", "hopt-expand{copy=true vect=true}")
+    assert by_options == by_attrs
+
+
 def _with_tile_attributes(text: str, attrs: str) -> str:
     """``hop.matmul %A, %B, %C : (...)`` with ``attrs`` before its colon."""
     head, sep, tail = text.partition("hop.matmul ")
@@ -109,6 +124,8 @@ def test_print_ir_after(capsys):
     (["-p", "hopt-expand hopt-schedule"], "expected ',' in the pass pipeline at "
                                           "'hopt-schedule'"),
     (["--print-ir-after", "nope"], "--print-ir-after: unknown pass 'nope'"),
+    (["-p", "hopt-expand{form=diag}"], "form must be row or col (empty: the model's choice), "
+                                       "got 'diag'"),
 ])
 def test_pipeline_errors(capsys, args, message):
     assert main(["opt", str(EXAMPLES / "hop_matmul.mlir"), *args]) == 1
