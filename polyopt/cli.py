@@ -139,6 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the measurements' cache (default: ~/.cache/polyopt/tune.json)")
     p_tune.add_argument("--no-cache", action="store_true", help="measure every candidate")
     p_tune.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p_tune.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                        help="run the trials on the Dask cluster of this scheduler "
+                             "(distributed.Client(ADDRESS).get_executor()) instead of local "
+                             "processes")
     p_tune.add_argument("--json", action="store_true",
                         help="print every trial (parameters, pipeline, seconds, error) as JSON")
 
@@ -694,7 +698,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     """``polyopt tune``: :mod:`polyopt.tune`."""
     from pathlib import Path
 
-    from .tune import TuneError, default_cache_path, tune
+    from .tune import TuneError, dask_executor, default_cache_path, tune
     budget = args.budget.strip()
     try:
         trials, seconds = (None, float(budget[:-1])) if budget.endswith("s") else \
@@ -707,11 +711,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
                          "and --schedule")
     text, name = _read_source(args.file)
     cache = None if args.no_cache else Path(args.cache) if args.cache else default_cache_path()
+    import contextlib
     try:
-        result = tune(text, name, _options(args), func=args.tune_func, trials=trials,
-                      seconds=seconds, workers=args.workers, samples=args.samples,
-                      seed=args.seed, cache=cache,
-                      progress=not args.no_progress and sys.stderr.isatty())
+        with (contextlib.nullcontext((None, None)) if args.scheduler is None else
+              dask_executor(args.scheduler)) as (executor, lock):
+            result = tune(text, name, _options(args), func=args.tune_func, trials=trials,
+                          seconds=seconds, workers=args.workers, samples=args.samples,
+                          seed=args.seed, cache=cache, executor=executor, lock=lock,
+                          progress=not args.no_progress and sys.stderr.isatty())
     except TuneError as e:
         raise UsageError(str(e)) from None
     if args.json:

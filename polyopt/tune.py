@@ -10,8 +10,9 @@ write the best as a pass pipeline that replays it (``polyopt opt -p "$(cat best)
   then told their time) and because its TPE handles categorical, conditional spaces without
   a surrogate to fit by hand.
 * **Trials** go through a ``concurrent.futures.Executor`` (default: a local process pool of
-  ``workers`` processes): each worker compiles its candidate, then times it holding a lock
-  shared by the pool, so that candidates are timed one at a time.
+  ``workers`` processes; ``--scheduler ADDRESS``: a Dask cluster's workers): each worker
+  compiles its candidate, then times it holding a lock shared by all of them, so that
+  candidates are timed one at a time.
 * **Cache**: every measurement is kept in a JSON file keyed by the function's canonical IR,
   the pipeline and the machine (:attr:`~polyopt.codegen.cpu_facts.CpuFacts.signature`, the
   thread count): a repeated tune is answered from it.
@@ -21,6 +22,7 @@ write the best as a pass pipeline that replays it (``polyopt opt -p "$(cat best)
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -224,13 +226,37 @@ def default_cache_path() -> Path:
     return Path(root) / "polyopt" / "tune.json"
 
 
+@contextlib.contextmanager
+def dask_executor(address: str):
+    """``with dask_executor(address) as (executor, lock)``: the Dask cluster at ``address``,
+    whose workers run the trials (each compiles and times on its own machine; machines of
+    one kind, as the cache key records), timed one at a time under a cluster-wide
+    ``distributed.Lock``; the client is closed on leaving."""
+    try:
+        import distributed
+    except ImportError:
+        raise TuneError("--scheduler needs Dask's distributed (pip install distributed)") \
+            from None
+    try:
+        client = distributed.Client(address, timeout="10s")
+    except OSError as e:
+        raise TuneError(f"--scheduler: cannot reach the Dask scheduler at {address}: {e}") \
+            from None
+    try:
+        yield client.get_executor(), distributed.Lock("polyopt-tune-timing")
+    finally:
+        client.close()
+
+
 def tune(source: str, filename: str, options, *, func: Optional[str] = None,
          trials: Optional[int] = None, seconds: Optional[float] = None, workers: int = 1,
          samples: int = 5, seed: int = 0, cache: Optional[Path] = None,
-         executor: Optional[Executor] = None, progress: bool = False) -> TuneResult:
+         executor: Optional[Executor] = None, lock=None,
+         progress: bool = False) -> TuneResult:
     """Tune the BLIS parameters of ``source``'s function ``func`` (see the module docstring)
     under the pass flags ``options`` (:class:`polyopt.pipeline.PipelineOptions`) for at most
-    ``trials`` trials or ``seconds`` seconds."""
+    ``trials`` trials or ``seconds`` seconds.  ``executor`` (with the ``lock`` its workers time
+    under) replaces the local process pool of ``workers``."""
     import optuna
     from .affine.printer import print_module
     from .codegen.cpu_facts import host_facts
@@ -261,7 +287,6 @@ def tune(source: str, filename: str, options, *, func: Optional[str] = None,
     result = TuneResult(func, threads)
     reference = None          # the results of the model's choice (trial 1, measured first)
     own_pool = executor is None
-    lock = None
     if own_pool:
         # fresh interpreters (not forks of one that may hold LLVM's or OpenMP's threads)
         import multiprocessing

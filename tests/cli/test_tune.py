@@ -3,8 +3,8 @@ compiled through an Executor and timed, their results checked against trial 1's,
 measurements cached (a repeated tune is answered from the cache), the best written as a
 pipeline that ``polyopt opt -p`` replays; bad requests are errors, not tracebacks."""
 
+import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
@@ -106,3 +106,23 @@ def test_two_functions_need_an_entry(tmp_path, capsys):
     assert main(["tune", str(src), *FLAGS, "--no-cache", "--budget", "1", "--entry",
                  "mm2"]) == 0
     assert "tuned @mm2" in capsys.readouterr().out
+
+
+def test_a_dask_cluster_runs_the_trials_and_a_repeat_comes_from_the_cache(tmp_path):
+    """``--scheduler``: trials on a ``LocalCluster``'s two worker processes, timed one at a
+    time under a cluster-wide lock; the same tune again is all cache."""
+    distributed = pytest.importorskip("distributed")
+    options = PipelineOptions(hopt=True, copy=True, vect=True, threads=1)
+    cache = tmp_path / "cache.json"
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        with tune_mod.dask_executor(cluster.scheduler_address) as (executor, lock):
+            kwargs = dict(trials=4, samples=1, cache=cache, executor=executor, lock=lock,
+                          workers=2)
+            first = tune_mod.tune(SOURCE, "mm.mlir", options, **kwargs)
+            start = time.perf_counter()
+            second = tune_mod.tune(SOURCE, "mm.mlir", options, **kwargs)
+            elapsed = time.perf_counter() - start
+    assert not any(t.cached for t in first.trials) and all(t.seconds for t in first.trials)
+    assert all(t.cached for t in second.trials), f"{elapsed:.2f} s"
+    assert second.best.pipeline == first.best.pipeline
