@@ -287,3 +287,31 @@ def low_precision_chart(records: Sequence[dict], path: Path, *, title: str) -> N
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def tuning_chart(record: dict, path: Path, *, title: str) -> None:
+    """Each trial's GFLOPS (failed ones left out), the best so far, the model's choice."""
+    plt = _pyplot()
+    rows = record["trials"]
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    timed = [(r["number"], r["gflops"]) for r in rows if r["gflops"]]
+    ax.scatter([x for x, _ in timed], [y for _, y in timed], s=14, color="#4c72b0",
+               label="trial")
+    best, xs, ys = 0.0, [], []
+    for r in rows:
+        if r["gflops"]:
+            best = max(best, r["gflops"])
+        xs.append(r["number"])
+        ys.append(best)
+    ax.step(xs, ys, where="post", color="#dd8452", label="best so far")
+    if rows[0]["gflops"]:
+        ax.axhline(rows[0]["gflops"], color="#8c8c8c", linestyle="--", linewidth=1,
+                   label="model's choice (trial 1)")
+    ax.set_xlabel("trial")
+    ax.set_ylabel("GFLOPS")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

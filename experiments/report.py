@@ -8,7 +8,7 @@ appended in quick mode):
 * ``report.md``: one table per experiment (ours beside the paper's), the plots, the machine
   and the command that reproduces it;
 * ``dgemm_ladder.png``, ``sgemm_ladder.png``, ``size_sweep.png``, ``conv_layers.png``,
-  ``polybench.png``, ``shape_sweep.png``, ``low_precision.png``;
+  ``polybench.png``, ``shape_sweep.png``, ``low_precision.png``, ``tuning.png``;
 * ``results.json``: every step's configuration and the harness's raw results;
 * ``machine.json``: CPU, caches, measured FMA peaks, versions, git commit.
 
@@ -37,7 +37,8 @@ from pathlib import Path  # noqa: E402
 from typing import Optional, Sequence  # noqa: E402
 
 from experiments import (ablations, by_cpu, conv_layers, dgemm_ladder,  # noqa: E402
-                         low_precision, polybench, sgemm_ladder, shape_sweep, size_sweep)
+                         low_precision, polybench, sgemm_ladder, shape_sweep, size_sweep,
+                         tuning)
 from experiments.common import (PAPER_MACHINE, PAPER_PEAK_GFLOPS, Progress,  # noqa: E402
                                 gflops_text, markdown_table, percent_text, run_steps,
                                 steps_notes, steps_table)
@@ -66,6 +67,8 @@ class Mode:
     shapes: tuple = shape_sweep.SHAPES
     shape_samples: int = 7
     low_precision_sizes: tuple = low_precision.SIZES
+    tuning_size: tuple = tuning.SIZE
+    tuning_trials: int = tuning.TRIALS
 
 
 FULL = Mode("full", dgemm_ladder.PAPER_SIZE, dgemm_ladder.PAPER_SIZE, size_sweep.SIZES, 5,
@@ -73,13 +76,15 @@ FULL = Mode("full", dgemm_ladder.PAPER_SIZE, dgemm_ladder.PAPER_SIZE, size_sweep
 QUICK = Mode("quick", (1024, 1024, 1024), (768, 768, 768),
              (256, 257, 500, 1000, 1023, 1500, 2088), 3, RESNET50_LAYERS, 2,
              polybench_dataset="MEDIUM", shapes=shape_sweep.QUICK_SHAPES, shape_samples=5,
-             low_precision_sizes=low_precision.QUICK_SIZES)
+             low_precision_sizes=low_precision.QUICK_SIZES, tuning_size=tuning.QUICK_SIZE,
+             tuning_trials=tuning.QUICK_TRIALS)
 # tiny matrices and convolutions for the tests: every step and every file, in seconds
 TESTS = Mode("tests", (24, 20, 16), (9, 7, 5), (8, 13), 1, conv_layers.TEST_LAYERS, 1,
              peak_reps=1, peak_seconds=0.01, polybench_dataset="MINI",
              polybench_kernels=",".join(polybench.TEST_KERNELS), polybench_reps=1,
              by_cpu_workloads=by_cpu.TEST_WORKLOADS, shapes=shape_sweep.TEST_SHAPES,
-             shape_samples=1, low_precision_sizes=low_precision.TEST_SIZES)
+             shape_samples=1, low_precision_sizes=low_precision.TEST_SIZES,
+             tuning_size=tuning.TEST_SIZE, tuning_trials=tuning.TEST_TRIALS)
 
 
 def default_out(mode: Mode, git: dict) -> Path:
@@ -318,6 +323,13 @@ def write_markdown(path: Path, *, mode: Mode, reps: int, command: str, machine: 
     out.append(low_precision.table(exps["low_precision"]["records"]) + "\n")
     out.append("![Low precision](low_precision.png)\n")
 
+    tuned = exps["tuning"]
+    out.append(f"## 10. {tuning.TITLE}\n")
+    out.append(tuning.describe_method(tuned) + "\n")
+    out.append(tuning.table(tuned) + "\n")
+    out.append(f"The best as a pipeline: `{tuned['best_pipeline']}`\n")
+    out.append("![Autotuning](tuning.png)\n")
+
     out.append("## Machine\n")
     out.append(_machine_section(machine) + "\n")
     out.append("## Reproduce\n")
@@ -376,6 +388,9 @@ def run_report(mode: Mode, *, reps: Optional[int] = None, out: Optional[Path] = 
         "title": low_precision.TITLE,
         "records": low_precision.run(mode.low_precision_sizes, reps=reps,
                                      progress=progress.note)}
+    progress.note(f"tuning: {mode.tuning_trials} trials")
+    results["experiments"]["tuning"] = tuning.run(mode.tuning_size, mode.tuning_trials,
+                                                  samples=min(reps, 3), progress=progress.note)
     # by CPU: merged into the kept table in full mode; other modes (other sizes) merge into a
     # copy in the report folder
     identity = by_cpu.cpu_identity()
@@ -419,6 +434,8 @@ def run_report(mode: Mode, *, reps: Optional[int] = None, out: Optional[Path] = 
                             title=f"{shape_sweep.TITLE}, {mode.name} mode")
     plots.low_precision_chart(exps["low_precision"]["records"], folder / "low_precision.png",
                               title=f"{low_precision.TITLE}, {mode.name} mode")
+    plots.tuning_chart(exps["tuning"], folder / "tuning.png",
+                       title=f"{tuning.TITLE}, {mode.name} mode")
     plots.polybench_chart(suite, folder / "polybench.png",
                           title=f"{polybench.TITLE}: {suite['dataset']}, one thread, "
                                 f"{mode.name} mode")

@@ -12,9 +12,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 EXPERIMENTS = ("dgemm_ladder", "ablations", "sgemm_ladder", "size_sweep", "conv_layers",
-               "polybench", "shape_sweep", "low_precision")
+               "polybench", "shape_sweep", "low_precision", "tuning")
 PLOTS = ("dgemm_ladder.png", "sgemm_ladder.png", "size_sweep.png", "conv_layers.png",
-         "polybench.png", "shape_sweep.png", "low_precision.png")
+         "polybench.png", "shape_sweep.png", "low_precision.png", "tuning.png")
 def _torch_importable() -> bool:
     """As the harness decides (it imports torch; a broken install counts as absent)."""
     try:
@@ -301,3 +301,18 @@ def test_low_precision_section(report):
     assert "## 9. Low precision: bf16, int8 and f16 on the CPU's dot engine (one thread)" in text
     assert "| size | type | engine | polyopt |" in text
     assert "![Low precision](low_precision.png)" in text
+
+
+def test_tuning_section(report):
+    """Autotuning (issue 18) at experiments.tuning.TEST_SIZE: trial 1 is the model's choice,
+    every trial timed or failed with its reason; the table, the best pipeline, the chart."""
+    out, _ = report
+    exp = json.loads((out / "results.json").read_text())["experiments"]["tuning"]
+    assert (exp["m"], exp["n"], exp["k"], exp["dtype"]) == (24, 20, 16, "f64")
+    trials = exp["trials"]
+    assert len(trials) == 2 and trials[0]["params"] == {} and trials[0]["gflops"] > 0
+    assert all(t["gflops"] or t["error"] for t in trials)
+    assert exp["best_pipeline"].startswith("builtin.module(")
+    text = (out / "report.md").read_text()
+    assert "## 10. Autotuning: the BLIS parameters searched by timing (one thread)" in text
+    assert "| model's choice (trial 1) |" in text and "![Autotuning](tuning.png)" in text
