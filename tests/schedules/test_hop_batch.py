@@ -11,7 +11,7 @@ import pytest
 import polyopt
 from polyopt.affine.diagnostics import VerifyError
 
-from test_lowp_gemm import ALL, check as check_mixed
+from test_lowp_gemm import ALL
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
