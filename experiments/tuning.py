@@ -35,7 +35,7 @@ def run(size: Sequence[int], trials: int, *, dtype: str = "f64", samples: int = 
     result = tune(matmul_source(m, n, k, dtype), "<tuning>", options, trials=trials,
                   samples=samples)
     flops = 2.0 * m * n * k
-    rows = [{"number": t.number, "params": {p: v for p, v in t.params.items() if v},
+    rows = [{"number": t.number, "params": t.changed(result.default),
              "seconds": t.seconds, "gflops": flops / t.seconds / 1e9 if t.seconds else None,
              "error": t.error} for t in result.trials]
     out = {"m": m, "n": n, "k": k, "dtype": dtype, "samples": samples, "trials": rows,
@@ -71,8 +71,8 @@ def table(record: dict) -> str:
 def describe_method(record: Optional[dict] = None) -> str:
     size = f" ({record['dtype']} {record['m']}x{record['n']}x{record['k']})" if record else ""
     return ("`polyopt tune` on `hop.matmul` with all passes" + size + ", one thread, no "
-            "cache: optuna's TPE over M_C, K_C, N_C, M_R, N_R, K_U, the register tile's form "
-            "and the block in L2, trial 1 the model's choice; each trial the median of its "
+            "cache: optuna's TPE over M_C, K_C, N_C, M_R, N_R, K_U, the register tile's form, "
+            "the block in L2 and packing on/off, trial 1 the model's choice; each trial the median of its "
             "samples; every candidate's result checked against trial 1's; the search's "
             "fastest re-timed against trial 1, alternating, and kept only if it still wins "
             "(one measurement per trial is noisy on a shared machine).")

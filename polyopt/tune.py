@@ -1,7 +1,17 @@
 """``polyopt tune FILE``: search the BLIS parameters of a function's products (M_C, K_C, N_C,
 M_R, N_R, K_U, the register tile's form, the block in L2: the ``hopt-expand`` options of
-:mod:`polyopt.passes`) by timing candidates, and
+:mod:`polyopt.passes`; packing on or off; with ``--threads T`` > 1, the number of threads
+and the parallel loop) by timing candidates, and
 write the best as a pass pipeline that replays it (``polyopt opt -p "$(cat best)"``).
+
+* **Space** (:func:`search_space`): :data:`SPACE`'s BLIS parameters, ``0`` (or empty) the
+  model's choice; ``copy``, packing A and B, the flags' choice first, then the other (without
+  packing, ``--hopt-vect`` may refuse the nest or run it slowly: such trials fail or lose);
+  with ``T`` > 1 threads, ``threads`` from T down to 1 (the nest compiled for that many; the
+  program's OpenMP team stays T).  ``l2`` is also **the parallel loop** when threads > 1
+  (:mod:`polyopt.schedules.blis_parallel`): ``A`` (GEBP's order) runs the ic loop over M_C
+  blocks on the threads, ``B`` (GEPB's) the jc loop over N_C blocks, and the model's choice
+  (empty) is the model's order; the BLIS options have no other switch for it.
 
 * **Search**: optuna's TPE sampler (Bergstra et al., NeurIPS 2011) over one categorical choice
   per parameter, each with ``0`` (or empty), the model's own choice.  Trial 1 is the model's choice
@@ -17,9 +27,14 @@ write the best as a pass pipeline that replays it (``polyopt opt -p "$(cat best)
   the pipeline and the machine (:attr:`~polyopt.codegen.cpu_facts.CpuFacts.signature`, the
   thread count): a repeated tune is answered from it.
 * **Timing**: one warm-up call, then the median of ``samples`` samples of at least 20 ms each
-  (back-to-back calls averaged), on random operands.  One measurement per trial is noisy (on
-  a shared machine, 5% and more), so the search's fastest is re-timed against the model's
-  choice, alternating, and kept only if it still wins.
+  (back-to-back calls averaged), on random operands (scalars: random floats in [0.5, 1) or
+  small integers).  One measurement per trial is noisy (on a shared machine, 5% and more), so
+  the search's fastest is re-timed against the model's choice, alternating, and kept only if
+  it still wins.
+* **Budget**: ``trials`` trials, or ``seconds`` of wall time for the whole tune, the
+  re-timing included: a batch of trials starts only if it and the re-timing are expected to
+  end within the budget (estimated from the batches so far: 2 x the slowest batch is kept
+  for the re-timing, which compiles two candidates and times each ``samples`` times).
 """
 
 from __future__ import annotations
@@ -49,6 +64,21 @@ SPACE = {
 }
 
 SAMPLE_SECONDS = 0.02
+#: a candidate whose first call is this many times slower than the best time so far is not
+#: sampled further (:func:`run_trial`'s ``cutoff``)
+CUTOFF = 3.0
+
+
+def search_space(options, threads: int) -> dict:
+    """The values tried per parameter under the pass flags ``options`` at ``threads`` threads:
+    :data:`SPACE`, then ``copy`` (the flags' packing first, then the other way) and, with
+    more than one thread, ``threads`` (``threads`` first, then 1 ... threads - 1).  The first
+    value of each is the model's (the flags') choice: trial 1."""
+    out = dict(SPACE)
+    out["copy"] = (bool(options.copy), not options.copy)
+    if threads > 1:
+        out["threads"] = (threads, *range(1, threads))
+    return out
 
 
 class TuneError(ValueError):
@@ -66,6 +96,11 @@ class Trial:
     seconds: Optional[float] = None
     error: str = ""
     cached: bool = False
+
+    def changed(self, model: "Trial") -> dict:
+        """The parameters whose value is not the one of ``model`` (trial 1: the model's
+        choice)."""
+        return {k: v for k, v in self.params.items() if model.params.get(k) != v}
 
 
 @dataclass
@@ -122,21 +157,31 @@ class TuneResult:
             f", {self.confirmed[0] / self.confirmed[1]:.3f}x the model's choice"
             if self.confirmed is not None and best is not default else
             " (the model's choice)" if best is default else ""))
-        given = {k: v for k, v in best.params.items() if v}
+        given = best.changed(default)
         lines.append("  parameters: " + (", ".join(f"{k}={v}" for k, v in given.items())
                                          or "the model's"))
         lines.append(f"  pipeline: {best.pipeline}")
         return "\n".join(lines)
 
 
-def trial_pipeline(base, params: dict) -> str:
-    """The text of ``base`` (the flags' pipeline) with ``params`` as the BLIS options of its
-    expansion passes."""
-    from .passes import BlisOptions, print_pipeline
+#: the parameters that change the flags (and so which passes run) rather than the BLIS
+#: options of the expansion passes
+FLAG_PARAMS = ("copy", "threads")
+
+
+def trial_pipeline(options, params: dict) -> str:
+    """The text of the pipeline the pass flags ``options`` spell (threads resolved), with
+    ``params``' ``copy`` and ``threads`` as those flags (packing adds its memref
+    normalization; threads also go to the schedule and parallel passes) and the rest as the
+    BLIS options of the expansion passes.  With the model's values (:func:`search_space`'s
+    first ones) it is the flags' own pipeline."""
+    from .passes import BlisOptions, default_pipeline, print_pipeline
+    flags = {k: params[k] for k in FLAG_PARAMS if k in params}
+    blis = {k: v for k, v in params.items() if k not in FLAG_PARAMS}
     out = []
-    for p, opts in base:
+    for p, opts in default_pipeline(replace(options, **flags)):
         if isinstance(opts, BlisOptions):
-            opts = replace(opts, **params)
+            opts = replace(opts, **blis)
         out.append((p, opts))
     return f"builtin.module({print_pipeline(out)})"
 
@@ -155,13 +200,19 @@ def _entry(module, name: Optional[str]):
 
 def _operands(signature, seed: int = 0) -> list:
     import numpy as np
-    from .codegen.jit import MemRefArg
+    from .codegen.jit import MemRefArg, ScalarArg
     rng = np.random.default_rng(seed)
     out = []
     for a in signature.args:
+        if isinstance(a, ScalarArg) and not a.is_index:
+            dt = np.dtype(a.dtype)
+            out.append(dt.type(rng.uniform(0.5, 1.0) if dt.kind == "f" else
+                               rng.integers(1, 4)))
+            continue
         if not isinstance(a, MemRefArg) or any(s is None for s in a.shape):
             raise TuneError(f"@{signature.name}: the tuner times functions of memrefs with "
-                            f"static shapes; argument '{getattr(a, 'name', a)}' is not one")
+                            f"static shapes (and scalars); argument "
+                            f"'{getattr(a, 'name', a)}' is not one")
         shape = a.physical_shape or a.shape
         dt = np.dtype(a.dtype)
         if dt.kind == "f":
@@ -172,10 +223,12 @@ def _operands(signature, seed: int = 0) -> list:
 
 
 def run_trial(source: str, filename: str, func: str, pipeline: str, threads: int,
-              samples: int, lock=None) -> tuple[float, list]:
+              samples: int, lock=None, cutoff: Optional[float] = None) -> tuple[float, list]:
     """Compile ``source`` with ``pipeline`` and time ``@func`` (seconds per call, the median
     of ``samples`` samples), holding ``lock`` while timing; with the arguments after one call
-    on the operands (for the caller to compare).  Runs in a worker process."""
+    on the operands (for the caller to compare).  When that first call takes more than
+    ``cutoff`` seconds, its time is the answer (the candidate is out of the running; its
+    samples would only spend the budget).  Runs in a worker process."""
     from .bench import time_sample
     from .passes import run_pipeline
     from .pipeline import CompiledModule, PipelineOptions, load, prepare_for_lowering
@@ -186,10 +239,14 @@ def run_trial(source: str, filename: str, func: str, pipeline: str, threads: int
     fn = compiled[func]
     args = _operands(compiled.signatures[func])
     once = [a.copy() for a in args]
-    fn(*once)
-    if lock is not None:
+    if lock is not None:      # every call under the lock: no other candidate's runs overlap
         lock.acquire()
     try:
+        first = time.perf_counter()
+        fn(*once)
+        first = time.perf_counter() - first
+        if cutoff is not None and first > cutoff:
+            return first, once
         fn(*args)
         times = [time_sample(lambda: fn(*args), SAMPLE_SECONDS) for _ in range(samples)]
     finally:
@@ -311,11 +368,11 @@ def tune(source: str, filename: str, options, *, func: Optional[str] = None,
     under the pass flags ``options`` (:class:`polyopt.pipeline.PipelineOptions`) for at most
     ``trials`` trials or ``seconds`` seconds.  ``executor`` (with the ``lock`` its workers time
     under) replaces the local process pool of ``workers``."""
+    start = time.perf_counter()
     import optuna
     from .affine.printer import print_module
     from .codegen.cpu_facts import host_facts
     from .codegen.openmp import resolve_threads
-    from .passes import default_pipeline
     from .pipeline import load
     if trials is None and seconds is None:
         raise TuneError("give a budget: a number of trials or seconds")
@@ -330,14 +387,14 @@ def tune(source: str, filename: str, options, *, func: Optional[str] = None,
     func = _entry(module, func)
     threads = resolve_threads(options.threads)
     options = replace(options, threads=threads)
-    base = default_pipeline(options)
     ir = print_module(module)
     machine = host_facts().signature
     store = MeasurementCache(cache)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="minimize",
                                 sampler=optuna.samplers.TPESampler(seed=seed))
-    study.enqueue_trial({k: v[0] for k, v in SPACE.items()})   # trial 1: the model's choice
+    space = search_space(options, threads)
+    study.enqueue_trial({k: v[0] for k, v in space.items()})   # trial 1: the model's choice
     result = TuneResult(func, threads)
     reference = None          # the results of the model's choice (trial 1, measured first)
     own_pool = executor is None
@@ -352,17 +409,28 @@ def tune(source: str, filename: str, options, *, func: Optional[str] = None,
     if progress:
         from tqdm import tqdm
         bar = tqdm(total=trials, unit="trial", desc="tune", leave=False)
-    start = time.perf_counter()
+    walls: list = []          # the wall seconds of each batch measured so far
+
+    def room() -> bool:
+        """Is there time for one more batch and the re-timing after it?"""
+        if trials is not None:
+            return len(result.trials) < trials
+        if not result.trials:
+            return True                                 # trial 1, whatever it costs
+        slowest = max(walls, default=0.0)
+        return time.perf_counter() - start + 3 * slowest <= seconds
     try:
-        while (trials is None or len(result.trials) < trials) and \
-                (seconds is None or time.perf_counter() - start < seconds):
+        while room():
             batch = workers if trials is None else min(workers, trials - len(result.trials))
             asked = [study.ask() for _ in range(batch)]
+            timed = [x.seconds for x in result.trials if x.seconds is not None]
+            cutoff = CUTOFF * min(timed) if timed else None
             pending = []
+            begun = time.perf_counter()
             for t in asked:
-                params = {k: t.suggest_categorical(k, v) for k, v in SPACE.items()}
+                params = {k: t.suggest_categorical(k, v) for k, v in space.items()}
                 trial = Trial(len(result.trials) + len(pending) + 1, params,
-                              trial_pipeline(base, params))
+                              trial_pipeline(options, params))
                 key = MeasurementCache.key(ir, trial.pipeline, machine, threads)
                 hit = store.get(key)
                 if hit is not None:
@@ -371,7 +439,8 @@ def tune(source: str, filename: str, options, *, func: Optional[str] = None,
                     pending.append((t, trial, key, None))
                 else:
                     future = executor.submit(run_trial, source, filename, func, trial.pipeline,
-                                             threads, samples, lock)
+                                             threads, samples, lock,
+                                             cutoff if trial.number > 1 else None)
                     pending.append((t, trial, key, future))
             for t, trial, key, future in pending:
                 if future is not None:
@@ -397,33 +466,29 @@ def tune(source: str, filename: str, options, *, func: Optional[str] = None,
                     timed = [x.seconds for x in result.trials if x.seconds is not None]
                     if timed:
                         bar.set_postfix(best_ms=f"{min(timed) * 1e3:.3f}")
+            if any(f is not None for *_, f in pending):
+                walls.append(time.perf_counter() - begun)
+        if result.default.seconds is None:
+            raise TuneError(f"the model's own choice failed to compile or run: "
+                            f"{result.default.error}")
+        if result.fastest is not result.default:
+            # one measurement per trial, the first in a fresh process: the winner is re-timed
+            # against the model's choice, alternating, before it is kept
+            key = MeasurementCache.key(ir, "confirm\n" + result.default.pipeline + "\n" +
+                                       result.fastest.pipeline, machine, threads)
+            hit = store.get(key)
+            if hit is not None:
+                result.confirmed = tuple(hit["seconds"])
+            else:
+                result.confirmed = executor.submit(
+                    run_pair, source, filename, func,
+                    (result.default.pipeline, result.fastest.pipeline), threads,
+                    max(samples, 5), lock).result()
+                store.put(key, {"seconds": list(result.confirmed)})
     finally:
         if bar is not None:
             bar.close()
         if own_pool:
             executor.shutdown()
             manager.shutdown()
-    if result.default.seconds is None:
-        raise TuneError(f"the model's own choice failed to compile or run: "
-                        f"{result.default.error}")
-    if result.fastest is not result.default:
-        # one measurement per trial, the first in a fresh process: the winner is re-timed
-        # against the model's choice, alternating, before it is kept
-        key = MeasurementCache.key(ir, "confirm\n" + result.default.pipeline + "\n" +
-                                   result.fastest.pipeline, machine, threads)
-        hit = store.get(key)
-        if hit is not None:
-            result.confirmed = tuple(hit["seconds"])
-        else:
-            pool = executor if not own_pool else ProcessPoolExecutor(
-                max_workers=1, mp_context=__import__("multiprocessing").get_context("spawn"))
-            try:
-                result.confirmed = pool.submit(
-                    run_pair, source, filename, func,
-                    (result.default.pipeline, result.fastest.pipeline), threads,
-                    max(samples, 5), None if own_pool else lock).result()
-            finally:
-                if own_pool:
-                    pool.shutdown()
-            store.put(key, {"seconds": list(result.confirmed)})
     return result

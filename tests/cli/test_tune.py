@@ -1,7 +1,9 @@
 """``polyopt tune`` (:mod:`polyopt.tune`): the model's choice is trial 1, candidates are
 compiled through an Executor and timed, their results checked against trial 1's, the
 measurements cached (a repeated tune is answered from the cache), the best written as a
-pipeline that ``polyopt opt -p`` replays; bad requests are errors, not tracebacks."""
+pipeline that ``polyopt opt -p`` replays; packing on/off and the thread count are searched
+too (their results checked like the others'); a time budget covers the whole tune; bad
+requests are errors, not tracebacks."""
 
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -52,8 +54,8 @@ def test_trial_one_is_the_models_choice_and_failures_are_recorded(monkeypatch):
     with ThreadPoolExecutor(1) as pool:
         result = tune_mod.tune(SOURCE, "mm.mlir", options, trials=6, samples=1, seed=3,
                                executor=pool)
-    assert result.default.params == {"mr": 0, "ku": 0}
-    assert "mr=" not in result.default.pipeline and result.default.seconds > 0
+    assert result.default.params == {"mr": 0, "ku": 0, "copy": True}    # one thread: no
+    assert "mr=" not in result.default.pipeline and result.default.seconds > 0  # threads
     failed = [t for t in result.trials if t.seconds is None]
     assert failed and all(t.params["mr"] == -1 for t in failed)
     assert all("mr must be positive" in t.error for t in failed)
@@ -126,3 +128,114 @@ def test_a_dask_cluster_runs_the_trials_and_a_repeat_comes_from_the_cache(tmp_pa
     assert not any(t.cached for t in first.trials) and all(t.seconds for t in first.trials)
     assert all(t.cached for t in second.trials), f"{elapsed:.2f} s"
     assert second.best.pipeline == first.best.pipeline
+
+
+def test_the_space_has_packing_and_threads_and_trial_one_is_the_flags_pipeline():
+    """``copy``: the flags' packing first, then the other way; ``threads`` (only with
+    --threads T > 1): T first, then 1 .. T-1; with the first values, trial 1's pipeline is the
+    flags' own."""
+    from polyopt.passes import default_pipeline, print_pipeline
+    one = PipelineOptions(hopt=True, copy=True, vect=True, threads=1)
+    two = PipelineOptions(hopt=True, copy=False, vect=True, threads=2)
+    s1, s2 = tune_mod.search_space(one, 1), tune_mod.search_space(two, 2)
+    assert s1["copy"] == (True, False) and "threads" not in s1
+    assert s2["copy"] == (False, True) and s2["threads"] == (2, 1)
+    assert "l2" in s1         # the parallel loop with threads > 1 (ic under A, jc under B)
+    for options, space in ((one, s1), (two, s2)):
+        model = tune_mod.trial_pipeline(options, {k: v[0] for k, v in space.items()})
+        assert model == f"builtin.module({print_pipeline(default_pipeline(options))})"
+    # packing added: its memref normalization comes with it; one thread of two: no threads=
+    packed = tune_mod.trial_pipeline(two, {"copy": True, "threads": 1, "mr": 4})
+    assert "hopt-expand{copy=true vect=true mr=4}" in packed
+    assert packed.endswith("hopt-normalize-memrefs)")
+    unpacked = tune_mod.trial_pipeline(one, {"copy": False})
+    assert "copy=" not in unpacked and "hopt-normalize-memrefs" not in unpacked
+
+
+def _spy_on_comparisons(monkeypatch):
+    compared = []
+    real = tune_mod._differs
+
+    def spy(got, want):
+        why = real(got, want)
+        compared.append(why)
+        return why
+    monkeypatch.setattr(tune_mod, "_differs", spy)
+    return compared
+
+
+def test_packing_off_and_two_threads_compute_the_models_result(monkeypatch):
+    """Every combination of packing and threads (the model's: packed, 2 threads) is timed
+    and its results compared with trial 1's: all agree."""
+    monkeypatch.setattr(tune_mod, "SPACE", {})
+    compared = _spy_on_comparisons(monkeypatch)
+    options = PipelineOptions(hopt=True, copy=True, vect=True, threads=2)
+    with ThreadPoolExecutor(1) as pool:
+        result = tune_mod.tune(SOURCE, "mm.mlir", options, trials=8, samples=1, seed=0,
+                               executor=pool)
+    assert result.threads == 2 and result.default.params == {"copy": True, "threads": 2}
+    seen = {(t.params["copy"], t.params["threads"]): t for t in result.trials}
+    assert set(seen) == {(True, 2), (True, 1), (False, 2), (False, 1)}
+    assert all(t.seconds is not None and not t.error for t in result.trials)
+    measured = [t for t in result.trials if not t.cached]
+    assert len(compared) == len(measured) and all(why is None for why in compared)
+    assert "threads=2" in seen[True, 2].pipeline and "threads" not in seen[True, 1].pipeline
+    assert "copy=true" not in seen[False, 1].pipeline
+
+
+@pytest.mark.parametrize("corrupt", ["unpacked", "one thread"])
+def test_packing_off_or_fewer_threads_with_a_wrong_result_is_never_kept(monkeypatch, corrupt):
+    """The comparison is enforced on the new dimensions: a packing-off (or one-thread)
+    candidate that computes something else, however fast, fails and is not the best."""
+    monkeypatch.setattr(tune_mod, "SPACE", {})
+    real = tune_mod.run_trial
+
+    def broken(*args, **kwargs):
+        seconds, results = real(*args, **kwargs)
+        pipeline = args[3]
+        if (corrupt == "unpacked" and "copy=true" not in pipeline) or \
+                (corrupt == "one thread" and "threads=2" not in pipeline):
+            return 1e-9, [r * 0 + 1 for r in results]
+        return seconds, results
+    monkeypatch.setattr(tune_mod, "run_trial", broken)
+    options = PipelineOptions(hopt=True, copy=True, vect=True, threads=2)
+    with ThreadPoolExecutor(1) as pool:
+        result = tune_mod.tune(SOURCE, "mm.mlir", options, trials=8, samples=1, seed=0,
+                               executor=pool)
+    bad = [t for t in result.trials if (not t.params["copy"] if corrupt == "unpacked" else
+                                        t.params["threads"] == 1)]
+    assert bad and all(t.seconds is None and t.error.startswith("wrong result: argument #0")
+                       for t in bad)
+    assert result.best.seconds is not None and result.best not in bad
+
+
+def test_tune_cli_searches_threads_and_packing(tmp_path, capsys):
+    """``polyopt tune --threads 2 --json``: every trial carries ``copy`` and ``threads``,
+    trial 1 with the flags' values; the trials' pipelines spell them."""
+    import json
+    src = tmp_path / "mm.mlir"
+    src.write_text(SOURCE)
+    flags = [f if f != "1" else "2" for f in FLAGS]
+    assert main(["tune", str(src), *flags, "--budget", "4", "--no-cache", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["threads"] == 2
+    first = record["trials"][0]
+    assert first["params"]["copy"] is True and first["params"]["threads"] == 2
+    assert "threads=2" in first["pipeline"] and "copy=true" in first["pipeline"]
+    assert all({"copy", "threads", "mr", "l2"} <= set(t["params"]) for t in record["trials"])
+
+
+def test_a_time_budget_covers_the_whole_tune_and_slow_candidates_are_cut_short():
+    """``seconds``: batches start only while they and the re-timing fit; a candidate whose
+    first call is past the cutoff is not sampled (its first call is its time)."""
+    options = PipelineOptions(hopt=True, copy=True, vect=True, threads=1)
+    with ThreadPoolExecutor(1) as pool:
+        start = time.perf_counter()
+        result = tune_mod.tune(SOURCE, "mm.mlir", options, seconds=2.0, samples=1,
+                               executor=pool)
+        elapsed = time.perf_counter() - start
+    assert len(result.trials) > 1 and elapsed < 2.0 * 1.25, f"{elapsed:.2f} s"
+    start = time.perf_counter()
+    seconds, results = tune_mod.run_trial(SOURCE, "mm.mlir", "mm", result.default.pipeline, 1,
+                                          samples=10_000, cutoff=0.0)
+    assert seconds > 0 and len(results) == 3 and time.perf_counter() - start < 5
