@@ -22,7 +22,8 @@ write the best as a pass pipeline that replays it (``polyopt opt -p "$(cat best)
 * **Trials** go through a ``concurrent.futures.Executor`` (default: a local process pool of
   ``workers`` processes; ``--scheduler ADDRESS``: a Dask cluster's workers): each worker
   compiles its candidate, then times it holding a lock shared by all of them, so that
-  candidates are timed one at a time.
+  candidates are timed one at a time; in the local pool, a batch's timing starts once all of
+  its candidates are compiled (a barrier), so that no compilation runs beside a timed call.
 * **Cache**: every measurement is kept in a JSON file keyed by the function's canonical IR,
   the pipeline and the machine (:attr:`~polyopt.codegen.cpu_facts.CpuFacts.signature`, the
   thread count): a repeated tune is answered from it.
@@ -67,6 +68,8 @@ SAMPLE_SECONDS = 0.02
 #: a candidate whose first call is this many times slower than the best time so far is not
 #: sampled further (:func:`run_trial`'s ``cutoff``)
 CUTOFF = 3.0
+#: the longest a compiled trial waits for the rest of its batch to compile
+BARRIER_SECONDS = 300.0
 
 
 def search_space(options, threads: int) -> dict:
@@ -135,7 +138,11 @@ class TuneResult:
         return {"func": self.func, "threads": self.threads,
                 "trials": [{"number": t.number, "params": t.params, "pipeline": t.pipeline,
                             "seconds": t.seconds, "error": t.error, "cached": t.cached}
-                           for t in self.trials]}
+                           for t in self.trials],
+                "fastest": self.fastest.number if any(
+                    t.seconds is not None for t in self.trials) else None,
+                "confirmed": list(self.confirmed) if self.confirmed is not None else None,
+                "best": self.best.number if self.default.seconds is not None else None}
 
     def report(self) -> str:
         best, default = self.best, self.default
@@ -223,21 +230,31 @@ def _operands(signature, seed: int = 0) -> list:
 
 
 def run_trial(source: str, filename: str, func: str, pipeline: str, threads: int,
-              samples: int, lock=None, cutoff: Optional[float] = None) -> tuple[float, list]:
+              samples: int, lock=None, cutoff: Optional[float] = None,
+              barrier=None) -> tuple[float, list]:
     """Compile ``source`` with ``pipeline`` and time ``@func`` (seconds per call, the median
     of ``samples`` samples), holding ``lock`` while timing; with the arguments after one call
     on the operands (for the caller to compare).  When that first call takes more than
     ``cutoff`` seconds, its time is the answer (the candidate is out of the running; its
-    samples would only spend the budget).  Runs in a worker process."""
+    samples would only spend the budget).  With a ``barrier`` (shared by a batch of trials),
+    no trial is timed before all of the batch are compiled: on two cores, a compilation
+    beside a timed run slows it (by up to 2x here).  Runs in a worker process."""
     from .bench import time_sample
     from .passes import run_pipeline
     from .pipeline import CompiledModule, PipelineOptions, load, prepare_for_lowering
-    module = load(source, filename)
-    run_pipeline(module, pipeline)
-    prepare_for_lowering(module)
-    compiled = CompiledModule(module, PipelineOptions(threads=threads))
-    fn = compiled[func]
-    args = _operands(compiled.signatures[func])
+    try:
+        module = load(source, filename)
+        run_pipeline(module, pipeline)
+        prepare_for_lowering(module)
+        compiled = CompiledModule(module, PipelineOptions(threads=threads))
+        fn = compiled[func]
+        args = _operands(compiled.signatures[func])
+    finally:
+        if barrier is not None:
+            try:
+                barrier.wait(BARRIER_SECONDS)
+            except Exception:       # a broken or timed-out barrier: time anyway
+                pass
     once = [a.copy() for a in args]
     if lock is not None:      # every call under the lock: no other candidate's runs overlap
         lock.acquire()
@@ -427,6 +444,7 @@ def tune(source: str, filename: str, options, *, func: Optional[str] = None,
             cutoff = CUTOFF * min(timed) if timed else None
             pending = []
             begun = time.perf_counter()
+            todo = []
             for t in asked:
                 params = {k: t.suggest_categorical(k, v) for k, v in space.items()}
                 trial = Trial(len(result.trials) + len(pending) + 1, params,
@@ -438,10 +456,15 @@ def tune(source: str, filename: str, options, *, func: Optional[str] = None,
                         hit.get("error", ""), True
                     pending.append((t, trial, key, None))
                 else:
-                    future = executor.submit(run_trial, source, filename, func, trial.pipeline,
-                                             threads, samples, lock,
-                                             cutoff if trial.number > 1 else None)
-                    pending.append((t, trial, key, future))
+                    pending.append((t, trial, key, None))
+                    todo.append(len(pending) - 1)
+            # the batch compiles together, then is timed one at a time (own pool: a barrier)
+            barrier = manager.Barrier(len(todo)) if own_pool and len(todo) > 1 else None
+            for q in todo:
+                t, trial, key, _ = pending[q]
+                pending[q] = (t, trial, key, executor.submit(
+                    run_trial, source, filename, func, trial.pipeline, threads, samples, lock,
+                    cutoff if trial.number > 1 else None, barrier))
             for t, trial, key, future in pending:
                 if future is not None:
                     try:
