@@ -67,6 +67,11 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                              "(mlir-opt's syntax, also nested in builtin.module(...) and "
                              "func.func(...); --dump-pipeline prints the flags' pipeline; see "
                              "polyopt/passes.py)")
+    parser.add_argument("--script", metavar="SCRIPT.mlir", default=None,
+                        help="apply this transform script (its @__transform_main) instead of "
+                             "the pass flags' pipeline: MLIR's transform dialect with "
+                             "transform.polyopt.* steps (see polyopt/transform/; "
+                             "polyopt opt --hopt ... --emit-script writes one)")
     parser.add_argument("--dump-pipeline", action="store_true",
                         help="print the pass pipeline that runs, as -p reads it, on stderr "
                              "(mlir-opt's --dump-pass-pipeline)")
@@ -100,6 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_opt.add_argument("-o", dest="output", metavar="OUT", help="write the result to OUT")
     p_opt.add_argument("--mlir-print-op-generic", dest="generic", action="store_true",
                        help="print every op in MLIR's generic form")
+    p_opt.add_argument("--emit-script", action="store_true",
+                       help="print the transform script that replays what the pipeline did "
+                            "(the model's BLIS parameters filled in) instead of the IR; "
+                            "polyopt opt --script replays it")
 
     p_run = sub.add_parser("run", help="JIT-compile and run the entry function "
                                        "(like mlir-cpu-runner)")
@@ -341,6 +350,8 @@ def _transform(args: argparse.Namespace):
             raised = True
         for f in funcs:
             apply_schedule(f, schedules, remark=remark)
+    if getattr(args, "script", None) is not None:
+        return _apply_script(args, module, options, remark)
     from .passes import PipelineSyntaxError, default_pipeline, parse_pipeline, run_pipeline
     try:
         if getattr(args, "pass_pipeline", None) is not None:
@@ -350,9 +361,42 @@ def _transform(args: argparse.Namespace):
         after = _ir_printer(args, pipeline)
         if getattr(args, "dump_pipeline", False):
             print(_pipeline_text(pipeline), file=sys.stderr)
-        run_pipeline(module, pipeline, remark, after)
+        if getattr(args, "emit_script", False):
+            from .transform.emit import run_and_emit_script
+            args.emitted_script = run_and_emit_script(module, pipeline, remark)
+        else:
+            run_pipeline(module, pipeline, remark, after)
     except PipelineSyntaxError as e:
         raise UsageError(str(e)) from None
+    return module
+
+
+def _apply_script(args: argparse.Namespace, module, options, remark):
+    """``--script``: the transform script replaces the pass flags' pipeline."""
+    from .affine.printer import print_module
+    from .pipeline import load
+    from .transform.interpreter import apply_script
+    given = [flag for flag, on in (("-p", args.pass_pipeline is not None),
+                                   ("--hopt", options.hopt),
+                                   ("--raise-scf-to-affine", options.raise_scf),
+                                   ("--hopt-parallel", getattr(options, "parallel", False)),
+                                   ("--emit-script", getattr(args, "emit_script", False)),
+                                   ("--dump-pipeline", args.dump_pipeline),
+                                   ("--print-ir-after", bool(args.print_ir_after)))
+             if on]
+    if given:
+        raise UsageError(f"--script says which transformations run; {given[0]} cannot be "
+                         f"combined with it (the script's transform.apply_registered_pass "
+                         f"runs passes)")
+    text, name = _read_source(args.script)
+    script = load(text, name)
+    after = None
+    if args.print_ir_after_all:
+        def after(op, payload) -> None:
+            print(f"// -----// IR Dump After {op.name} ({op.loc}) //----- //", file=sys.stderr)
+            print(print_module(payload, generic=getattr(args, "generic", False)), end="",
+                  file=sys.stderr)
+    apply_script(script, module, remark=remark, after=after)
     return module
 
 
@@ -387,6 +431,9 @@ def _ir_printer(args: argparse.Namespace, pipeline):
 def cmd_opt(args: argparse.Namespace) -> int:
     from .affine.printer import print_module
     module = _transform(args)
+    if args.emit_script:
+        _write_output(args.emitted_script, args.output)
+        return 0
     _write_output(print_module(module, generic=args.generic), args.output)
     return 0
 

@@ -64,3 +64,32 @@ def assert_same_run(ref_text: str, new_text: str, fn: str, arrays, scalars_list=
         for x, y in zip(a, b):
             np.testing.assert_allclose(y, x, rtol=1e-13, atol=1e-13,
                                        err_msg=f"scalars {scalars}")
+
+
+#: the pass-flag combinations the tests use, on inputs of examples/ that exercise them: each
+#: is also a -p pipeline (tests/cli/test_pass_pipeline.py) and an emitted transform script
+#: (tests/transform/test_emit_script.py)
+PASS_FLAG_COMBINATIONS = [
+    ("hop_matmul.mlir", ["--hopt"]),
+    ("hop_matmul.mlir", ["--hopt", "--hopt-copy"]),
+    ("hop_matmul.mlir", ["--hopt", "--hopt-copy", "--hopt-unroll"]),
+    ("hop_matmul.mlir", ["--hopt", "--hopt-copy", "--hopt-unroll", "--hopt-scalrep"]),
+    ("hop_matmul.mlir", ["--hopt", "--hopt-copy", "--hopt-unroll", "--hopt-scalrep",
+                         "--hopt-vect"]),
+    ("hop_matmul.mlir", ["--hopt", "--hopt-vect", "--threads", "2"]),
+    ("hop_matmul.mlir", ["--hopt", "--hopt-copy", "--hopt-vect", "--threads", "2"]),
+    ("dgemm_modern.mlir", ["--hopt", "--hopt-copy", "--hopt-vect", "--no-hopt-raise"]),
+    ("dgemm_modern.mlir", ["--hopt", "--hopt-copy", "--hopt-unroll", "--hopt-scalrep",
+                           "--hopt-vect"]),
+    ("seidel_2d.mlir", ["--hopt"]),
+    ("seidel_2d.mlir", ["--hopt", "--no-hopt-schedule"]),
+    ("seidel_2d.mlir", ["--raise-scf-to-affine", "--memref-bound-check"]),
+    ("matmul_bf16_bias_relu.mlir", ["--hopt", "--hopt-copy", "--hopt-vect",
+                                    "--convert-linalg-to-affine-loops"]),
+    ("paper_2.1_dgemm_small.mlir", ["--hopt", "--hopt-parallel", "--threads", "2"]),
+    ("paper_2.12_blis.mlir", ["--hopt", "--hopt-blis", "--hopt-blis-kernel",
+                              "bli_dgemm_haswell_asm_6x8"]),
+    ("hop_matmul.mlir", ["--hopt", "--hopt-blis"]),
+    ("conv2d_nhwc.mlir", ["--hopt", "--hopt-copy", "--hopt-vect"]),
+    ("conv2d_nhwc.mlir", ["--hopt", "--hopt-blis"]),
+]

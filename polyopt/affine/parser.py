@@ -26,8 +26,8 @@ from .attributes import (AffineMapAttr, ArrayAttr, Attribute, DenseArrayAttr, De
 from .diagnostics import Location, ParseError, SourceFile
 from .ir import OP_REGISTRY, Block, Operation, Region, Value
 from .types import (AMXTileType, FloatType, FunctionType, IndexType, IntegerType, MemRefType,
-                    NoneType, StridedLayout, TensorType, Type, UnrankedMemRefType, VectorType,
-                    bf16, f16, f32, i1, i8, i32, i64)
+                    NoneType, StridedLayout, TensorType, TransformHandleType, Type,
+                    UnrankedMemRefType, VectorType, bf16, f16, f32, i1, i8, i32, i64)
 
 _BARE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
 _SUFFIX_ID = re.compile(r"[A-Za-z0-9_$.\-]+")
@@ -424,6 +424,14 @@ class Parser:
             if name == "amx.tile" and self.text.startswith("<", m.end()):
                 self.pos = m.end()
                 return self._parse_amx_tile_type(start)
+            if name == "transform.any_op":
+                self.pos = m.end()
+                return TransformHandleType()
+            if name == "transform.op" and self.text.startswith("<", m.end()):
+                self.pos = m.end() + 1
+                op_name = self.parse_string()
+                self.expect(">", "in transform handle type")
+                return TransformHandleType(op_name)
             if "." in name:
                 raise self.error(f"dialect type '!{name}' is not supported by polyopt")
             raise self.error(f"undefined symbol alias id '{name}'" if m else "expected type")

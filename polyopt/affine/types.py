@@ -1,6 +1,7 @@
 """MLIR builtin types: index, iN, fN, vector, memref, unranked memref, function, and tensor
-(for the types of attributes only); and one dialect type, the ``amx`` dialect's
-``!amx.tile<16x32xbf16>``.
+(for the types of attributes only); and two dialect types, the ``amx`` dialect's
+``!amx.tile<16x32xbf16>`` and the ``transform`` dialect's handles (``!transform.any_op``,
+``!transform.op<"affine.for">``).
 
 Types are frozen, hashable values; ``str(t)`` is the MLIR spelling (``memref<64x256xf64, #map>``
 is printed by the module printer, which substitutes map aliases; ``str`` inlines the map).
@@ -101,6 +102,18 @@ class AMXTileType(Type):
     @property
     def row_bytes(self) -> int:
         return self.cols * bitwidth(self.element_type) // 8
+
+
+@dataclass(frozen=True)
+class TransformHandleType(Type):
+    """``!transform.any_op`` (``op_name`` ``None``) or ``!transform.op<"affine.for">``: a
+    transform script's handle to payload ops (MLIR's ``transform::AnyOpType`` and
+    ``transform::OperationType``)."""
+
+    op_name: Optional[str] = None
+
+    def __str__(self) -> str:
+        return "!transform.any_op" if self.op_name is None else f'!transform.op<"{self.op_name}">'
 
 
 @dataclass(frozen=True)

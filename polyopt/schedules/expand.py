@@ -29,8 +29,10 @@ add a ``C *= beta`` nest first (``C = 0`` for beta = 0: C is not read, as in BLA
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass, replace
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 import islpy as isl
 
@@ -174,6 +176,23 @@ class RegisterTileSteps:
         return self.vect or self.unroll or self.scalrep
 
 
+#: the BLIS parameters the expansions chose, while :func:`recording_blis_choices` is active
+_CHOICES: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar("blis_choices",
+                                                                          default=None)
+
+
+@contextlib.contextmanager
+def recording_blis_choices() -> Iterator[list]:
+    """``with recording_blis_choices() as chosen:`` the :class:`BlisParams` of every BLIS
+    schedule built inside, in order (``polyopt opt --emit-script`` writes them down)."""
+    chosen: list = []
+    token = _CHOICES.set(chosen)
+    try:
+        yield chosen
+    finally:
+        _CHOICES.reset(token)
+
+
 def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
                         remark: RemarkSink = None, copy: bool = False,
                         steps: RegisterTileSteps = RegisterTileSteps(),
@@ -214,6 +233,8 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
     if schedule is None:
         params = matmul_blis_params(con, machine, threads if copy else 1)
         schedule = params.schedule()
+        if _CHOICES.get() is not None:
+            _CHOICES.get().append(params)
         if remark is not None:
             why = "; ".join(params.reasons)
             remark(loc, f"{con.kind}: BLIS schedule {schedule} with {params.describe()}"
@@ -287,6 +308,8 @@ def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKern
                                          {**given, "l2_block": "A"})
             balanced = balance_for_threads(params, m, n, threads, con.tile_params)
         params = balanced
+    if _CHOICES.get() is not None:
+        _CHOICES.get().append(params)
     if remark is not None:
         remark(loc, f"{con.kind}: BLIS schedule {params.schedule()} with {params.describe()}, "
                     f"register tile = micro-kernel {kernel.symbol}")
@@ -681,6 +704,17 @@ def expand_high_level_ops(module: Operation, *, tiled: bool = False,
     convert_linalg_to_affine_loops` (with a remark under ``tiled`` for the matmuls it leaves).
     Every matmul goes through :func:`expand_contraction`.  Returns how many ops were
     expanded."""
+    todo = expansion_targets(module, tiled, remark)
+    for op in todo:
+        expand_high_level_op(op, tiled=tiled, machine=machine, remark=remark, copy=copy,
+                             steps=steps, microkernel_for=microkernel_for, threads=threads,
+                             tiles=tiles)
+    return len(todo)
+
+
+def expansion_targets(module: Operation, tiled: bool, remark: RemarkSink = None) -> list:
+    """The ops :func:`expand_high_level_ops` expands, in pre-order (a remark for each linalg
+    matmul it leaves)."""
     todo = []
     for op in module.walk():
         if isinstance(op, LinalgStructuredOp):
@@ -688,15 +722,21 @@ def expand_high_level_ops(module: Operation, *, tiled: bool = False,
                 todo.append(op)
         elif isinstance(op, HopMatmulOp) or hasattr(op, "CONV_KIND"):
             todo.append(op)
-    for op in todo:
-        if hasattr(op, "CONV_KIND"):
-            _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for, threads)
-            continue
-        expand_contraction(contraction_of_op(op), tiled=tiled, machine=machine, remark=remark,
-                           copy=copy, steps=steps, microkernel_for=microkernel_for,
-                           threads=threads, tiles=tiles)
-        op.erase()
-    return len(todo)
+    return todo
+
+
+def expand_high_level_op(op: Operation, *, tiled: bool, machine: Optional[MachineModel],
+                         remark: RemarkSink, copy: bool, steps: RegisterTileSteps,
+                         microkernel_for: Optional[Callable], threads: int,
+                         tiles: Optional[dict]) -> None:
+    """One op of :func:`expansion_targets` becomes its loop nest (it is erased)."""
+    if hasattr(op, "CONV_KIND"):
+        _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for, threads)
+        return
+    expand_contraction(contraction_of_op(op), tiled=tiled, machine=machine, remark=remark,
+                       copy=copy, steps=steps, microkernel_for=microkernel_for,
+                       threads=threads, tiles=tiles)
+    op.erase()
 
 
 def _blis_takes(op, remark: RemarkSink) -> bool:

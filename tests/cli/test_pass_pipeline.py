@@ -10,28 +10,10 @@ import pytest
 
 from polyopt.cli import main
 
+from run_helpers import PASS_FLAG_COMBINATIONS as COMBINATIONS
+
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
-#: the pass-flag combinations the tests use, on inputs that exercise them
-COMBINATIONS = [
-    ("hop_matmul.mlir", ["--hopt"]),
-    ("hop_matmul.mlir", ["--hopt", "--hopt-copy"]),
-    ("hop_matmul.mlir", ["--hopt", "--hopt-copy", "--hopt-unroll"]),
-    ("hop_matmul.mlir", ["--hopt", "--hopt-copy", "--hopt-unroll", "--hopt-scalrep"]),
-    ("hop_matmul.mlir", ["--hopt", "--hopt-copy", "--hopt-unroll", "--hopt-scalrep",
-                         "--hopt-vect"]),
-    ("hop_matmul.mlir", ["--hopt", "--hopt-vect", "--threads", "2"]),
-    ("hop_matmul.mlir", ["--hopt", "--hopt-copy", "--hopt-vect", "--threads", "2"]),
-    ("dgemm_modern.mlir", ["--hopt", "--hopt-copy", "--hopt-vect", "--no-hopt-raise"]),
-    ("dgemm_modern.mlir", ["--hopt", "--hopt-copy", "--hopt-unroll", "--hopt-scalrep",
-                           "--hopt-vect"]),
-    ("seidel_2d.mlir", ["--hopt"]),
-    ("seidel_2d.mlir", ["--hopt", "--no-hopt-schedule"]),
-    ("seidel_2d.mlir", ["--raise-scf-to-affine", "--memref-bound-check"]),
-    ("matmul_bf16_bias_relu.mlir", ["--hopt", "--hopt-copy", "--hopt-vect",
-                                    "--convert-linalg-to-affine-loops"]),
-    ("paper_2.1_dgemm_small.mlir", ["--hopt", "--hopt-parallel", "--threads", "2"]),
-]
 
 
 def opt(capsys, *args) -> tuple[str, str]:
