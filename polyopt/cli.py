@@ -105,6 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_opt.add_argument("-o", dest="output", metavar="OUT", help="write the result to OUT")
     p_opt.add_argument("--mlir-print-op-generic", dest="generic", action="store_true",
                        help="print every op in MLIR's generic form")
+    p_opt.add_argument("--mlir-print-debuginfo", dest="debuginfo", action="store_true",
+                       help="print each op's source location, loc(\"FILE\":LINE:COL), as "
+                            "mlir-opt does (generated ops carry the location of the op they "
+                            "come from; the parser keeps such locations)")
     p_opt.add_argument("--emit-script", action="store_true",
                        help="print the transform script that replays what the pipeline did "
                             "(the model's BLIS parameters filled in) instead of the IR; "
@@ -394,7 +398,8 @@ def _apply_script(args: argparse.Namespace, module, options, remark):
     if args.print_ir_after_all:
         def after(op, payload) -> None:
             print(f"// -----// IR Dump After {op.name} ({op.loc}) //----- //", file=sys.stderr)
-            print(print_module(payload, generic=getattr(args, "generic", False)), end="",
+            print(print_module(payload, generic=getattr(args, "generic", False),
+                               debuginfo=getattr(args, "debuginfo", False)), end="",
                   file=sys.stderr)
     apply_script(script, module, remark=remark, after=after)
     return module
@@ -423,7 +428,8 @@ def _ir_printer(args: argparse.Namespace, pipeline):
     def after(name: str, module) -> None:
         if every or name in names:
             print(f"// -----// IR Dump After {name} //----- //", file=sys.stderr)
-            print(print_module(module, generic=getattr(args, "generic", False)), end="",
+            print(print_module(module, generic=getattr(args, "generic", False),
+                               debuginfo=getattr(args, "debuginfo", False)), end="",
                   file=sys.stderr)
     return after
 
@@ -434,7 +440,8 @@ def cmd_opt(args: argparse.Namespace) -> int:
     if args.emit_script:
         _write_output(args.emitted_script, args.output)
         return 0
-    _write_output(print_module(module, generic=args.generic), args.output)
+    _write_output(print_module(module, generic=args.generic, debuginfo=args.debuginfo),
+                  args.output)
     return 0
 
 

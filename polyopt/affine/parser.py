@@ -13,6 +13,7 @@ the counterpart of MLIR's ``OpAsmParser``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import re
 from typing import Callable, Iterator, NamedTuple, Optional, Sequence
@@ -30,6 +31,18 @@ from .types import (AMXTileType, FloatType, FunctionType, IndexType, IntegerType
                     UnrankedMemRefType, VectorType, bf16, f16, f32, i1, i8, i32, i64)
 
 _BARE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
+_FILE_LINE_COL = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
+
+
+@functools.lru_cache(maxsize=None)
+def _foreign_file(name: str) -> SourceFile:
+    """A file named by a printed location: its text, when it can be read, for the messages
+    that quote the line."""
+    try:
+        with open(name, encoding="utf-8") as f:
+            return SourceFile(name, f.read())
+    except (OSError, ValueError):
+        return SourceFile(name, "")
 _SUFFIX_ID = re.compile(r"[A-Za-z0-9_$.\-]+")
 _INT = re.compile(r"0x[0-9a-fA-F]+|[0-9]+")
 _FLOAT = re.compile(r"[0-9]+\.[0-9]*([eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+")
@@ -1393,7 +1406,9 @@ class Parser:
             op = self.parse_generic_op(loc)
         else:
             op = self.parse_custom_op(loc)
-        self.optional_location()
+        self.last_location = None
+        if self.optional_location() and self.last_location is not None:
+            op.loc = self._op_location(self.last_location) or op.loc
         expected = sum(c for _, c, _ in result_names)
         # results need not be bound to names (MLIR: ``affine.load %M[%i] : ...`` on its own)
         if result_names and expected != len(op.results):
@@ -1431,9 +1446,22 @@ class Parser:
             self.pos = m.end()
             self.pending_locations.append((m.group(0), start))
         else:
-            self._location_instance()
+            self.last_location = self._location_instance()
         self.expect(")", "in location")
         return True
+
+    def _op_location(self, attr: LocationAttr) -> Optional[Location]:
+        """A ``loc("file":line:col)`` after an op (what ``--mlir-print-debuginfo`` printed):
+        the op keeps it, so that the passes' messages and printed locations point at the
+        original source; other location kinds keep the op's position in this text."""
+        m = _FILE_LINE_COL.fullmatch(attr.text)
+        if m is None:
+            return None
+        raw = re.sub(r"\\([0-9A-Fa-f]{2}|.)", lambda e: chr(int(e.group(1), 16))
+                     if len(e.group(1)) == 2 else e.group(1), m.group(1))
+        name = raw.encode("latin-1", "replace").decode("utf-8", "replace")
+        file = self.file if name == self.file.name else _foreign_file(name)
+        return Location(file, int(m.group(2)), int(m.group(3)))
 
     def _location_instance(self) -> LocationAttr:
         """MLIR's ``location-inst``: ``"file":line[:col [to [line]:col]]``, ``"name"``,

@@ -23,10 +23,11 @@ from .types import FunctionType, Type
 
 
 class Printer:
-    def __init__(self, generic: bool = False):
+    def __init__(self, generic: bool = False, debuginfo: bool = False):
         self.out = io.StringIO()
         self.indent = 0
         self.generic = generic
+        self.debuginfo = debuginfo
         self.names: dict[Value, str] = {}
         self.used_names: set[str] = set()
         self.next_value = 0
@@ -241,6 +242,9 @@ class Printer:
             custom(self)
         else:
             self.print_generic(op)
+        if self.debuginfo:
+            self.print(" " + location_text(op.loc, implicit_module=op.name == "builtin.module"
+                                           and op.parent_op is None))
 
     def print_generic(self, op: Operation) -> None:
         self.print(f"{escape_string(op.name)}(")
@@ -263,9 +267,23 @@ class Printer:
         self.print(" : " + self.type_str(ftype))
 
 
-def print_module(module: Operation, generic: bool = False) -> str:
-    """The module as MLIR text with its ``#map``/``#set`` aliases, ending in a newline."""
-    p = Printer(generic=generic)
+def location_text(loc, implicit_module: bool = False) -> str:
+    """``loc("file.mlir":3:5)`` (MLIR's FileLineColLoc), or ``loc(unknown)``; a module the
+    text did not write (ops at the top level) is at line 0, column 0, as MLIR puts it."""
+    if loc is None:
+        return "loc(unknown)"
+    line, col = loc.line, loc.col
+    if implicit_module and 0 < line <= len(loc.file.line_starts):
+        offset = loc.file.line_starts[line - 1] + col - 1
+        if not loc.file.text.startswith("module", offset):
+            line, col = 0, 0
+    return f"loc({escape_string(loc.file.name)}:{line}:{col})"
+
+
+def print_module(module: Operation, generic: bool = False, debuginfo: bool = False) -> str:
+    """The module as MLIR text with its ``#map``/``#set`` aliases, ending in a newline; with
+    ``debuginfo`` (``--mlir-print-debuginfo``), every op followed by its location."""
+    p = Printer(generic=generic, debuginfo=debuginfo)
     p._assign_names(module)
     p.print_op(module)
     body = p.out.getvalue()
