@@ -340,6 +340,10 @@ def _transform(args: argparse.Namespace):
     module = load(text, name)
     options, remark = _options(args), _remark_printer(args)
     raised = False
+    writer = None
+    if getattr(args, "emit_script", False):
+        from .transform.emit import ScriptWriter
+        writer = ScriptWriter()
     if args.schedule:
         from .schedules.apply import apply_schedule, parse_schedule_option
         schedules = parse_schedule_option(args.schedule)
@@ -350,10 +354,18 @@ def _transform(args: argparse.Namespace):
                 raise UsageError(f"--func: no function @{args.schedule_func} with a body")
         if options.raise_scf or options.hopt:   # the schedules apply to the raised nests
             from .affine.raise_scf_to_affine import raise_scf_to_affine
-            raise_scf_to_affine(module, remark)
+            from .passes import REGISTRY
+            if writer is not None:
+                p = REGISTRY["raise-scf-to-affine"]
+                writer.run_pass(module, p, p.options(), remark)
+            else:
+                raise_scf_to_affine(module, remark)
             raised = True
-        for f in funcs:
-            apply_schedule(f, schedules, remark=remark)
+        if writer is not None:
+            writer.schedule(funcs, schedules, remark)
+        else:
+            for f in funcs:
+                apply_schedule(f, schedules, remark=remark)
     if getattr(args, "script", None) is not None:
         return _apply_script(args, module, options, remark)
     from .passes import PipelineSyntaxError, default_pipeline, parse_pipeline, run_pipeline
@@ -367,7 +379,7 @@ def _transform(args: argparse.Namespace):
             print(_pipeline_text(pipeline), file=sys.stderr)
         if getattr(args, "emit_script", False):
             from .transform.emit import run_and_emit_script
-            args.emitted_script = run_and_emit_script(module, pipeline, remark)
+            args.emitted_script = run_and_emit_script(module, pipeline, remark, writer)
         else:
             run_pipeline(module, pipeline, remark, after)
     except PipelineSyntaxError as e:

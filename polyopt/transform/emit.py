@@ -53,31 +53,62 @@ def _blis_attrs(params) -> str:
     return " {" + ", ".join(f"{k} = {_attr(v)}" for k, v in values.items()) + "}"
 
 
-def run_and_emit_script(module, pipeline, remark=None) -> str:
+class ScriptWriter:
+    """The lines of a script, written as the steps run on the payload."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.root = "%root"
+        self._numbers = iter(range(1 << 30))
+
+    def fresh(self) -> str:
+        return f"%{next(self._numbers)}"
+
+    def run_pass(self, module, p, opts, remark=None) -> None:
+        result = self.fresh()
+        self.lines.append(_pass_line(p, opts, self.root, result))
+        self.root = result
+        p.run(module, opts, remark)
+
+    def schedule(self, funcs, schedules: dict, remark=None) -> None:
+        """``--schedule``: the statements' maps applied to each function of ``funcs``."""
+        from ..schedules.apply import apply_schedule
+        maps = ", ".join(f"{name} = affine_map<{m}>" for name, m in schedules.items())
+        for f in funcs:
+            handle = self.fresh()
+            self.lines.append(f'{handle} = transform.structured.match ops{{["func.func"]}} '
+                              f'attributes{{sym_name = "{f.sym_name}"}} in {self.root} : '
+                              f"({HANDLE}) -> {HANDLE}")
+            self.lines.append(f"{self.fresh()} = transform.polyopt.schedule {handle} "
+                              f"{{schedule = {{{maps}}}}} : ({HANDLE}) -> {HANDLE}")
+            apply_schedule(f, schedules, remark=remark)
+
+    def text(self) -> str:
+        body = "".join(f"    {line}\n" for line in self.lines)
+        consumed = "consumed" if self.lines else "readonly"
+        return ("module attributes {transform.with_named_sequence} {\n"
+                f"  transform.named_sequence @__transform_main(%root: {HANDLE} "
+                f"{{transform.{consumed}}}) {{\n" + body +
+                "    transform.yield\n  }\n}\n")
+
+
+def run_and_emit_script(module, pipeline, remark=None,
+                        writer: ScriptWriter | None = None) -> str:
     """Run ``pipeline`` ([(pass, options)]) on ``module`` in place, verify it, and return the
-    transform script that replays it (see the module docstring)."""
+    transform script that replays it (see the module docstring); ``writer`` holds the steps
+    that ran before (``--schedule``)."""
     from ..affine.verifier import verify
-    lines: list[str] = []
-    names = iter(range(1 << 30))
-    root = "%root"
+    writer = writer if writer is not None else ScriptWriter()
     for p, opts in pipeline:
         if p.name == "hopt-expand":
-            root = _expand_steps(module, opts, remark, root, lines, names)
-            continue
-        result = f"%{next(names)}"
-        lines.append(_pass_line(p, opts, root, result))
-        root = result
-        p.run(module, opts, remark)
+            _expand_steps(module, opts, remark, writer)
+        else:
+            writer.run_pass(module, p, opts, remark)
     verify(module)
-    body = "\n".join("    " + line for line in lines)
-    return ("module attributes {transform.with_named_sequence} {\n"
-            f"  transform.named_sequence @__transform_main(%root: {HANDLE} "
-            f"{{transform.{'consumed' if lines else 'readonly'}}}) {{\n"
-            + (body + "\n" if body else "") +
-            "    transform.yield\n  }\n}\n")
+    return writer.text()
 
 
-def _expand_steps(module, opts: BlisOptions, remark, root: str, lines: list, names) -> str:
+def _expand_steps(module, opts: BlisOptions, remark, writer: ScriptWriter) -> None:
     """``hopt-expand`` as steps per product (run on ``module`` as the pass would)."""
     from ..passes import REGISTRY, _drop_keep_marks, _expansion_args
     from ..schedules.contraction import contraction_of_op
@@ -86,23 +117,21 @@ def _expand_steps(module, opts: BlisOptions, remark, root: str, lines: list, nam
     _drop_keep_marks(module)
     targets = expansion_targets(module, opts.tiled, remark)
     if not targets or not opts.tiled:
-        result = f"%{next(names)}"
-        lines.append(_pass_line(REGISTRY["hopt-expand"], opts, root, result))
-        if targets:
-            REGISTRY["hopt-expand"].run(module, opts, remark)
-        return result
+        writer.run_pass(module, REGISTRY["hopt-expand"], opts, remark)
+        return
+    lines, root = writer.lines, writer.root
     kinds = list(dict.fromkeys(op.name for op in targets))
     wanted = {id(op) for op in targets}
     matched = [op for op in module.walk() if op.name in kinds]
-    handle = f"%{next(names)}"
+    handle = writer.fresh()
     lines.append(f"{handle} = transform.structured.match ops{{[{', '.join(map(repr, kinds))}]}}"
                  f" in {root} : ({HANDLE}) -> {HANDLE}".replace("'", '"'))
     if len(matched) == 1:
         handles = [handle]
     else:
-        base = next(names)
-        handles = [f"%{base}#{i}" for i in range(len(matched))]
-        lines.append(f"%{base}:{len(matched)} = transform.split_handle {handle} : ({HANDLE}) -> "
+        base = writer.fresh()
+        handles = [f"{base}#{i}" for i in range(len(matched))]
+        lines.append(f"{base}:{len(matched)} = transform.split_handle {handle} : ({HANDLE}) -> "
                      f"({', '.join([HANDLE] * len(matched))})")
     args = _expansion_args(opts)
     for op, h in zip(matched, handles):
@@ -128,5 +157,5 @@ def _expand_steps(module, opts: BlisOptions, remark, root: str, lines: list, nam
         if opts.threads > 1:
             lines.append(f"transform.polyopt.parallelize {h} {{threads = {opts.threads} : i64}}"
                          f" : {HANDLE}")
-        lines.append(f"%{next(names)} = transform.polyopt.expand {h} : ({HANDLE}) -> {HANDLE}")
-    return root
+        lines.append(f"{writer.fresh()} = transform.polyopt.expand {h} : ({HANDLE}) -> "
+                     f"{HANDLE}")

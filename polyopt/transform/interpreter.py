@@ -16,7 +16,8 @@ builds its loop nest with them at once, through the same code as the ``hopt-expa
 the product's dependences.  polyopt's BLIS expansion is one step (tiling, packing and the
 register tile are generated together), so the intermediate states are not IR.
 
-Loop steps act at once: ``transform.loop.unroll`` (:func:`~polyopt.affine.loop_utils.unroll`),
+Loop steps act at once: ``transform.structured.tile_using_for`` (on a linalg op, lowered to
+its affine nest, or a band of loops: an ISL schedule, checked), ``transform.loop.unroll`` (:func:`~polyopt.affine.loop_utils.unroll`),
 ``transform.loop.unroll_and_jam`` (checked with ISL:
 :func:`~polyopt.schedules.loop_legality.unroll_jam_is_legal`), ``transform.polyopt.parallelize``
 (refused with the carried dependence's pair), ``transform.polyopt.schedule`` (an ISL schedule
@@ -34,7 +35,8 @@ from ..affine.diagnostics import PolyoptError, ScheduleError
 from ..affine.dialects.affine import AffineForOp
 from ..affine.dialects.transform import (ApplyRegisteredPassOp, LoopUnrollAndJamOp,
                                          LoopUnrollOp, MatchOp, NamedSequenceOp,
-                                         PolyoptStepOp, SplitHandleOp, YieldOp)
+                                         PolyoptStepOp, SplitHandleOp, TileUsingForOp,
+                                         YieldOp)
 from ..affine.ir import Operation, Value
 
 __all__ = ["TransformError", "apply_script", "find_entry"]
@@ -177,6 +179,8 @@ class _Interpreter:
             self.apply_pass(op)
         elif isinstance(op, (LoopUnrollOp, LoopUnrollAndJamOp)):
             self.loop_unroll(op, jam=isinstance(op, LoopUnrollAndJamOp))
+        elif isinstance(op, TileUsingForOp):
+            self.tile_using_for(op)
         elif isinstance(op, PolyoptStepOp):
             getattr(self, "polyopt_" + op.step)(op)
         else:
@@ -257,6 +261,24 @@ class _Interpreter:
                                                         check=unroll_jam_is_legal), loop)
             else:
                 self.run_payload(op, lambda: unroll(loop, op.factor), loop)
+
+    def tile_using_for(self, op: TileUsingForOp) -> None:
+        """Rectangular tiling of a linalg op's loops (lowered to its affine nest first) or of
+        the band of perfectly nested loops under an ``affine.for``, through an ISL schedule
+        checked against the dependences; handles to the point band and the tile loops."""
+        from ..affine.dialects.linalg import LinalgStructuredOp
+        targets = self.ops(op, op.operands[0])
+        if len(targets) != 1:
+            raise self.fail(op, f"expects a handle to one payload op, got {len(targets)}")
+        target = targets[0]
+        if not isinstance(target, (AffineForOp, LinalgStructuredOp)):
+            raise self.fail(op, f"tile_using_for applies to linalg ops and affine.for loops, "
+                                f"not to '{target.name}'", target)
+        self.consume(op, op.operands[0])
+        tiles, point = self.run_payload(op, lambda: _tile(target, op.tile_sizes), target)
+        self.bind(op, [point])
+        for i, loop in enumerate(tiles):
+            self.bind(op, [loop], i + 1)
 
     # -- the products' steps ---------------------------------------------------------------
     def products(self, op: PolyoptStepOp, allow_loops: bool = False) -> list[Operation]:
@@ -384,16 +406,21 @@ class _Interpreter:
         else:
             raise self.fail(op, "schedule must be an affine_map (one statement) or a dictionary "
                                 "{S0 = affine_map<...>, ...} by statement")
-        loops = self.loops(op)
+        targets = self.ops(op, op.operands[0])
+        for t in targets:
+            if t.name == "func.func":
+                continue
+            if not isinstance(t, AffineForOp) or t.parent_op is None or \
+                    t.parent_op.name != "func.func":
+                raise self.fail(op, "schedule applies to functions and to the top-level loop "
+                                    "nests of a function", t)
         self.consume(op, op.operands[0])
         new = []
-        for loop in loops:
-            if loop.parent_op is None or loop.parent_op.name != "func.func":
-                raise self.fail(op, "schedule applies to a top-level loop nest of a function",
-                                loop)
-            new += self.run_payload(op, lambda: apply_schedule(loop, maps, check=True,
-                                                               remark=self.remark), loop)
-        self.bind(op, [n for n in new if isinstance(n, AffineForOp)])
+        for t in targets:
+            made = self.run_payload(op, lambda: apply_schedule(t, maps, check=True,
+                                                               remark=self.remark), t)
+            new += [t] if t.name == "func.func" else made
+        self.bind(op, [n for n in new if isinstance(n, AffineForOp) or n.name == "func.func"])
 
     def polyopt_expand(self, op: PolyoptStepOp) -> None:
         self.no_attrs(op)
@@ -444,6 +471,54 @@ def _parallelize_loop(loop: AffineForOp):
                             f"dependence on {memref} from {src} to {snk}: parallel iterations "
                             f"would race", loop.loc)
     return to_affine_parallel(loop)
+
+
+def _tile(target: Operation, sizes: tuple[int, ...]) -> tuple[list, Operation]:
+    """Tile ``target``'s first ``len(sizes)`` loops (see ``tile_using_for``): each statement's
+    schedule becomes the tile coordinates followed by its original (2d+1) schedule, so the
+    order inside a tile is the original one.  Returns (tile loops, the first point loop)."""
+    import islpy as isl
+    from ..affine.affine_expr import AffineMap, constant, dim
+    from ..affine.dialects.linalg import LinalgStructuredOp
+    from ..affine.linalg_to_affine import lower_to_affine_loops
+    from ..affine.loop_utils import describe_loop, get_perfectly_nested_loops
+    from ..schedules.apply import apply_schedule
+    from ..schedules.model import extract
+    loc = target.loc
+    if isinstance(target, LinalgStructuredOp):
+        loops = lower_to_affine_loops(target)
+        if not loops:
+            raise ScheduleError(f"'{target.name}' has no loops to tile", loc)
+        target = loops[0]
+    band = get_perfectly_nested_loops(target)
+    if len(sizes) > len(band):
+        raise ScheduleError(f"{len(sizes)} tile sizes for {describe_loop(target)}, which heads "
+                            f"a band of {len(band)} perfectly nested loop(s)", loc)
+    if not any(sizes):
+        return [], target
+    if target.parent_op is None or target.parent_op.name != "func.func":
+        raise ScheduleError("tile_using_for applies to a top-level loop nest of a function",
+                            loc)
+    model = extract(target, scalar_flows=True)
+    maps = {}
+    for s in model.statements:
+        n = len(s.ivs)
+        outs = [dim(i).floordiv(t) for i, t in enumerate(sizes) if t]
+        for pos in range(s.schedule.dim(isl.dim_type.out)):
+            if pos % 2 == 0:
+                val = s.schedule.plain_get_val_if_fixed(isl.dim_type.out, pos)
+                outs.append(constant(val.to_python()))
+            else:
+                outs.append(dim(pos // 2))
+        maps[s.name] = AffineMap(n, 0, tuple(outs))
+    new = apply_schedule(target, maps, check=True)
+    nests = [o for o in new if isinstance(o, AffineForOp)]
+    if len(nests) != 1:
+        raise ScheduleError(f"tiling {describe_loop(target)} gave {len(nests)} loop nests; "
+                            f"expected one", loc)
+    chain = get_perfectly_nested_loops(nests[0])
+    count = sum(1 for t in sizes if t)
+    return chain[:count], (chain[count] if len(chain) > count else chain[-1])
 
 
 def _expand_product(op: Operation, plan: ProductPlan, remark: Remark) -> list[Operation]:

@@ -71,3 +71,17 @@ def test_a_script_is_printed_back_as_upstream_prints_it(tmp_path, capsys):
     theirs = mlir_opt(text)
     assert [line.rstrip() for line in ours.strip().splitlines()] == \
         [line.rstrip() for line in theirs.strip().splitlines()]
+
+
+@pytest.mark.parametrize("flags", [
+    ["--schedule", "S0=(d0, d1, d2) -> (d0 floordiv 4, (d0 + d1) floordiv 4, "
+                   "(d0 * 2 + d1 + d2) floordiv 4, d0, d0 + d1, d0 * 2 + d1 + d2)"],
+    ["--hopt", "--schedule", "S0=(d0, d1, d2) -> (d0, d0 + d1, d0 + d2)", "--func", "seidel"],
+])
+def test_a_schedule_option_is_a_schedule_step(tmp_path, capsys, flags):
+    path = str(EXAMPLES / "seidel_2d.mlir")
+    by_flags = opt(capsys, path, *flags)
+    script = opt(capsys, path, *flags, "--emit-script")
+    assert "transform.polyopt.schedule" in script
+    (tmp_path / "s.mlir").write_text(script)
+    assert opt(capsys, path, "--script", str(tmp_path / "s.mlir")) == by_flags

@@ -250,3 +250,42 @@ def test_print_ir_after_all_shows_every_step(tmp_path, capsys):
     status = main(["opt", "--script", str(tmp_path / "s.mlir"), SEIDEL, "--print-ir-after-all"])
     err = capsys.readouterr().err
     assert err.count("// -----// IR Dump After transform.") == 3, err
+
+
+TILE = "transform.structured.tile_using_for"
+
+
+def test_tile_using_for_tiles_a_band_keeping_the_order_inside_tiles():
+    module = apply(loops_step(f"%t, %loops:2 = {TILE} %l tile_sizes [8, 0, 16] : ({H}) -> "
+                              f"({H}, {H}, {H})"), COPY_NEST)
+    text = str(module)
+    assert "affine.for %arg3 = 0 to 5 {" in text and "affine.for %arg4 = 0 to 2 {" in text
+    assert "min #map1(%arg3)" in text
+    check_matmul(module, 37, 41, 29)
+
+
+def test_tile_using_for_on_a_linalg_matmul():
+    payload = ("func.func @matmul(%A: memref<37x29xf32>, %B: memref<29x41xf32>, "
+               "%C: memref<37x41xf32>) {\n  linalg.matmul ins(%A, %B : memref<37x29xf32>, "
+               "memref<29x41xf32>) outs(%C : memref<37x41xf32>)\n  return\n}\n")
+    text = script(f'%m = transform.structured.match ops{{["linalg.matmul"]}} in %root : '
+                  f"({H}) -> {H}",
+                  f"%t, %i, %j = {TILE} %m tile_sizes [16, 16] : ({H}) -> ({H}, {H}, {H})",
+                  f"transform.loop.unroll %t {{factor = 1}} : {H}")
+    module = apply(text, payload)
+    assert "linalg" not in str(module) and str(module).count("affine.for") == 5
+    check_matmul(module, 37, 41, 29, np.float32)
+
+
+def test_an_illegal_tiling_is_refused_with_the_pair(tmp_path, capsys):
+    status, _, err, path = run_cli(tmp_path, capsys, loop_of_seidel(
+        f"%tl, %loops:2 = {TILE} %L tile_sizes [4, 4] : ({H}) -> ({H}, {H}, {H})", depth=0))
+    assert status == 1 and f"{path}:5:21: error: schedule violates a " in err, err
+    assert " from S0[" in err and "note: payload op affine.for" in err
+
+
+def test_more_tile_sizes_than_loops_is_an_error(tmp_path, capsys):
+    status, _, err, path = run_cli(tmp_path, capsys, loop_of_seidel(
+        f"%tl, %loops:2 = {TILE} %L tile_sizes [4, 4] : ({H}) -> ({H}, {H}, {H})", depth=2))
+    assert status == 1 and "2 tile sizes for 'affine.for' %arg4, which heads a band of 1" \
+        in err, err

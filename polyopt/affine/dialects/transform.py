@@ -18,7 +18,8 @@ A script is a module holding ``@__transform_main``; its ops work on *handles*, v
 Upstream ops (syntax as ``mlir-opt-22`` prints them): ``transform.named_sequence``,
 ``transform.yield``, ``transform.structured.match`` (``ops{[...]}``, ``attributes{...}``),
 ``transform.split_handle``, ``transform.apply_registered_pass "NAME" [with options = {...}]
-to %h``, ``transform.loop.unroll`` and ``transform.loop.unroll_and_jam`` (``{factor = N}``).
+to %h``, ``transform.structured.tile_using_for %h tile_sizes [...]``, ``transform.loop.unroll``
+and ``transform.loop.unroll_and_jam`` (``{factor = N}``).
 The extension's ops share one form, ``[%r =] transform.polyopt.STEP %h [{attrs}] : TYPE`` (``TYPE``
 is the handle's type, or ``(T) -> T`` with a result); :data:`POLYOPT_STEPS` lists them.
 
@@ -28,9 +29,9 @@ applies them to payload IR.
 
 from __future__ import annotations
 
-from ..attributes import ArrayAttr, DictAttr, StringAttr, TypeAttr
+from ..attributes import ArrayAttr, DenseArrayAttr, DictAttr, StringAttr, TypeAttr
 from ..ir import OP_REGISTRY, Block, Operation, register_op
-from ..types import FunctionType, TransformHandleType
+from ..types import FunctionType, TransformHandleType, i64
 
 #: ``transform.polyopt.STEP``: what each step does (the interpreter's documentation) and
 #: whether it returns a new handle (``expand`` and ``parallelize`` replace their payload)
@@ -44,8 +45,8 @@ POLYOPT_STEPS = {
     "micro_kernel": "call a BLIS micro-kernel per register tile (kernel = \"name\": optional)",
     "parallelize": "a product: its BLIS nest on threads = N; an affine.for: affine.parallel, "
                    "checked with ISL",
-    "schedule": "an affine.for nest: apply schedule = affine_map to its statements, checked "
-                "with ISL",
+    "schedule": "a top-level affine.for nest or a function: apply schedule = affine_map (one "
+                "statement) or {S0 = affine_map<...>, ...} to its statements, checked with ISL",
     "expand": "build the product's loop nest with the steps given so far; returns the nest",
 }
 
@@ -332,6 +333,48 @@ class LoopUnrollOp(_FactorOp):
 @register_op
 class LoopUnrollAndJamOp(_FactorOp):
     OP_NAME = "transform.loop.unroll_and_jam"
+
+
+@register_op
+class TileUsingForOp(Operation):
+    """``%tiled, %loops:2 = transform.structured.tile_using_for %op tile_sizes [32, 0, 16] :
+    (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)``: tile
+    the loops of a linalg op, or of a loop band, by these sizes (0: not tiled); one handle to
+    the tiled op, then one per tile loop."""
+
+    OP_NAME = "transform.structured.tile_using_for"
+
+    @property
+    def tile_sizes(self) -> tuple[int, ...]:
+        a = self.attributes.get("static_sizes")
+        return tuple(a.values) if a is not None else ()
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        target = p.parse_operand()
+        p.expect_keyword("tile_sizes")
+        sizes = p.parse_comma_separated("[", "]", lambda: p.parse_integer("tile size"))
+        attrs = p.parse_optional_attr_dict()
+        attrs["static_sizes"] = DenseArrayAttr(i64, tuple(sizes))
+        ins, outs = _parse_signature(p, name, 1)
+        _check_operand_types(p, [target], ins)
+        loops = sum(1 for s in sizes if s)
+        if len(outs) != 1 + loops:
+            raise p.error(f"expected {1 + loops} result type(s) (the tiled op and one per "
+                          f"non-zero tile size), got {len(outs)}")
+        return cls(operands=[target], result_types=outs, attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("transform.structured.tile_using_for ")
+        p.print_operands(self.operands)
+        p.print(" tile_sizes [" + ", ".join(map(str, self.tile_sizes)) + "]")
+        p.print_attr_dict(self.attributes, elide=("static_sizes",))
+        _print_signature(p, self)
+
+    def verify_op(self) -> None:
+        _handle_types(self, [v.type for v in self.operands] + [r.type for r in self.results])
+        if any(s < 0 for s in self.tile_sizes):
+            raise self.error("expects non-negative tile sizes")
 
 
 @register_op
