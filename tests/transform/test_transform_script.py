@@ -289,3 +289,15 @@ def test_more_tile_sizes_than_loops_is_an_error(tmp_path, capsys):
         f"%tl, %loops:2 = {TILE} %L tile_sizes [4, 4] : ({H}) -> ({H}, {H}, {H})", depth=2))
     assert status == 1 and "2 tile sizes for 'affine.for' %arg4, which heads a band of 1" \
         in err, err
+
+
+def test_the_readme_s_script_is_the_paper_s_configuration():
+    import re
+    from pathlib import Path
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme[readme.index("### Experiments as scripts"):]
+    text = re.search(r"```mlir\n(.*?)```", section, re.S).group(1)
+    remarks = []
+    apply(text, matmul(2088, 2048, 2048), lambda loc, msg: remarks.append(msg))
+    assert any("(d2 floordiv 480, d0 floordiv 330, d1 floordiv 8, d0 floordiv 6, d2, d0, d1)"
+               in r for r in remarks)
