@@ -159,3 +159,11 @@ def _expand_steps(module, opts: BlisOptions, remark, writer: ScriptWriter) -> No
                          f" : {HANDLE}")
         lines.append(f"{writer.fresh()} = transform.polyopt.expand {h} : ({HANDLE}) -> "
                      f"{HANDLE}")
+
+
+def script_for_pipeline(source: str, filename: str, pipeline: str, remark=None) -> str:
+    """The script that replays the textual ``pipeline`` (``-p``'s syntax) on the MLIR text
+    ``source``, the parameters it leaves to the model filled in (``polyopt tune --out``)."""
+    from ..passes import parse_pipeline
+    from ..pipeline import load
+    return run_and_emit_script(load(source, filename), parse_pipeline(pipeline), remark)

@@ -85,3 +85,18 @@ def test_a_schedule_option_is_a_schedule_step(tmp_path, capsys, flags):
     assert "transform.polyopt.schedule" in script
     (tmp_path / "s.mlir").write_text(script)
     assert opt(capsys, path, "--script", str(tmp_path / "s.mlir")) == by_flags
+
+
+def test_a_pipeline_with_options_becomes_a_script_with_those_parameters(tmp_path, capsys):
+    """What ``polyopt tune --out`` writes: the tuned pipeline as a script, the options given
+    and the model's choice for the rest, replaying the pipeline's IR."""
+    from polyopt.transform.emit import script_for_pipeline
+    path = EXAMPLES / "hop_matmul.mlir"
+    pipeline = ("builtin.module(hopt-expand{copy=true unroll=true scalrep=true vect=true "
+                "mc=96 kc=256 nr=16 form=row},hopt-normalize-memrefs)")
+    script = script_for_pipeline(path.read_text(), str(path), pipeline)
+    assert "M_C = 96 : i64" in script and "K_C = 256 : i64" in script and \
+        "N_R = 16 : i64" in script and 'register_form = "row"' in script
+    (tmp_path / "s.mlir").write_text(script)
+    assert opt(capsys, str(path), "--script", str(tmp_path / "s.mlir")) == \
+        opt(capsys, str(path), "-p", pipeline)
