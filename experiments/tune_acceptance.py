@@ -21,7 +21,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 HERE = Path(__file__).resolve().parent
 INPUTS = HERE / "inputs"

@@ -68,6 +68,18 @@ def table(record: dict) -> str:
     return markdown_table(["", "GFLOPS", "vs the model", "parameters"], cells)
 
 
+#: the acceptance runs (not re-run by the report: about 16 minutes)
+ACCEPTANCE = (
+    "The tuner's acceptance table, 120 s tunes with all passes on eight shapes (DGEMM and "
+    "SGEMM 2088x2048x2048, f32 255x257x253, 2048x32x2048 and 128x3072x768, PolyBench gemm, "
+    "2mm and 3mm LARGE; `python3 -m experiments.tune_acceptance`), is in "
+    "`experiments/results/2026-11-27-tune-acceptance.md` (Zen 4, 2 vCPUs, 2026-11-27): each "
+    "ended in under 2 minutes, the model's choice kept on four, confirmed wins of 1.02x-1.42x "
+    "on the others; with it, two exhaustive grids (`python3 -m experiments.tune_grid`) where "
+    "the tuner's best, with half the grid's points as trials, is within 2% of the grid's "
+    "best (0.996x and 1.000x).")
+
+
 def describe_method(record: Optional[dict] = None) -> str:
     size = f" ({record['dtype']} {record['m']}x{record['n']}x{record['k']})" if record else ""
     return ("`polyopt tune` on `hop.matmul` with all passes" + size + ", one thread, no "
@@ -75,7 +87,7 @@ def describe_method(record: Optional[dict] = None) -> str:
             "the block in L2 and packing on/off, trial 1 the model's choice; each trial the median of its "
             "samples; every candidate's result checked against trial 1's; the search's "
             "fastest re-timed against trial 1, alternating, and kept only if it still wins "
-            "(one measurement per trial is noisy on a shared machine).")
+            "(one measurement per trial is noisy on a shared machine). " + ACCEPTANCE)
 
 
 def main(argv=None) -> int:
