@@ -140,8 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_tune.add_argument("-e", "--entry", dest="tune_func", metavar="NAME", default=None,
                         help="the function to time (default: the module's only one)")
     p_tune.add_argument("--out", metavar="FILE", default=None,
-                        help="write the best pipeline there (replay: polyopt opt -p "
-                             "\"$(cat FILE)\")")
+                        help="write the best as a transform script there, the model's "
+                             "parameters filled in (replay: polyopt opt --script FILE INPUT)")
     p_tune.add_argument("--workers", type=int, default=1, metavar="W",
                         help="processes compiling candidates in parallel; they are timed one "
                              "at a time (default: 1)")
@@ -793,7 +793,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     else:
         print(result.report())
     if args.out:
-        _write_output(result.best.pipeline + "\n", args.out)
+        from .transform.emit import script_for_pipeline
+        _write_output(script_for_pipeline(text, name, result.best.pipeline), args.out)
     return 0
 
 

@@ -61,6 +61,9 @@ class BlisOptions:
     form: str = field(default="", metadata={"help": "the register tile's form, row or col "
                                                     "(empty: the model's)"})
     l2: str = field(default="", metadata={"help": "the block in L2, A (GEBP) or B (GEPB)"})
+    order: str = field(default="", metadata={"help": "the register tile's loop order, ji (the "
+                                                     "paper's (.., d1, d0)) or ij (section "
+                                                     "2.12's permuted (.., d0, d1))"})
 
     def tiles(self) -> dict:
         """The parameters given, as ``hop.matmul``'s attributes name them."""
@@ -71,7 +74,8 @@ class BlisOptions:
                                           f"got {getattr(self, key)}")
         out = {names[k]: getattr(self, k) for k in names if getattr(self, k)}
         for key, attr, allowed in (("form", "register_form", ("row", "col")),
-                                   ("l2", "l2_block", ("A", "B"))):
+                                   ("l2", "l2_block", ("A", "B")),
+                                   ("order", "register_order", ("ji", "ij"))):
             value = getattr(self, key)
             if value and value not in allowed:
                 raise PipelineSyntaxError(f"{key} must be {' or '.join(allowed)} (empty: the "

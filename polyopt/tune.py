@@ -1,8 +1,8 @@
 """``polyopt tune FILE``: search the BLIS parameters of a function's products (M_C, K_C, N_C,
-M_R, N_R, K_U, the register tile's form, the block in L2: the ``hopt-expand`` options of
-:mod:`polyopt.passes`; packing on or off; with ``--threads T`` > 1, the number of threads
-and the parallel loop) by timing candidates, and
-write the best as a pass pipeline that replays it (``polyopt opt -p "$(cat best)"``).
+M_R, N_R, K_U, the register tile's form and loop order, the block in L2: the ``hopt-expand``
+options of :mod:`polyopt.passes`; packing on or off; with ``--threads T`` > 1, the number of
+threads and the parallel loop) by timing candidates, and write the best as the transform
+script that replays it (``polyopt opt --script best.mlir FILE``, :mod:`polyopt.transform`).
 
 * **Space** (:func:`search_space`): :data:`SPACE`'s BLIS parameters, ``0`` (or empty) the
   model's choice; ``copy``, packing A and B, the flags' choice first, then the other (without
@@ -62,6 +62,7 @@ SPACE = {
     "ku": (0, 1, 2, 4, 8),
     "form": ("", "row", "col"),
     "l2": ("", "A", "B"),
+    "order": ("", "ji", "ij"),
 }
 
 SAMPLE_SECONDS = 0.02

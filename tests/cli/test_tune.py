@@ -29,16 +29,22 @@ FLAGS = ["--hopt", "--hopt-copy", "--hopt-vect", "--threads", "1", "--samples", 
 def test_tune_writes_a_replayable_best_and_caches(tmp_path, capsys):
     src = tmp_path / "mm.mlir"
     src.write_text(SOURCE)
-    cache, best = tmp_path / "cache.json", tmp_path / "best.txt"
+    cache, best = tmp_path / "cache.json", tmp_path / "best.mlir"
     assert main(["tune", str(src), *FLAGS, "--budget", "4", "--cache", str(cache),
                  "--out", str(best)]) == 0
     out = capsys.readouterr().out
     assert "tuned @mm on 1 thread(s): 4 trials (0 from the cache" in out
     assert "model's choice (trial 1)" in out
-    pipeline = best.read_text().strip()
+    pipeline = next(line for line in out.splitlines() if "pipeline: " in line).split(
+        "pipeline: ", 1)[1]
     assert pipeline.startswith("builtin.module(") and "hopt-expand{" in pipeline
+    # the best as a script, the model's parameters written in: the pipeline's IR
+    script = best.read_text()
+    assert "transform.polyopt.blis_tile" in script and "M_C = " in script
     assert main(["opt", str(src), "-p", pipeline]) == 0
-    assert "affine.for" in capsys.readouterr().out
+    by_pipeline = capsys.readouterr().out
+    assert main(["opt", str(src), "--script", str(best)]) == 0
+    assert capsys.readouterr().out == by_pipeline and "affine.for" in by_pipeline
     # again: every measurement from the cache, the same answer
     assert main(["tune", str(src), *FLAGS, "--budget", "4", "--cache", str(cache)]) == 0
     again = capsys.readouterr().out

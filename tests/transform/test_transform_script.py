@@ -301,3 +301,27 @@ def test_the_readme_s_script_is_the_paper_s_configuration():
     apply(text, matmul(2088, 2048, 2048), lambda loc, msg: remarks.append(msg))
     assert any("(d2 floordiv 480, d0 floordiv 330, d1 floordiv 8, d0 floordiv 6, d2, d0, d1)"
                in r for r in remarks)
+
+
+def test_a_hand_written_script_is_the_report_s_tuned_configuration():
+    """experiments/scripts/sgemm_2048x32x2048_tuned.mlir gives the IR of the tuner's pipeline
+    for the parameters the acceptance table reports (the skinny SGEMM's best)."""
+    from pathlib import Path
+    from polyopt.passes import run_pipeline
+    from polyopt.tune import search_space, trial_pipeline
+    from polyopt.pipeline import PipelineOptions
+    root = Path(__file__).parents[2] / "experiments"
+    record = (root / "results" / "2026-11-27-tune-acceptance.md").read_text()
+    row = next(line for line in record.splitlines() if "SGEMM 2048x32x2048" in line)
+    kept = dict(item.split("=") for item in row.rstrip(" |").rsplit("|", 1)[1].split(", "))
+    kept = {k.strip(): v.strip() for k, v in kept.items()}
+    options = PipelineOptions(hopt=True, copy=True, vect=True, unroll=True, scalrep=True,
+                              threads=1)
+    space = search_space(options, 1)
+    params = {k: v[0] for k, v in space.items()}
+    for k, v in kept.items():
+        params[k] = {"False": False, "True": True}.get(v, int(v) if v.isdigit() else v)
+    payload = (root / "inputs" / "sgemm_2048x32x2048.mlir").read_text()
+    by_tuner = run_pipeline(load(payload, "mm.mlir"), trial_pipeline(options, params))
+    by_hand = apply((root / "scripts" / "sgemm_2048x32x2048_tuned.mlir").read_text(), payload)
+    assert str(by_hand) == str(by_tuner)
