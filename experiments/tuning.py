@@ -74,7 +74,7 @@ ACCEPTANCE = (
     "SGEMM 2088x2048x2048, f32 255x257x253, 2048x32x2048 and 128x3072x768, PolyBench gemm, "
     "2mm and 3mm LARGE; `python3 -m experiments.tune_acceptance`), is in "
     "`experiments/results/2026-11-27-tune-acceptance.md` (Zen 4, 2 vCPUs, 2026-11-27): each "
-    "ended in under 2 minutes, the model's choice kept on four, confirmed wins of 1.02x-1.42x "
+    "ended in under 2 minutes, the model's choice kept on three, confirmed wins of 1.00x-1.28x "
     "on the others; with it, two exhaustive grids (`python3 -m experiments.tune_grid`) where "
     "the tuner's best, with half the grid's points as trials, is within 2% of the grid's "
     "best (0.996x and 1.000x).")

@@ -35,7 +35,9 @@ script that replays it (``polyopt opt --script best.mlir FILE``, :mod:`polyopt.t
 * **Budget**: ``trials`` trials, or ``seconds`` of wall time for the whole tune, the
   re-timing included: a batch of trials starts only if it and the re-timing are expected to
   end within the budget (estimated from the batches so far: 2 x the slowest batch is kept
-  for the re-timing, which compiles two candidates and times each ``samples`` times).
+  for the re-timing, which compiles two candidates and times each ``samples`` times); a
+  candidate still compiling when only that reserve is left is cut (its worker stopped) and
+  the tune ends there, so one slow compilation cannot overrun the budget.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ import os
 import statistics
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
@@ -228,6 +231,17 @@ def _operands(signature, seed: int = 0) -> list:
         else:
             out.append(rng.integers(-8, 8, shape).astype(dt))
     return out
+
+
+def _restart_pool(executor: ProcessPoolExecutor, workers: int) -> ProcessPoolExecutor:
+    """A fresh local pool in place of ``executor``, whose workers are stopped where they are
+    (a compilation past the budget)."""
+    import multiprocessing
+    for process in list(getattr(executor, "_processes", {}).values()):
+        process.terminate()
+    executor.shutdown(wait=False, cancel_futures=True)
+    return ProcessPoolExecutor(max_workers=workers,
+                               mp_context=multiprocessing.get_context("spawn"))
 
 
 def run_trial(source: str, filename: str, func: str, pipeline: str, threads: int,
@@ -428,6 +442,16 @@ def tune(source: str, filename: str, options, *, func: Optional[str] = None,
         from tqdm import tqdm
         bar = tqdm(total=trials, unit="trial", desc="tune", leave=False)
     walls: list = []          # the wall seconds of each batch measured so far
+    out_of_time = False
+
+    def deadline() -> Optional[float]:
+        """How long a trial may still take: the budget minus what the re-timing needs (it
+        compiles two candidates in one worker: twice the slowest batch so far); None without
+        a time budget."""
+        if seconds is None or not result.trials:
+            return None
+        reserve = 2 * max(walls, default=0.0)
+        return max(0.0, start + seconds - reserve - time.perf_counter())
 
     def room() -> bool:
         """Is there time for one more batch and the re-timing after it?"""
@@ -469,7 +493,15 @@ def tune(source: str, filename: str, options, *, func: Optional[str] = None,
             for t, trial, key, future in pending:
                 if future is not None:
                     try:
-                        trial.seconds, results = future.result()
+                        trial.seconds, results = future.result(timeout=deadline())
+                    except FutureTimeout:
+                        # a compilation that outlives the budget: the tune stops here
+                        trial.error = "cut: the time budget ran out before it was timed"
+                        out_of_time = True
+                        future.cancel()
+                        result.trials.append(trial)
+                        study.tell(t, math.inf)
+                        continue
                     except Exception as e:      # an illegal combination: the trial fails
                         trial.error = str(e).splitlines()[0] if str(e) else type(e).__name__
                     else:
@@ -490,6 +522,10 @@ def tune(source: str, filename: str, options, *, func: Optional[str] = None,
                     timed = [x.seconds for x in result.trials if x.seconds is not None]
                     if timed:
                         bar.set_postfix(best_ms=f"{min(timed) * 1e3:.3f}")
+            if out_of_time:
+                if own_pool:
+                    executor = _restart_pool(executor, workers)
+                break
             if any(f is not None for *_, f in pending):
                 walls.append(time.perf_counter() - begun)
         if result.default.seconds is None:

@@ -21,7 +21,9 @@ its affine nest, or a band of loops: an ISL schedule, checked), ``transform.loop
 ``transform.loop.unroll_and_jam`` (checked with ISL:
 :func:`~polyopt.schedules.loop_legality.unroll_jam_is_legal`), ``transform.polyopt.parallelize``
 (refused with the carried dependence's pair), ``transform.polyopt.schedule`` (an ISL schedule
-for the nest's statements, checked as ``--schedule`` is).
+for the nest's statements, checked as ``--schedule`` is), ``transform.polyopt.vectorize``
+(``{width = N}``, default the target's lanes; the loop's iterations proved independent with
+ISL) and ``transform.polyopt.scalar_replace`` (MLIR's ``-affine-scalrep`` on the nest).
 """
 
 from __future__ import annotations
@@ -355,11 +357,46 @@ class _Interpreter:
     def polyopt_unroll_and_jam(self, op: PolyoptStepOp) -> None:
         self._register_step(op, "unroll")
 
+    def _on_loops(self, op: PolyoptStepOp) -> Optional[list[AffineForOp]]:
+        """The handle's loops when it holds loops (the step then applies at once), None when
+        it holds products."""
+        targets = self.products(op, allow_loops=True)
+        loops = [p for p in targets if isinstance(p, AffineForOp)]
+        if loops and len(loops) != len(targets):
+            raise self.fail(op, "the handle mixes loops and products")
+        return loops or None
+
     def polyopt_scalar_replace(self, op: PolyoptStepOp) -> None:
-        self._register_step(op, "scalrep")
+        loops = self._on_loops(op)
+        if loops is None:
+            self._register_step(op, "scalrep")
+            return
+        from ..affine.scalrep import scalar_replace
+        self.no_attrs(op)
+        for loop in loops:      # MLIR's -affine-scalrep on the nest; the loops stay
+            self.run_payload(op, lambda: scalar_replace(loop), loop)
 
     def polyopt_vectorize(self, op: PolyoptStepOp) -> None:
-        self._register_step(op, "vect")
+        loops = self._on_loops(op)
+        if loops is None:
+            self._register_step(op, "vect")
+            return
+        from ..affine.vectorize import vector_element_bits, vectorize_loop
+        from ..codegen.target import host_target
+        from ..schedules.vector_legality import check_parallel
+        self.no_attrs(op, ("width",))
+        width = op.attributes.get("width")
+        if width is not None and (not isinstance(width, IntegerAttr) or width.value < 1):
+            raise self.fail(op, f"width must be a positive integer, got {width}")
+        self.consume(op, op.operands[0])
+        out = []
+        for loop in loops:
+            lanes = int(width.value) if width is not None else \
+                host_target().vector_width(vector_element_bits(loop))
+            out.append(self.run_payload(op, lambda: vectorize_loop(loop, lanes,
+                                                                   check=check_parallel),
+                                        loop))
+        self.bind(op, out)
 
     def polyopt_micro_kernel(self, op: PolyoptStepOp) -> None:
         self.no_attrs(op, ("kernel",))

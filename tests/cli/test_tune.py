@@ -245,3 +245,31 @@ def test_a_time_budget_covers_the_whole_tune_and_slow_candidates_are_cut_short()
     seconds, results = tune_mod.run_trial(SOURCE, "mm.mlir", "mm", result.default.pipeline, 1,
                                           samples=10_000, cutoff=0.0)
     assert seconds > 0 and len(results) == 3 and time.perf_counter() - start < 5
+
+
+def test_a_compilation_that_outlives_the_budget_is_cut(monkeypatch):
+    """A candidate still running when the budget (less the re-timing's reserve) is spent is
+    cut: the tune returns in time with the model's choice, the candidate marked."""
+    import threading
+    real, release = tune_mod.run_trial, threading.Event()
+    options = PipelineOptions(hopt=True, copy=True, vect=True, threads=1)
+    space = tune_mod.search_space(options, 1)
+    model = tune_mod.trial_pipeline(options, {k: v[0] for k, v in space.items()})
+
+    def slow(*args, **kwargs):
+        if args[3] != model:
+            release.wait(30)              # "compiling" for longer than the budget
+        return real(*args, **kwargs)
+    monkeypatch.setattr(tune_mod, "run_trial", slow)
+    pool = ThreadPoolExecutor(2)
+    try:
+        start = time.perf_counter()
+        result = tune_mod.tune(SOURCE, "mm.mlir", options, seconds=3.0, samples=1,
+                               executor=pool, workers=2)
+        elapsed = time.perf_counter() - start
+    finally:
+        release.set()
+        pool.shutdown(wait=True)
+    assert elapsed < 3.0 * 1.5, f"{elapsed:.2f} s"
+    cut = [t for t in result.trials if t.error.startswith("cut: the time budget ran out")]
+    assert cut and result.best is result.default

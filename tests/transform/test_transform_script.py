@@ -325,3 +325,20 @@ def test_a_hand_written_script_is_the_report_s_tuned_configuration():
     by_tuner = run_pipeline(load(payload, "mm.mlir"), trial_pipeline(options, params))
     by_hand = apply((root / "scripts" / "sgemm_2048x32x2048_tuned.mlir").read_text(), payload)
     assert str(by_hand) == str(by_tuner)
+
+
+def test_vectorize_and_scalar_replace_act_on_loops():
+    module = apply(loops_step(f"%v = transform.polyopt.vectorize %l {{width = 4}} : ({H}) -> "
+                              f"{H}", attr="inner"), COPY_NEST)
+    assert "vector<4xf64>" in str(module) and "step 4" in str(module)
+    check_matmul(module, 37, 41, 29)
+    module = apply(loops_step(f"transform.polyopt.scalar_replace %l : {H}"), COPY_NEST)
+    assert "iter_args" in str(module)
+    check_matmul(module, 37, 41, 29)
+
+
+def test_vectorizing_a_loop_that_carries_a_dependence_is_refused(tmp_path, capsys):
+    status, _, err, path = run_cli(tmp_path, capsys, loop_of_seidel(
+        f"%v = transform.polyopt.vectorize %L : ({H}) -> {H}", depth=2))
+    assert status == 1 and err.startswith(f"{path}:5:10: error: cannot vectorize"), err
+    assert "dependence on %arg0 from S0[" in err.splitlines()[0]

@@ -40,8 +40,10 @@ POLYOPT_STEPS = {
                  "l2_block attributes (absent: the model's), or a schedule = affine_map",
     "pack": "pack A and B into the BLIS buffers (the register form decides their layouts)",
     "unroll_and_jam": "unroll-and-jam the register tile (K_U along k)",
-    "scalar_replace": "keep C's register tile in registers across k",
-    "vectorize": "vectorize the register tile",
+    "scalar_replace": "a product: keep C's register tile in registers across k; a loop nest: "
+                      "MLIR's -affine-scalrep",
+    "vectorize": "a product: vectorize the register tile; an affine.for: vectorize it by "
+                 "width = N lanes (default: the target's), checked with ISL",
     "micro_kernel": "call a BLIS micro-kernel per register tile (kernel = \"name\": optional)",
     "parallelize": "a product: its BLIS nest on threads = N; an affine.for: affine.parallel, "
                    "checked with ISL",
@@ -84,6 +86,28 @@ def _print_signature(p, op: Operation) -> None:
 def _check_operand_types(p, operands, types) -> None:
     for v, t in zip(operands, types):
         p.check_type(v, t)
+
+
+class _OnHandleOp(Operation):
+    """``[%r =] NAME %h [{attrs}] : T`` or ``: (T) -> (T, ...)``: the form of the ops that take
+    one handle."""
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        target = p.parse_operand()
+        attrs = p.parse_optional_attr_dict()
+        ins, outs = _parse_signature(p, name, 1)
+        _check_operand_types(p, [target], ins)
+        return cls(operands=[target], result_types=outs, attributes=attrs, loc=loc, name=name)
+
+    def print_custom(self, p) -> None:
+        p.print(self.name + " ")
+        p.print_operands(self.operands)
+        p.print_attr_dict(self.attributes)
+        _print_signature(p, self)
+
+    def verify_op(self) -> None:
+        _handle_types(self, [v.type for v in self.operands] + [r.type for r in self.results])
 
 
 @register_op
@@ -233,26 +257,11 @@ class MatchOp(Operation):
 
 
 @register_op
-class SplitHandleOp(Operation):
+class SplitHandleOp(_OnHandleOp):
     """``%a, %b = transform.split_handle %h : (!transform.any_op) -> (!transform.any_op,
     !transform.any_op)``: one handle per payload op (their number must match)."""
 
     OP_NAME = "transform.split_handle"
-
-    @classmethod
-    def parse_custom(cls, p, loc, name):
-        target = p.parse_operand()
-        ins, outs = _parse_signature(p, name, 1)
-        _check_operand_types(p, [target], ins)
-        return cls(operands=[target], result_types=outs, loc=loc)
-
-    def print_custom(self, p) -> None:
-        p.print("transform.split_handle ")
-        p.print_operands(self.operands)
-        _print_signature(p, self)
-
-    def verify_op(self) -> None:
-        _handle_types(self, [v.type for v in self.operands] + [r.type for r in self.results])
 
 
 @register_op
@@ -297,7 +306,7 @@ class ApplyRegisteredPassOp(Operation):
         _print_signature(p, self)
 
 
-class _FactorOp(Operation):
+class _FactorOp(_OnHandleOp):
     """``transform.loop.X %h {factor = N} : T``."""
 
     @property
@@ -305,22 +314,8 @@ class _FactorOp(Operation):
         a = self.attributes.get("factor")
         return int(a.value) if a is not None else 0
 
-    @classmethod
-    def parse_custom(cls, p, loc, name):
-        target = p.parse_operand()
-        attrs = p.parse_optional_attr_dict()
-        ins, outs = _parse_signature(p, name, 1)
-        _check_operand_types(p, [target], ins)
-        return cls(operands=[target], result_types=outs, attributes=attrs, loc=loc)
-
-    def print_custom(self, p) -> None:
-        p.print(self.OP_NAME + " ")
-        p.print_operands(self.operands)
-        p.print_attr_dict(self.attributes)
-        _print_signature(p, self)
-
     def verify_op(self) -> None:
-        _handle_types(self, [v.type for v in self.operands])
+        super().verify_op()
         if self.factor <= 0:
             raise self.error("requires attribute 'factor' (a positive integer)")
 
@@ -378,32 +373,14 @@ class TileUsingForOp(Operation):
 
 
 @register_op
-class PolyoptStepOp(Operation):
+class PolyoptStepOp(_OnHandleOp):
     """``[%r =] transform.polyopt.STEP %h [{attrs}] : T`` (see :data:`POLYOPT_STEPS`)."""
 
     OP_NAME = "transform.polyopt"
 
     @property
     def step(self) -> str:
-        return self._name.split(".", 2)[2]
-
-    @classmethod
-    def parse_custom(cls, p, loc, name):
-        target = p.parse_operand()
-        attrs = p.parse_optional_attr_dict()
-        ins, outs = _parse_signature(p, name, 1)
-        _check_operand_types(p, [target], ins)
-        return cls(operands=[target], result_types=outs, attributes=attrs, loc=loc,
-                   name=name)
-
-    def print_custom(self, p) -> None:
-        p.print(self._name + " ")
-        p.print_operands(self.operands)
-        p.print_attr_dict(self.attributes)
-        _print_signature(p, self)
-
-    def verify_op(self) -> None:
-        _handle_types(self, [v.type for v in self.operands] + [r.type for r in self.results])
+        return self.name.split(".", 2)[2]
 
 
 for _step in POLYOPT_STEPS:
