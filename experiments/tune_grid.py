@@ -120,7 +120,7 @@ def main(argv=None) -> int:
 
         # the tuner on the same space, half the grid's points as its budget
         tune_mod.SPACE = dict(space)
-        tune_mod.search_space = lambda options, threads: dict(tune_mod.SPACE)
+        tune_mod.search_space = lambda options, threads, nests=1: dict(tune_mod.SPACE)
         began = time.perf_counter()
         result = tune_mod.tune(source, "<grid>", options, trials=trials, samples=SAMPLES,
                                workers=2, seed=args.seed)

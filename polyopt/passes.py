@@ -31,6 +31,11 @@ class NoOptions:
     """A pass without options."""
 
 
+def _per_product(default, help_: str):
+    """An option that may give each product of the pass its own value (a list)."""
+    return field(default=default, metadata={"help": help_, "per_product": True})
+
+
 @dataclass(frozen=True)
 class BlisOptions:
     """The BLIS pipeline's options (the ``--hopt-*`` switches)."""
@@ -52,36 +57,42 @@ class BlisOptions:
                                                        "(--threads)"})
     # the BLIS parameters of the products that do not carry their own (hop.matmul's tile
     # attributes win; 0: the model's choice)
-    mc: int = field(default=0, metadata={"help": "M_C, rows of A's block (0: the model's)"})
-    kc: int = field(default=0, metadata={"help": "K_C, the depth of the blocks"})
-    nc: int = field(default=0, metadata={"help": "N_C, columns of B's block"})
-    mr: int = field(default=0, metadata={"help": "M_R, rows of the register tile"})
-    nr: int = field(default=0, metadata={"help": "N_R, columns of the register tile"})
-    ku: int = field(default=0, metadata={"help": "K_U, unroll factor of the k loop"})
-    form: str = field(default="", metadata={"help": "the register tile's form, row or col "
-                                                    "(empty: the model's)"})
-    l2: str = field(default="", metadata={"help": "the block in L2, A (GEBP) or B (GEPB)"})
-    order: str = field(default="", metadata={"help": "the register tile's loop order, ji (the "
-                                                     "paper's (.., d1, d0)) or ij (section "
-                                                     "2.12's permuted (.., d0, d1))"})
+    # (a list, ``mc=96,144``, gives each product of the pass its own value, in order)
+    mc: int = _per_product(0, "M_C, rows of A's block (0: the model's)")
+    kc: int = _per_product(0, "K_C, the depth of the blocks")
+    nc: int = _per_product(0, "N_C, columns of B's block")
+    mr: int = _per_product(0, "M_R, rows of the register tile")
+    nr: int = _per_product(0, "N_R, columns of the register tile")
+    ku: int = _per_product(0, "K_U, unroll factor of the k loop")
+    form: str = _per_product("", "the register tile's form, row or col (empty: the model's)")
+    l2: str = _per_product("", "the block in L2, A (GEBP) or B (GEPB)")
+    order: str = _per_product("", "the register tile's loop order, ji (the paper's (.., d1, "
+                                  "d0)) or ij (section 2.12's permuted (.., d0, d1))")
 
-    def tiles(self) -> dict:
-        """The parameters given, as ``hop.matmul``'s attributes name them."""
+    def tiles(self, product: int = 0) -> dict:
+        """The parameters given for the ``product``-th product the pass expands (0-based), as
+        ``hop.matmul``'s attributes name them.  An option given as a list (``mc=96,144``)
+        has one value per product, in order; products past its end get the model's choice."""
+        def value(key):
+            v = getattr(self, key)
+            if isinstance(v, tuple):
+                return v[product] if product < len(v) else type(v[0])()
+            return v
         names = {"mc": "M_C", "kc": "K_C", "nc": "N_C", "mr": "M_R", "nr": "N_R", "ku": "K_U"}
         for key in names:
-            if getattr(self, key) < 0:
+            if value(key) < 0:
                 raise PipelineSyntaxError(f"{key} must be positive (0: the model's choice), "
-                                          f"got {getattr(self, key)}")
-        out = {names[k]: getattr(self, k) for k in names if getattr(self, k)}
+                                          f"got {value(key)}")
+        out = {names[k]: value(k) for k in names if value(k)}
         for key, attr, allowed in (("form", "register_form", ("row", "col")),
                                    ("l2", "l2_block", ("A", "B")),
                                    ("order", "register_order", ("ji", "ij"))):
-            value = getattr(self, key)
-            if value and value not in allowed:
+            value_ = value(key)
+            if value_ and value_ not in allowed:
                 raise PipelineSyntaxError(f"{key} must be {' or '.join(allowed)} (empty: the "
-                                          f"model's choice), got '{value}'")
-            if value:
-                out[attr] = value
+                                          f"model's choice), got '{value_}'")
+            if value_:
+                out[attr] = value_
         return out
 
 
@@ -148,7 +159,7 @@ def _expansion_args(opts: BlisOptions) -> dict:
                 steps=RegisterTileSteps(vect=opts.vect, unroll=opts.unroll,
                                         scalrep=opts.scalrep),
                 microkernel_for=_microkernel_for(opts), threads=opts.threads,
-                tiles=opts.tiles())
+                tiles=opts.tiles)
 
 
 @register("hopt-raise-contractions", "affine nests computing C (+)= alpha*A*B (+beta*C) go "
@@ -163,8 +174,10 @@ def _raise_contractions(module, opts, remark):
         # the automatic scheduler (hopt-schedule, next) leaves the BLIS nests as they are
         for op in ops:
             op.attributes[KEEP_SCHEDULE] = UnitAttr()
+    tiles, count = args.pop("tiles"), iter(range(1 << 30))
     raise_contractions(module, remark=remark, on_raised=keep, machine=args["machine"],
-                       expand=lambda con: expand_contraction(con, remark=remark, **args))
+                       expand=lambda con: expand_contraction(con, remark=remark,
+                                                             tiles=tiles(next(count)), **args))
 
 
 @register("hopt-expand", "hop.matmul/hop.conv2d, linalg.matmul/batch_matmul and the linalg "
@@ -327,8 +340,15 @@ def _pass_with_options(name: str, options: str) -> tuple[Pass, object]:
                                   f"{', '.join(sorted(REGISTRY))})")
     kwargs = {}
     known = {f.name: f for f in fields(p.options)}
+    last = None
     for item in re.split(r"[\s,]+", options.strip()):
         if not item:
+            continue
+        if "=" not in item and last is not None and _listable(known[last]):
+            # mlir-opt's list options: ``mc=96,144`` is one value per product
+            more = _value(item, known[last].type, f"{name}{{{last}}}")
+            kwargs[last] = (kwargs[last] if isinstance(kwargs[last], tuple)
+                            else (kwargs[last],)) + (more,)
             continue
         key, _, val = item.partition("=")
         fname = key.replace("-", "_")
@@ -337,10 +357,18 @@ def _pass_with_options(name: str, options: str) -> tuple[Pass, object]:
                 f"pass '{name}' has no option '{key}' (options: "
                 f"{', '.join(k.replace('_', '-') for k in known) or 'none'})")
         kwargs[fname] = _value(val, known[fname].type, f"{name}{{{key}}}")
+        last = fname
     return p, p.options(**kwargs)
 
 
+def _listable(f) -> bool:
+    """Options that take one value per product (:meth:`BlisOptions.tiles`)."""
+    return f.metadata.get("per_product", False)
+
+
 def _option_text(value) -> str:
+    if isinstance(value, tuple):
+        return ",".join(_option_text(v) for v in value)
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 

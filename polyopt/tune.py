@@ -4,8 +4,9 @@ options of :mod:`polyopt.passes`; packing on or off; with ``--threads T`` > 1, t
 threads and the parallel loop) by timing candidates, and write the best as the transform
 script that replays it (``polyopt opt --script best.mlir FILE``, :mod:`polyopt.transform`).
 
-* **Space** (:func:`search_space`): :data:`SPACE`'s BLIS parameters, ``0`` (or empty) the
-  model's choice; ``copy``, packing A and B, the flags' choice first, then the other (without
+* **Space** (:func:`search_space`): :data:`SPACE`'s BLIS parameters for each product (each
+  optimized nest: ``mc``, ``mc#1``, ... as the passes' list options ``mc=96,144``), ``0`` (or
+  empty) the model's choice; ``copy``, packing A and B, the flags' choice first, then the other (without
   packing, ``--hopt-vect`` may refuse the nest or run it slowly: such trials fail or lose);
   with ``T`` > 1 threads, ``threads`` from T down to 1 (the nest compiled for that many; the
   program's OpenMP team stays T).  ``l2`` is also **the parallel loop** when threads > 1
@@ -76,12 +77,15 @@ CUTOFF = 3.0
 BARRIER_SECONDS = 300.0
 
 
-def search_space(options, threads: int) -> dict:
+def search_space(options, threads: int, nests: int = 1) -> dict:
     """The values tried per parameter under the pass flags ``options`` at ``threads`` threads:
-    :data:`SPACE`, then ``copy`` (the flags' packing first, then the other way) and, with
-    more than one thread, ``threads`` (``threads`` first, then 1 ... threads - 1).  The first
-    value of each is the model's (the flags') choice: trial 1."""
+    :data:`SPACE` for the first product, ``mc#1``... for the second (``nests`` products: each
+    optimized nest has its own parameters), then ``copy`` (the flags' packing first, then the
+    other way) and, with more than one thread, ``threads`` (``threads`` first, then 1 ...
+    threads - 1).  The first value of each is the model's (the flags') choice: trial 1."""
     out = dict(SPACE)
+    for nest in range(1, nests):
+        out.update({f"{k}#{nest}": v for k, v in SPACE.items()})
     out["copy"] = (bool(options.copy), not options.copy)
     if threads > 1:
         out["threads"] = (threads, *range(1, threads))
@@ -188,13 +192,35 @@ def trial_pipeline(options, params: dict) -> str:
     first ones) it is the flags' own pipeline."""
     from .passes import BlisOptions, default_pipeline, print_pipeline
     flags = {k: params[k] for k in FLAG_PARAMS if k in params}
-    blis = {k: v for k, v in params.items() if k not in FLAG_PARAMS}
+    blis = {}
+    for k in (k for k in params if k not in FLAG_PARAMS and "#" not in k):
+        values = [params[k]]
+        while f"{k}#{len(values)}" in params:
+            values.append(params[f"{k}#{len(values)}"])
+        # one value per product (the pass's list option), or one for all when they agree
+        blis[k] = values[0] if len(set(values)) == 1 else tuple(values)
     out = []
     for p, opts in default_pipeline(replace(options, **flags)):
         if isinstance(opts, BlisOptions):
             opts = replace(opts, **blis)
         out.append((p, opts))
     return f"builtin.module({print_pipeline(out)})"
+
+
+def count_products(source: str, filename: str, options) -> int:
+    """How many products one expansion pass of the flags' pipeline gives BLIS parameters to
+    (the most of any pass: each pass numbers its products from 0)."""
+    from .passes import BlisOptions, default_pipeline
+    from .pipeline import load
+    from .schedules.expand import recording_blis_choices
+    module = load(source, filename)
+    most = 1
+    for p, opts in default_pipeline(options):
+        with recording_blis_choices() as chosen:
+            p.run(module, opts, None)
+        if isinstance(opts, BlisOptions):
+            most = max(most, len(chosen))
+    return most
 
 
 def _entry(module, name: Optional[str]):
@@ -425,7 +451,7 @@ def tune(source: str, filename: str, options, *, func: Optional[str] = None,
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="minimize",
                                 sampler=optuna.samplers.TPESampler(seed=seed))
-    space = search_space(options, threads)
+    space = search_space(options, threads, count_products(source, filename, options))
     study.enqueue_trial({k: v[0] for k, v in space.items()})   # trial 1: the model's choice
     result = TuneResult(func, threads)
     reference = None          # the results of the model's choice (trial 1, measured first)

@@ -693,7 +693,7 @@ def expand_high_level_ops(module: Operation, *, tiled: bool = False,
                           remark: RemarkSink = None, copy: bool = False,
                           steps: RegisterTileSteps = RegisterTileSteps(),
                           microkernel_for: Optional[Callable] = None, threads: int = 1,
-                          tiles: Optional[dict] = None) -> int:
+                          tiles=None) -> int:
     """Expand every ``hop.matmul`` and ``hop.conv2d`` under ``module`` into affine nests
     (BLIS-tiled matmuls with ``tiled``, naive otherwise; with ``copy`` too, tiled matmuls pack
     A and B, see :func:`pack_blis_operands`; with ``microkernel_for``,
@@ -702,13 +702,14 @@ def expand_high_level_ops(module: Operation, *, tiled: bool = False,
     static shapes) and the linalg convolutions too.  Other linalg ops keep their form: they
     become their naive nest in :func:`polyopt.affine.linalg_to_affine.
     convert_linalg_to_affine_loops` (with a remark under ``tiled`` for the matmuls it leaves).
-    Every matmul goes through :func:`expand_contraction`.  Returns how many ops were
+    Every matmul goes through :func:`expand_contraction`, with ``tiles`` (a dict, or
+    ``tiles(i)`` for the ``i``-th op of :func:`expansion_targets`).  Returns how many ops were
     expanded."""
     todo = expansion_targets(module, tiled, remark)
-    for op in todo:
+    for index, op in enumerate(todo):
         expand_high_level_op(op, tiled=tiled, machine=machine, remark=remark, copy=copy,
                              steps=steps, microkernel_for=microkernel_for, threads=threads,
-                             tiles=tiles)
+                             tiles=tiles(index) if callable(tiles) else tiles)
     return len(todo)
 
 

@@ -28,6 +28,8 @@ _PARAMS = ("M_C", "K_C", "N_C", "M_R", "N_R", "K_U", "register_form", "l2_block"
 
 
 def _attr(value) -> str:
+    if isinstance(value, tuple):            # one value per product: the pass's list option
+        return '"' + ",".join(str(v) for v in value) + '"'
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -134,13 +136,15 @@ def _expand_steps(module, opts: BlisOptions, remark, writer: ScriptWriter) -> No
         lines.append(f"{base}:{len(matched)} = transform.split_handle {handle} : ({HANDLE}) -> "
                      f"({', '.join([HANDLE] * len(matched))})")
     args = _expansion_args(opts)
+    tiles_of = args.pop("tiles")
+    index = {id(op): i for i, op in enumerate(targets)}
     for op, h in zip(matched, handles):
         if id(op) not in wanted:
             continue
         conv = hasattr(op, "CONV_KIND")
         con = None if conv else contraction_of_op(op)
         with recording_blis_choices() as chosen:
-            expand_high_level_op(op, **args, remark=remark)
+            expand_high_level_op(op, **args, tiles=tiles_of(index[id(op)]), remark=remark)
         params = chosen[0] if len(chosen) == 1 and not conv and con.schedule is None and \
             con.has_static_shape and not con.is_mixed else None
         lines.append(f"transform.polyopt.blis_tile {h}{_blis_attrs(params)} : {HANDLE}")

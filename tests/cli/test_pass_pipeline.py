@@ -113,3 +113,47 @@ def test_pipeline_errors(capsys, args, message):
     assert main(["opt", str(EXAMPLES / "hop_matmul.mlir"), *args]) == 1
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err, err
+
+
+TWO_PRODUCTS = """func.func @two(%A: memref<96x80xf64>, %B: memref<80x64xf64>, %C: memref<96x64xf64>,
+                %D: memref<64x72xf64>, %E: memref<96x72xf64>) {
+  hop.matmul %A, %B, %C : (memref<96x80xf64>, memref<80x64xf64>, memref<96x64xf64>)
+  hop.matmul %C, %D, %E : (memref<96x64xf64>, memref<64x72xf64>, memref<96x72xf64>)
+  return
+}
+"""
+
+
+def test_a_list_option_gives_each_product_its_own_parameters(tmp_path, capsys):
+    """``mc=48,24``: the first product's M_C is 48, the second's 24; the pipeline prints back
+    as it was given."""
+    from polyopt.passes import parse_pipeline, print_pipeline
+    src = tmp_path / "two.mlir"
+    src.write_text(TWO_PRODUCTS)
+    text = "hopt-expand{copy=true vect=true mc=48,24 kc=32 form=row,col}"
+    assert print_pipeline(parse_pipeline(text)) == text
+    _, err = opt(capsys, str(src), "--remarks", "-p", text)
+    chosen = [line for line in err.splitlines() if "BLIS schedule" in line]
+    assert len(chosen) == 2
+    assert "M_C=48, K_C=32" in chosen[0] and "form=row" in chosen[0]
+    assert "M_C=24, K_C=32" in chosen[1] and "form=col" in chosen[1]
+    # one value is every product's; 0 in a list is the model's choice for that product
+    _, err = opt(capsys, str(src), "--remarks", "-p", "hopt-expand{copy=true mc=48}")
+    chosen = [line for line in err.splitlines() if "BLIS schedule" in line]
+    assert "M_C=48" in chosen[0] and "M_C=48" in chosen[1]
+    _, err = opt(capsys, str(src), "--remarks", "-p", "hopt-expand{copy=true mc=0,24}")
+    chosen = [line for line in err.splitlines() if "BLIS schedule" in line]
+    import re
+    assert re.search(r"from the model: [^)]*\bM_C\b", chosen[0]) and "M_C=24" in chosen[1]
+    assert not re.search(r"from the model: [^)]*\bM_C\b", chosen[1])
+
+
+def test_list_options_reach_raised_contractions(capsys):
+    from polyopt.polybench.suite import kernel
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
+        f.write(kernel("2mm").mlir("SMALL"))
+    _, err = opt(capsys, f.name, "--remarks", "-p",
+                 "raise-scf-to-affine,hopt-raise-contractions{copy=true vect=true mc=16,32}")
+    chosen = [line for line in err.splitlines() if "BLIS schedule" in line]
+    assert len(chosen) == 2 and "M_C=16" in chosen[0] and "M_C=32" in chosen[1], err

@@ -100,3 +100,19 @@ def test_a_pipeline_with_options_becomes_a_script_with_those_parameters(tmp_path
     (tmp_path / "s.mlir").write_text(script)
     assert opt(capsys, str(path), "--script", str(tmp_path / "s.mlir")) == \
         opt(capsys, str(path), "-p", pipeline)
+
+
+def test_per_product_options_become_per_product_scripts(tmp_path, capsys):
+    from polyopt.transform.emit import script_for_pipeline
+    import sys
+    sys.path.insert(0, str(Path(__file__).parents[1] / "cli"))
+    from test_pass_pipeline import TWO_PRODUCTS
+    src = tmp_path / "two.mlir"
+    src.write_text(TWO_PRODUCTS)
+    pipeline = "builtin.module(hopt-expand{copy=true vect=true mc=48,24},hopt-normalize-memrefs)"
+    script = script_for_pipeline(TWO_PRODUCTS, str(src), pipeline)
+    assert script.count("transform.polyopt.blis_tile") == 2
+    assert "M_C = 48 : i64" in script and "M_C = 24 : i64" in script
+    (tmp_path / "s.mlir").write_text(script)
+    assert opt(capsys, str(src), "--script", str(tmp_path / "s.mlir")) == \
+        opt(capsys, str(src), "-p", pipeline)
