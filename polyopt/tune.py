@@ -451,7 +451,13 @@ def tune(source: str, filename: str, options, *, func: Optional[str] = None,
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="minimize",
                                 sampler=optuna.samplers.TPESampler(seed=seed))
-    space = search_space(options, threads, count_products(source, filename, options))
+    key = MeasurementCache.key(ir, "products\n" + trial_pipeline(options, {}), machine,
+                               threads)
+    hit = store.get(key)
+    nests = hit["products"] if hit is not None else count_products(source, filename, options)
+    if hit is None:
+        store.put(key, {"products": nests})
+    space = search_space(options, threads, nests)
     study.enqueue_trial({k: v[0] for k, v in space.items()})   # trial 1: the model's choice
     result = TuneResult(func, threads)
     reference = None          # the results of the model's choice (trial 1, measured first)

@@ -134,6 +134,7 @@ def test_a_dask_cluster_runs_the_trials_and_a_repeat_comes_from_the_cache(tmp_pa
     assert not any(t.cached for t in first.trials) and all(t.seconds for t in first.trials)
     assert all(t.cached for t in second.trials), f"{elapsed:.2f} s"
     assert second.best.pipeline == first.best.pipeline
+    assert elapsed < 1.0, f"a repeated tune took {elapsed:.2f} s"
 
 
 def test_the_space_has_packing_and_threads_and_trial_one_is_the_flags_pipeline():
