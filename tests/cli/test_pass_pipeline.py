@@ -157,3 +157,21 @@ def test_list_options_reach_raised_contractions(capsys):
                  "raise-scf-to-affine,hopt-raise-contractions{copy=true vect=true mc=16,32}")
     chosen = [line for line in err.splitlines() if "BLIS schedule" in line]
     assert len(chosen) == 2 and "M_C=16" in chosen[0] and "M_C=32" in chosen[1], err
+
+
+def test_products_with_their_own_parameters_compute_the_product():
+    import numpy as np
+    import polyopt
+    from polyopt.passes import run_pipeline
+    from polyopt.pipeline import load
+    module = run_pipeline(load(TWO_PRODUCTS, "two.mlir"),
+                          "hopt-expand{copy=true unroll=true scalrep=true vect=true mc=40,24 "
+                          "kc=32,48 mr=3,4 nr=16,8 order=ij,ji},hopt-normalize-memrefs")
+    rng = np.random.default_rng(1)
+    a, b, d = (rng.standard_normal(s) for s in ((96, 80), (80, 64), (64, 72)))
+    c, e = rng.standard_normal((96, 64)), rng.standard_normal((96, 72))
+    want_c = c + a @ b
+    want_e = e + want_c @ d
+    polyopt.compile(module)["two"](a, b, c, d, e)
+    np.testing.assert_allclose(c, want_c, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(e, want_e, rtol=1e-12, atol=1e-11)
