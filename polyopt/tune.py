@@ -6,8 +6,8 @@ script that replays it (``polyopt opt --script best.mlir FILE``, :mod:`polyopt.t
 
 * **Space** (:func:`search_space`): :data:`SPACE`'s BLIS parameters for each product (each
   optimized nest: ``mc``, ``mc#1``, ... as the passes' list options ``mc=96,144``), ``0`` (or
-  empty) the model's choice; ``copy``, packing A and B, the flags' choice first, then the other (without
-  packing, ``--hopt-vect`` may refuse the nest or run it slowly: such trials fail or lose);
+  empty) the model's choice; ``copy``, packing A and B, the flags' choice first, then the
+  other (without packing, ``--hopt-vect`` may refuse the nest or run it slowly: such trials fail or lose);
   with ``T`` > 1 threads, ``threads`` from T down to 1 (the nest compiled for that many; the
   program's OpenMP team stays T).  ``l2`` is also **the parallel loop** when threads > 1
   (:mod:`polyopt.schedules.blis_parallel`): ``A`` (GEBP's order) runs the ic loop over M_C

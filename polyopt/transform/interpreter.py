@@ -17,8 +17,8 @@ the product's dependences.  polyopt's BLIS expansion is one step (tiling, packin
 register tile are generated together), so the intermediate states are not IR.
 
 Loop steps act at once: ``transform.structured.tile_using_for`` (on a linalg op, lowered to
-its affine nest, or a band of loops: an ISL schedule, checked), ``transform.loop.unroll`` (:func:`~polyopt.affine.loop_utils.unroll`),
-``transform.loop.unroll_and_jam`` (checked with ISL:
+its affine nest, or a band of loops: an ISL schedule, checked), ``transform.loop.unroll``
+(:func:`~polyopt.affine.loop_utils.unroll`), ``transform.loop.unroll_and_jam`` (checked with ISL:
 :func:`~polyopt.schedules.loop_legality.unroll_jam_is_legal`), ``transform.polyopt.parallelize``
 (refused with the carried dependence's pair), ``transform.polyopt.schedule`` (an ISL schedule
 for the nest's statements, checked as ``--schedule`` is), ``transform.polyopt.vectorize``

@@ -55,17 +55,18 @@ def test_a_script_is_printed_back_as_upstream_prints_it(tmp_path, capsys):
     """The upstream ops of a script round-trip through polyopt's printer as mlir-opt-22 prints
     them (the oracle; polyopt's own transform.polyopt.* ops are not registered there)."""
     from upstream_mlir import mlir_opt
-    text = """module attributes {transform.with_named_sequence} {
-  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.consumed}) {
-    %l = transform.structured.match ops{["affine.for", "hop.matmul"]} attributes{tag} in %root : (!transform.any_op) -> !transform.op<"affine.for">
-    %a, %b = transform.split_handle %l : (!transform.op<"affine.for">) -> (!transform.any_op, !transform.any_op)
-    transform.loop.unroll %a {factor = 4} : !transform.any_op
-    transform.loop.unroll_and_jam %b {factor = 2} : !transform.any_op
-    %g = transform.apply_registered_pass "hopt-expand" with options = {"copy" = true, "mc" = 64 : i64} to %root : (!transform.any_op) -> !transform.any_op
-    transform.yield
-  }
-}
-"""
+    h = "!transform.any_op"
+    text = (
+        "module attributes {transform.with_named_sequence} {\n"
+        f"  transform.named_sequence @__transform_main(%root: {h} {{transform.consumed}}) {{\n"
+        f'    %l = transform.structured.match ops{{["affine.for", "hop.matmul"]}} '
+        f'attributes{{tag}} in %root : ({h}) -> !transform.op<"affine.for">\n'
+        f'    %a, %b = transform.split_handle %l : (!transform.op<"affine.for">) -> ({h}, {h})\n'
+        f"    transform.loop.unroll %a {{factor = 4}} : {h}\n"
+        f"    transform.loop.unroll_and_jam %b {{factor = 2}} : {h}\n"
+        f'    %g = transform.apply_registered_pass "hopt-expand" with options = {{"copy" = true, '
+        f'"mc" = 64 : i64}} to %root : ({h}) -> {h}\n'
+        "    transform.yield\n  }\n}\n")
     (tmp_path / "s.mlir").write_text(text)
     ours = opt(capsys, str(tmp_path / "s.mlir"))
     theirs = mlir_opt(text)
