@@ -261,6 +261,61 @@ def _linalg_to_affine(module, opts, remark):
     convert_linalg_to_affine_loops(module)
 
 
+@register("hopt", "the --hopt pipeline as one pass, its BLIS options given ({mc=300 kc=128}); "
+          "hopt-copy, hopt-unroll{ku=N}, hopt-scalrep, hopt-vect and hopt-blis{kernel=NAME} "
+          "after it in a textual pipeline are its switches (the paper's -hopt)", BlisOptions)
+def _hopt(module, opts, remark):
+    for p, o in hopt_passes(opts):
+        p.run(module, o, remark)
+
+
+def hopt_passes(opts: BlisOptions) -> list:
+    """The passes ``hopt{...}`` stands for: :func:`default_pipeline` under ``--hopt`` and the
+    switches in ``opts``, with ``opts``' BLIS parameters in its expansion passes."""
+    from dataclasses import replace
+    from .pipeline import PipelineOptions
+    flags = PipelineOptions(hopt=True, copy=opts.copy, unroll=opts.unroll,
+                            scalrep=opts.scalrep, vect=opts.vect, blis=opts.blis,
+                            blis_kernel=opts.blis_kernel, threads=opts.threads)
+    return [(p, replace(opts) if isinstance(o, BlisOptions) else o)
+            for p, o in default_pipeline(flags)]
+
+
+@dataclass(frozen=True)
+class UnrollSwitch:
+    """``hopt-unroll``'s option."""
+
+    ku: int = field(default=0, metadata={"help": "K_U, the k loop's unroll factor (0: the "
+                                                 "model's)"})
+
+
+@dataclass(frozen=True)
+class BlisSwitch:
+    """``hopt-blis``'s option."""
+
+    kernel: Optional[str] = field(default=None, metadata={"help": "the micro-kernel (default: "
+                                                                  "the best the CPU runs)"})
+
+
+def _switch_only(module, opts, remark):
+    raise PipelineSyntaxError("a hopt switch runs as part of the hopt pass before it")
+
+
+#: the switches of ``hopt`` in a textual pipeline: name -> what it sets in the options
+HOPT_SWITCHES = {
+    "hopt-copy": lambda o: {"copy": True},
+    "hopt-unroll": lambda o: {"unroll": True, **({"ku": o.ku} if o.ku else {})},
+    "hopt-scalrep": lambda o: {"scalrep": True},
+    "hopt-vect": lambda o: {"vect": True},
+    "hopt-blis": lambda o: {"blis": True, **({"blis_kernel": o.kernel} if o.kernel else {})},
+}
+for _name, _options in (("hopt-copy", NoOptions), ("hopt-unroll", UnrollSwitch),
+                        ("hopt-scalrep", NoOptions), ("hopt-vect", NoOptions),
+                        ("hopt-blis", BlisSwitch)):
+    register(_name, f"--{_name} as a switch of the hopt pass before it in a textual pipeline",
+             _options)(_switch_only)
+
+
 # ---------------------------------------------------------------------------------------------
 # pipelines as text
 
@@ -294,7 +349,24 @@ def parse_pipeline(text: str) -> list[tuple[Pass, object]]:
     items, pos = _parse_items(text, 0, None)
     if text[pos:].strip():
         raise PipelineSyntaxError(f"cannot parse the pass pipeline at '{text[pos:].strip()}'")
-    return items
+    return _fold_hopt_switches(items)
+
+
+def _fold_hopt_switches(items: list) -> list:
+    """``hopt{mc=300}, hopt-copy, hopt-unroll{ku=4}`` -> ``hopt{copy=true unroll=true mc=300
+    ku=4}``: a switch sets its flag in the ``hopt`` pass before it."""
+    from dataclasses import replace
+    out: list = []
+    for p, opts in items:
+        if p.name not in HOPT_SWITCHES:
+            out.append((p, opts))
+            continue
+        if not out or out[-1][0].name != "hopt":
+            raise PipelineSyntaxError(f"'{p.name}' is a switch of the hopt pass: write it right "
+                                      f"after 'hopt' (e.g. 'hopt{{mc=300}},{p.name}')")
+        hopt, hopt_opts = out[-1]
+        out[-1] = (hopt, replace(hopt_opts, **HOPT_SWITCHES[p.name](opts)))
+    return out
 
 
 def _parse_items(text: str, pos: int, closing: str | None) -> tuple[list, int]:

@@ -100,7 +100,11 @@ def run_and_emit_script(module, pipeline, remark=None,
     transform script that replays it (see the module docstring); ``writer`` holds the steps
     that ran before (``--schedule``)."""
     from ..affine.verifier import verify
+    from ..passes import hopt_passes
     writer = writer if writer is not None else ScriptWriter()
+    # the hopt pass is written as the passes it stands for
+    pipeline = [step for p, opts in pipeline
+                for step in (hopt_passes(opts) if p.name == "hopt" else [(p, opts)])]
     for p, opts in pipeline:
         if p.name == "hopt-expand":
             _expand_steps(module, opts, remark, writer)

@@ -175,3 +175,29 @@ def test_products_with_their_own_parameters_compute_the_product():
     polyopt.compile(module)["two"](a, b, c, d, e)
     np.testing.assert_allclose(c, want_c, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(e, want_e, rtol=1e-12, atol=1e-11)
+
+
+def test_the_issue_s_spelling_hopt_with_its_switches(tmp_path, capsys):
+    """``hopt{mc=300 kc=128}, hopt-copy, hopt-unroll{ku=4}``: the --hopt pipeline as one pass
+    whose switches follow it; the same IR as its passes spelled out; a switch alone is an
+    error; ``--print-ir-after hopt`` and ``--emit-script`` know it."""
+    path = str(EXAMPLES / "hop_matmul.mlir")
+    short, err = opt(capsys, path, "--dump-pipeline", "-p",
+                     "hopt{mc=300 kc=128}, hopt-copy, hopt-unroll{ku=4}, hopt-vect")
+    assert err.strip().splitlines()[-1] == \
+        "builtin.module(hopt{copy=true unroll=true vect=true mc=300 kc=128 ku=4})"
+    blis = "{copy=true unroll=true vect=true mc=300 kc=128 ku=4}"
+    long, _ = opt(capsys, path, "-p",
+                  f"raise-scf-to-affine,hopt-report-opaque-nests,hopt-raise-contractions{blis},"
+                  f"hopt-schedule,hopt-expand{blis},hopt-normalize-memrefs")
+    flags, _ = opt(capsys, path, "--hopt", "--hopt-copy", "--hopt-unroll", "--hopt-vect")
+    assert short == long and short != flags
+    assert main(["opt", path, "-p", "hopt-copy"]) == 1
+    assert "'hopt-copy' is a switch of the hopt pass" in capsys.readouterr().err
+    _, err = opt(capsys, path, "-p", "hopt,hopt-vect", "--print-ir-after", "hopt")
+    assert "// -----// IR Dump After hopt //----- //" in err
+    script, _ = opt(capsys, path, "-p", "hopt{mc=300},hopt-copy,hopt-vect", "--emit-script")
+    assert "M_C = 300 : i64" in script and "transform.polyopt.pack" in script
+    (tmp_path / "s.mlir").write_text(script)
+    by_script, _ = opt(capsys, path, "--script", str(tmp_path / "s.mlir"))
+    assert by_script == opt(capsys, path, "-p", "hopt{mc=300},hopt-copy,hopt-vect")[0]
