@@ -210,6 +210,9 @@ class ScheduleOptions:
         "help": "prefer schedules whose outermost loops are parallel (ISL's "
                 "outer_coincidence) where ISL's own has a sequential outermost loop (set by "
                 "--hopt-parallel on more than one thread)"})
+    threads: int = field(default=1, metadata={
+        "help": "the threads the parallel loops will run on: with more than one, time tiles "
+                "of stencil sweeps run in parallel wavefronts (set by --hopt-parallel)"})
 
 
 @register("hopt-schedule", "every other nest through the automatic ISL scheduler when it is "
@@ -221,7 +224,8 @@ def _schedule_rest(module, opts, remark):
     from .schedules.parallelize import trust_mark
     before = {id(op) for op in module.walk() if PARALLEL in op.attributes}
     schedule_remaining_nests(module, machine_model(), remark,
-                             AutoScheduleOptions(outer_parallel=opts.outer_parallel))
+                             AutoScheduleOptions(outer_parallel=opts.outer_parallel,
+                                                 team=opts.threads))
     _drop_keep_marks(module)
     for op in module.walk():    # the scheduler's marks were checked with ISL as it made them
         if PARALLEL in op.attributes and id(op) not in before:
@@ -495,8 +499,8 @@ def default_pipeline(options, *, raised: bool = False) -> list[tuple[Pass, objec
         if getattr(options, "hopt_raise", True):
             add("hopt-raise-contractions", blis)
         if getattr(options, "auto_schedule", True):
-            add("hopt-schedule", ScheduleOptions(
-                outer_parallel=bool(getattr(options, "parallel", False)) and blis.threads > 1))
+            team = blis.threads if getattr(options, "parallel", False) else 1
+            add("hopt-schedule", ScheduleOptions(outer_parallel=team > 1, threads=team))
         if getattr(options, "parallel", False):
             add("hopt-parallel", ParallelOptions(threads=blis.threads))
         add("hopt-expand", blis)

@@ -86,14 +86,34 @@ def iteration_cost(block) -> int:
         total += CALL_COST if op.name == "func.call" else _lanes(op)
         inner = sum(iteration_cost(b) for r in op.regions for b in r.blocks)
         if op.name == "affine.for":
-            lb, ub = op.lower_map, op.upper_map
-            trips = UNKNOWN_TRIPS
-            if lb.is_constant() and ub.is_constant() and lb.num_results == 1 == ub.num_results:
-                trips = max(0, -(-(ub.single_constant_result - lb.single_constant_result)
-                                 // op.step))
-            inner *= trips
+            extent = _extent_bound(op)
+            inner *= UNKNOWN_TRIPS if extent is None else max(0, -(-extent // op.step))
         total += inner
     return total
+
+
+def _extent_bound(op) -> Optional[int]:
+    """The smallest constant difference between an upper and a lower bound of the
+    ``affine.for`` ``op``: its extent when both are constants, at most a tile's size in a tile
+    loop such as ``max(16 * t, x) to min(16 * t + 16, y)``; ``None`` when no pair of bounds
+    differs by a constant."""
+    from ..affine.affine_expr import AffineConstantExpr, AffineDimExpr
+    positions: dict[int, int] = {}
+
+    def results(amap, operands):
+        dims = [AffineDimExpr(positions.setdefault(id(v), len(positions))) for v in operands]
+        return [amap.get_result(k).replace(dims[:amap.num_dims], dims[amap.num_dims:])
+                for k in range(amap.num_results)]
+
+    lows = results(op.lower_map, op.lower_operands)
+    highs = results(op.upper_map, op.upper_operands)
+    best = None
+    for high in highs:
+        for low in lows:
+            d = high - low
+            if isinstance(d, AffineConstantExpr) and (best is None or d.value < best):
+                best = d.value
+    return best
 
 
 def _lanes(op) -> int:

@@ -23,6 +23,12 @@ smallest ``k`` that makes every dependence distance along the skewed rows non-ne
 the band ``(t, x + k t)`` is cut into rectangles of ``T`` steps by ``R`` rows, so that a tile
 works on ``R + k T`` rows across ``T`` steps from cache instead of streaming the arrays at
 every step; the inner loops of each row stay whole and vectorizable.
+
+On a team of threads the tiles run in wavefronts (:func:`tile_wavefront`, Pluto's
+``--parallel`` on a tiled band without concurrent start): tile ``(T, R)`` only needs tiles
+with smaller ``T`` or ``R``, so the tiles with the same ``T + R`` run in parallel, one fork
+per wavefront instead of one per sweep.  1-D sweeps (rows of one point), which one thread
+runs untiled, are tiled then too, each sweep's rows of a tile one vector loop.
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ import islpy as isl
 from .dependences import Dependences
 from .model import PolyhedralModel
 
-__all__ = ["fuse_with_shifts", "sequence_position", "time_skew", "tile_time"]
+__all__ = ["fuse_with_shifts", "sequence_position", "time_skew", "tile_time",
+           "tile_wavefront"]
 
 
 def _maps(umap: isl.UnionMap) -> list[isl.Map]:
@@ -172,14 +179,31 @@ def time_skew(deps: Dependences, fused: isl.UnionMap, max_skew: int = 4) -> Opti
 
 
 def tile_time(model: PolyhedralModel, fused: isl.UnionMap, skew: int, time_tile: int,
-              row_tile: int) -> isl.UnionMap:
+              row_tile: int, rows_inside: bool = False) -> isl.UnionMap:
     """``S -> [t, x, rest]`` (fused sweeps) as time tiles: ``S -> [floor(t / T),
     floor((x + k t) / R), t, x + k t, rest]`` -- ``T`` steps of ``R`` (skewed) rows at a
-    time, the inner loops of each row as they were (still vectorizable)."""
+    time, the inner loops of each row as they were (still vectorizable).  ``rows_inside``
+    (rows of one point, ``rest`` the sweep's position): ``S -> [.., t, rest, x + k t]``, each
+    sweep's rows of the tile one vectorizable loop."""
     n = _maps(fused)[0].dim(isl.dim_type.out)
     ins = ", ".join(f"d{k}" for k in range(n))
     rest = [f"d{k}" for k in range(2, n)]
     skewed = f"d1 + {skew} * d0"
-    outs = [f"floor(d0 / {time_tile})", f"floor(({skewed}) / {row_tile})", "d0", skewed] + rest
+    inner = rest + [skewed] if rows_inside else [skewed] + rest
+    outs = [f"floor(d0 / {time_tile})", f"floor(({skewed}) / {row_tile})", "d0"] + inner
     tiles = isl.UnionMap(f"{model.param_space()}{{ [{ins}] -> [{', '.join(outs)}] }}")
     return fused.apply_range(tiles)
+
+
+def tile_wavefront(tiled: isl.UnionMap) -> isl.UnionMap:
+    """Time tiles ``S -> [T, R, rest]`` (:func:`tile_time`) in wavefronts: ``S -> [T + R,
+    R, rest]``.  Every dependence goes to a tile with ``T`` and ``R`` no smaller, so the
+    tiles of one wavefront are independent and its ``R`` loop is parallel."""
+    n = _maps(tiled)[0].dim(isl.dim_type.out)
+    ins = ", ".join(f"d{k}" for k in range(n))
+    outs = ["d0 + d1"] + [f"d{k}" for k in range(1, n)]
+    space = tiled.get_space()
+    params = [space.get_dim_name(isl.dim_type.param, k)
+              for k in range(space.dim(isl.dim_type.param))]
+    front = isl.UnionMap(f"[{', '.join(params)}] -> {{ [{ins}] -> [{', '.join(outs)}] }}")
+    return tiled.apply_range(front)

@@ -479,3 +479,28 @@ func.func @k(%A: memref<40xf64>) {
         k(A)
     A[37] = 1.0
     k(A)             # nothing left over from the failure
+
+
+def test_the_work_estimate_bounds_a_tile_loop_by_its_tile_size():
+    # a wavefront's tile loop, max(500 t, 1) to min(500 t + 500, 1999), runs at most 500
+    # times; counted as UNKNOWN_TRIPS (32) its region looked too small to fork
+    from polyopt.affine.dialects.affine import AffineForOp
+    from polyopt.codegen.openmp import _extent_bound
+    module = polyopt.parse("""
+func.func @f(%A: memref<2000xf64>) {
+  affine.for %t = 3 to 10 {
+    affine.for %i = max affine_map<(d0) -> (d0 * 500, 1)>(%t) to min affine_map<(d0) -> (d0 * 500 + 500, 1999)>(%t) {
+      %x = affine.load %A[%i] : memref<2000xf64>
+      affine.store %x, %A[%i] : memref<2000xf64>
+    }
+    affine.for %j = 0 to affine_map<(d0) -> (d0)>(%t) {
+      %x = affine.load %A[%j] : memref<2000xf64>
+      affine.store %x, %A[%j] : memref<2000xf64>
+    }
+  }
+  return
+}""")
+    t, i, j = [op for op in module.walk() if isinstance(op, AffineForOp)]
+    assert (_extent_bound(t), _extent_bound(i), _extent_bound(j)) == (7, 500, None)
+    # each loop: itself, then its body (a load, a store, the yield) times its trips
+    assert openmp.iteration_cost(t.body) == (1 + 500 * 3) + (1 + openmp.UNKNOWN_TRIPS * 3) + 1

@@ -1,13 +1,16 @@
 """Fusion with shifts of the sweeps of a time step, then time tiles (``shift_fusion``):
 Jacobi-style stencils whose arrays do not fit in L2 get one pass over them per step, in tiles
 of steps x skewed rows, with no guard left in the innermost loops; the result computes what
-the original order computes, also when the steps outnumber a time tile."""
+the original order computes, also when the steps outnumber a time tile.  On a team of threads
+the tiles run in wavefronts (``tile_wavefront``), each wavefront's tiles in parallel, 1-D
+sweeps included."""
 
 import numpy as np
 import pytest
 
 import polyopt
-from polyopt.affine.dialects.affine import AffineForOp, AffineIfOp
+from polyopt.affine.dialects.affine import AffineForOp, AffineIfOp, AffineParallelOp
+from polyopt.codegen import openmp
 from polyopt.pipeline import machine_model
 from polyopt.schedules.auto_schedule import PARALLEL, AutoScheduleOptions, \
     schedule_remaining_nests
@@ -80,3 +83,41 @@ def test_small_arrays_and_the_switch_leave_the_sweeps_apart():
     text, _, _ = KERNELS["heat_3d"](n=61, tsteps=3)
     _, _, messages = _schedule(text, AutoScheduleOptions(fuse_sweeps=False))
     assert "fused" not in messages[0]
+
+
+@pytest.mark.parametrize("name,sizes", [("jacobi_1d", dict(n=301, tsteps=45)),
+                                        ("jacobi_1d", dict(n=97, tsteps=40)),
+                                        ("jacobi_2d", dict(n=389, tsteps=37)),
+                                        ("heat_3d", dict(n=61, tsteps=19)),
+                                        ("fdtd_2d", dict(nx=361, ny=397, tmax=21))])
+@pytest.mark.parametrize("threads", [2, 3])
+def test_on_a_team_the_time_tiles_run_in_parallel_wavefronts(name, sizes, threads,
+                                                             monkeypatch):
+    monkeypatch.setattr(openmp, "MIN_PARALLEL_WORK", 0)     # small sizes fork all the same
+    text, fn, make = KERNELS[name](**sizes)
+    messages = []
+    compiled = polyopt.compile(text, hopt=True, parallel=True, threads=threads,
+                               remark=lambda loc, m: messages.append(m))
+    scheduled = next(m for m in messages if m.startswith("auto-schedule"))
+    assert "time tiles of" in scheduled and "tiles run in wavefronts" in scheduled, messages
+    # the wavefront loop is sequential; inside it, the tiles of one wavefront are parallel
+    parallel = [op for op in compiled.module.walk() if isinstance(op, AffineParallelOp)]
+    assert len(parallel) == 1
+    assert isinstance(parallel[0].parent_op, AffineForOp)
+    inputs = make(np.random.default_rng(5))
+    want = _run(text, fn, inputs)
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in inputs]
+    compiled[fn](*args)
+    for w, g in zip(want, [a for a in args if isinstance(a, np.ndarray)]):
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
+
+
+def test_one_thread_keeps_1d_sweeps_apart_and_a_team_tiles_them_across_the_rows():
+    from polyopt.schedules import auto_schedule
+    text, _, _ = KERNELS["jacobi_1d"](n=2000, tsteps=500)
+    _, _, messages = _schedule(text)
+    assert "fused" not in messages[0]          # one thread: each sweep is one vector loop
+    _, _, messages = _schedule(text, AutoScheduleOptions(team=2))
+    rows = -(-1999 // (auto_schedule.POINT_TILES_PER_THREAD * 2))
+    assert (f"time tiles of {auto_schedule.POINT_TIME_TILE} steps x {rows} rows"
+            in messages[0]), messages
