@@ -516,9 +516,11 @@ def pack_blis_operands(top: AffineForOp, a: Value, bmat: Value, params: BlisPara
         # (measured on SGEMM 1000^3: 0.93x -> 0.97x; DGEMM with 4-row (32-byte) rows, same
         # run: 2088 +1.3-1.4%, 1000^3 +2.8%; with 64-byte rows the plain copy is 3% faster)
         from .packing_loops import panelize_rows
-        for nest in info_a.copy_in:
+        for nest in list(info_a.copy_in):
             if isinstance(nest, AffineForOp):
-                panelize_rows(nest, params.M_R)
+                main = panelize_rows(nest, params.M_R)
+                if main is not None:    # packing nests both: on threads, the team runs them
+                    info_a.copy_in.insert(info_a.copy_in.index(nest), main)
     if layout_b is not None:
         # B's rows go to N_R-wide micro-panels: copy them one panel row at a time
         from .packing_loops import panelize_columns

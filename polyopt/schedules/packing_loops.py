@@ -51,17 +51,18 @@ def _rebase_inside(outer_iv, inner_loop, scale: int, loc) -> None:
     fold_affine_apply(apply)
 
 
-def panelize_rows(r_loop, m_r: int) -> bool:
+def panelize_rows(r_loop, m_r: int):
     """``for r { for .. { for c { buf[.., r] = I[.., r, c] }}}`` over rows that start at a
     multiple of ``m_r`` -> full micro-panels first, each row of a panel innermost and unrolled
     (``for rp step m_r { for .. { for c { m_r copies }}}``): the ``m_r`` stores of one ``c``
     are consecutive in the micro-panel and LLVM turns the ``c`` loop into contiguous vector
     loads and interleaving shuffles instead of scatters; the rows of a last partial panel keep
-    the original loop.  Returns whether the nest was changed."""
+    the original loop.  Returns the new loop over full panels, inserted before ``r_loop``
+    (the remainder from then on), or ``None`` when the nest is unchanged."""
     from ..affine.dialects.affine import AffineForOp
     from ..affine.loop_utils import simplify_affine_expr, unroll_full
     if not _aligned_unit_loop(r_loop, m_r):
-        return False
+        return None
     ub = r_loop.upper_map
     full_ub = AffineMap.get(ub.num_dims, ub.num_symbols,
                             tuple(simplify_affine_expr(e.floordiv(m_r) * m_r)
@@ -75,7 +76,7 @@ def panelize_rows(r_loop, m_r: int) -> bool:
     rest = _remainder_lower_bound(r_loop, full_ub)
     if rest is None:
         main.erase()
-        return False
+        return None
     r_loop.set_lower_bound(*rest)
     # rows inside a panel: innermost loop, fully unrolled
     loads = [op for op in main.walk() if op.name == "affine.load"]
@@ -87,7 +88,7 @@ def panelize_rows(r_loop, m_r: int) -> bool:
         op.move_before(rr_loop.body.terminator)
     _rebase_inside(main.induction_var, rr_loop, 1, r_loop.loc)
     unroll_full(rr_loop)
-    return True
+    return main
 
 
 def panelize_columns(c_loop, n_r: int) -> bool:

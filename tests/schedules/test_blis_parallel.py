@@ -192,3 +192,27 @@ def test_gepb_with_one_block_of_b_runs_its_m_c_blocks_on_the_threads(m, n, k, at
     module["matmul"](*out)
     assert np.array_equal(out[2], one)
     assert np.array_equal(_run(src, 3, args, **ALL), one)
+
+
+@pytest.mark.parametrize("dtype,attrs", [
+    ("f64", {"l2_block": '"B"'}),                                 # GEPB: A's block is shared
+    ("f32", {"l2_block": '"B"'}),
+    ("f64", {"l2_block": '"A"', "N_C": "64 : i32"}),               # GEBP: B's panel is shared
+])
+def test_every_copy_into_the_shared_block_runs_on_the_team(dtype, attrs):
+    """The shared operand's packing loop is split into full micro-panels and a last partial
+    one (``panelize_rows``); the team ran only the latter (DGEMM 2088 on 2 threads packed
+    A's 4 MiB blocks on one thread: 0.93x numpy, 1.04x once both loops ran on the team)."""
+    from polyopt.affine.dialects.affine import AffineParallelOp
+    m, n, k = 2086, 512, 300                 # a partial micro-panel of rows at the end
+    compiled = polyopt.compile(matmul_source(m, n, k, dtype, attrs), threads=2, **ALL)
+    func = next(op for op in compiled.module.walk() if op.name == "func.func")
+    args = func.regions[0].blocks[0].args
+    for op in compiled.module.walk():
+        if op.name == "affine.load" and op.operands[0] in (args[0], args[1]):
+            # every read of A or B is a packing copy, on the team
+            assert any(isinstance(a, AffineParallelOp) for a in op.ancestors()), op
+    out = [a.copy() for a in _operands(m, n, k, dtype)]
+    compiled["matmul"](*out)
+    assert np.array_equal(out[2], _run(matmul_source(m, n, k, dtype, attrs), 1,
+                                       _operands(m, n, k, dtype), **ALL))
