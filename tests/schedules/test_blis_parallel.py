@@ -10,7 +10,7 @@ import pytest
 
 import polyopt
 from polyopt.bench import conv2d_source, ConvShape, matmul_source
-from polyopt.schedules.blis_parallel import balance_m_c
+from polyopt.schedules.blis_parallel import balance_m_c, balance_n_c
 from polyopt.schedules.blis_schedule import BlisParams
 from upstream_mlir import mlir_opt
 
@@ -148,6 +148,16 @@ def test_m_c_is_balanced_over_the_threads():
     assert r.M_C == 336 and -(-1000 // r.M_C) == 3
     assert balance_m_c(p, 2088, 2, {"M_C": 501}) is p   # the user's M_C is kept
     assert balance_m_c(p, 5, 2) is p                     # fewer rows than threads x M_R
+
+
+def test_n_c_is_balanced_in_micro_panels():
+    # PolyBench gemm's 1100 columns: 35 panels of 32; 9 blocks of 4 panels gave one thread
+    # 20 panels and the other 15; 12 blocks of 3 give 18 and 17
+    p = BlisParams(M_C=1000, K_C=240, N_C=128, M_R=4, N_R=32, l2_block="B")
+    assert balance_n_c(p, 1100, 2).N_C == 96
+    assert balance_n_c(p, 2048, 2) is p                  # 16 blocks: 8 each already
+    assert balance_n_c(p, 2048, 3).N_C == 64             # 32 blocks of 2 panels: 22, 22, 20
+    assert balance_n_c(p, 40, 2) is None                 # fewer panels than threads
 
 
 def test_a_raised_contraction_with_a_temporary_output_runs_on_the_team():
