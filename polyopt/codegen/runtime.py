@@ -290,7 +290,18 @@ def _rtclock():
     return time.time()
 
 
-_failures = threading.local()
+
+
+class _ThreadFailures(threading.local):
+    """Each thread's pending ``cf.assert`` messages.  The class attribute is the default a
+    thread sees before its first failure: read through ``getattr`` with a default, a missing
+    attribute raised and swallowed an AttributeError on every call of every function that
+    can fail an assert (0.7 of the 0.9 microseconds a 1x1 ``?x?`` matmul call took)."""
+
+    messages: list[str] | None = None
+
+
+_failures = _ThreadFailures()
 # failures on threads Python did not start (the OpenMP team's workers): the Python call that
 # forked the team takes them
 _foreign_failures: list[str] = []
@@ -305,7 +316,7 @@ def _assert_fail(ptr):
         with _foreign_lock:
             _foreign_failures.append(message)
         return
-    pending = getattr(_failures, "messages", None)
+    pending = _failures.messages
     if pending is None:
         pending = _failures.messages = []
     pending.append(message)
@@ -314,9 +325,9 @@ def _assert_fail(ptr):
 def take_assert_failures() -> list[str]:
     """The messages of the ``cf.assert`` failures since the last call, in this thread (and
     in the OpenMP workers of its parallel regions)."""
-    pending = getattr(_failures, "messages", None) or []
+    pending = _failures.messages or []
     if pending:
-        _failures.messages = []
+        _failures.messages = None
     if _foreign_failures:
         with _foreign_lock:
             pending = pending + _foreign_failures
