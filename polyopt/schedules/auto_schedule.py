@@ -220,6 +220,11 @@ ROW_TILE = 16
 #: 1024 (0.336 one thread untiled, forking each sweep 1.3 ms)
 POINT_TIME_TILE = 32
 POINT_TILES_PER_THREAD = 2
+#: updates a time tile of a team's wavefront must hold, else the sweeps keep their one-thread
+#: schedule: forking the team costs about a microsecond.  jacobi-1d MEDIUM (100 steps of 2 x
+#: 400 points, 6400 updates per tile) ran 0.65x its single thread in wavefronts; LARGE (32000
+#: per tile) 1.3x
+MIN_WAVEFRONT_TILE = 16384
 #: seconds ISL's skewed search may take on a nest whose outer-parallel schedule is at hand
 JACOBI_TIME_LIMIT = 2.0
 UNBOUNDED_TIME_LIMIT = 1.0
@@ -688,7 +693,6 @@ def _fuse_sweeps(model: PolyhedralModel, deps, schedule: isl.UnionMap,
     tile_wavefront`).  ``schedule`` unchanged otherwise.  Returns the schedule and the
     remark's words."""
     from .shift_fusion import fuse_with_shifts, sequence_position, _constant_dim, _maps
-    wavefront = team > 1
     p = sequence_position(schedule)
     if p is None:
         return schedule, ""
@@ -697,7 +701,10 @@ def _fuse_sweeps(model: PolyhedralModel, deps, schedule: isl.UnionMap,
     # an inner loop stays for the vectorizer; rows of one point (1-D sweeps) only as time
     # tiles in wavefronts, with each sweep's row loop innermost
     points = any(all(_constant_dim(m, d) is not None for d in range(p + 2, n)) for m in maps)
-    if points and not (wavefront and p == 1):
+    tiles = _wavefront_tiles(model, schedule, p, points, team) if team > 1 and p == 1 \
+        else None
+    wavefront = tiles is not None
+    if points and not wavefront:
         return schedule, ""
     by_position: dict[int, set[str]] = {}
     for m in maps:
@@ -724,12 +731,7 @@ def _fuse_sweeps(model: PolyhedralModel, deps, schedule: isl.UnionMap,
         from .shift_fusion import tile_time, time_skew
         k = time_skew(deps, fused)
         if k is not None:
-            steps, rows = TIME_TILE, ROW_TILE
-            if points:
-                # rows of one point: a wavefront of 16 x 16 tiles is 512 updates, less than
-                # forking the team costs; POINT_TILES_PER_THREAD tiles across the rows
-                steps = POINT_TIME_TILE
-                rows = max(rows, -(-_row_extent(fused) // (POINT_TILES_PER_THREAD * team)))
+            steps, rows = tiles or (TIME_TILE, ROW_TILE)
             tiled = tile_time(model, fused, k, steps, rows, rows_inside=points)
             try:
                 check_legality(model, tiled, deps)
@@ -749,18 +751,44 @@ def _fuse_sweeps(model: PolyhedralModel, deps, schedule: isl.UnionMap,
     return fused, words
 
 
-def _row_extent(fused: isl.UnionMap) -> int:
-    """How many rows (dimension 1 of the fused schedule) the sweeps cover, or
-    :data:`ROW_TILE` when that is not a constant."""
+def _wavefront_tiles(model: PolyhedralModel, schedule: isl.UnionMap, p: int, points: bool,
+                     team: int) -> Optional[tuple[int, int]]:
+    """The steps and rows of the time tiles a ``team`` runs in wavefronts, for the sweeps of
+    ``schedule`` (time at dimension 0, rows at ``p + 1``); ``None`` when a tile would hold
+    fewer than :data:`MIN_WAVEFRONT_TILE` updates (then the team would wait on forks).
+    Rows of one point (``points``): :data:`POINT_TIME_TILE` steps and
+    :data:`POINT_TILES_PER_THREAD` tiles across the rows per thread; a wavefront of 16 x 16
+    such tiles is 512 updates."""
+    steps_extent, rows_extent = _dim_extent(schedule, 0), _dim_extent(schedule, p + 1)
+    steps, rows = TIME_TILE, ROW_TILE
+    if points:
+        steps = POINT_TIME_TILE
+        rows = max(rows, -(-(rows_extent or ROW_TILE) // (POINT_TILES_PER_THREAD * team)))
+    total = 0
+    for st in model.statements:
+        if st.domain.dim(isl.dim_type.param) or not st.domain.count_val().is_int():
+            return steps, rows                  # sizes not known: the team runs its tiles
+        total += st.domain.count_val().to_python()
+    if steps_extent and rows_extent:
+        per_step_row = total / (steps_extent * rows_extent)
+        if min(steps, steps_extent) * min(rows, rows_extent) * per_step_row < \
+                MIN_WAVEFRONT_TILE:
+            return None
+    return steps, rows
+
+
+def _dim_extent(umap: isl.UnionMap, d: int) -> Optional[int]:
+    """How many values output dimension ``d`` of ``umap`` takes, end to end; ``None`` when
+    that is not a constant."""
     from .shift_fusion import _maps
     low = high = None
-    for m in _maps(fused):
-        lo, hi = m.range().dim_min_val(1), m.range().dim_max_val(1)
+    for m in _maps(umap):
+        lo, hi = m.range().dim_min_val(d), m.range().dim_max_val(d)
         if not (lo.is_int() and hi.is_int()):
-            return ROW_TILE
+            return None
         low = lo.to_python() if low is None else min(low, lo.to_python())
         high = hi.to_python() if high is None else max(high, hi.to_python())
-    return ROW_TILE if low is None else high - low + 1
+    return None if low is None else high - low + 1
 
 
 def _register_steps(ops: list[Operation]) -> str:

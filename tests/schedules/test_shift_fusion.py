@@ -85,8 +85,8 @@ def test_small_arrays_and_the_switch_leave_the_sweeps_apart():
     assert "fused" not in messages[0]
 
 
-@pytest.mark.parametrize("name,sizes", [("jacobi_1d", dict(n=301, tsteps=45)),
-                                        ("jacobi_1d", dict(n=97, tsteps=40)),
+@pytest.mark.parametrize("name,sizes", [("jacobi_1d", dict(n=2003, tsteps=70)),
+                                        ("jacobi_1d", dict(n=1601, tsteps=45)),
                                         ("jacobi_2d", dict(n=389, tsteps=37)),
                                         ("heat_3d", dict(n=61, tsteps=19)),
                                         ("fdtd_2d", dict(nx=361, ny=397, tmax=21))])
@@ -118,6 +118,10 @@ def test_one_thread_keeps_1d_sweeps_apart_and_a_team_tiles_them_across_the_rows(
     _, _, messages = _schedule(text)
     assert "fused" not in messages[0]          # one thread: each sweep is one vector loop
     _, _, messages = _schedule(text, AutoScheduleOptions(team=2))
-    rows = -(-1999 // (auto_schedule.POINT_TILES_PER_THREAD * 2))
+    rows = -(-1998 // (auto_schedule.POINT_TILES_PER_THREAD * 2))
     assert (f"time tiles of {auto_schedule.POINT_TIME_TILE} steps x {rows} rows"
             in messages[0]), messages
+    # PolyBench's MEDIUM size: 6400 updates per tile, too little to fork the team for
+    text, _, _ = KERNELS["jacobi_1d"](n=400, tsteps=100)
+    _, _, messages = _schedule(text, AutoScheduleOptions(team=2))
+    assert "fused" not in messages[0]
