@@ -434,6 +434,9 @@ def _pass_with_options(name: str, options: str) -> tuple[Pass, object]:
                 f"{', '.join(k.replace('_', '-') for k in known) or 'none'})")
         kwargs[fname] = _value(val, known[fname].type, f"{name}{{{key}}}")
         last = fname
+    if isinstance(kwargs.get("threads"), int) and kwargs["threads"] < 1:
+        raise PipelineSyntaxError(f"{name}{{threads}} must be a positive integer, got "
+                                  f"{kwargs['threads']}")
     return p, p.options(**kwargs)
 
 

@@ -108,6 +108,10 @@ def test_print_ir_after(capsys):
     (["--print-ir-after", "nope"], "--print-ir-after: unknown pass 'nope'"),
     (["-p", "hopt-expand{form=diag}"], "form must be row or col (empty: the model's choice), "
                                        "got 'diag'"),
+    (["-p", "hopt-schedule{threads=0}"], "hopt-schedule{threads} must be a positive integer, "
+                                         "got 0"),
+    (["-p", "hopt-parallel{threads=-2}"], "hopt-parallel{threads} must be a positive integer, "
+                                          "got -2"),
 ])
 def test_pipeline_errors(capsys, args, message):
     assert main(["opt", str(EXAMPLES / "hop_matmul.mlir"), *args]) == 1
