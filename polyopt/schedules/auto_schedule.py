@@ -24,8 +24,8 @@ Choices made on the way: a band whose data fit in L2 is not tiled (matrix-vector
 products: tiles only cut the streams); a Jacobi-style stencil (innermost loops parallel)
 takes ISL's outer-parallel schedule, untiled, with the sweeps of each time step fused with
 shifts when their arrays exceed L2 and then cut into time tiles of steps x skewed rows
-(:mod:`~polyopt.schedules.shift_fusion`; on a team of threads, whatever their size, with the
-tiles in parallel wavefronts); the original
+(:mod:`~polyopt.schedules.shift_fusion`; on a team of threads, whatever the arrays' size, with
+the tiles in parallel wavefronts when a tile holds enough work); the original
 order is kept (and jammed) when ISL's schedule would stream an array larger than L2 more
 often than the stride-1 original (atax), or skews a recurrence that is latency-bound
 (seidel).
@@ -100,8 +100,8 @@ class AutoScheduleOptions:
     bands that start parallel and no skew (for a team of threads: gemver's ``x = x + z`` fused
     into the first iteration of ``w += A x`` made that loop sequential); ``team``: the threads
     the parallel loops will run on -- with more than one, the time tiles of fused stencil
-    sweeps run in wavefronts whose tiles are parallel (1-D sweeps too, which one thread runs
-    untiled)."""
+    sweeps run in wavefronts whose tiles are parallel, where a tile holds enough work (1-D
+    sweeps too, which one thread runs untiled)."""
 
     tile: bool = True
     tile_sizes: Optional[tuple[int, ...]] = None
@@ -689,9 +689,9 @@ def _fuse_sweeps(model: PolyhedralModel, deps, schedule: isl.UnionMap,
     """The sweeps of a time step fused on their outer loop with shifts
     (:func:`~polyopt.schedules.shift_fusion.fuse_with_shifts`) when they share an array
     larger than L2 and each keeps an inner loop, then cut into time tiles; on a ``team`` of
-    threads, always, with the tiles in wavefronts (:func:`~polyopt.schedules.shift_fusion.
-    tile_wavefront`).  ``schedule`` unchanged otherwise.  Returns the schedule and the
-    remark's words."""
+    threads, whenever a tile holds enough work (:func:`_wavefront_tiles`), with the tiles in
+    wavefronts (:func:`~polyopt.schedules.shift_fusion.tile_wavefront`).  ``schedule``
+    unchanged otherwise.  Returns the schedule and the remark's words."""
     from .shift_fusion import fuse_with_shifts, sequence_position, _constant_dim, _maps
     p = sequence_position(schedule)
     if p is None:
