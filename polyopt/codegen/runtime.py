@@ -296,7 +296,7 @@ class _ThreadFailures(threading.local):
     """Each thread's pending ``cf.assert`` messages.  The class attribute is the default a
     thread sees before its first failure: read through ``getattr`` with a default, a missing
     attribute raised and swallowed an AttributeError on every call of every function that
-    can fail an assert (0.7 of the 0.9 microseconds a 1x1 ``?x?`` matmul call took)."""
+    can fail an assert (0.5 of the 0.9 microseconds a 1x1 ``?x?`` matmul call took)."""
 
     messages: list[str] | None = None
 

@@ -12,8 +12,9 @@ run.  A call shorter than :data:`~polyopt.bench.MIN_SAMPLE_SECONDS` is repeated,
 restored arrays, until the sample lasts that long, and the sample is the median of the calls
 after the first: a lone 0.35 ms jacobi-1d call on two threads right after another build read
 0.26-0.37 ms (the team waking up, or the other OpenMP runtime's threads still spinning on the
-second core).  Every build's arrays start at a page boundary, as PolyBench/C's ``polybench_alloc_data``
-allocates them (:data:`ALIGNMENT`).  A build that fails (polyopt cannot compile the kernel, clang-22 is missing) or computes
+second core).  Every build's arrays start at a page boundary, as PolyBench/C's
+``polybench_alloc_data`` allocates them (:data:`ALIGNMENT`).  A build that fails (polyopt
+cannot compile the kernel, clang-22 is missing) or computes
 something else is a row with the reason, not the end of the run.
 """
 

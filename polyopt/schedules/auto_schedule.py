@@ -741,7 +741,7 @@ def _fuse_sweeps(model: PolyhedralModel, deps, schedule: isl.UnionMap,
                       f"step)")
             if wavefront:
                 from .shift_fusion import tile_wavefront
-                front = tile_wavefront(tiled)
+                front = tile_wavefront(model, tiled)
                 try:
                     check_legality(model, front, deps)
                 except ScheduleError:

@@ -195,15 +195,12 @@ def tile_time(model: PolyhedralModel, fused: isl.UnionMap, skew: int, time_tile:
     return fused.apply_range(tiles)
 
 
-def tile_wavefront(tiled: isl.UnionMap) -> isl.UnionMap:
+def tile_wavefront(model: PolyhedralModel, tiled: isl.UnionMap) -> isl.UnionMap:
     """Time tiles ``S -> [T, R, rest]`` (:func:`tile_time`) in wavefronts: ``S -> [T + R,
     R, rest]``.  Every dependence goes to a tile with ``T`` and ``R`` no smaller, so the
     tiles of one wavefront are independent and its ``R`` loop is parallel."""
     n = _maps(tiled)[0].dim(isl.dim_type.out)
     ins = ", ".join(f"d{k}" for k in range(n))
     outs = ["d0 + d1"] + [f"d{k}" for k in range(1, n)]
-    space = tiled.get_space()
-    params = [space.get_dim_name(isl.dim_type.param, k)
-              for k in range(space.dim(isl.dim_type.param))]
-    front = isl.UnionMap(f"[{', '.join(params)}] -> {{ [{ins}] -> [{', '.join(outs)}] }}")
+    front = isl.UnionMap(f"{model.param_space()}{{ [{ins}] -> [{', '.join(outs)}] }}")
     return tiled.apply_range(front)
