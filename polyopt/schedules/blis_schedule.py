@@ -222,8 +222,17 @@ def rows_in_one_l1_set(rows: int, row_bytes: Optional[int], width_bytes: int,
     return max(count.values())
 
 
+#: GEBP keeps B's K_C x N_R micro-panel in L1, so a wider tile has a shallower k loop, and each
+#: micro-kernel call loads and stores its tile of C once per K_C.  Where K is deeper than that,
+#: the tile is at most as wide as leaves K_C this deep (Zen 4, one thread, GEBP, same runs:
+#: 49x512x4608 f64 3x32 (K_C 80) 1.02x numpy, 3x16..7x16 (K_C 168) 1.11x-1.16x, 7x8 1.15x;
+#: 32x2048x2048 f32 3x64 1.20x, 3x32 1.32x; f64 3x32 1.04x-1.07x, 3x16 1.05x, 7x16 1.08x)
+GEBP_MIN_K_C = 160
+
+
 def _register_tile(machine: MachineModel, elem_bytes: int,
-                   c_row_bytes: Optional[int] = None, gebp: bool = True) -> TileChoice:
+                   c_row_bytes: Optional[int] = None, gebp: bool = True,
+                   k: Optional[int] = None) -> TileChoice:
     """The row-form register tile from the machine's facts (no CPU names):
 
     * registers: accumulators + B's vectors + A's broadcasts <= ``num_vector_registers`` (no
@@ -238,7 +247,9 @@ def _register_tile(machine: MachineModel, elem_bytes: int,
       apart (a convolution's 64 channels of f32) fall in different sets and do not count.
       That limit is GEBP's (``gebp``): in GEPB's order B streams through L1 beside A's small
       micro-panel, and C's tile is fetched into L1 near the end of its k loop (Zen 4, 2088 and
-      1000 squares, same run: 4x32 1.0-1.01x 3x32, 4x64 1.02-1.03x 3x64);
+      1000 squares, same run: 4x32 1.0-1.01x 3x32, 4x64 1.02-1.03x 3x64).  GEBP's tile is also
+      no wider than leaves its K_C at least :data:`GEBP_MIN_K_C` deep when the reduction ``k``
+      is deeper (8 KiB-way L1s: 2 vectors);
     * with 16 registers: the tile with the fewest loads per FMA, at most 2 vectors wide in the
       permuted order (AVX2: 6x8 f64, 6x16 f32).
     The column form is not chosen by default: its C update goes through a transposed buffer
@@ -251,6 +262,13 @@ def _register_tile(machine: MachineModel, elem_bytes: int,
     wide = regs >= 32
     set_rows = max(1, round(ways / 3))
     max_vecs = 4 if wide else 2
+    shallow = None
+    if wide and gebp and k is not None:
+        deep_enough = [nv for nv in range(1, max_vecs + 1)
+                       if _gebp_k_c(machine, elem_bytes, nv * lanes) >= min(k, GEBP_MIN_K_C)]
+        if max(deep_enough, default=1) < max_vecs:
+            shallow = _gebp_k_c(machine, elem_bytes, max_vecs * lanes)
+        max_vecs = max(deep_enough, default=1)
     target = max(need, regs // 2)
     order = "ji" if wide else "ij"
     best = None
@@ -283,6 +301,10 @@ def _register_tile(machine: MachineModel, elem_bytes: int,
                 f"{mr} rows: the most accumulators up to half of the registers, then the "
                 f"fewest loads per FMA ({(mr + nv) / acc:.2f})" if wide else
                 f"{(mr + nv) / acc:.2f} loads per FMA, the fewest in {regs} registers"))
+    if shallow is not None:
+        reasons += (f"{nv} vectors wide: GEBP's K_C {_gebp_k_c(machine, elem_bytes, nv * lanes)}"
+                    f" (B's micro-panel in L1) for K = {k}; 4 vectors would leave {shallow}, "
+                    f"less than {GEBP_MIN_K_C} k per load and store of C's tile",)
     return TileChoice(mr, nv * lanes, order, "row", reasons)
 
 
@@ -364,14 +386,18 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
     machine = machine or MachineModel()
     given = {key: v for key, v in (given or {}).items() if v is not None}
     origin = {}
-    # GEPB's tile when GEPB is what the model would choose for it, else GEBP's
+    # GEPB's tile when GEPB is what the model would choose for it, else GEBP's.  The order is
+    # decided with GEPB's M_R: deciding again with GEBP's (fewer rows) could flip it back to
+    # GEPB with a tile made for GEBP (49x512x4608 f64 on Zen 4 ran GEPB with 3x32: 0.97x-0.99x
+    # numpy; GEBP with its own tile 1.14x)
     tile = _register_tile(machine, elem_bytes, c_row_bytes, gebp=False)
+    decision_mr = given.get("M_R", tile.m_r)
     if given.get("l2_block") == "A" or _choose_l2_block(
-            machine, elem_bytes, k, given.get("M_R", tile.m_r),
+            machine, elem_bytes, k, decision_mr,
             given.get("register_form", tile.form),
             _gebp_k_c(machine, elem_bytes, given.get("N_R", tile.n_r)),
-            _gepb_k_c(machine, elem_bytes, given.get("M_R", tile.m_r)), given, m, n)[0] == "A":
-        tile = _register_tile(machine, elem_bytes, c_row_bytes)
+            _gepb_k_c(machine, elem_bytes, decision_mr), given, m, n)[0] == "A":
+        tile = _register_tile(machine, elem_bytes, c_row_bytes, k=k)
     if given.get("register_form") == "col":
         tile = _column_tile(machine, elem_bytes)
     mr, nr, order = tile.m_r, tile.n_r, tile.order
@@ -395,8 +421,8 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
                       "added through a transposed buffer)")
         order = given.get("register_order", "ji")
     kc_gebp = _gebp_k_c(machine, elem_bytes, nr)
-    l2_block, why = _choose_l2_block(machine, elem_bytes, k, mr, form, kc_gebp,
-                                     _gepb_k_c(machine, elem_bytes, mr), given, m, n)
+    l2_block, why = _choose_l2_block(machine, elem_bytes, k, decision_mr, form, kc_gebp,
+                                     _gepb_k_c(machine, elem_bytes, decision_mr), given, m, n)
     reasons.append(why)
     if l2_block == "B":
         kc, mc, nc, more = _gepb_blocking(m, n, k, elem_bytes, machine, mr, nr, given)

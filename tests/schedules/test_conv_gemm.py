@@ -152,11 +152,13 @@ def test_k_c_holds_whole_channel_runs_without_padding_the_last_block():
     assert conv_k_c(64, 576, 80, 40) == 576 // 8    # the limit never goes below k_c
 
 
-@pytest.mark.parametrize("machine_l2, k_c", [(1 << 20, 576), (64 << 10, 288), (16 << 10, 96)])
+@pytest.mark.parametrize("machine_l2, k_c", [(1 << 20, 576), (64 << 10, 288), (32 << 10, 192),
+                                             (16 << 10, 144)])
 def test_k_c_follows_l2(monkeypatch, machine_l2, k_c):
     """expand_conv_tiled gives B's K_C x N_C block half of L2: a 3x3 on 64 channels and 16
-    filters (q = 576, f32) gets all of q with 1 MiB, 288 with 64 KiB, 96 with 16 KiB (runs of
-    32 channels); checked by running it."""
+    filters (q = 576, f32) gets all of q with 1 MiB, 288 with 64 KiB, 192 with 32 KiB; with 16
+    KiB, 144, the split of q nearest the model's own K_C (168: GEBP's micro-panel of B in two
+    thirds of L1), below which the limit never goes; checked by running it."""
     import dataclasses
 
     import polyopt.pipeline

@@ -4,9 +4,9 @@ and every choice carries the numbers behind it."""
 
 import pytest
 
-from polyopt.schedules.blis_schedule import (MachineModel, _accumulators_needed, _register_tile,
-                                             _row_need, default_blis_params, row_bytes,
-                                             rows_in_one_l1_set)
+from polyopt.schedules.blis_schedule import (GEBP_MIN_K_C, MachineModel, _accumulators_needed,
+                                             _gebp_k_c, _register_tile, _row_need,
+                                             default_blis_params, row_bytes, rows_in_one_l1_set)
 from polyopt.affine.types import MemRefType, StridedLayout, f32, f64
 
 ZEN3 = MachineModel(256, 16, 32 << 10, 512 << 10, l1d_ways=8, fma_latency=4, fma_per_cycle=2)
@@ -58,12 +58,42 @@ def test_rows_of_c_count_against_the_l1_ways_only_when_they_share_sets():
 def test_c_rows_in_different_sets_allow_a_taller_tile():
     """The ResNet-50 stem's C (12544 x 64 f32, rows 256 bytes apart) takes 4x64 on Zen 4,
     measured 1.19x the 3x64 of a C whose rows share one set (2026-11-25, same process)."""
-    stem = default_blis_params(12544, 64, 147, 4, ZEN4, c_row_bytes=256)
-    paper = default_blis_params(2088, 2048, 2048, 4, ZEN4, c_row_bytes=2048 * 4)
-    assert (stem.M_R, stem.N_R) == (4, 64)
-    assert (paper.M_R, paper.N_R) == (3, 64)
-    assert "C's rows 256 bytes apart" in stem.explain()
-    assert default_blis_params(12544, 64, 147, 4, ZEN4).M_R == 3     # stride unknown
+    stem = _register_tile(ZEN4, 4, c_row_bytes=256)
+    paper = _register_tile(ZEN4, 4, c_row_bytes=2048 * 4)
+    assert (stem.m_r, stem.n_r) == (4, 64)
+    assert (paper.m_r, paper.n_r) == (3, 64)
+    assert _register_tile(ZEN4, 4).m_r == 3     # stride unknown
+    assert "C's rows 256 bytes apart" in default_blis_params(12544, 64, 147, 4, ZEN4,
+                                                             c_row_bytes=256).explain()
+
+
+@pytest.mark.parametrize("machine,elem,vectors", [(ZEN4, 8, 2), (ZEN4, 4, 2), (ZEN5, 8, 3),
+                                                  (ZEN5, 4, 3)])
+def test_gebp_tile_leaves_k_c_deep_enough_for_a_deep_k(machine, elem, vectors):
+    """GEBP keeps B's K_C x N_R micro-panel in L1: a deep K takes a narrower tile whose K_C
+    is at least GEBP_MIN_K_C (Zen 4, 49x512x4608 f64: 3x32 with K_C 80 1.02x numpy, 3x16..7x16
+    with K_C 168 1.11x-1.16x); a K that one shallow K_C covers keeps 4 vectors."""
+    lanes = machine.lanes(elem)
+    deep = _register_tile(machine, elem, c_row_bytes=4096, k=4608)
+    assert deep.n_r == vectors * lanes
+    assert _gebp_k_c(machine, elem, deep.n_r) >= GEBP_MIN_K_C
+    assert _gebp_k_c(machine, elem, (vectors + 1) * lanes) < GEBP_MIN_K_C
+    assert any("vectors wide: GEBP's K_C" in r for r in deep.reasons)
+    assert _register_tile(machine, elem, c_row_bytes=4096, k=64).n_r == 4 * lanes
+    assert _register_tile(machine, elem, c_row_bytes=4096).n_r == 4 * lanes   # K unknown
+
+
+def test_the_loop_order_is_decided_once():
+    """A short A makes GEBP the order, whose tile has fewer rows; deciding again with them
+    (49 rows: 17 micro-panels of 3, no longer short) gave GEPB with GEBP's tile, 0.97x numpy
+    on Zen 4 where GEBP with its own tile ran 1.11x."""
+    zen4 = MachineModel(512, 32, 32 << 10, 1 << 20, l1d_ways=8, fma_latency=4, fma_per_cycle=1,
+                        full_width_fma=False, embedded_broadcast=True, l2_bytes_per_cycle=32)
+    p = default_blis_params(49, 512, 4608, 8, zen4, c_row_bytes=4096)
+    assert p.l2_block == "A"
+    assert (p.M_R, p.N_R) == (3, 16) and p.K_C >= GEBP_MIN_K_C
+    assert "M = 49 is 13 micro-panels of A" in p.explain()
+    assert default_blis_params(2088, 2048, 2048, 8, zen4, c_row_bytes=16384).l2_block == "B"
 
 
 def test_row_bytes_reads_the_memref_type():
@@ -75,10 +105,10 @@ def test_row_bytes_reads_the_memref_type():
 def test_blocking_follows_the_caches_and_says_why():
     p4 = default_blis_params(2088, 2048, 2048, 8, ZEN4)
     p5 = default_blis_params(2088, 2048, 2048, 8, ZEN5)
-    # B's K_C x N_R micro-panel in 2/3 of L1's ways: a larger L1 gives a deeper K_C
+    # B's K_C x N_R micro-panel in 2/3 of L1's ways: a larger L1 holds a larger one
     assert p4.K_C * p4.N_R * 8 <= 0.67 * ZEN4.l1d_bytes
     assert p5.K_C * p5.N_R * 8 <= 0.67 * ZEN5.l1d_bytes
-    assert p5.K_C > p4.K_C
+    assert p5.K_C * p5.N_R > p4.K_C * p4.N_R
     text = p4.explain()
     assert "form row" in text
     assert f"{p4.M_R}x{p4.N_R}: {p4.M_R * p4.N_R // 8} accumulators >= latency 4 x 1" in text
