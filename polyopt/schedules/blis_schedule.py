@@ -249,7 +249,7 @@ def _register_tile(machine: MachineModel, elem_bytes: int,
       micro-panel, and C's tile is fetched into L1 near the end of its k loop (Zen 4, 2088 and
       1000 squares, same run: 4x32 1.0-1.01x 3x32, 4x64 1.02-1.03x 3x64).  GEBP's tile is also
       no wider than leaves its K_C at least :data:`GEBP_MIN_K_C` deep when the reduction ``k``
-      is deeper (8 KiB-way L1s: 2 vectors);
+      is deeper (2 vectors with a 32 KiB L1, 3 with a 48 KiB one);
     * with 16 registers: the tile with the fewest loads per FMA, at most 2 vectors wide in the
       permuted order (AVX2: 6x8 f64, 6x16 f32).
     The column form is not chosen by default: its C update goes through a transposed buffer
@@ -303,7 +303,7 @@ def _register_tile(machine: MachineModel, elem_bytes: int,
                 f"{(mr + nv) / acc:.2f} loads per FMA, the fewest in {regs} registers"))
     if shallow is not None:
         reasons += (f"{nv} vectors wide: GEBP's K_C {_gebp_k_c(machine, elem_bytes, nv * lanes)}"
-                    f" (B's micro-panel in L1) for K = {k}; 4 vectors would leave {shallow}, "
+                    f" (B's micro-panel in L1) for K = {k}; the widest would leave {shallow}, "
                     f"less than {GEBP_MIN_K_C} k per load and store of C's tile",)
     return TileChoice(mr, nv * lanes, order, "row", reasons)
 
@@ -500,8 +500,8 @@ def _choose_l2_block(machine: MachineModel, elem_bytes: int, k: int, mr: int, fo
     if m is not None and n is not None and m < GEPB_MIN_PANELS_OF_A * mr \
             and k * n * elem_bytes > machine.l2_bytes:
         return "A", (gebp + f": M = {m} is {-(-m // mr)} micro-panels of A, fewer than "
-                            f"{GEPB_MIN_PANELS_OF_A}: GEPB's block of B in L2 would serve too "
-                            f"few of them")
+                            f"{GEPB_MIN_PANELS_OF_A} (of GEPB's {mr}-row tile): GEPB's block of "
+                            f"B in L2 would serve too few of them")
     bandwidth = machine.l2_bytes_per_cycle
     stream = machine.vector_bits // 8 * machine.fma_per_cycle / mr
     if bandwidth <= 0:
