@@ -61,6 +61,39 @@ def test_tile_and_block_edges(m, n, k):
     _check(F32["mm"], m, n, k, "f32")
 
 
+def test_a_short_a_takes_the_gebp_variant_at_run_time():
+    """On one thread, below GEPB_MIN_PANELS_OF_A of GEPB's micro-panels of A, against a B of
+    at least SHORT_A_MIN_N_K rows and columns, the function runs the order and tile the model
+    gives a short A (GEBP, a narrower tile with a deeper K_C); checked on both sides of each
+    switch, across its K_C blocks, on its tile's edges and with alpha."""
+    from polyopt.pipeline import machine_model
+    from polyopt.schedules.dynamic_gemm import SHORT_A_MIN_N_K, dynamic_params, short_a_params
+    machine = machine_model()
+    least = SHORT_A_MIN_N_K
+    for dtype, elem in (("f64", 8), ("f32", 4)):
+        short, rows = short_a_params(elem, machine, dynamic_params(elem, machine))
+        if short is None:
+            pytest.skip("the model runs a short A in the same order on this machine")
+        t = f"memref<?x?x{dtype}>"
+        remarks = []
+        mm = polyopt.compile(_source(t, t, t, f" {{alpha = 0.5 : {dtype}}}"),
+                             remark=lambda loc, msg: remarks.append(msg), threads=1,
+                             **ALL)["mm"]
+        assert any(f"M below {rows} (N and K at least {least}) at run time: GEBP" in r
+                   for r in remarks), remarks
+        nr, kc = short.N_R, short.K_C
+        for m, n, k in ((rows - 1, least + nr + 1, 2 * kc + 1), (rows, least + 1, kc + 1),
+                        (2, least + 2 * nr - 1, least), (short.M_R + 1, least - 1, 2 * kc),
+                        (rows - 2, 300, least - 1), (5, least, 2 * kc + 3)):
+            rng = np.random.default_rng(m * n)
+            tp = np.float64 if dtype == "f64" else np.float32
+            a, b, c = (rng.uniform(-1, 1, s).astype(tp) for s in ((m, k), (k, n), (m, n)))
+            want = c.astype(np.float64) + 0.5 * (a.astype(np.float64) @ b.astype(np.float64))
+            mm(a, b, c)
+            tol = (1e-13 if dtype == "f64" else 3e-6) * (k + 1) * 4
+            np.testing.assert_allclose(c, want, rtol=0, atol=tol)
+
+
 def test_partly_static_types_alpha_and_beta():
     src = _source("memref<?x40xf64>", "memref<40x?xf64>", "memref<?x?xf64>",
                   " {alpha = 2.5 : f64, beta = 0.5 : f64}")
