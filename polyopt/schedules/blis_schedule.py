@@ -469,6 +469,12 @@ def _gepb_k_c(machine: MachineModel, elem_bytes: int, mr: int) -> int:
 GEPB_MIN_PANELS_OF_A = 16
 
 
+def short_a(m: int, n: int, k: int, elem_bytes: int, machine: MachineModel, mr: int) -> bool:
+    """A of fewer than :data:`GEPB_MIN_PANELS_OF_A` micro-panels of ``mr`` rows against a B
+    larger than L2: one thread runs it in GEBP's order (:func:`_choose_l2_block`)."""
+    return m < GEPB_MIN_PANELS_OF_A * mr and k * n * elem_bytes > machine.l2_bytes
+
+
 def _choose_l2_block(machine: MachineModel, elem_bytes: int, k: int, mr: int, form: str,
                      kc_gebp: int, kc_gepb: int, given: dict, m: Optional[int] = None,
                      n: Optional[int] = None) -> tuple[str, str]:
@@ -497,8 +503,7 @@ def _choose_l2_block(machine: MachineModel, elem_bytes: int, k: int, mr: int, fo
         return "A", gebp + f": {', '.join(explicit)} given (the paper's loop order)"
     if form != "row":
         return "A", gebp + ": the column form broadcasts B"
-    if m is not None and n is not None and m < GEPB_MIN_PANELS_OF_A * mr \
-            and k * n * elem_bytes > machine.l2_bytes:
+    if m is not None and n is not None and short_a(m, n, k, elem_bytes, machine, mr):
         return "A", (gebp + f": M = {m} is {-(-m // mr)} micro-panels of A, fewer than "
                             f"{GEPB_MIN_PANELS_OF_A} (of GEPB's {mr}-row tile): GEPB's block of "
                             f"B in L2 would serve too few of them")

@@ -160,6 +160,39 @@ def test_n_c_is_balanced_in_micro_panels():
     assert balance_n_c(p, 40, 2) is None                 # fewer panels than threads
 
 
+@pytest.mark.parametrize("m,n,k,dtype", [(32, 2048, 2048, "f64"), (19, 1000, 700, "f32")])
+def test_a_short_a_splits_n_on_the_team(m, n, k, dtype):
+    """A short A (GEBP on one thread) is not split over the threads (a few micro-panels each):
+    the team splits N in GEPB's order, each thread its own block of B; the same bits as one
+    thread's GEBP nest at 2 and 3 threads (each element of C one chain of FMAs in k's order,
+    whatever the K_C blocks)."""
+    from polyopt.schedules.expand import matmul_blis_params
+    from polyopt.pipeline import machine_model
+    src = matmul_source(m, n, k, dtype)
+    op = next(o for o in polyopt.parse(src).walk() if o.name == "hop.matmul")
+    machine = machine_model()
+    assert matmul_blis_params(op, machine, 1).l2_block == "A"
+    team = matmul_blis_params(op, machine, 2)
+    assert team.l2_block == "B" and team.N_C < n
+    assert "the threads split N (jc)" in team.reasons[-1]
+    # a user's blocking is kept as given
+    given = matmul_source(m, n, k, dtype, {"M_C": "12 : i32"})
+    op = next(o for o in polyopt.parse(given).walk() if o.name == "hop.matmul")
+    assert matmul_blis_params(op, machine, 2).l2_block == "A"
+    args = _operands(m, n, k, dtype, seed=2)
+    one = _run(src, 1, args, **ALL)
+    ref = args[2].astype(np.float64) + args[0].astype(np.float64) @ args[1].astype(np.float64)
+    assert np.max(np.abs(one - ref)) <= (1e-12 if dtype == "f64" else 1e-4) * k
+    for threads in (2, 3):
+        remarks = []
+        f = polyopt.compile(src, threads=threads, remark=lambda loc, msg: remarks.append(msg),
+                            **ALL)["matmul"]
+        assert any("loop over N_C blocks (jc) parallel" in r for r in remarks), remarks
+        out = [a.copy() for a in args]
+        f(*out)
+        assert np.array_equal(out[-1], one), threads
+
+
 def test_a_raised_contraction_with_a_temporary_output_runs_on_the_team():
     """doitgen's contraction writes a fresh buffer, copied back after the nest: the threads
     share it as they share C (each its own rows or columns), so the nest is not left
