@@ -150,7 +150,8 @@ def matmul_blis_params(x, machine: Optional[MachineModel] = None,
     if threads <= 1:
         return params
     from .blis_parallel import balance_for_threads, one_block_of_b
-    if params.l2_block == "A" and not {"l2_block", "M_C", "K_C", "N_C"} & set(given):
+    if params.l2_block == "A" and params.register_form == "row" and \
+            not {"l2_block", "M_C", "K_C", "N_C"} & set(given):
         # a short A, which one thread runs in GEBP's order: split over the team its few
         # micro-panels would serve each thread's pass over B fewer still; the team splits
         # N instead, each thread with its own block of B, with one thread's register tile
