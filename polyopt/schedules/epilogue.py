@@ -20,7 +20,9 @@ nest) and
 
 :func:`epilogue_of` recognizes it; :class:`Epilogue` gives its values (the memrefs and scalars
 it reads from outside) and writes its body as MLIR text over a vector of w columns of C or over
-one element (``emit``), for the GEMM templates to splice where C's tile is final.
+one element (``emit``), for the GEMM templates (:mod:`~polyopt.schedules.lowp_gemm`,
+:mod:`~polyopt.schedules.amx_gemm`) to splice where C's tile is final, and for the f32/f64
+BLIS nest's stores of C in its last K block (:mod:`~polyopt.schedules.tile_epilogue`).
 """
 
 from __future__ import annotations

@@ -612,10 +612,48 @@ def expand_contraction(con: Contraction, *, tiled: bool = True,
                                 f"dynamic offset); generated register tile instead of the "
                                 f"micro-kernel")
             kernel = None
-    expand_matmul_tiled(mcon, machine, remark, copy=copy or microkernel_for is not None,
-                        steps=steps, microkernel=kernel, threads=threads)
+    epilogue = _epilogue_to_fuse(con, mcon, copy, steps, remark) if kernel is None else None
+    new_ops = expand_matmul_tiled(mcon, machine, remark,
+                                  copy=copy or microkernel_for is not None, steps=steps,
+                                  microkernel=kernel, threads=threads)
+    if epilogue is not None:
+        _fuse_epilogue(new_ops, mcon, epilogue, remark)
     if batch_loop is not None:
         _parallel_batch(batch_loop)
+
+
+def _epilogue_to_fuse(con: Contraction, mcon: Contraction, copy: bool,
+                      steps: RegisterTileSteps, remark: RemarkSink):
+    """The elementwise nest after a static f32/f64 product (:func:`~polyopt.schedules.
+    epilogue.epilogue_of`) when the register tile will keep C's tile in registers through
+    each K block (packing, unroll-and-jam, scalar replacement), or None."""
+    from .epilogue import epilogue_of
+    from .conv_gemm import _collapse_to_matrix
+    if not (copy and steps.unroll and steps.scalrep) or mcon.batch or \
+            con.schedule is not None:
+        return None
+    # nothing the product reads may be written by the nest: the convolution's image too,
+    # which A (its im2col stand-in) does not name
+    reads = (mcon.a.memref, mcon.b.memref,
+             *(v for v in con.anchor.operands if hasattr(v.type, "shape")))
+    return epilogue_of(con.anchor, mcon.c.memref, mcon.m, mcon.n, reads=reads, remark=remark,
+                       loc=con.loc, collapse=lambda v: _collapse_to_matrix(
+                           Builder.before(con.anchor), v, con.loc))
+
+
+def _fuse_epilogue(new_ops: list, mcon: Contraction, epilogue, remark: RemarkSink) -> None:
+    """:func:`~polyopt.schedules.tile_epilogue.fuse_epilogue_into_stores`, with a remark
+    either way."""
+    from .tile_epilogue import fuse_epilogue_into_stores
+    why = fuse_epilogue_into_stores(new_ops, mcon.c.memref, epilogue, mcon.loc)
+    if remark is None:
+        return
+    where = epilogue.nest.loc or mcon.loc
+    if why is None:
+        remark(where, f"fused into {mcon.kind}'s register tile after its last K block: the "
+                      f"epilogue over C ({epilogue.describe()})")
+    else:
+        remark(where, f"the epilogue over C after {mcon.kind} stays a nest of its own: {why}")
 
 
 def _parallel_batch(loop: AffineForOp) -> None:
