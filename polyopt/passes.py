@@ -176,7 +176,7 @@ def _raise_contractions(module, opts, remark):
             op.attributes[KEEP_SCHEDULE] = UnitAttr()
     tiles, count = args.pop("tiles"), iter(range(1 << 30))
     raise_contractions(module, remark=remark, on_raised=keep, machine=args["machine"],
-                       expand=lambda con: expand_contraction(con, remark=remark,
+                       threads=args["threads"], expand=lambda con: expand_contraction(con, remark=remark,
                                                              tiles=tiles(next(count)), **args))
 
 

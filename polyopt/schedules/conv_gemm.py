@@ -460,14 +460,17 @@ def _split_window(kind: str, shapes, strides, dilations, g: int,
     return (r.floordiv(ow), (r % ow) * sw + kk * dw, chan)
 
 
-def expand_conv_tiled(op, expand_contraction, machine=None, **options) -> None:
+def expand_conv_tiled(op, expand_contraction, machine=None, tiles: Optional[dict] = None,
+                      **options) -> None:
     """Expand ``op`` (a conv2d or conv1d op, or a :class:`ConvSpec`) as an implicit GEMM with
-    ``expand_contraction`` (the BLIS pipeline's entry, given ``machine`` and the ``options``).
-    An op is erased; a spec's anchor is left for its producer to erase."""
+    ``expand_contraction`` (the BLIS pipeline's entry, given ``machine`` and the ``options``);
+    ``tiles`` (BLIS parameters by attribute name, a pass's options) apply where the op has
+    none of its own.  An op is erased; a spec's anchor is left for its producer to erase."""
     from .blis_schedule import default_blis_params
     spec = op if isinstance(op, ConvSpec) else conv_spec(op)
+    given = {**(tiles or {}), **spec.tile_params}
     if spec.layout == "nchw":
-        _expand_nchw(spec, expand_contraction, machine, **options)
+        _expand_nchw(spec, expand_contraction, machine, given, **options)
         if spec is not op:
             op.erase()
         return
@@ -478,20 +481,22 @@ def expand_conv_tiled(op, expand_contraction, machine=None, **options) -> None:
     kw, channels = flt_shape[-3] if kind == "conv2d" else flt_shape[0], flt_shape[-2]
     rows, red, _ = window_map(spec)
     strides, dilations = spec.strides, spec.dilations
-    tiles = dict(spec.tile_params)
+    tiles = dict(given)
     if "K_C" not in tiles:
         from .blis_schedule import MachineModel
         elem_bytes = spec.output.type.element_type.width // 8
-        # (GEBP's K_C: the whole reduction or a divisor of it, then the tile sizes given make
-        # the nest GEBP)
+        # the model's loop order on one thread; a team runs GEBP (the threads split the M_C
+        # blocks, each packing its own im2col block of A)
+        order = {} if options.get("threads", 1) <= 1 else {"l2_block": "A"}
         model = default_blis_params(rows, out_shape[-1], red, elem_bytes, machine,
-                                    {"l2_block": "A", **tiles},
-                                    c_row_bytes=_output_row_bytes(spec))
+                                    {**order, **tiles}, c_row_bytes=_output_row_bytes(spec))
         # B's K_C x N_C block is packed once per K_C block and read again for every M_C
         # block of A (a third of L2): half of L2 for it
         n_c = min(out_shape[-1], model.N_C or out_shape[-1])
         limit = int((machine or MachineModel()).l2_bytes / 2 / (n_c * elem_bytes))
         tiles["K_C"] = conv_k_c(channels, red, model.K_C, limit)
+        # (a given K_C alone would make the nest GEBP, the paper's order)
+        tiles.setdefault("l2_block", model.l2_block)
     con, stand_in, windows = conv_as_matmul(spec, tiles)
     m_r = _register_rows(con, machine)
     expand_contraction(con, machine=machine, **options)
@@ -502,9 +507,10 @@ def expand_conv_tiled(op, expand_contraction, machine=None, **options) -> None:
     rewrite_stand_in(stand_in, inp, windows)
 
 
-def _expand_nchw(spec: ConvSpec, expand_contraction, machine, **options) -> None:
+def _expand_nchw(spec: ConvSpec, expand_contraction, machine, tiles: dict,
+                 **options) -> None:
     """The NCHW implicit GEMM (:func:`nchw_conv_as_matmul`) through ``expand_contraction``;
     the B packing nests of the stand-in become im2col copies of the image."""
-    con, stand_in, windows = nchw_conv_as_matmul(spec)
+    con, stand_in, windows = nchw_conv_as_matmul(spec, tiles)
     expand_contraction(con, machine=machine, **options)
     rewrite_stand_in(stand_in, spec.input, windows)

@@ -792,7 +792,7 @@ def expand_high_level_op(op: Operation, *, tiled: bool, machine: Optional[Machin
                          tiles: Optional[dict]) -> None:
     """One op of :func:`expansion_targets` becomes its loop nest (it is erased)."""
     if hasattr(op, "CONV_KIND"):
-        _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for, threads)
+        _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for, threads, tiles)
         return
     expand_contraction(contraction_of_op(op), tiled=tiled, machine=machine, remark=remark,
                        copy=copy, steps=steps, microkernel_for=microkernel_for,
@@ -832,9 +832,10 @@ def _mixed_takes(op) -> bool:
 
 
 def _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for,
-                 threads: int = 1) -> None:
+                 threads: int = 1, tiles: Optional[dict] = None) -> None:
     """A convolution: with ``tiled`` (``--hopt``), 2-D and 1-D ones as implicit GEMMs through
-    the matmul path (:mod:`polyopt.schedules.conv_gemm`), depthwise ones as their loop nest
+    the matmul path (:mod:`polyopt.schedules.conv_gemm`; ``tiles``, the pass's BLIS
+    parameters, where the op has none of its own), depthwise ones as their loop nest
     vectorized along the channels (with ``--hopt-vect``); otherwise the plain loop nest."""
     from .conv_loops import expand_conv_naive, vectorize_depthwise
     if not tiled:
@@ -848,5 +849,5 @@ def _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for,
             vectorize_depthwise(loops, width)
         return
     from .conv_gemm import expand_conv_tiled
-    expand_conv_tiled(op, expand_contraction, machine=machine, remark=remark, copy=copy,
-                      steps=steps, microkernel_for=microkernel_for, threads=threads)
+    expand_conv_tiled(op, expand_contraction, machine=machine, tiles=tiles, remark=remark,
+                      copy=copy, steps=steps, microkernel_for=microkernel_for, threads=threads)

@@ -82,14 +82,15 @@ class _Update:
 def raise_contractions(module: Operation, *, remark: Remark = None,
                        expand: Optional[Callable[[Contraction], None]] = None,
                        on_raised: Optional[Callable[[list], None]] = None,
-                       machine=None) -> int:
+                       machine=None, threads: int = 1) -> int:
     """Raise every top-level nest of ``module``'s functions that computes a contraction (see
     the module docstring): ``expand(contraction)`` builds its replacement in front of the nest
     (:func:`polyopt.schedules.expand.expand_contraction` with the pipeline's options; by
     default the naive nest of the contraction), then the nest is erased.  A nest that is not
     a contraction is tried as a convolution
     (:func:`polyopt.schedules.raise_convolutions.recognize_convolution`), whose implicit GEMM
-    goes through the same ``expand`` (``machine`` chooses its K_C).  Near misses get a
+    goes through the same ``expand`` (``machine`` and ``threads`` choose its K_C and loop
+    order).  Near misses get a
     remark.  ``on_raised(ops)`` receives the top-level ops that replaced each raised nest.
     Returns how many nests were raised."""
     if expand is None:
@@ -126,7 +127,7 @@ def raise_contractions(module: Operation, *, remark: Remark = None,
             if isinstance(con, Contraction):
                 expand(con)
             else:
-                con.expand(expand, machine)
+                con.expand(expand, machine, threads)
             top.erase()
             raised += 1
             if on_raised is not None:

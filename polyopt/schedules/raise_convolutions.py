@@ -71,12 +71,12 @@ class RaisedConvolution:
     def describe(self) -> str:
         return self.text
 
-    def expand(self, expand, machine=None) -> None:
+    def expand(self, expand, machine=None, threads: int = 1) -> None:
         """Build the implicit GEMM in front of the nest; ``expand(contraction)`` is the BLIS
-        pipeline's entry with its options bound (as for raised contractions).  The caller
-        erases the nest."""
+        pipeline's entry with its options bound (as for raised contractions; ``threads`` is
+        the one it runs on).  The caller erases the nest."""
         expand_conv_tiled(self.spec, lambda con, machine=None, **_: expand(con),
-                          machine=machine)
+                          machine=machine, threads=threads)
 
 
 def _affine_subscripts(relation: isl.Map, what: str, loc) -> list[tuple[dict, int]]:
