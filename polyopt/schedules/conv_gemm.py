@@ -483,20 +483,8 @@ def expand_conv_tiled(op, expand_contraction, machine=None, tiles: Optional[dict
     strides, dilations = spec.strides, spec.dilations
     tiles = dict(given)
     if "K_C" not in tiles:
-        from .blis_schedule import MachineModel
-        elem_bytes = spec.output.type.element_type.width // 8
-        # the model's loop order on one thread; a team runs GEBP (the threads split the M_C
-        # blocks, each packing its own im2col block of A)
-        order = {} if options.get("threads", 1) <= 1 else {"l2_block": "A"}
-        model = default_blis_params(rows, out_shape[-1], red, elem_bytes, machine,
-                                    {**order, **tiles}, c_row_bytes=_output_row_bytes(spec))
-        # B's K_C x N_C block is packed once per K_C block and read again for every M_C
-        # block of A (a third of L2): half of L2 for it
-        n_c = min(out_shape[-1], model.N_C or out_shape[-1])
-        limit = int((machine or MachineModel()).l2_bytes / 2 / (n_c * elem_bytes))
-        tiles["K_C"] = conv_k_c(channels, red, model.K_C, limit)
-        # (a given K_C alone would make the nest GEBP, the paper's order)
-        tiles.setdefault("l2_block", model.l2_block)
+        tiles.update(_k_c_and_order(spec, rows, red, channels, tiles, machine,
+                                    options.get("threads", 1)))
     con, stand_in, windows = conv_as_matmul(spec, tiles)
     m_r = _register_rows(con, machine)
     expand_contraction(con, machine=machine, **options)
@@ -505,6 +493,38 @@ def expand_conv_tiled(op, expand_contraction, machine=None, tiles: Optional[dict
     split_im2col_copies(stand_in, kind, (rows_hw, (kw, channels)), strides, dilations, inp,
                         m_r=m_r)
     rewrite_stand_in(stand_in, inp, windows)
+
+
+def _k_c_and_order(spec: ConvSpec, rows: int, red: int, channels: int, tiles: dict, machine,
+                   threads: int) -> dict:
+    """K_C and the loop order of an NHWC convolution's implicit GEMM (``rows`` x F x ``red``):
+    the model's order (``l2_block``; a given K_C alone would mean GEBP, the paper's order)
+    and K_C by :func:`conv_k_c` from the model's K_C, B's K_C x N_C block taking at most half
+    of L2 (it is packed once per K_C block and read again for every M_C block of A).  A team
+    runs GEPB only where B is one N_C block, so that the threads split the M_C blocks, each
+    packing its own im2col'd A, and otherwise GEBP: GEPB's team splits N, each thread then
+    packing the whole of A (on two Zen 4 threads conv3_x ran 0.86x and the strided conv3_1
+    0.55x GEBP's that way; conv2_x's 3x3, 64 filters, 1.07x)."""
+    from .blis_schedule import MachineModel, default_blis_params
+    elem_bytes = spec.output.type.element_type.width // 8
+    n = spec.output.type.shape[-1]
+    c_row_bytes = _output_row_bytes(spec)
+
+    def k_c_for(order: dict) -> tuple[int, str]:
+        model = default_blis_params(rows, n, red, elem_bytes, machine, {**order, **tiles},
+                                    c_row_bytes=c_row_bytes)
+        n_c = min(n, model.N_C or n)
+        limit = int((machine or MachineModel()).l2_bytes / 2 / (n_c * elem_bytes))
+        return conv_k_c(channels, red, model.K_C, limit), model.l2_block
+
+    k_c, order = k_c_for({})
+    if threads > 1 and order == "B" and "l2_block" not in tiles:
+        gepb = default_blis_params(rows, n, red, elem_bytes, machine,
+                                   {**tiles, "K_C": k_c, "l2_block": "B"},
+                                   c_row_bytes=c_row_bytes)
+        if gepb.N_C < n:
+            k_c, order = k_c_for({"l2_block": "A"})
+    return {"K_C": k_c, "l2_block": tiles.get("l2_block", order)}
 
 
 def _expand_nchw(spec: ConvSpec, expand_contraction, machine, tiles: dict,

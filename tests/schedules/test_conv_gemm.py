@@ -179,25 +179,29 @@ ZEN4 = dict(vector_bits=512, num_vector_registers=32, l1d_bytes=32 << 10, l2_byt
             full_width_fma=False, embedded_broadcast=True, l2_bytes_per_cycle=32.0)
 
 
-@pytest.mark.parametrize("threads, order", [(1, "B"), (2, "A"), (3, "A")])
-def test_one_thread_takes_the_models_loop_order(monkeypatch, threads, order):
-    """A 3x3 on 64 channels and 64 filters (ResNet-50's conv2_x, 28x28 here: q = 576, 784
-    rows) on a Zen 4 model: one thread runs GEPB, the order the model picks for the GEMM
-    (A's 4-row micro-panel in L1, B's 576 x 64 block in L2: 109.5 against GEBP's 102.1
-    GFLOPS at 56x56 on Zen 4, 2026-11-27); a team keeps GEBP, each thread packing its own
-    M_C block of im2col'd A (GEPB's team split N: conv3_x ran 0.86x, the strided conv3_1
-    0.55x GEBP's on two threads)."""
+@pytest.mark.parametrize("channels, threads, order", [(64, 1, "B"), (64, 2, "B"), (128, 1, "B"),
+                                                     (128, 2, "A"), (128, 3, "A")])
+def test_the_loop_order_is_the_models(monkeypatch, channels, threads, order):
+    """3x3 convolutions at 28x28 (784 rows) on a Zen 4 model, ResNet-50's conv2_x (64
+    channels and filters, q = 576) and conv3_x (128, q = 1152): one thread runs GEPB, the
+    order the model picks for their GEMMs (A's 4-row micro-panel in L1, B's K_C x N_C block
+    in L2); a team too where B is one N_C block (64 filters: the threads split the M_C
+    blocks), GEBP where it is not (128 filters, K_C 576, N_C 64: GEPB's team would split N,
+    each thread packing all of A).  Zen 4, 2026-11-27, GFLOPS GEPB / GEBP at 56x56 x 64: 109.5
+    / 102.1 on one thread, 212.8 / 199.6 on two."""
     import polyopt.pipeline
     from polyopt.schedules.blis_schedule import MachineModel, default_blis_params
     machine = MachineModel(**ZEN4)
     monkeypatch.setattr(polyopt.pipeline, "machine_model", lambda target=None: machine)
-    assert default_blis_params(784, 64, 576, 4, machine, {}, c_row_bytes=256).l2_block == "B"
-    si, sk, so = shapes("conv2d", 1, (30, 30), 64, 64, (3, 3), (1, 1), (1, 1))
+    q = 9 * channels
+    assert default_blis_params(784, channels, q, 4, machine, {},
+                               c_row_bytes=4 * channels).l2_block == "B"
+    si, sk, so = shapes("conv2d", 1, (30, 30), channels, channels, (3, 3), (1, 1), (1, 1))
     remarks = []
     compiled = polyopt.compile(conv_text("conv2d", si, sk, so, (1, 1), (1, 1), "f32"),
                                threads=threads, remark=lambda loc, m: remarks.append(m), **ALL)
     assert any(f"l2_block={order}" in m and "K_C=576," in m for m in remarks), remarks
-    check_within_bound(compiled, random_operands(si, sk, so, DTYPES["f32"], 5), 576)
+    check_within_bound(compiled, random_operands(si, sk, so, DTYPES["f32"], 5), q)
 
 
 def test_the_pass_options_reach_convolutions():
