@@ -300,14 +300,18 @@ def _time_sample(fn: Callable[[], object]) -> float:
 
 def time_alternating(contenders: list, reps: int, threads: int = 1) -> list[Timing]:
     """Each of ``contenders`` run once (the warm-up), then timed ``reps`` times in turn, the
-    others' threads settled before each sample; their :class:`Timing` in order."""
+    others' threads settled before each sample; their :class:`Timing` in order.  The turn
+    starts one contender later in each round, so that none always runs right after the same
+    one: the contender after torch's conv5_x (its own 9 MiB of weights and workspace) found
+    its filter evicted and read 0.95x-0.97x an identical one in every run."""
     for f in contenders:
         f()
     samples: list[list[float]] = [[] for _ in contenders]
-    for _ in range(reps):
-        for q, f in enumerate(contenders):
-            _settle(threads, f)
-            samples[q].append(_time_sample(f))
+    n = len(contenders)
+    for r in range(reps):
+        for q in [(r + t) % n for t in range(n)]:
+            _settle(threads, contenders[q])
+            samples[q].append(_time_sample(contenders[q]))
     return [Timing.of(x) for x in samples]
 
 

@@ -94,3 +94,17 @@ def test_short_calls_are_timed_as_bursts():
         time.sleep(bench.MIN_SAMPLE_SECONDS * 1.5)
 
     assert bench._time_sample(long) >= bench.MIN_SAMPLE_SECONDS * 1.5 and len(calls) == 1
+
+
+def test_alternating_samples_rotate_the_turn():
+    """Each round of samples starts one contender later: none always runs right after the same
+    one (whose cache footprint it would inherit); each still gets its reps samples."""
+    from polyopt import bench
+    calls = []
+    contenders = [lambda q=q: calls.append(q) for q in range(3)]
+    timings = bench.time_alternating(contenders, reps=3)
+    assert [t.reps for t in timings] == [3, 3, 3]
+    # after the warm-up's 0, 1, 2, each sample calls its contender back to back: the turn
+    # is the order of the runs of equal calls
+    turns = [q for i, q in enumerate(calls[3:]) if i == 0 or calls[3 + i - 1] != q]
+    assert turns == [0, 1, 2, 1, 2, 0, 2, 0, 1]
