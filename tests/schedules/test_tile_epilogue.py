@@ -7,6 +7,7 @@ where it must fail."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import polyopt
 from polyopt.affine.dialects.affine import AffineStoreOp
@@ -78,6 +79,20 @@ def test_bias_relu(m, n, k, t, threads):
     fn, _ = compile_fused(src, threads)
     a, b, c, exact, bound = operands(m, n, k, t)
     bias = np.random.default_rng(1).standard_normal(n).astype(DTYPES[t])
+    fn(a, b, c, bias)
+    assert (np.abs(c - np.maximum(exact + bias, 0)) <= bound).all()
+
+
+@settings(max_examples=16, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 300), st.integers(1, 700), st.sampled_from(["f32", "f64"]))
+def test_sizes_1_to_300(m, n, k, t):
+    """Any shape: fused where the proof holds (not for M = 1), right either way."""
+    src = matmul_source(m, n, k, t, bias_relu(m, n, t), f", %bias: memref<{n}x{t}>")
+    remarks = []
+    fn = polyopt.compile(src, threads=1, remark=lambda loc, msg: remarks.append(msg), **ALL)["f"]
+    assert any("epilogue over C" in r for r in remarks) or m == 1 or n == 1, remarks
+    a, b, c, exact, bound = operands(m, n, k, t, seed=m + n + k)
+    bias = np.random.default_rng(k).standard_normal(n).astype(DTYPES[t])
     fn(a, b, c, bias)
     assert (np.abs(c - np.maximum(exact + bias, 0)) <= bound).all()
 
