@@ -501,10 +501,12 @@ def _k_c_and_order(spec: ConvSpec, rows: int, red: int, channels: int, tiles: di
     the model's order (``l2_block``; a given K_C alone would mean GEBP, the paper's order)
     and K_C by :func:`conv_k_c` from the model's K_C, B's K_C x N_C block taking at most half
     of L2 (it is packed once per K_C block and read again for every M_C block of A).  A team
-    runs GEPB only where B is one N_C block, so that the threads split the M_C blocks, each
-    packing its own im2col'd A, and otherwise GEBP: GEPB's team splits N, each thread then
-    packing the whole of A (on two Zen 4 threads conv3_x ran 0.86x and the strided conv3_1
-    0.55x GEBP's that way; conv2_x's 3x3, 64 filters, 1.07x)."""
+    runs GEPB with B as one block (N_C = N) where a K_C x N block takes at most half of L2,
+    so that the threads split the M_C blocks, each packing its own im2col'd A; otherwise
+    GEBP: GEPB's team would split N, each thread then packing the whole of A (on two Zen 4
+    threads, GFLOPS against GEBP's: split by N, conv3_x 0.86x and the strided conv3_1 0.55x;
+    B as one block, conv2_x's 3x3 1.07x, conv3_x 1.03x, conv4_x 1.07x, the 1x1 256->64
+    1.06x)."""
     from .blis_schedule import MachineModel, default_blis_params
     elem_bytes = spec.output.type.element_type.width // 8
     n = spec.output.type.shape[-1]
@@ -519,10 +521,20 @@ def _k_c_and_order(spec: ConvSpec, rows: int, red: int, channels: int, tiles: di
 
     k_c, order = k_c_for({})
     if threads > 1 and order == "B" and "l2_block" not in tiles:
-        gepb = default_blis_params(rows, n, red, elem_bytes, machine,
-                                   {**tiles, "K_C": k_c, "l2_block": "B"},
-                                   c_row_bytes=c_row_bytes)
-        if gepb.N_C < n:
+        if "N_C" in tiles:
+            n_c = tiles["N_C"]
+        else:
+            # B as one block, when a K_C x N block takes at most half of L2
+            budget = (machine or MachineModel()).l2_bytes / 2
+            model = default_blis_params(rows, n, red, elem_bytes, machine, tiles,
+                                        c_row_bytes=c_row_bytes)
+            whole = conv_k_c(channels, red, model.K_C, int(budget / (n * elem_bytes)))
+            if whole * n * elem_bytes <= budget:
+                return {"K_C": whole, "l2_block": "B", "N_C": n}
+            n_c = default_blis_params(rows, n, red, elem_bytes, machine,
+                                      {**tiles, "K_C": k_c, "l2_block": "B"},
+                                      c_row_bytes=c_row_bytes).N_C
+        if n_c < n:
             k_c, order = k_c_for({"l2_block": "A"})
     return {"K_C": k_c, "l2_block": tiles.get("l2_block", order)}
 

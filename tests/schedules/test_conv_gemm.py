@@ -179,19 +179,22 @@ ZEN4 = dict(vector_bits=512, num_vector_registers=32, l1d_bytes=32 << 10, l2_byt
             full_width_fma=False, embedded_broadcast=True, l2_bytes_per_cycle=32.0)
 
 
-@pytest.mark.parametrize("channels, threads, order", [(64, 1, "B"), (64, 2, "B"), (128, 1, "B"),
-                                                     (128, 2, "A"), (128, 3, "A")])
-def test_the_loop_order_is_the_models(monkeypatch, channels, threads, order):
+@pytest.mark.parametrize("l2, channels, threads, order, k_c", [
+    (1 << 20, 64, 1, "B", 576), (1 << 20, 64, 2, "B", 576), (1 << 20, 128, 1, "B", 576),
+    (1 << 20, 128, 2, "B", 576), (1 << 20, 128, 3, "B", 576),
+    (256 << 10, 128, 1, "B", 384), (256 << 10, 128, 2, "A", 192)])
+def test_the_loop_order_is_the_models(monkeypatch, l2, channels, threads, order, k_c):
     """3x3 convolutions at 28x28 (784 rows) on a Zen 4 model, ResNet-50's conv2_x (64
     channels and filters, q = 576) and conv3_x (128, q = 1152): one thread runs GEPB, the
     order the model picks for their GEMMs (A's 4-row micro-panel in L1, B's K_C x N_C block
-    in L2); a team too where B is one N_C block (64 filters: the threads split the M_C
-    blocks), GEBP where it is not (128 filters, K_C 576, N_C 64: GEPB's team would split N,
-    each thread packing all of A).  Zen 4, 2026-11-27, GFLOPS GEPB / GEBP at 56x56 x 64: 109.5
-    / 102.1 on one thread, 212.8 / 199.6 on two."""
+    in L2); a team too where B can be one block in half of L2 (the threads then split the
+    M_C blocks, each packing its own im2col'd A), GEBP where it cannot (with 256 KiB of L2:
+    GEPB's team would split N, each thread packing all of A).  Zen 4, 2026-11-27, GFLOPS
+    GEPB / GEBP at 56x56 x 64: 109.5 / 102.1 on one thread, 212.8 / 199.6 on two; conv3_x,
+    B as one block, 204.4 / 197.9 on two (split by N, 0.86x GEBP)."""
     import polyopt.pipeline
     from polyopt.schedules.blis_schedule import MachineModel, default_blis_params
-    machine = MachineModel(**ZEN4)
+    machine = MachineModel(**{**ZEN4, "l2_bytes": l2})
     monkeypatch.setattr(polyopt.pipeline, "machine_model", lambda target=None: machine)
     q = 9 * channels
     assert default_blis_params(784, channels, q, 4, machine, {},
@@ -200,7 +203,10 @@ def test_the_loop_order_is_the_models(monkeypatch, channels, threads, order):
     remarks = []
     compiled = polyopt.compile(conv_text("conv2d", si, sk, so, (1, 1), (1, 1), "f32"),
                                threads=threads, remark=lambda loc, m: remarks.append(m), **ALL)
-    assert any(f"l2_block={order}" in m and "K_C=576," in m for m in remarks), remarks
+    chosen = [m for m in remarks if "BLIS schedule" in m]
+    assert len(chosen) == 1 and f"l2_block={order}" in chosen[0] and f"K_C={k_c}," in chosen[0]
+    if threads > 1 and order == "B":
+        assert f"N_C={channels}," in chosen[0]
     check_within_bound(compiled, random_operands(si, sk, so, DTYPES["f32"], 5), q)
 
 
