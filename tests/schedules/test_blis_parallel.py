@@ -160,6 +160,18 @@ def test_n_c_is_balanced_in_micro_panels():
     assert balance_n_c(p, 40, 2) is None                 # fewer panels than threads
 
 
+def test_m_c_is_balanced_exactly_when_a_few_more_blocks_do_it():
+    # the ResNet-50 stem's 12544 rows on 2 threads: 29 blocks of the model's 436 give one
+    # thread 15 (4% over an even share); 32 blocks of 392 give 16 and 16
+    from polyopt.schedules.blis_parallel import balance_m_c
+    p = BlisParams(M_C=436, K_C=147, N_C=64, M_R=4, N_R=64, l2_block="B")
+    assert balance_m_c(p, 12544, 2).M_C == 392
+    assert balance_m_c(p, 12544, 1) is p
+    # the fewest blocks among the most even: 11 rows of tiles are 6 and 5 with 2 blocks
+    q = BlisParams(M_C=24, K_C=64, N_C=64, M_R=4, N_R=64, l2_block="B")
+    assert balance_m_c(q, 44, 2).M_C == 24
+
+
 @pytest.mark.parametrize("m,n,k,dtype", [(32, 2048, 2048, "f64"), (19, 1000, 700, "f32")])
 def test_a_short_a_splits_n_on_the_team(m, n, k, dtype):
     """A short A (GEBP on one thread) is not split over the threads (a few micro-panels each):
