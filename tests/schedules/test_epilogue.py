@@ -6,6 +6,7 @@ are no multiples of the tile (6 x 64), with one K block and with two."""
 
 import numpy as np
 import pytest
+from conv_epilogue_text import conv_bias_residual_relu
 
 import polyopt
 
@@ -168,29 +169,6 @@ def test_a_nest_using_its_indices_is_not_fused():
     assert (np.abs(c - want) <= bound + 1e-5).all()
 
 
-CONV = """func.func @f(%I: memref<{n}x{h}x{w}x{c}xbf16>, %K: memref<3x3x{c}x{f}xbf16>, %O: memref<{n}x{oh}x{ow}x{f}xf32>, %bias: memref<{f}xf32>, %res: memref<{n}x{oh}x{ow}x{f}xf32>) {{
-  linalg.conv_2d_nhwc_hwcf {{dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}} ins(%I, %K : memref<{n}x{h}x{w}x{c}xbf16>, memref<3x3x{c}x{f}xbf16>) outs(%O : memref<{n}x{oh}x{ow}x{f}xf32>)
-  %zero = arith.constant 0.0 : f32
-  affine.for %a = 0 to {n} {{
-    affine.for %b = 0 to {oh} {{
-      affine.for %d = 0 to {ow} {{
-        affine.for %e = 0 to {f} {{
-          %x = affine.load %O[%a, %b, %d, %e] : memref<{n}x{oh}x{ow}x{f}xf32>
-          %y = affine.load %bias[%e] : memref<{f}xf32>
-          %r = affine.load %res[%a, %b, %d, %e] : memref<{n}x{oh}x{ow}x{f}xf32>
-          %s = arith.addf %x, %y : f32
-          %t = arith.addf %s, %r : f32
-          %u = arith.maximumf %t, %zero : f32
-          affine.store %u, %O[%a, %b, %d, %e] : memref<{n}x{oh}x{ow}x{f}xf32>
-        }}
-      }}
-    }}
-  }}
-  return
-}}
-"""
-
-
 @pytest.mark.parametrize("threads", [1, 2])
 def test_convolution_bias_residual_relu(threads):
     """The ResNet pattern, conv + bias + residual + ReLU in bf16: the nest over the output's
@@ -198,7 +176,7 @@ def test_convolution_bias_residual_relu(threads):
     as matrices)."""
     n, h, w, c, f = 2, 9, 11, 16, 70
     oh, ow = h - 2, w - 2
-    src = CONV.format(n=n, h=h, w=w, c=c, f=f, oh=oh, ow=ow)
+    src = conv_bias_residual_relu(n, h, w, c, f, elem="bf16")
     rng = np.random.default_rng(9)
     inp = rng.standard_normal((n, h, w, c)).astype(ml_dtypes.bfloat16)
     flt = rng.standard_normal((3, 3, c, f)).astype(ml_dtypes.bfloat16)

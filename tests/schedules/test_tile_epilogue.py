@@ -7,6 +7,7 @@ where it must fail."""
 
 import numpy as np
 import pytest
+from conv_epilogue_text import conv_bias_residual_relu
 from hypothesis import given, settings, strategies as st
 
 import polyopt
@@ -190,29 +191,6 @@ def test_the_fused_ir_is_upstream_mlir():
     mlir_opt(text)
 
 
-CONV = """func.func @f(%I: memref<{n}x{h}x{w}x{c}xf32>, %K: memref<{kh}x{kh}x{c}x{f}xf32>, %O: memref<{n}x{oh}x{ow}x{f}xf32>, %bias: memref<{f}xf32>, %res: memref<{n}x{oh}x{ow}x{f}xf32>) {{
-  linalg.conv_2d_nhwc_hwcf {{dilations = dense<1> : tensor<2xi64>, strides = dense<{s}> : tensor<2xi64>}} ins(%I, %K : memref<{n}x{h}x{w}x{c}xf32>, memref<{kh}x{kh}x{c}x{f}xf32>) outs(%O : memref<{n}x{oh}x{ow}x{f}xf32>)
-  %zero = arith.constant 0.0 : f32
-  affine.for %a = 0 to {n} {{
-    affine.for %b = 0 to {oh} {{
-      affine.for %d = 0 to {ow} {{
-        affine.for %e = 0 to {f} {{
-          %x = affine.load %O[%a, %b, %d, %e] : memref<{n}x{oh}x{ow}x{f}xf32>
-          %y = affine.load %bias[%e] : memref<{f}xf32>
-          %r = affine.load %res[%a, %b, %d, %e] : memref<{n}x{oh}x{ow}x{f}xf32>
-          %u = arith.addf %x, %y : f32
-          %v = arith.addf %u, %r : f32
-          %z = arith.maximumf %v, %zero : f32
-          affine.store %z, %O[%a, %b, %d, %e] : memref<{n}x{oh}x{ow}x{f}xf32>
-        }}
-      }}
-    }}
-  }}
-  return
-}}
-"""
-
-
 @pytest.mark.parametrize("kh, stride, c, f", [(3, 1, 16, 70), (1, 2, 40, 33), (3, 1, 300, 20)])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_convolution_bias_residual_relu(kh, stride, c, f, threads):
@@ -220,7 +198,7 @@ def test_convolution_bias_residual_relu(kh, stride, c, f, threads):
     implicit GEMM's tile (the output and the residual seen as matrices)."""
     n, h, w = 2, 9, 11
     oh, ow = (h - kh) // stride + 1, (w - kh) // stride + 1
-    src = CONV.format(n=n, h=h, w=w, c=c, f=f, oh=oh, ow=ow, kh=kh, s=stride)
+    src = conv_bias_residual_relu(n, h, w, c, f, kh, stride)
     fn, _ = compile_fused(src, threads, op="linalg.conv_2d_nhwc_hwcf")
     rng = np.random.default_rng(10)
     inp = rng.standard_normal((n, h, w, c)).astype(np.float32)
