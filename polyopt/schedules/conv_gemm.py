@@ -466,7 +466,6 @@ def expand_conv_tiled(op, expand_contraction, machine=None, tiles: Optional[dict
     ``expand_contraction`` (the BLIS pipeline's entry, given ``machine`` and the ``options``);
     ``tiles`` (BLIS parameters by attribute name, a pass's options) apply where the op has
     none of its own.  An op is erased; a spec's anchor is left for its producer to erase."""
-    from .blis_schedule import default_blis_params
     spec = op if isinstance(op, ConvSpec) else conv_spec(op)
     given = {**(tiles or {}), **spec.tile_params}
     if spec.layout == "nchw":
@@ -510,32 +509,27 @@ def _k_c_and_order(spec: ConvSpec, rows: int, red: int, channels: int, tiles: di
     from .blis_schedule import MachineModel, default_blis_params
     elem_bytes = spec.output.type.element_type.width // 8
     n = spec.output.type.shape[-1]
-    c_row_bytes = _output_row_bytes(spec)
+    budget = (machine or MachineModel()).l2_bytes / 2
 
-    def k_c_for(order: dict) -> tuple[int, str]:
-        model = default_blis_params(rows, n, red, elem_bytes, machine, {**order, **tiles},
-                                    c_row_bytes=c_row_bytes)
-        n_c = min(n, model.N_C or n)
-        limit = int((machine or MachineModel()).l2_bytes / 2 / (n_c * elem_bytes))
-        return conv_k_c(channels, red, model.K_C, limit), model.l2_block
+    def model_for(given: dict):
+        return default_blis_params(rows, n, red, elem_bytes, machine, {**tiles, **given},
+                                   c_row_bytes=_output_row_bytes(spec))
 
-    k_c, order = k_c_for({})
+    def k_c_of(model, n_c: int) -> int:
+        return conv_k_c(channels, red, model.K_C, int(budget / (n_c * elem_bytes)))
+
+    model = model_for({})
+    k_c, order = k_c_of(model, min(n, model.N_C or n)), model.l2_block
     if threads > 1 and order == "B" and "l2_block" not in tiles:
-        if "N_C" in tiles:
-            n_c = tiles["N_C"]
-        else:
-            # B as one block, when a K_C x N block takes at most half of L2
-            budget = (machine or MachineModel()).l2_bytes / 2
-            model = default_blis_params(rows, n, red, elem_bytes, machine, tiles,
-                                        c_row_bytes=c_row_bytes)
-            whole = conv_k_c(channels, red, model.K_C, int(budget / (n * elem_bytes)))
+        n_c = tiles.get("N_C")
+        if n_c is None:
+            whole = k_c_of(model, n)             # B as one block, in half of L2
             if whole * n * elem_bytes <= budget:
                 return {"K_C": whole, "l2_block": "B", "N_C": n}
-            n_c = default_blis_params(rows, n, red, elem_bytes, machine,
-                                      {**tiles, "K_C": k_c, "l2_block": "B"},
-                                      c_row_bytes=c_row_bytes).N_C
+            n_c = model_for({"K_C": k_c, "l2_block": "B"}).N_C
         if n_c < n:
-            k_c, order = k_c_for({"l2_block": "A"})
+            gebp = model_for({"l2_block": "A"})
+            k_c, order = k_c_of(gebp, min(n, gebp.N_C or n)), "A"
     return {"K_C": k_c, "l2_block": tiles.get("l2_block", order)}
 
 

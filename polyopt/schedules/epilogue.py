@@ -168,6 +168,13 @@ def _elementwise_linalg_on(op: Operation, source: Value) -> bool:
         outputs[0] is source
 
 
+def memrefs_read_by(con) -> tuple:
+    """What the contraction ``con`` reads, which its epilogue may not write: A, B, and the
+    anchor's operands (a convolution's image, which A's im2col stand-in does not name)."""
+    return (con.a.memref, con.b.memref,
+            *(v for v in con.anchor.operands if hasattr(v.type, "shape")))
+
+
 def epilogue_of(anchor: Operation, c: Value, m: int, n: int,
                 reads: tuple = (), remark: Optional[Callable] = None, loc=None,
                 collapse: Optional[Callable[[Value], Value]] = None) -> Optional[Epilogue]:

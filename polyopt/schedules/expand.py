@@ -627,16 +627,13 @@ def _epilogue_to_fuse(con: Contraction, mcon: Contraction, copy: bool,
     """The elementwise nest after a static f32/f64 product (:func:`~polyopt.schedules.
     epilogue.epilogue_of`) when the register tile will keep C's tile in registers through
     each K block (packing, unroll-and-jam, scalar replacement), or None."""
-    from .epilogue import epilogue_of
+    from .epilogue import epilogue_of, memrefs_read_by
     from .conv_gemm import _collapse_to_matrix
     if not (copy and steps.unroll and steps.scalrep) or mcon.batch or \
             con.schedule is not None:
         return None
-    # nothing the product reads may be written by the nest: the convolution's image too,
-    # which A (its im2col stand-in) does not name
-    reads = (mcon.a.memref, mcon.b.memref,
-             *(v for v in con.anchor.operands if hasattr(v.type, "shape")))
-    return epilogue_of(con.anchor, mcon.c.memref, mcon.m, mcon.n, reads=reads, remark=remark,
+    return epilogue_of(con.anchor, mcon.c.memref, mcon.m, mcon.n,
+                       reads=memrefs_read_by(mcon), remark=remark,
                        loc=con.loc, collapse=lambda v: _collapse_to_matrix(
                            Builder.before(con.anchor), v, con.loc))
 

@@ -731,13 +731,10 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
     params = lowp_params(engine, machine, con.k if isinstance(con.k, int) else None)
     epilogue = None
     if isinstance(con.m, int) and isinstance(con.n, int):
-        from .epilogue import epilogue_of
+        from .epilogue import epilogue_of, memrefs_read_by
         from .conv_gemm import _collapse_to_matrix
-        # (the anchor's operands: a convolution's image, which A's stand-in does not name)
-        reads = (con.a.memref, con.b.memref,
-                 *(v for v in con.anchor.operands if hasattr(v.type, "shape")))
-        epilogue = epilogue_of(con.anchor, con.c.memref, con.m, con.n, reads=reads,
-                               remark=remark, loc=con.loc,
+        epilogue = epilogue_of(con.anchor, con.c.memref, con.m, con.n,
+                               reads=memrefs_read_by(con), remark=remark, loc=con.loc,
                                collapse=lambda v: _collapse_to_matrix(
                                    Builder.before(con.anchor), v, con.loc))
     loops = expand_matmul(con)          # the size check, the beta nest, the naive nest
