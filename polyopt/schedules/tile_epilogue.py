@@ -31,7 +31,7 @@ import islpy as isl
 from ..affine.builder import Builder
 from ..affine.dialects.affine import (AffineForOp, AffineLoadOp, AffinePrefetchOp,
                                       AffineStoreOp, AffineVectorLoadOp, AffineVectorStoreOp)
-from ..affine.ir import Operation, Value
+from ..affine.ir import Value
 from ..affine.types import VectorType
 from .epilogue import Epilogue
 from .gemm_templates import splice_template
