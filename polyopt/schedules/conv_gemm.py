@@ -29,7 +29,8 @@ from ..affine.attributes import IntegerAttr, UnitAttr
 from ..affine.dialects.memref import AllocOp
 from ..affine.ir import Operation, Value
 from ..affine.types import MemRefType, StridedLayout, i64
-from .contraction import (COL, RED, ROW, STAND_IN_ATTR, STAND_IN_RUN_ATTR, Contraction,
+from .contraction import (COL, RED, ROW, STAND_IN_ATTR, STAND_IN_RUN_ATTR,
+                          STAND_IN_WINDOW_RUN_ATTR, Contraction,
                           Operand, Subscript)
 from .blis_schedule import row_bytes
 from .packing_loops import linear_terms, panelize_rows
@@ -134,6 +135,8 @@ def conv_as_matmul(op, tiles: Optional[dict] = None
     # window position): the low-precision templates copy A's rows by vectors of 64 bytes
     run = next((v for v in (64, 32, 16) if runs_are_input_vectors(windows, rows, red, v)), 1)
     stand_in.attributes[STAND_IN_RUN_ATTR] = IntegerAttr(run, i64)
+    stand_in.attributes[STAND_IN_WINDOW_RUN_ATTR] = IntegerAttr(
+        window_run(windows, rows, red, op.filter.type.shape), i64)
     kmat = _collapse_to_matrix(b, op.filter, loc)
     omat = _collapse_to_matrix(b, op.output, loc)
     if tiles is None:
@@ -183,13 +186,17 @@ def nchw_conv_as_matmul(spec: ConvSpec, tiles: Optional[dict] = None
 
 def rewrite_stand_in(stand_in: Operation, inp: Value, windows: AffineMap) -> None:
     """Every access ``A[e0, e1]`` of the stand-in becomes ``I[windows(e0, e1)]``; then the
-    stand-in is erased.  A stand-in with a batch dimension (``windows`` over ``(b, e0, e1)``)
+    stand-in is erased.  A vector load inside one of the stand-in's window runs that span
+    several window positions (:func:`window_run`) reads the input with W and C folded into
+    one dimension.  A stand-in with a batch dimension (``windows`` over ``(b, e0, e1)``)
     is accessed through the ``memref.subview`` per batch of
     :func:`~polyopt.schedules.contraction.to_matrix_form`: ``view[e0, e1]`` of
     ``view = subview A[%b, 0, 0]`` becomes ``I[windows(%b, e0, e1)]`` and the views go."""
     from ..affine.dialects.memref_views import SubViewOp
     value = stand_in.results[0]
     batched = windows.num_dims == 3
+    run = stand_in.attributes.get(STAND_IN_WINDOW_RUN_ATTR)
+    views = _InputViews(inp, windows, run.value if run is not None else 1, stand_in)
     for use in list(value.uses):
         access = use.op
         if batched and isinstance(access, SubViewOp):
@@ -198,20 +205,47 @@ def rewrite_stand_in(stand_in: Operation, inp: Value, windows: AffineMap) -> Non
                 raise AssertionError("the batched im2col stand-in is viewed at a static or "
                                      "computed batch offset")
             for vuse in list(access.results[0].uses):
-                _rewrite_access(vuse, inp, windows, offsets[0])
+                _rewrite_access(vuse, views, offsets[0])
             access.erase()
             continue
-        _rewrite_access(use, inp, windows, None)
+        _rewrite_access(use, views, None)
     stand_in.erase()
 
 
-def _rewrite_access(use, inp: Value, windows: AffineMap, batch: Optional[Value]) -> None:
+class _InputViews:
+    """The input as the stand-in's accesses read it: itself through ``windows``, or (built
+    on first use, in front of ``anchor``) with W and C folded into one dimension through
+    the windows with their last two subscripts folded alike, for vectors inside a window
+    run of ``run`` columns that spans several window positions."""
+
+    def __init__(self, inp: Value, windows: AffineMap, run: int, anchor: Operation):
+        self.inp, self.windows, self.run, self.anchor = inp, windows, run, anchor
+        self._flat: Optional[Value] = None
+
+    def flat(self) -> tuple[Value, AffineMap]:
+        if self._flat is None:
+            self._flat = _collapse_width_channels(self.anchor, self.inp)
+        return self._flat, flat_windows(self.windows, self.inp.type.shape[-1])
+
+    def of(self, access) -> tuple[Value, AffineMap]:
+        """The view and windows through which ``access`` reads; AssertionError when a vector
+        of consecutive im2col elements is no vector of the input."""
+        if "vector" not in access.name:
+            return self.inp, self.windows
+        how = _vector_of_the_input(access, self.windows, self.run, self.inp.type.shape[-1])
+        if how is None:
+            # (a vector of consecutive im2col elements is no vector of the input, but where
+            # it starts at a multiple of its length and stays in one window position's
+            # channels, or lies inside one of the stand-in's window runs)
+            raise AssertionError(f"the im2col stand-in is used by '{access.name}'")
+        return self.flat() if how == "flat" else (self.inp, self.windows)
+
+
+def _rewrite_access(use, views: _InputViews, batch: Optional[Value]) -> None:
     access = use.op
-    if not isinstance(access, _AffineMemOp) or use.index != access.MEMREF_INDEX or \
-            ("vector" in access.name and not _vector_of_the_input(access, windows)):
-        # (a vector of consecutive im2col elements is no vector of the input, but where it
-        # starts at a multiple of its length and stays in one window position's channels)
+    if not isinstance(access, _AffineMemOp) or use.index != access.MEMREF_INDEX:
         raise AssertionError(f"the im2col stand-in is used by '{access.name}'")
+    inp, windows = views.of(access)
     amap = access.map
     operands = list(access.map_operands)
     nd = amap.num_dims
@@ -227,20 +261,54 @@ def _rewrite_access(use, inp: Value, windows: AffineMap, batch: Optional[Value])
     access.set_map(new, operands)
 
 
-def _vector_of_the_input(access, windows: AffineMap) -> bool:
-    """Is the vector load ``access`` of the stand-in (rows x K) a vector of the input too: its
-    column a multiple of its length V, and every aligned run of V columns consecutive
-    elements of one input row (the channels of one window position)?  The second is checked
-    on every aligned run of K, at the first, a middle and the last row."""
+def flat_windows(windows: AffineMap, channels: int) -> AffineMap:
+    """``windows`` into the input with its last two dimensions (W, C) folded into one."""
+    *outer, w, c = windows.results
+    return AffineMap.get(windows.num_dims, windows.num_symbols, (*outer, w * channels + c))
+
+
+def _vector_of_the_input(access, windows: AffineMap, run: int = 1,
+                         channels: int = 1) -> Optional[str]:
+    """Is the vector load ``access`` of the stand-in (rows x K) a vector of the input too:
+    ``"input"`` when its column is a multiple of its length V and every aligned run of V
+    columns is consecutive elements of one input row (the channels of one window position);
+    ``"input"`` or ``"flat"`` (the input with W and C folded) when its column is
+    ``run * t + o`` with the V columns from ``o mod run`` inside one aligned run of ``run``
+    columns, consecutive elements of that view (the stem's 21 = 16 + 4 + 1; ``channels``:
+    the input's C); else None.
+    Runs are checked on every aligned run of K, at the first, a middle and the last row."""
     from ..affine.dialects.affine import AffineVectorLoadOp
     if not isinstance(access, AffineVectorLoadOp) or windows.num_dims != 2:
-        return False
+        return None
     v = access.vector_type.shape[-1]
     rows, k = access.memref.type.shape
     divisors = [_iv_divisor(x) for x in access.map_operands]
-    if _known_divisor(access.map.results[-1], divisors) % v:
-        return False
-    return runs_are_input_vectors(windows, rows, k, v)
+    column = access.map.results[-1]
+    if _known_divisor(column, divisors) % v == 0 and runs_are_input_vectors(windows, rows, k, v):
+        return "input"
+    if run <= 1:
+        return None
+    step, offset = _known_divisor_and_offset(column, divisors)
+    if step % run or offset % run + v > run:
+        return None
+    if runs_are_input_vectors(windows, rows, k, run):
+        return "input"
+    if runs_are_input_vectors(flat_windows(windows, channels), rows, k, run):
+        return "flat"
+    return None
+
+
+def window_run(windows: AffineMap, rows: int, red: int, filter_shape) -> int:
+    """The longest runs of im2col columns, aligned from column 0, that are consecutive input
+    elements: a window row's ``kw * c`` (read through the input with W and C folded, where
+    the window has no dilation along W: the 7x7 stem's 21), else one window position's
+    ``c`` channels, else 1."""
+    kw, c = filter_shape[-3], filter_shape[-2]
+    for r in (kw * c, c):
+        if r > 1 and (runs_are_input_vectors(windows, rows, red, r) or
+                      runs_are_input_vectors(flat_windows(windows, c), rows, red, r)):
+            return r
+    return 1
 
 
 def runs_are_input_vectors(windows: AffineMap, rows: int, k: int, v: int) -> bool:
@@ -285,6 +353,23 @@ def _known_divisor(e: AffineExpr, dims: list) -> int:
     if kind == AffineExprKind.MUL:
         return _known_divisor(e.lhs, dims) * _known_divisor(e.rhs, dims)
     return 1
+
+
+def _known_divisor_and_offset(e: AffineExpr, dims: list) -> tuple[int, int]:
+    """``(d, o)``: ``e - o`` is a multiple of ``d`` when dim ``i`` is a multiple of
+    ``dims[i]``, ``o`` the constant term of a sum of multiples of dims (else ``(1, 0)``)."""
+    import math
+    from ..affine.affine_expr import AffineExprKind
+    kind = e.kind
+    if kind == AffineExprKind.CONSTANT:
+        return 0, e.value
+    if kind == AffineExprKind.ADD:
+        (dl, ol), (dr, o_r) = (_known_divisor_and_offset(x, dims) for x in (e.lhs, e.rhs))
+        return math.gcd(dl, dr), ol + o_r
+    if kind == AffineExprKind.MUL and e.rhs.kind == AffineExprKind.CONSTANT:
+        d, o = _known_divisor_and_offset(e.lhs, dims)
+        return d * abs(e.rhs.value), o * e.rhs.value
+    return _known_divisor(e, dims), 0
 
 
 def conv_k_c(channels: int, reduction: int, k_c: int, limit: Optional[int] = None) -> int:

@@ -38,6 +38,7 @@ MLIR counterpart: ``transform.structured.pack`` to the VNNI layouts, then
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -141,7 +142,19 @@ def packed_bytes(t: str) -> int:
     return {"i8": 1, "bf16": 2, "f16": 2}.get(t, 4)
 
 
-def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None) -> LowpParams:
+def run_pieces(run: int, widest: int) -> list[int]:
+    """``run`` as a sum of powers of two of at most ``widest``, largest first: the vector
+    copies of a run of A's row (21 -> 16, 4, 1)."""
+    pieces = []
+    while run:
+        n = min(widest, 1 << (run.bit_length() - 1))
+        pieces.append(n)
+        run -= n
+    return pieces
+
+
+def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None,
+                a_run: Optional[int] = None) -> LowpParams:
     """The register tile uses most vector registers (M_R x N_V accumulators, N_V loads of B,
     one broadcast of A); K_C is :data:`K_C_BYTES` of k (with a static ``k``: one block up to
     a quarter more, else blocks of equal size, so that a convolution's K = 576 is not a block
@@ -158,14 +171,18 @@ def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None) 
     esize = packed_bytes(engine.packed)
     kc = K_C_BYTES // esize
     g = engine.group
-    # A's rows are copied by 64-byte vectors: K_C is a multiple of one
-    step = A_ROW_VECTOR_BYTES // esize
+    # A's rows are copied by runs (``a_run`` elements, else 64 bytes) and packed in groups:
+    # K_C is a multiple of both
+    step = math.lcm(a_run, g) if a_run is not None and a_run > 1 else A_ROW_VECTOR_BYTES // esize
     if k is not None:
         if k <= kc * 5 // 4:
             kc = -(-k // step) * step
         else:
             blocks = -(-k // kc)
-            kc = -(-k // (blocks * max(step, 4 * g))) * max(step, 4 * g)
+            unit = math.lcm(step, 4 * g)
+            kc = -(-k // (blocks * unit)) * unit
+    else:
+        kc = max(step, kc // step * step)
     mc = max(mr, (machine.l2_bytes // (kc * esize)) // mr * mr)
     nc = max(nr, min(4096, machine.l3_bytes // 4 // (kc * esize)) // nr * nr)
     return LowpParams(mr, nv, kc, mc, nc)
@@ -173,7 +190,7 @@ def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None) 
 
 def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, engine: Engine,
                      p: LowpParams, threads: int = 1, split_rows: bool = False,
-                     epilogue=None, a_vectors: bool = True) -> str:
+                     epilogue=None, a_run: Optional[int] = None) -> str:
     """``func.func @gemm(%A, %B, %C, %M, %N, %K)``: ``C += A * B`` (operands cast to C's
     type) for the run-time sizes M, N, K on ``engine``; see the module docstring.  With
     ``threads > 1`` the packing loops over micro-panels and the loop over N_R-column tiles
@@ -182,16 +199,17 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
     same bits at every thread count).  An ``epilogue``
     (:class:`~polyopt.schedules.epilogue.Epilogue`) is applied to C's tile after the last K
     block, before its store; the function then takes its memrefs and scalars after ``%K``
-    (``%epi0``, ...) and its output (``%out``) when that is not C.  ``a_vectors``: A's rows
-    may be copied by 64-byte vectors (not where A is a convolution's im2col whose channels
-    do not come in such runs)."""
+    (``%epi0``, ...) and its output (``%out``) when that is not C.  ``a_run``: the runs in
+    which A's rows are copied, aligned from column 0 (default 64 bytes; a convolution's
+    im2col copies its window runs, 21 elements in the 7x7 stem of 3 channels; 1: element by
+    element), K_C a multiple of it."""
     if engine.amx:
         from .amx_gemm import AMXGemmText
         writer = AMXGemmText
     else:
         writer = LowpGemmText
     return writer(operand_types, types, engine, p, threads, split_rows, epilogue,
-                  a_vectors).source()
+                  a_run).source()
 
 
 class LowpGemmText:
@@ -201,8 +219,7 @@ class LowpGemmText:
     and the edge code and replaces A's packing and the tile."""
 
     def __init__(self, operand_types, types: MixedTypes, engine: Engine, p: LowpParams,
-                 threads: int, split_rows: bool, epilogue, a_vectors: bool = True):
-        self.a_vectors = a_vectors
+                 threads: int, split_rows: bool, epilogue, a_run: Optional[int] = None):
         self.ta, self.tb, self.tc = operand_types
         self.types, self.engine, self.epilogue = types, engine, epilogue
         self.g, self.w, self.mr, self.nv = engine.group, engine.lanes, p.M_R, p.N_V
@@ -210,6 +227,8 @@ class LowpGemmText:
         # rows of A's micro-panels and columns of B's: the register tile's, here
         self.a_panel, self.b_panel = self.mr, self.nr
         self.ct, self.pt = types.c, engine.packed
+        # elements of A per copied run: 64 bytes of the packed type unless told
+        self.a_run = a_run or A_ROW_VECTOR_BYTES // packed_bytes(self.pt)
         self.is_float = self.ct == "f32"
         self.vt = f"vector<{self.w}x{self.ct}>"                    # an accumulator
         self.pvt = f"vector<{self.w * self.g}x{self.pt}>"          # a vector of B's groups
@@ -240,11 +259,6 @@ class LowpGemmText:
         self.last_block = f"affine_set<(d0)[s0] : (d0 + {self.kc} - s0 >= 0)>(%pc)[%K]"
         self.groups_of = f"min affine_map<(d0)[s0] -> ({self.kc // self.g}, " \
                          f"(s0 - d0 + {self.g - 1}) floordiv {self.g})>(%pc)[%K]"
-
-    @property
-    def a_run(self) -> int:
-        """Elements of A per vector copy: 64 bytes of the packed type."""
-        return A_ROW_VECTOR_BYTES // packed_bytes(self.pt)
 
     def a_buffer_type(self) -> str:
         if self.a_row_major:
@@ -378,7 +392,7 @@ class LowpGemmText:
 
     def pack_a_rows(self, d: int) -> None:
         """A's M_C x K_C block into row-major M_R-row panels ``Ap[q, x, k]``: in a panel
-        inside A, each row by 64-byte vector copies (with ``a_vectors``), then its last
+        inside A, each row by vector copies of its runs (``a_run`` > 1), then its last
         elements one by one, zero past K up to a whole group; a panel cut by M element by
         element, zero past M."""
         t, g, kc, mr = self.t, self.g, self.kc, self.mr
@@ -391,7 +405,7 @@ class LowpGemmText:
                      f"(%ic, %q)[%M] {{")
         t.add(d + 2, f"affine.for %x = 0 to {mr} {{")
         start = "0"
-        if self.a_vectors:
+        if v > 1:
             self.a_row_vectors(d + 3, row, v)
             # (K_C is a multiple of v: past the block's end the loop is empty)
             start = f"affine_map<(d0)[s0] -> (((s0 - d0) floordiv {v}) * {v})>(%pc)[%K]"
@@ -409,27 +423,44 @@ class LowpGemmText:
         t.add(d, "}")
 
     def a_row_vectors(self, d: int, row: str, v: int) -> None:
-        """The whole ``v``-element runs of a row of A in the block, by vector copies (A's
-        signed bytes flipped when A is offset by 128)."""
-        t, vt, types = self.t, f"vector<{v}x{self.pt}>", self.types
-        src_vt = f"vector<{v}x{types.a}>"
+        """The whole ``v``-element runs of a row of A in the block, each by vector copies of
+        at most 64 bytes whose lengths are powers of two (21 = 16 + 4 + 1; A's signed bytes
+        flipped when A is offset by 128)."""
+        t = self.t
         t.add(d, f"affine.for %p = 0 to min affine_map<(d0)[s0] -> ({self.kc // v}, "
                  f"(s0 - d0) floordiv {v})>(%pc)[%K] {{")
+        offset = 0
+        for n in run_pieces(v, A_ROW_VECTOR_BYTES // packed_bytes(self.pt)):
+            at = f"%p * {v}" + (f" + {offset}" if offset else "")
+            if n == 1:
+                raw = t.fresh("r")
+                t.add(d + 1, f"{raw} = affine.load %A[{row}, %pc + {at}] : {self.ta}")
+                t.add(d + 1, f"affine.store {self.packed_value(d + 1, raw, 'A')}, "
+                             f"%Ap[%q, %x, {at}] : {self.tap}")
+            else:
+                self.a_vector_copy(d + 1, row, at, n)
+            offset += n
+        t.add(d, "}")
+
+    def a_vector_copy(self, d: int, row: str, at: str, n: int) -> None:
+        """``n`` elements of A's row from column ``at`` of the block, converted and flipped
+        as :meth:`packed_value` does an element."""
+        t, vt, types = self.t, f"vector<{n}x{self.pt}>", self.types
+        src_vt = f"vector<{n}x{types.a}>"
         w = t.fresh("w")
-        t.add(d + 1, f"{w} = affine.vector_load %A[{row}, %pc + %p * {v}] : {self.ta}, {src_vt}")
+        t.add(d, f"{w} = affine.vector_load %A[{row}, %pc + {at}] : {self.ta}, {src_vt}")
         if types.a != self.pt:      # converted at packing
             op = "extf" if not types.a.startswith("i") else \
                 "extui" if types.a_unsigned else "extsi"
             cw = t.fresh("cw")
-            t.add(d + 1, f"{cw} = arith.{op} {w} : {src_vt} to {vt}")
+            t.add(d, f"{cw} = arith.{op} {w} : {src_vt} to {vt}")
             w = cw
         if self.engine.offset_a:
             flips, f = t.fresh("flips"), t.fresh("fw")
-            t.add(d + 1, f"{flips} = arith.constant dense<-128> : {vt}")
-            t.add(d + 1, f"{f} = arith.xori {w}, {flips} : {vt}")
+            t.add(d, f"{flips} = arith.constant dense<-128> : {vt}")
+            t.add(d, f"{f} = arith.xori {w}, {flips} : {vt}")
             w = f
-        t.add(d + 1, f"affine.vector_store {w}, %Ap[%q, %x, %p * {v}] : {self.tap}, {vt}")
-        t.add(d, "}")
+        t.add(d, f"affine.vector_store {w}, %Ap[%q, %x, {at}] : {self.tap}, {vt}")
 
     def a_element(self, d: int, row: str, rows_ok: str) -> None:
         """``Ap[q, x, k]``: A's element, zero past K (and past M under ``rows_ok``)."""
@@ -702,15 +733,21 @@ class LowpGemmText:
         t.add(d, "}")
 
 
-def _a_rows_are_vectors(con, engine: Engine) -> bool:
-    """May the template copy A's rows by 64-byte vectors: A is a matrix, or a convolution's
-    im2col stand-in whose aligned runs of 64 bytes are vectors of the input."""
-    from .contraction import STAND_IN_ATTR, STAND_IN_RUN_ATTR
+def a_row_run(con, engine: Engine) -> int:
+    """The runs (elements, aligned from column 0) in which the template copies A's rows by
+    vectors: 64 bytes where A is a matrix or a convolution's im2col stand-in whose aligned
+    64-byte runs are vectors of the input; else the stand-in's window runs (the stem's 21);
+    1 (element by element) when it has none."""
+    from .contraction import STAND_IN_ATTR, STAND_IN_RUN_ATTR, STAND_IN_WINDOW_RUN_ATTR
+    vector = A_ROW_VECTOR_BYTES // packed_bytes(engine.packed)
     alloc = con.a.memref.defining_op
     if alloc is None or STAND_IN_ATTR not in alloc.attributes:
-        return True
+        return vector
     run = alloc.attributes.get(STAND_IN_RUN_ATTR)
-    return run is not None and run.value >= A_ROW_VECTOR_BYTES // packed_bytes(engine.packed)
+    if run is not None and run.value >= vector:
+        return vector
+    window = alloc.attributes.get(STAND_IN_WINDOW_RUN_ATTR)
+    return window.value if window is not None else 1
 
 
 def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
@@ -728,7 +765,8 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
         return False
     machine = machine or MachineModel()
     engine, missing = choose_engine(types, machine)
-    params = lowp_params(engine, machine, con.k if isinstance(con.k, int) else None)
+    a_run = a_row_run(con, engine)
+    params = lowp_params(engine, machine, con.k if isinstance(con.k, int) else None, a_run)
     epilogue = None
     if isinstance(con.m, int) and isinstance(con.n, int):
         from .epilogue import epilogue_of, memrefs_read_by
@@ -744,7 +782,7 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
     nr = params.N_V * engine.lanes
     split_rows = isinstance(con.n, int) and con.n < 2 * threads * nr    # few column panels
     text = lowp_gemm_source(tuple(str(v.type) for v in con.operands), types, engine, params,
-                            threads, split_rows, epilogue, _a_rows_are_vectors(con, engine))
+                            threads, split_rows, epilogue, a_run)
     values = [*con.operands, *extents]
     if epilogue is not None:
         values += [epilogue.view(v) for v in epilogue.externals]

@@ -303,7 +303,7 @@ def test_convolution_of_narrow_types(kind, n, h, w, c, f, s, threads):
     """linalg.conv_2d_nhwc_hwcf of bf16 (i8) input and filter into an f32 (i32) output: the
     implicit GEMM on the dot engine, against numpy.  A's panels are copied straight from the
     input: by 64-byte vectors where a window position's channels come in such runs (64 bf16
-    or 64 bytes: C = 64, 128), else element by element."""
+    or 64 bytes: C = 64, 128), else by the window rows' runs of 3 x C (test below)."""
     t, o = ("bf16", "f32") if kind == "bf16" else ("i8", "i32")
     oh, ow = (h - 3) // s + 1, (w - 3) // s + 1
     src = CONV.format(n=n, h=h, w=w, c=c, f=f, t=t, o=o, s=s, oh=oh, ow=ow)
@@ -341,6 +341,65 @@ def test_convolution_of_narrow_types(kind, n, h, w, c, f, s, threads):
     naive(inp, flt, ref)
     if kind == "s8":
         np.testing.assert_array_equal(ref, want)
+
+
+WINDOW = """func.func @conv(%I: memref<1x{h}x{w}x{c}x{t}>, %K: memref<{kh}x{kw}x{c}x{f}x{t}>, %O: memref<1x{oh}x{ow}x{f}x{o}>) {{
+  linalg.conv_2d_nhwc_hwcf {{dilations = dense<[1, {d}]> : tensor<2xi64>, strides = dense<{s}> : tensor<2xi64>}} ins(%I, %K : memref<1x{h}x{w}x{c}x{t}>, memref<{kh}x{kw}x{c}x{f}x{t}>) outs(%O : memref<1x{oh}x{ow}x{f}x{o}>)
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("kind", ["bf16", "s8"])
+@pytest.mark.parametrize("h, w, c, f, kh, kw, s, d, pieces", [
+    (29, 31, 3, 17, 7, 7, 2, 1, (16, 4)),     # ResNet-50's stem, smaller: runs of 7 x 3
+    (12, 11, 5, 19, 3, 3, 1, 1, (8, 4, 2)),   # runs of 3 x 5 = 15
+    (13, 14, 6, 9, 2, 3, 1, 2, (4, 2)),       # dilated along W: runs of the 6 channels
+])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_convolution_copies_window_runs(kind, h, w, c, f, kh, kw, s, d, pieces, threads):
+    """Where a window position's channels are fewer than 64 bytes, A's rows are copied by the
+    runs of consecutive input elements: a window row's KW x C (read through the input with W
+    and C folded: the stem's 21 bf16 as 16 + 4 + 1), or C where the window is dilated along
+    W; K_C is a multiple of the run.  Against numpy, on 1 and 2 threads."""
+    t, o = ("bf16", "f32") if kind == "bf16" else ("i8", "i32")
+    oh, ow = (h - kh) // s + 1, (w - d * (kw - 1) - 1) // s + 1
+    src = WINDOW.format(h=h, w=w, c=c, f=f, kh=kh, kw=kw, s=s, d=d, t=t, o=o, oh=oh, ow=ow)
+    compiled = polyopt.compile(src, threads=threads, **ALL)
+    text = str(compiled.module)
+    source = "%collapse_shape" if d == 1 else "%arg0"
+    for n in pieces:
+        assert re.search(rf"affine.vector_load {source}\[[^\n]*vector<{n}x{t}>", text), n
+    rng = np.random.default_rng(c + kw)
+    if kind == "bf16":
+        inp = rng.standard_normal((1, h, w, c)).astype(ml_dtypes.bfloat16)
+        flt = rng.standard_normal((kh, kw, c, f)).astype(ml_dtypes.bfloat16)
+    else:
+        inp = rng.integers(-128, 128, (1, h, w, c)).astype(np.int8)
+        flt = rng.integers(-128, 128, (kh, kw, c, f)).astype(np.int8)
+    i64, f64 = inp.astype(np.float64), flt.astype(np.float64)
+    want = np.zeros((1, oh, ow, f))
+    mags = np.zeros((1, oh, ow, f))
+    for y in range(kh):
+        for x in range(kw):
+            window = i64[:, y:y + s * (oh - 1) + 1:s, x * d:x * d + s * (ow - 1) + 1:s, :]
+            want += np.einsum("nhwc,cf->nhwf", window, f64[y, x])
+            mags += np.einsum("nhwc,cf->nhwf", np.abs(window), np.abs(f64[y, x]))
+    out = np.zeros((1, oh, ow, f), np.float32 if kind == "bf16" else np.int32)
+    compiled["conv"](inp, flt, out)
+    if kind == "s8":
+        np.testing.assert_array_equal(out, want)
+    else:
+        assert (np.abs(out - want) <= (kh * kw * c + 1) * 2.0 ** -24 * mags).all()
+
+
+def test_run_pieces():
+    """A run of A's row is copied by vectors of powers of two, at most 64 bytes each."""
+    from polyopt.schedules.lowp_gemm import run_pieces
+    assert run_pieces(21, 32) == [16, 4, 1]
+    assert run_pieces(48, 32) == [32, 16]
+    assert run_pieces(64, 32) == [32, 32]
+    assert run_pieces(1, 64) == [1]
 
 
 @pytest.mark.parametrize("elem", ["f32", "bf16"])
