@@ -129,18 +129,18 @@ TWO_PRODUCTS = """func.func @two(%A: memref<96x80xf64>, %B: memref<80x64xf64>, %
 
 
 def test_a_list_option_gives_each_product_its_own_parameters(tmp_path, capsys):
-    """``mc=48,24``: the first product's M_C is 48, the second's 24; the pipeline prints back
-    as it was given."""
+    """``mc=48,32``: the first product's M_C is 48, the second's 32 (multiples of their
+    register tiles' 4 and 16 rows); the pipeline prints back as it was given."""
     from polyopt.passes import parse_pipeline, print_pipeline
     src = tmp_path / "two.mlir"
     src.write_text(TWO_PRODUCTS)
-    text = "hopt-expand{copy=true vect=true mc=48,24 kc=32 form=row,col}"
+    text = "hopt-expand{copy=true vect=true mc=48,32 kc=32 form=row,col}"
     assert print_pipeline(parse_pipeline(text)) == text
     _, err = opt(capsys, str(src), "--remarks", "-p", text)
     chosen = [line for line in err.splitlines() if "BLIS schedule" in line]
     assert len(chosen) == 2
     assert "M_C=48, K_C=32" in chosen[0] and "form=row" in chosen[0]
-    assert "M_C=24, K_C=32" in chosen[1] and "form=col" in chosen[1]
+    assert "M_C=32, K_C=32" in chosen[1] and "form=col" in chosen[1]
     # one value is every product's; 0 in a list is the model's choice for that product
     _, err = opt(capsys, str(src), "--remarks", "-p", "hopt-expand{copy=true mc=48}")
     chosen = [line for line in err.splitlines() if "BLIS schedule" in line]
