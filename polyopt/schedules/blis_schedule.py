@@ -450,6 +450,60 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
                       origin=origin, reasons=tuple(reasons))
 
 
+def unpacked_params(m: int, n: int, k: int, elem_bytes: int,
+                    machine: Optional[MachineModel] = None,
+                    c_row_bytes: Optional[int] = None) -> Optional[BlisParams]:
+    """The BLIS parameters of a small product that is better not packed (BLIS's small/unpacked
+    "sup" path, OpenBLAS's small-matrix kernels), None when packing pays: A and B together fit
+    in L2 and a register tile of the model's kind divides M and N (:func:`_dividing_tile`),
+    so that every tile is whole without the zero padding of packed panels.  The copies
+    would cost more than the reuse they buy: on Zen 4, one thread, unpacked over packed,
+    f32 96^3 1.13x, 128^3 1.07x, 256^3 1.05x, 384^3 1.01x, 512^3 0.98x; f64 64^3 1.15x,
+    192^3 1.07x."""
+    machine = machine or MachineModel()
+    footprint = (m * k + k * n) * elem_bytes
+    if footprint > machine.l2_bytes:
+        return None
+    tile = _dividing_tile(machine, elem_bytes, m, n)
+    if tile is None:
+        return None
+    mr, nr = tile
+    params = default_blis_params(m, n, k, elem_bytes, machine, {"M_R": mr, "N_R": nr},
+                                 c_row_bytes=c_row_bytes)
+    reasons = tuple(r for r in params.reasons if not r.endswith("given by the op")) + (
+        f"not packed: A and B ({footprint / 1024:.0f} KiB) fit in L2 ({machine.l2_bytes >> 10} "
+        f"KiB) and the {mr}x{nr} tile divides {m}x{n}, every tile whole (BLIS's small, "
+        f"unpacked path)",)
+    return replace(params, reasons=reasons, origin={**params.origin, "M_R": "model",
+                                                    "N_R": "model"})
+
+
+def _dividing_tile(machine: MachineModel, elem_bytes: int, m: int, n: int
+                   ) -> Optional[tuple[int, int]]:
+    """The row-form register tile (rows, columns) that :func:`_register_tile`'s criteria rank
+    first among those dividing ``m`` x ``n`` (whole vectors of B's row), None if none does."""
+    lanes = machine.lanes(elem_bytes)
+    regs = machine.num_vector_registers
+    need = _accumulators_needed(machine)
+    wide = regs >= 32
+    target = max(need, regs // 2)
+    order = "ji" if wide else "ij"
+    best = None
+    for nv in range(1, (4 if wide else 2) + 1):
+        if n % (nv * lanes):
+            continue
+        for mr in range(1, regs + 1):
+            acc = mr * nv
+            folded = machine.embedded_broadcast and nv == 1
+            if m % mr or acc < need or _row_need(mr, nv, order, folded) > regs:
+                continue
+            loads = (mr + nv) / acc
+            key = (min(acc, target), -acc, -loads, -mr) if wide else (-loads, acc, -mr)
+            if best is None or key > best[0]:
+                best = (key, mr, nv * lanes)
+    return None if best is None else best[1:]
+
+
 def _whole_register_tiles(m: Optional[int], n: Optional[int], mc: int, nc: Optional[int],
                           mr: int, nr: int) -> tuple:
     """(M_C, N_C, reasons): a given M_C (N_C) that is not a multiple of M_R (N_R) and cuts M

@@ -251,7 +251,12 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
         if new_ops is not None:
             return new_ops
     if schedule is None:
-        params = matmul_blis_params(con, machine, threads if copy else 1)
+        params = _unpacked_small_params(con, machine) if copy and threads <= 1 and \
+            steps.vect and steps.unroll else None
+        if params is not None:
+            copy = False
+        else:
+            params = matmul_blis_params(con, machine, threads if copy else 1)
         schedule = params.schedule()
         if _CHOICES.get() is not None:
             _CHOICES.get().append(params)
@@ -291,6 +296,26 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
         parallelize_blis_nest(_nest_ops(block, before, after), infos, remark, loc, con.kind,
                               params.l2_block, output=operands[2])
     return _nest_ops(block, before, after)
+
+
+def _unpacked_small_params(con: Contraction, machine) -> Optional[BlisParams]:
+    """The parameters of a small product better left unpacked
+    (:func:`~polyopt.schedules.blis_schedule.unpacked_params`): a row-major f32/f64 product
+    of static, contiguous, distinct matrices with no tile attributes (not a convolution's
+    im2col stand-in, which only packing reads)."""
+    from ..memref_layout.data_copy import alias_root
+    from .blis_schedule import unpacked_params
+    operands = con.operands
+    if con.tile_params or not con.is_matrix_form or not con.has_static_shape or \
+            str(con.element_type) not in ("f32", "f64") or \
+            any(v.type.layout is not None for v in operands) or \
+            len({id(alias_root(v)) for v in operands}) != 3:
+        return None
+    alloc = operands[0].defining_op
+    if alloc is not None and STAND_IN_ATTR in alloc.attributes:
+        return None
+    return unpacked_params(con.m, con.n, con.k, con.element_type.width // 8, machine,
+                           c_row_bytes=row_bytes(operands[2].type))
 
 
 def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKernelChoice,

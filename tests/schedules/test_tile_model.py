@@ -171,6 +171,38 @@ def test_given_m_c_off_the_register_tile_still_unrolls():
     check_matmul(mod["mm"], m, n, k, "f32")
 
 
+def test_small_products_whose_tile_divides_them_are_not_packed():
+    """A and B in L2 and a register tile dividing M x N: BLIS's small, unpacked path, said;
+    packing stays where a tile would be cut (100^3) or the operands outgrow L2 (512^3)."""
+    from polyopt.schedules.blis_schedule import unpacked_params
+    p = unpacked_params(96, 96, 96, 4, ZEN4)
+    assert 96 % p.M_R == 0 and 96 % p.N_R == 0 and p.M_R * p.N_R // 16 >= 4
+    assert p.reasons[-1].startswith("not packed: A and B (72 KiB) fit in L2")
+    assert not any("given by the op" in r for r in p.reasons)
+    assert unpacked_params(100, 100, 100, 4, ZEN4) is None
+    assert unpacked_params(512, 512, 512, 4, ZEN4) is None
+    assert unpacked_params(16, 16, 16, 8, ZEN4).N_R == 16
+
+
+@pytest.mark.parametrize("t", ["f32", "f64"])
+@pytest.mark.parametrize("m, n, k", [(96, 96, 96), (16, 64, 77), (40, 128, 300), (128, 32, 5)])
+def test_unpacked_small_products_are_right(t, m, n, k):
+    """The unpacked small product (--hopt-copy asked, the model declines) against numpy, K
+    not a multiple of the unroll; the remark says so and nothing is packed."""
+    import polyopt
+    from tests.schedules.matmul_check import check_matmul
+    ty = f"memref<{m}x{k}x{t}>, memref<{k}x{n}x{t}>, memref<{m}x{n}x{t}>"
+    src = (f"func.func @mm(%A: memref<{m}x{k}x{t}>, %B: memref<{k}x{n}x{t}>, "
+           f"%C: memref<{m}x{n}x{t}>) {{\n  hop.matmul %A, %B, %C : ({ty})\n  return\n}}\n")
+    remarks = []
+    mod = polyopt.compile(src, hopt=True, copy=True, unroll=True, scalrep=True, vect=True,
+                          threads=1, remark=lambda loc, msg: remarks.append(msg))
+    assert any("not packed: A and B" in r for r in remarks), remarks
+    assert not any("packed A into" in r or "not unrolled" in r for r in remarks), remarks
+    assert "memref.alloc" not in str(mod.module)
+    check_matmul(mod["mm"], m, n, k, t)
+
+
 def test_explain_cli_prints_the_reasons():
     from polyopt.cli import _explain_matmul
     out = _explain_matmul(1000, 1000, 1000, "f32", {})
