@@ -230,6 +230,15 @@ def rows_in_one_l1_set(rows: int, row_bytes: Optional[int], width_bytes: int,
 GEBP_MIN_K_C = 160
 
 
+def _tile_rank(mr: int, nv: int, target: int, wide: bool) -> tuple:
+    """How the model ranks an ``mr`` x ``nv``-vector row-form tile (larger is better): with
+    32 registers the most accumulators up to ``target``, then the fewest, then the fewest
+    loads per FMA; with 16 the fewest loads per FMA, then the most accumulators."""
+    acc = mr * nv
+    loads = (mr + nv) / acc
+    return (min(acc, target), -acc, -loads, -mr) if wide else (-loads, acc, -mr)
+
+
 def _register_tile(machine: MachineModel, elem_bytes: int,
                    c_row_bytes: Optional[int] = None, gebp: bool = True,
                    k: Optional[int] = None) -> TileChoice:
@@ -281,8 +290,7 @@ def _register_tile(machine: MachineModel, elem_bytes: int,
             if wide and gebp and rows_in_one_l1_set(mr, c_row_bytes, nv * lanes * elem_bytes,
                                                     machine) > set_rows:
                 continue
-            loads = (mr + nv) / acc
-            key = (min(acc, target), -acc, -loads, -mr) if wide else (-loads, acc, -mr)
+            key = _tile_rank(mr, nv, target, wide)
             if best is None or key > best[0]:
                 best = (key, mr, nv, folded)
     if best is None:
@@ -497,8 +505,7 @@ def _dividing_tile(machine: MachineModel, elem_bytes: int, m: int, n: int
             folded = machine.embedded_broadcast and nv == 1
             if m % mr or acc < need or _row_need(mr, nv, order, folded) > regs:
                 continue
-            loads = (mr + nv) / acc
-            key = (min(acc, target), -acc, -loads, -mr) if wide else (-loads, acc, -mr)
+            key = _tile_rank(mr, nv, target, wide)
             if best is None or key > best[0]:
                 best = (key, mr, nv * lanes)
     return None if best is None else best[1:]
