@@ -466,7 +466,7 @@ def unpacked_params(m: int, n: int, k: int, elem_bytes: int,
     in L2 and a register tile of the model's kind divides M and N (:func:`_dividing_tile`),
     so that every tile is whole without the zero padding of packed panels.  The copies
     would cost more than the reuse they buy: on Zen 4, one thread, unpacked over packed,
-    f32 96^3 1.13x, 128^3 1.07x, 256^3 1.05x, 384^3 1.01x, 512^3 0.98x; f64 64^3 1.15x,
+    f32 96^3 1.13x, 128^3 1.06x, 256^3 1.05x, 384^3 1.01x, 512^3 0.98x; f64 64^3 1.15x,
     192^3 1.07x."""
     machine = machine or MachineModel()
     footprint = (m * k + k * n) * elem_bytes
