@@ -351,25 +351,32 @@ WINDOW = """func.func @conv(%I: memref<1x{h}x{w}x{c}x{t}>, %K: memref<{kh}x{kw}x
 
 
 @pytest.mark.parametrize("kind", ["bf16", "s8"])
-@pytest.mark.parametrize("h, w, c, f, kh, kw, s, d, pieces", [
-    (29, 31, 3, 17, 7, 7, 2, 1, (16, 4)),     # ResNet-50's stem, smaller: runs of 7 x 3
-    (12, 11, 5, 19, 3, 3, 1, 1, (8, 4, 2)),   # runs of 3 x 5 = 15
-    (13, 14, 6, 9, 2, 3, 1, 2, (4, 2)),       # dilated along W: runs of the 6 channels
+@pytest.mark.parametrize("h, w, c, f, kh, kw, s, d, run", [
+    (29, 31, 3, 17, 7, 7, 2, 1, 21),      # ResNet-50's stem, smaller: runs of 7 x 3
+    (12, 11, 5, 19, 3, 3, 1, 1, 15),      # runs of 3 x 5
+    (13, 14, 6, 9, 2, 3, 1, 2, 6),        # dilated along W: runs of the 6 channels
+    (23, 22, 12, 9, 11, 11, 1, 1, 132),   # K = 1452 in two K_C blocks of 6 runs of 11 x 12
 ])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_convolution_copies_window_runs(kind, h, w, c, f, kh, kw, s, d, pieces, threads):
+def test_convolution_copies_window_runs(kind, h, w, c, f, kh, kw, s, d, run, threads):
     """Where a window position's channels are fewer than 64 bytes, A's rows are copied by the
     runs of consecutive input elements: a window row's KW x C (read through the input with W
     and C folded: the stem's 21 bf16 as 16 + 4 + 1), or C where the window is dilated along
-    W; K_C is a multiple of the run.  Against numpy, on 1 and 2 threads."""
+    W; K_C is a multiple of the run.  Each piece of a run (16 + 4 + 1 for 21 bf16) is a
+    vector load of the folded view, or of the input where it stays in one window position's
+    channels.  Against numpy, on 1 and 2 threads."""
+    from polyopt.schedules.lowp_gemm import run_pieces
     t, o = ("bf16", "f32") if kind == "bf16" else ("i8", "i32")
+    pieces = [n for n in run_pieces(run, 32 if kind == "bf16" else 64) if n > 1]
     oh, ow = (h - kh) // s + 1, (w - d * (kw - 1) - 1) // s + 1
     src = WINDOW.format(h=h, w=w, c=c, f=f, kh=kh, kw=kw, s=s, d=d, t=t, o=o, oh=oh, ow=ow)
     compiled = polyopt.compile(src, threads=threads, **ALL)
     text = str(compiled.module)
-    source = "%collapse_shape" if d == 1 else "%arg0"
+    folded, unfolded = f"memref<1x{h}x{w * c}x{t}>", f"memref<1x{h}x{w}x{c}x{t}>"
     for n in pieces:
-        assert re.search(rf"affine.vector_load {source}\[[^\n]*vector<{n}x{t}>", text), n
+        assert re.search(rf"affine.vector_load [^\n]* : ({folded}|{unfolded}), "
+                         rf"vector<{n}x{t}>", text), n
+    assert (f"{folded}, vector<" in text) == (d == 1)
     rng = np.random.default_rng(c + kw)
     if kind == "bf16":
         inp = rng.standard_normal((1, h, w, c)).astype(ml_dtypes.bfloat16)
