@@ -48,6 +48,7 @@ from ..affine.ir import Operation, Value
 from ..affine.types import FloatType
 from .blis_schedule import (BlisParams, MachineModel, MicroKernelChoice, default_blis_params,
                             row_bytes, short_a)
+from .blis_parallel import MIN_THREADED_PRODUCT
 from .contraction import STAND_IN_ATTR, Contraction, contraction_of_op, to_matrix_form
 from ..affine.runtime_checks import guard_sizes
 from .nest_building import extent_loops, memref_size, mul_add
@@ -251,10 +252,17 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
         if new_ops is not None:
             return new_ops
     if schedule is None:
-        params = _unpacked_small_params(con, machine) if copy and threads <= 1 and \
-            steps.vect and steps.unroll else None
+        # (on a team too when the product is too small to split)
+        params = _unpacked_small_params(con, machine) if copy and steps.vect and \
+            steps.unroll and (threads <= 1 or con.m * con.n * con.k <= MIN_THREADED_PRODUCT) \
+            else None
         if params is not None:
             copy = False
+            if threads > 1 and remark is not None:
+                remark(loc, f"{con.kind}: {con.m}x{con.n}x{con.k} is too little work for "
+                            f"{threads} threads (at most {MIN_THREADED_PRODUCT} multiply-adds): "
+                            f"one thread, unpacked")
+            threads = 1
         else:
             params = matmul_blis_params(con, machine, threads if copy else 1)
         schedule = params.schedule()

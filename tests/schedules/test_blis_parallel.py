@@ -271,3 +271,24 @@ def test_every_copy_into_the_shared_block_runs_on_the_team(dtype, attrs):
     compiled["matmul"](*out)
     assert np.array_equal(out[2], _run(matmul_source(m, n, k, dtype, attrs), 1,
                                        _operands(m, n, k, dtype), **ALL))
+
+
+@pytest.mark.parametrize("t", ["f32", "f64"])
+def test_a_small_product_on_a_team_runs_unpacked_on_one_thread(t):
+    """64^3 on 2 threads: the unpacked small path on one thread (a fork costs more than the
+    second core gives back), said, with the bits of one thread; 128^3 is split."""
+    from polyopt.schedules.blis_parallel import MIN_THREADED_PRODUCT
+    assert 64 ** 3 <= MIN_THREADED_PRODUCT < 128 ** 3
+    small = matmul_source(64, 64, 64, t)
+    remarks = []
+    module = polyopt.compile(small, threads=2, remark=lambda loc, msg: remarks.append(msg),
+                             **ALL).module
+    assert any("too little work for 2 threads" in r and "one thread, unpacked" in r
+               for r in remarks), remarks
+    assert "affine.parallel" not in str(module) and "memref.alloc" not in str(module)
+    args = _operands(64, 64, 64, t, seed=4)
+    one = _run(small, 1, args, **ALL)
+    assert np.array_equal(_run(small, 2, args, **ALL), one)
+    assert np.allclose(one, args[2] + args[0] @ args[1], rtol=0, atol=1e-4)
+    large = polyopt.compile(matmul_source(128, 128, 128, t), threads=2, **ALL).module
+    assert "affine.parallel" in str(large)
