@@ -253,9 +253,10 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
             return new_ops
     if schedule is None:
         # (on a team too when the product is too small to split)
+        unsplit = threads <= 1 or con.has_static_shape and \
+            con.m * con.n * con.k <= MIN_THREADED_PRODUCT
         params = _unpacked_small_params(con, machine) if copy and steps.vect and \
-            steps.unroll and (threads <= 1 or con.m * con.n * con.k <= MIN_THREADED_PRODUCT) \
-            else None
+            steps.unroll and unsplit else None
         if params is not None:
             copy = False
             if threads > 1 and remark is not None:
