@@ -38,6 +38,12 @@ PACK_B_PANELS_UNBLOCKED = 4
 #: (B of 128 x 128 f64 is 128 KiB, four times a 32 KiB L1)
 SHORT_A_MIN_N_K = 128
 
+#: On a team, a product whose M, N and K are all at most this runs on one thread: the
+#: largest cube within :data:`~polyopt.schedules.blis_parallel.MIN_THREADED_PRODUCT` (Zen 4,
+#: numpy on 2 threads in the same run: ``?x?`` f32 64^3 on the team 0.41x numpy, on one
+#: thread 1.05x; 96^3 0.50x -> 0.98x; f64 64^3 0.28x -> 1.02x, 96^3 0.75x -> 0.97x)
+SMALL_ON_ONE_THREAD = 101
+
 #: The problem size whose model parameters the dynamic GEMM uses.
 REPRESENTATIVE_SIZE = 2048
 
@@ -86,9 +92,9 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     if alpha:
         t.add(1, f"%alphav = vector.broadcast %alpha : {etype} to {vt}")
 
-    def blis_nest(p: BlisParams) -> None:
+    def blis_nest(p: BlisParams, par: bool) -> None:
         """BLIS's five loops with ``p``'s tiles and order, their packed panels allocated
-        and freed around them."""
+        and freed around them; with ``par``, split over the team."""
         mr, nr, kc, ku = p.M_R, p.N_R, p.K_C, p.K_U
         mc = max(mr, p.M_C // mr * mr)
         nc = max(nr, (p.N_C or 4 * nr) // nr * nr)
@@ -434,9 +440,18 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     if short is not None:
         t.add(1, f"affine.if affine_set<()[s0, s1, s2] : ({short_rows - 1} - s0 >= 0, "
                  f"s1 - {SHORT_A_MIN_N_K} >= 0, s2 - {SHORT_A_MIN_N_K} >= 0)>()[%M, %N, %K] {{")
-        blis_nest(short)
+        blis_nest(short, par)
         t.add(1, "} else {")
-    blis_nest(p)
+    if par:
+        # a product too small to split runs on one thread (as the static pipeline's)
+        side = SMALL_ON_ONE_THREAD
+        t.add(1, f"affine.if affine_set<()[s0, s1, s2] : ({side} - s0 >= 0, {side} - s1 >= 0, "
+                 f"{side} - s2 >= 0)>()[%M, %N, %K] {{")
+        blis_nest(p, False)
+        t.add(1, "} else {")
+    blis_nest(p, par)
+    if par:
+        t.add(1, "}")
     if short is not None:
         t.add(1, "}")
     t.add(1, "}")

@@ -121,7 +121,9 @@ def test_sizes_that_disagree_raise_and_write_nothing():
 @pytest.mark.parametrize("dtype", ["f64", "f32"])
 def test_threads_give_bitwise_the_same_result(dtype):
     """Packing and register tiles split over the team; every element summed in the same
-    order (3 threads on 2 cores: oversubscribed, still the same bits)."""
+    order (3 threads on 2 cores: oversubscribed, still the same bits).  Products whose sides
+    are all at most SMALL_ON_ONE_THREAD run on one thread (5x2x1, 33x65x50); those just past
+    it are split (33x65x150, 7x130x9)."""
     fns = {1: (F64 if dtype == "f64" else F32)["mm"]}
     for threads in (2, 3):
         compiled = _compiled(dtype, threads=threads)
@@ -130,7 +132,7 @@ def test_threads_give_bitwise_the_same_result(dtype):
     rng = np.random.default_rng(1)
     t = np.float64 if dtype == "f64" else np.float32
     for m, n, k in ((97, 101, 103), (300, 70, 290), (1, 3000, 70), (3001, 1, 70), (5, 2, 1),
-                    (33, 65, 50), (41, 131, 77)):
+                    (33, 65, 50), (41, 131, 77), (33, 65, 150), (7, 130, 9)):
         a, b, c0 = (rng.uniform(-1, 1, s).astype(t) for s in ((m, k), (k, n), (m, n)))
         results = []
         for threads, fn in fns.items():
@@ -162,3 +164,16 @@ def test_what_the_dynamic_gemm_does_not_take_runs_naive_and_says_why():
     want = c + a @ b
     mm(a, b, c)
     np.testing.assert_allclose(c, want, rtol=1e-12)
+
+
+def test_a_small_product_on_a_team_runs_on_one_thread():
+    """On a team, the ?x? function runs a product with every side at most
+    SMALL_ON_ONE_THREAD on one thread: the sequential nest sits beside the parallel one,
+    under the run-time test of the sizes."""
+    from polyopt.schedules.dynamic_gemm import SMALL_ON_ONE_THREAD
+    from polyopt.schedules.blis_parallel import MIN_THREADED_PRODUCT
+    assert SMALL_ON_ONE_THREAD ** 3 <= MIN_THREADED_PRODUCT < (SMALL_ON_ONE_THREAD + 1) ** 3
+    text = str(_compiled("f32", threads=2).module)
+    side = SMALL_ON_ONE_THREAD
+    assert f"(-s0 + {side} >= 0, -s1 + {side} >= 0, -s2 + {side} >= 0)" in text
+    assert "affine.parallel" in text
