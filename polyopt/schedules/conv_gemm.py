@@ -342,17 +342,7 @@ def _known_divisor(e: AffineExpr, dims: list) -> int:
     """A divisor of ``e``'s every value when dim ``i`` is a multiple of ``dims[i]`` (0 for the
     constant 0: a multiple of anything)."""
     import math
-    from ..affine.affine_expr import AffineExprKind
-    kind = e.kind
-    if kind == AffineExprKind.CONSTANT:
-        return abs(e.value)
-    if kind == AffineExprKind.DIM:
-        return dims[e.position]
-    if kind == AffineExprKind.ADD:
-        return math.gcd(_known_divisor(e.lhs, dims), _known_divisor(e.rhs, dims))
-    if kind == AffineExprKind.MUL:
-        return _known_divisor(e.lhs, dims) * _known_divisor(e.rhs, dims)
-    return 1
+    return math.gcd(*_known_divisor_and_offset(e, dims))
 
 
 def _known_divisor_and_offset(e: AffineExpr, dims: list) -> tuple[int, int]:
@@ -363,13 +353,17 @@ def _known_divisor_and_offset(e: AffineExpr, dims: list) -> tuple[int, int]:
     kind = e.kind
     if kind == AffineExprKind.CONSTANT:
         return 0, e.value
+    if kind == AffineExprKind.DIM:
+        return dims[e.position], 0
     if kind == AffineExprKind.ADD:
         (dl, ol), (dr, o_r) = (_known_divisor_and_offset(x, dims) for x in (e.lhs, e.rhs))
         return math.gcd(dl, dr), ol + o_r
-    if kind == AffineExprKind.MUL and e.rhs.kind == AffineExprKind.CONSTANT:
-        d, o = _known_divisor_and_offset(e.lhs, dims)
-        return d * abs(e.rhs.value), o * e.rhs.value
-    return _known_divisor(e, dims), 0
+    if kind == AffineExprKind.MUL:
+        for x, c in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
+            if c.kind == AffineExprKind.CONSTANT:
+                d, o = _known_divisor_and_offset(x, dims)
+                return d * abs(c.value), o * c.value
+    return 1, 0
 
 
 def conv_k_c(channels: int, reduction: int, k_c: int, limit: Optional[int] = None) -> int:
