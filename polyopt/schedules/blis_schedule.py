@@ -664,6 +664,12 @@ def _gebp_blocking(m, n, k, elem_bytes, machine, mr, nr, kc, given) -> tuple:
     return kc, mc, nc, reasons
 
 
+def gepb_m_c_bound(machine: MachineModel, kc: int, elem_bytes: int, mr: int) -> int:
+    """GEPB's largest M_C: A's M_C x K_C block in half of L3, a multiple of ``mr``."""
+    t = int(machine.l3_bytes / 2 / (kc * elem_bytes))
+    return max(mr, t - t % mr)
+
+
 def _gepb_blocking(m, n, k, elem_bytes, machine, mr, nr, given) -> tuple:
     """K_C, M_C, N_C and their reasons for GEPB: A's M_R x K_C micro-panel in a quarter of L1
     (:func:`_gepb_k_c`, fitted to K by :func:`_fit_k_c`); B's K_C x N_C block in a quarter of
@@ -681,7 +687,7 @@ def _gepb_blocking(m, n, k, elem_bytes, machine, mr, nr, given) -> tuple:
                    f": B's block {kc}x{nc} = {kc * nc * elem_bytes / 1024:.0f} KiB in a "
                    f"quarter of L2 ({machine.l2_bytes // 1024} KiB)"))
     if nc < n:
-        mc = given.get("M_C", _cache_tile(m, machine.l3_bytes / 2, kc * elem_bytes, mr))
+        mc = given.get("M_C", _balanced(m, gepb_m_c_bound(machine, kc, elem_bytes, mr), mr))
         reasons.append(f"M_C {mc}" + (" (given)" if "M_C" in given else
                        f": A's block {mc}x{kc} = {mc * kc * elem_bytes / 2**20:.1f} MiB in half "
                        f"of L3 ({machine.l3_bytes >> 20} MiB), reused by {-(-n // nc)} blocks "

@@ -53,12 +53,22 @@ def test_one_compilation_runs_every_size(m, n, k, dtype):
                                    (129, 65, 257), (6, 34, 19), (9, 67, 300), (3, 131, 70),
                                    (130, 66, 129)])
 def test_tile_and_block_edges(m, n, k):
-    """Exactly one register tile (4 x 32 f64 on AVX-512), one past it, K one past K_C; a
+    """Exactly one register tile (4 x 32 f64 on AVX-512), one past it, K one past K_C (a
+    whole K_C block then a partial one); a
     row or a column (the GEMV forms the function switches to at run time), past a block
     of C's row, past a group of rows; N's edge 1, 2 or 3 columns past a tile (the column
     form, f64 and f32 on AVX-512), with M's edge too."""
     _check(F64["mm"], m, n, k, "f64")
     _check(F32["mm"], m, n, k, "f32")
+
+
+def test_m_past_a_block_of_a():
+    """M five rows past the M_C the host's model gives the dynamic GEMM (8192 rows of A on
+    Zen 4: A's block in half of L3), so that a second block of A with an edge tile follows."""
+    from polyopt.pipeline import machine_model
+    from polyopt.schedules.dynamic_gemm import dynamic_params
+    for fn, dtype, elem in ((F64["mm"], "f64", 8), (F32["mm"], "f32", 4)):
+        _check(fn, dynamic_params(elem, machine_model()).M_C + 5, 35, 9, dtype)
 
 
 def test_a_short_a_takes_the_gebp_variant_at_run_time():
