@@ -196,7 +196,8 @@ def _microkernel_chooser(requested: Optional[str]):
             microkernels.load_microkernel(kernel, target)
         except microkernels.MicroKernelError as e:
             raise CodegenError(str(e), loc) from None
-        return MicroKernelChoice(kernel.symbol, kernel.m_r, kernel.n_r)
+        return MicroKernelChoice(kernel.symbol, kernel.m_r, kernel.n_r,
+                                 l1_panel="A" if kernel.swapped else "B")
     return choose
 
 

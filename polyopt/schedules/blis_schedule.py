@@ -65,12 +65,16 @@ class MachineModel:
 
 @dataclass(frozen=True)
 class MicroKernelChoice:
-    """The library micro-kernel a BLIS-mode (``--hopt-blis``) matmul calls: its symbol and
-    its register tile in the matmul's orientation (rows of C x columns of C)."""
+    """The library micro-kernel a BLIS-mode (``--hopt-blis``) matmul calls: its symbol, its
+    register tile in the matmul's orientation (rows of C x columns of C), and whose
+    micro-panel it keeps in L1: BLIS's kernels are written for BLIS's loop order, B's
+    micro-panel in L1 and A's streamed from L2, so a kernel polyopt calls with A and B
+    swapped keeps polyopt's A there (``"A"``), another polyopt's B (``"B"``)."""
 
     symbol: str
     m_r: int
     n_r: int
+    l1_panel: str = "B"
 
 
 @dataclass(frozen=True)
@@ -456,6 +460,42 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
                       register_order=given.get("register_order", order),
                       register_form=form, l2_block=l2_block,
                       origin=origin, reasons=tuple(reasons))
+
+
+def microkernel_params(m: int, n: int, k: int, elem_bytes: int, machine: Optional[MachineModel],
+                       given: dict, kernel: MicroKernelChoice) -> BlisParams:
+    """:func:`default_blis_params` for a library micro-kernel (``--hopt-blis``): its tile, and
+    the loop order it was written for (the order that keeps its L1 panel in L1,
+    :class:`MicroKernelChoice`); in GEPB's order K_C as large as lets A's M_R x K_C micro-panel
+    take all but one of L1's ways, as BLIS's configurations size it (skx's dgemm kernel:
+    14 x 256 doubles, 28 of 32 KiB), the call and its C update spread over more k than
+    polyopt's own tile needs (Zen 4, 2088x2048x2048, one thread, against numpy in the same
+    run: ``bli_sgemm_skx_asm_32x12_l2`` 0.92x in GEBP's order with K_C 160, 0.93x in GEPB's
+    with K_C 128, 0.99x-1.01x with K_C 448-592; ``bli_dgemm_skx_asm_16x14`` 0.94x, 0.85x,
+    0.97x with K_C 256, 0.94x with 216)."""
+    machine = machine or MachineModel()
+    given = {**given, "M_R": kernel.m_r, "N_R": kernel.n_r}
+    order = "B" if kernel.l1_panel == "A" else "A"
+    chosen, why = {}, {}
+    if "l2_block" not in given:
+        chosen["l2_block"] = order
+        why[f"l2_block {order} (given)"] = (
+            f"l2_block {order}: {kernel.symbol} keeps "
+            + ("A's micro-panel in L1 (called with A and B swapped): GEPB, B's K_C x N_C block "
+               "in L2" if order == "B" else "B's micro-panel in L1: GEBP, A's block in L2"))
+    if given.get("l2_block", order) == "B" == order and "K_C" not in given:
+        ways = max(1, machine.l1d_ways)
+        t = int(machine.l1d_bytes * (ways - 1) / ways / (kernel.m_r * elem_bytes))
+        kc = _fit_k_c(k, max(_K_C_MULTIPLE, t - t % _K_C_MULTIPLE))
+        chosen["K_C"] = kc
+        why[f"K_C {kc} (given)"] = (
+            f"K_C {kc}: A's micro-panel {kernel.m_r}x{kc} = "
+            f"{kernel.m_r * kc * elem_bytes / 1024:.1f} KiB in {ways - 1} of {ways} L1 ways, as "
+            f"BLIS sizes its kernels' L1 panel")
+    p = default_blis_params(m, n, k, elem_bytes, machine, {**given, **chosen})
+    return replace(p, reasons=tuple(next((w for g, w in why.items() if r.startswith(g)), r)
+                                    for r in p.reasons),
+                   origin={**p.origin, **{name: "model" for name in chosen if name in p.origin}})
 
 
 def unpacked_params(m: int, n: int, k: int, elem_bytes: int,

@@ -47,7 +47,7 @@ from ..affine.diagnostics import ScheduleError
 from ..affine.ir import Operation, Value
 from ..affine.types import FloatType
 from .blis_schedule import (BlisParams, MachineModel, MicroKernelChoice, default_blis_params,
-                            row_bytes, short_a)
+                            microkernel_params, row_bytes, short_a)
 from .blis_parallel import MIN_THREADED_PRODUCT
 from .contraction import STAND_IN_ATTR, Contraction, contraction_of_op, to_matrix_form
 from ..affine.runtime_checks import guard_sizes
@@ -353,7 +353,7 @@ def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKern
     m, k = con.a.memref.type.shape
     n = con.b.memref.type.shape[1]
     elem_bytes = con.element_type.width // 8
-    params = default_blis_params(m, n, k, elem_bytes, machine, given)
+    params = microkernel_params(m, n, k, elem_bytes, machine, given, kernel)
     if threads > 1:
         from .blis_parallel import balance_for_threads
         balanced = balance_for_threads(params, m, n, threads, con.tile_params)

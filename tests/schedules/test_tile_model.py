@@ -229,3 +229,28 @@ def test_column_form_asked_for_gets_a_column_tile():
     p = default_blis_params(2000, 2000, 2000, 8, ZEN4, {"register_form": "col", "M_R": 24,
                                                          "N_R": 8})
     assert (p.M_R, p.N_R) == (24, 8)
+
+
+def test_a_library_kernel_gets_the_loop_order_it_was_written_for():
+    """--hopt-blis: a kernel called with A and B swapped keeps A's micro-panel in L1, so GEPB,
+    with K_C filling all but one L1 way with it (skx's sgemm 32x12, our 12x32: 12 x 592 floats
+    in 28 of 32 KiB, fitted to K = 2048 as 4 blocks of 512); one called as it is keeps B's
+    micro-panel there (GEBP, the model's K_C); given parameters win."""
+    from polyopt.schedules.blis_schedule import MicroKernelChoice, microkernel_params
+    skx = MicroKernelChoice("bli_sgemm_skx_asm_32x12_l2", 12, 32, l1_panel="A")
+    p = microkernel_params(2088, 2048, 2048, 4, ZEN4, {}, skx)
+    assert (p.l2_block, p.K_C, p.M_R, p.N_R) == ("B", 512, 12, 32)
+    assert 12 * p.K_C * 4 <= 7 * (32 << 10) // 8
+    assert p.origin["K_C"] == "model"
+    assert any("keeps A's micro-panel in L1" in r for r in p.reasons), p.reasons
+    assert any(r.startswith("K_C 512: A's micro-panel 12x512") for r in p.reasons), p.reasons
+    assert not any("(given)" in r for r in p.reasons if r.startswith(("K_C", "l2_block")))
+    d = microkernel_params(2088, 2048, 2048, 8, ZEN4, {},
+                           MicroKernelChoice("bli_dgemm_skx_asm_16x14", 14, 16, l1_panel="A"))
+    assert (d.l2_block, d.K_C) == ("B", 256)
+    haswell = MicroKernelChoice("bli_dgemm_haswell_asm_6x8", 6, 8, l1_panel="B")
+    h = microkernel_params(2088, 2048, 2048, 8, ZEN4, {}, haswell)
+    assert h.l2_block == "A" and h.K_C == default_blis_params(
+        2088, 2048, 2048, 8, ZEN4, {"M_R": 6, "N_R": 8, "l2_block": "A"}).K_C
+    g = microkernel_params(2088, 2048, 2048, 4, ZEN4, {"K_C": 256, "l2_block": "A"}, skx)
+    assert (g.l2_block, g.K_C, g.origin["K_C"]) == ("A", 256, "attribute")
