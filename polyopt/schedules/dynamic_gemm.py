@@ -81,14 +81,16 @@ def short_a_params(elem_bytes: int, machine: Optional[MachineModel],
 
 def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, lanes: int,
                         alpha: bool, threads: int = 1, stream_lanes: int = 0,
-                        short: Optional[BlisParams] = None, short_rows: int = 0) -> str:
+                        short: Optional[BlisParams] = None, short_rows: int = 0,
+                        l2_bytes: int = 0) -> str:
     """``func.func @gemm(%A, %B, %C, %M, %N, %K[, %alpha])``: ``C += alpha * A * B`` for the
     run-time sizes M, N, K (the operands' types may have ``?`` anywhere), with ``p``'s tiles
     and loop order, or ``short``'s when M is below ``short_rows``.  With
     ``threads > 1`` the packing loops over micro-panels and the outer loop over register
     tiles are ``affine.parallel`` (each thread its panels and its tiles of C, with its own edge
     buffer; every element of C summed in the same order: the same bits at every thread
-    count); the GEMV forms split their column blocks or rows."""
+    count); the GEMV forms split their column blocks or rows (``l2_bytes``: the dot form's
+    shape for a matrix larger than L2, chosen at run time)."""
     ta, tb, tc = types
     w = lanes
     vt = f"vector<{w}x{etype}>"
@@ -467,7 +469,7 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     _axpy(t, ta, tb, tc, etype, stream_lanes or w, alpha, threads)
     t.add(1, "} else {")
     t.add(1, "affine.if affine_set<()[s0] : (s0 - 1 == 0)>()[%N] {")
-    _dot(t, ta, tb, tc, etype, stream_lanes or w, alpha, threads)
+    _dot(t, ta, tb, tc, etype, stream_lanes or w, alpha, threads, l2_bytes)
     t.add(1, "} else {")
     # GEPB, or GEBP for an A of few micro-panels against a B larger than L1 when the model
     # says so (``short``): the order is chosen by the sizes when the function runs (32^3 f64
@@ -563,60 +565,78 @@ def _axpy(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
 
 
 def _dot(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
-         threads: int) -> None:
+         threads: int, l2_bytes: int = 0) -> None:
     """C[i, 0] += A[i, :] . B[:, 0] for R rows at a time with P vector accumulators each
     (the static path's dot form, with run-time M and K); the k past the last group of
-    vectors one at a time, then the rows past the last group of R one at a time."""
-    from .gemv import DOT_ACCUMULATORS, DOT_ROWS, dot_rows
-    p, vt = DOT_ACCUMULATORS, f"vector<{w}x{etype}>"
-    k_vec = f"affine_map<()[s0] -> ((s0 floordiv {w * p}) * {w * p})>()[%K]"
+    vectors one at a time, then the rows past the last group of R one at a time.  With
+    ``l2_bytes``, R and P are the streaming ones when A is larger than L2 at run time
+    (:func:`~polyopt.schedules.gemv.dot_shape`)."""
+    from .gemv import (DOT_ACCUMULATORS, DOT_ROWS, STREAM_DOT_ACCUMULATORS, STREAM_DOT_ROWS,
+                       dot_rows)
+    vt = f"vector<{w}x{etype}>"
     t.add(2, f"%Bv = memref.collapse_shape %B [[0, 1]] : {tb} into memref<?x{etype}>")
     zero = t.fresh("zs")      # the GEMM's %zv may be wider (MachineModel.stream_lanes)
     t.add(2, f"{zero} = arith.constant dense<0.000000e+00> : {vt}")
 
-    def rows_loop(bounds: str, rows: int) -> None:
-        t.add(2, f"affine.{bounds} {{")
+    def rows_loop(d: int, bounds: str, rows: int, p: int) -> None:
+        k_vec = f"affine_map<()[s0] -> ((s0 floordiv {w * p}) * {w * p})>()[%K]"
+        t.add(d, f"affine.{bounds} {{")
         sums = []
-        for total in dot_rows(t, 3, rows, p, w, etype, ta, f"memref<?x{etype}>", k_vec, zero):
+        for total in dot_rows(t, d + 1, rows, p, w, etype, ta, f"memref<?x{etype}>", k_vec,
+                              zero):
             sr = t.fresh("s")
-            t.add(3, f"{sr} = vector.reduction <add>, {total} : {vt} into {etype}")
+            t.add(d + 1, f"{sr} = vector.reduction <add>, {total} : {vt} into {etype}")
             sums.append(sr)
         tail = t.fresh("t")
         inits = ", ".join(f"%y{r} = {sv}" for r, sv in enumerate(sums))
         types = ", ".join([etype] * rows)
-        t.add(3, f"{tail}{':' + str(rows) if rows > 1 else ''} = affine.for %k = {k_vec} to %K "
-                 f"iter_args({inits}) -> ({types}) {{")
+        t.add(d + 1, f"{tail}{':' + str(rows) if rows > 1 else ''} = affine.for %k = {k_vec} "
+                     f"to %K iter_args({inits}) -> ({types}) {{")
         b = t.fresh("b")
-        t.add(4, f"{b} = affine.load %B[%k, 0] : {tb}")
+        t.add(d + 2, f"{b} = affine.load %B[%k, 0] : {tb}")
         nexts = []
         for r in range(rows):
             a = t.fresh("a")
-            t.add(4, f"{a} = affine.load %A[%i + {r}, %k] : {ta}")
+            t.add(d + 2, f"{a} = affine.load %A[%i + {r}, %k] : {ta}")
             nx = t.fresh("y")
-            t.add(4, f"{nx} = math.fma {a}, {b}, %y{r} : {etype}")
+            t.add(d + 2, f"{nx} = math.fma {a}, {b}, %y{r} : {etype}")
             nexts.append(nx)
-        t.add(4, f"affine.yield {', '.join(nexts)} : {types}")
-        t.add(3, "}")
+        t.add(d + 2, f"affine.yield {', '.join(nexts)} : {types}")
+        t.add(d + 1, "}")
         for r in range(rows):
             total = f"{tail}#{r}" if rows > 1 else tail
             if alpha:
                 scaled = t.fresh("sa")
-                t.add(3, f"{scaled} = arith.mulf %alpha, {total} : {etype}")
+                t.add(d + 1, f"{scaled} = arith.mulf %alpha, {total} : {etype}")
                 total = scaled
             c = t.fresh("c")
-            t.add(3, f"{c} = affine.load %C[%i + {r}, 0] : {tc}")
+            t.add(d + 1, f"{c} = affine.load %C[%i + {r}, 0] : {tc}")
             nc = t.fresh("c")
-            t.add(3, f"{nc} = arith.addf {c}, {total} : {etype}")
-            t.add(3, f"affine.store {nc}, %C[%i + {r}, 0] : {tc}")
-        t.add(2, "}")
+            t.add(d + 1, f"{nc} = arith.addf {c}, {total} : {etype}")
+            t.add(d + 1, f"affine.store {nc}, %C[%i + {r}, 0] : {tc}")
+        t.add(d, "}")
 
-    m_full = f"affine_map<()[s0] -> ((s0 floordiv {DOT_ROWS}) * {DOT_ROWS})>()[%M]"
-    if threads > 1:   # groups of rows on the threads
-        rows_loop(f"parallel (%i) = (0) to ((symbol(%M) floordiv {DOT_ROWS}) * {DOT_ROWS}) "
-                  f"step ({DOT_ROWS})", DOT_ROWS)
-    else:
-        rows_loop(f"for %i = 0 to {m_full} step {DOT_ROWS}", DOT_ROWS)
-    rows_loop(f"for %i = {m_full} to %M", 1)
+    def rows_loops(d: int, rows: int, p: int) -> None:
+        m_full = f"affine_map<()[s0] -> ((s0 floordiv {rows}) * {rows})>()[%M]"
+        if threads > 1:   # groups of rows on the threads
+            rows_loop(d, f"parallel (%i) = (0) to ((symbol(%M) floordiv {rows}) * {rows}) "
+                         f"step ({rows})", rows, p)
+        else:
+            rows_loop(d, f"for %i = 0 to {m_full} step {rows}", rows, p)
+        rows_loop(d, f"for %i = {m_full} to %M", 1, p)
+
+    if not l2_bytes:
+        rows_loops(2, DOT_ROWS, DOT_ACCUMULATORS)
+        return
+    elem = int(etype[1:]) // 8
+    t.add(2, "%elements_of_a = arith.muli %M, %K : index")
+    t.add(2, f"%l2_elements = arith.constant {l2_bytes // elem} : index")
+    t.add(2, "%streamed = arith.cmpi ugt, %elements_of_a, %l2_elements : index")
+    t.add(2, "scf.if %streamed {")
+    rows_loops(3, STREAM_DOT_ROWS, STREAM_DOT_ACCUMULATORS)
+    t.add(2, "} else {")
+    rows_loops(3, DOT_ROWS, DOT_ACCUMULATORS)
+    t.add(2, "}")
 
 
 def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None,
@@ -655,7 +675,7 @@ def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None,
         alpha = _scalar(b, con.alpha, etype, con.loc)
     text = dynamic_gemm_source(tuple(str(t) for t in types), str(etype), params, lanes,
                                alpha is not None, threads, machine.stream_lanes(elem_bytes),
-                               short, short_rows)
+                               short, short_rows, machine.l2_bytes)
     new_ops = splice_template(b, text, "<dynamic gemm>",
                               [*operands, m, n, k] + ([alpha] if alpha else []), con.loc)
     product.erase()

@@ -248,7 +248,8 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
     if schedule is None and steps.vect and not con.tile_params:
         # a vector operand: BLAS level 2 instead of a packed GEMM
         from .gemv import expand_gemv
-        new_ops = expand_gemv(con, (machine or MachineModel()).stream_lanes, remark, threads)
+        model = machine or MachineModel()
+        new_ops = expand_gemv(con, model.stream_lanes, remark, threads, model.l2_bytes)
         if new_ops is not None:
             return new_ops
     if schedule is None:

@@ -43,7 +43,7 @@ def _check(fn, m, n, k, dtype, alpha=1.0, beta=1.0):
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (1, 5, 3), (1, 37, 19), (1, 16, 64),
                                    (1, 2100, 9), (1, 1100, 11), (1, 255, 130),
                                    (5, 1, 3), (37, 1, 45), (9, 1, 33), (130, 1, 77),
-                                   (3, 1, 1), (64, 1, 16)])
+                                   (3, 1, 1), (64, 1, 16), (1003, 1, 613)])
 @pytest.mark.parametrize("dtype", ["f64", "f32"])
 def test_matrix_vector_products_match_numpy(m, n, k, dtype):
     compiled, remarks = _compile(matmul_source(m, n, k, dtype))
@@ -80,6 +80,23 @@ def test_threads_give_bitwise_the_same_result(m, n, k, dtype):
         results.append(_check(compiled["matmul"], m, n, k, dtype))
     for other in results[1:]:
         assert np.array_equal(results[0], other)
+
+
+def test_a_matrix_past_l2_streams_more_rows_at_a_time():
+    """The dot form reads 4 rows of A at a time with 2 accumulators each while A fits in L2,
+    8 rows with 1 accumulator each past it (more lines in flight from L3 or memory)."""
+    from polyopt.schedules.gemv import dot_shape
+    l2 = 1 << 20
+    assert dot_shape(l2, l2) == (4, 2) and dot_shape(l2 + 8, l2) == (8, 1)
+    assert gemv_form(2048, 1, 2048, 4, 8, l2_bytes=l2).rows == 8
+    assert gemv_form(256, 1, 256, 4, 8, l2_bytes=l2).rows == 4
+    l2 = polyopt.pipeline.machine_model().l2_bytes
+    k = l2 // 8 // 100                               # 100 rows of f64 fit, 103 do not
+    for m, rows, accumulators in ((100, 4, 2), (103, 8, 1)):
+        compiled, remarks = _compile(matmul_source(m, 1, k, "f64"))
+        assert any(f"dot form (matrix times column): {rows} rows of A per step, "
+                   f"{accumulators} accumulators" in r for r in remarks), remarks
+        _check(compiled["matmul"], m, 1, k, "f64")
 
 
 def test_small_products_stay_on_one_thread():
