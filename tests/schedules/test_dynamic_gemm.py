@@ -51,14 +51,15 @@ def test_one_compilation_runs_every_size(m, n, k, dtype):
                                    (300, 1, 7), (1, 300, 7), (257, 129, 513),
                                    (1, 2100, 37), (1, 17, 300), (1001, 1, 33), (7, 1, 1),
                                    (129, 65, 257), (6, 34, 19), (9, 67, 300), (3, 131, 70),
-                                   (130, 66, 129), (1003, 1, 613)])
+                                   (130, 66, 129), (1003, 1, 613), (97, 96, 33), (12, 48, 20)])
 def test_tile_and_block_edges(m, n, k):
     """Exactly one register tile (4 x 32 f64 on AVX-512), one past it, K one past K_C (a
     whole K_C block then a partial one); a
     row or a column (the GEMV forms the function switches to at run time; a column of a
     matrix larger than L2 in the dot form's streaming shape), past a block
     of C's row, past a group of rows; N's edge 1, 2 or 3 columns past a tile (the column
-    form, f64 and f32 on AVX-512), with M's edge too."""
+    form, f64 and f32 on AVX-512), with M's edge too; N's edge a whole number of vectors
+    (96 f32 and 48 f64 on AVX-512)."""
     _check(F64["mm"], m, n, k, "f64")
     _check(F32["mm"], m, n, k, "f32")
 
