@@ -104,9 +104,10 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     if alpha:
         t.add(1, f"%alphav = vector.broadcast %alpha : {etype} to {vt}")
 
-    def blis_nest(p: BlisParams, par: bool) -> None:
+    def blis_nest(p: BlisParams, par: bool, a_in_place: bool = False) -> None:
         """BLIS's five loops with ``p``'s tiles and order, their packed panels allocated
-        and freed around them; with ``par``, split over the team."""
+        and freed around them; with ``par``, split over the team.  With ``a_in_place`` the
+        register tile reads A's rows where they are, not packed (see the caller)."""
         mr, nr, kc, ku = p.M_R, p.N_R, p.K_C, p.K_U
         mc = max(mr, p.M_C // mr * mr)
         nc = max(nr, (p.N_C or 4 * nr) // nr * nr)
@@ -115,13 +116,14 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
         tbp = f"memref<{nc // nr}x{kc}x{nr}x{etype}>"
         ttmp = f"memref<{mr}x{nr}x{etype}>"
         # A's buffer: M_C's micro-panels, or as many as M has
-        t.add(1, f"%panels_of_a = affine.min affine_map<()[s0] -> ({mc // mr}, "
-                 f"(s0 + {mr - 1}) floordiv {mr})>()[%M]")
-        t.add(1, f"%Ap = memref.alloc(%panels_of_a) {{alignment = 64 : i64}} : {tap}")
+        if not a_in_place:
+            t.add(1, f"%panels_of_a = affine.min affine_map<()[s0] -> ({mc // mr}, "
+                     f"(s0 + {mr - 1}) floordiv {mr})>()[%M]")
+            t.add(1, f"%Ap = memref.alloc(%panels_of_a) {{alignment = 64 : i64}} : {tap}")
         t.add(1, f"%Bp = memref.alloc() {{alignment = 64 : i64}} : {tbp}")
         # N's edge tiles narrower than M_R columns run in the column form (one vector of A's
         # packed column times a broadcast of B per column), accumulated in %ctmp[column, row]
-        column = 1 < mr <= w and not mr & (mr - 1)
+        column = 1 < mr <= w and not mr & (mr - 1) and not a_in_place
         mvt, tct = f"vector<{mr}x{etype}>", f"memref<{nr}x{mr}x{etype}>"
         if column:
             t.add(1, f"%zm = arith.constant dense<{zero}> : {mvt}")
@@ -212,6 +214,7 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
 
         def micro_tile(d: int) -> None:
             """The M_R x N_R tile at (ic + ir, jc + jr): k unrolled by K_U, then the rest."""
+            edge_rows = False     # A read in place through rows clamped to M's last
 
             def step(depth: int, k: str, accs: list[str], vecs: int) -> list[str]:
                 bs = []
@@ -223,7 +226,21 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
                 out = []
                 for i in range(mr):
                     a = t.fresh("a")
-                    t.add(depth, f"{a} = affine.load %Ap[%ir floordiv {mr}, {k}, {i}] : {tap}")
+                    if not a_in_place:
+                        t.add(depth, f"{a} = affine.load %Ap[%ir floordiv {mr}, {k}, {i}] : "
+                                     f"{tap}")
+                    elif not edge_rows:
+                        t.add(depth, f"{a} = affine.load %A[%ic + %ir + {i}, %pc + {k}] : {ta}")
+                    else:     # rows past M read M's last row (their sums are not stored)
+                        kx = t.fresh("kx")
+                        t.add(depth, f"{kx} = affine.apply affine_map<(d0, d1) -> (d0 + d1)>"
+                                     f"(%pc, {k.split(' + ')[0]})")
+                        if " + " in k:
+                            kx2 = t.fresh("kx")
+                            t.add(depth, f"{kx2} = affine.apply affine_map<(d0) -> (d0 + "
+                                         f"{k.split(' + ')[1]})>({kx})")
+                            kx = kx2
+                        t.add(depth, f"{a} = memref.load %A[%row{i}, {kx}] : {ta}")
                     ab = t.fresh("ab")
                     t.add(depth, f"{ab} = vector.broadcast {a} : {etype} to {vt}")
                     for v in range(vecs):
@@ -305,6 +322,11 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
                 c_lines(range(mr), 3, d + 1)
                 add_tile(d + 1, kernel(d + 1, nv))
             t.add(d, "} else {")
+            if a_in_place:
+                for i in range(mr):
+                    t.add(d + 1, f"%row{i} = affine.min affine_map<(d0, d1)[s0] -> (d0 + d1 + {i}, "
+                                 f"s0 - 1)>(%ic, %ir)[%M]")
+                edge_rows = True
             if column:
                 t.add(d + 1, f"affine.if affine_set<(d0, d1)[s0] : (s0 - d0 - d1 - {mr} >= 0)>"
                              f"(%jc, %jr)[%N] {{")
@@ -447,7 +469,8 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
             t.add(d, "}")
 
         # GEPB: ic, pc (pack A), jc (pack B), ir, jr; GEBP: jc, pc (pack B), ic (pack A), jr, ir
-        blocks = {"ic": ("%M", mc, pack_a), "jc": ("%N", nc, pack_b)}
+        blocks = {"ic": ("%M", mc, (lambda d: None) if a_in_place else pack_a),
+                  "jc": ("%N", nc, pack_b)}
         outer, inner = ("ic", "jc") if p.l2_block == "B" else ("jc", "ic")
         size, step, _ = blocks[outer]
         t.add(1, f"affine.for %{outer} = 0 to {size} step {step} {{")
@@ -460,7 +483,8 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
         t.add(3, "}")
         t.add(2, "}")
         t.add(1, "}")
-        t.add(1, f"memref.dealloc %Ap : {tap}")
+        if not a_in_place:
+            t.add(1, f"memref.dealloc %Ap : {tap}")
         t.add(1, f"memref.dealloc %Bp : {tbp}")
 
     # a row (M = 1) or a column (N = 1): BLAS level 2 (polyopt.schedules.gemv), chosen by
@@ -479,14 +503,28 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
                  f"s1 - {SHORT_A_MIN_N_K} >= 0, s2 - {SHORT_A_MIN_N_K} >= 0)>()[%M, %N, %K] {{")
         blis_nest(short, par)
         t.add(1, "} else {")
+    def main_nest(par: bool) -> None:
+        """``p``'s nest; in GEPB's order with N within one block of B, A read in place:
+        each of A's micro-panels then serves at most N_C / N_R tiles, and packing it cost
+        as much as a pass of the register tile over it."""
+        if p.l2_block != "B":
+            blis_nest(p, par)
+            return
+        nc = max(p.N_R, (p.N_C or 4 * p.N_R) // p.N_R * p.N_R)
+        t.add(1, f"affine.if affine_set<()[s0] : ({nc} - s0 >= 0)>()[%N] {{")
+        blis_nest(p, par, a_in_place=True)
+        t.add(1, "} else {")
+        blis_nest(p, par)
+        t.add(1, "}")
+
     if par:
         # a product too small to split runs on one thread (as the static pipeline's)
         side = SMALL_ON_ONE_THREAD
         t.add(1, f"affine.if affine_set<()[s0, s1, s2] : ({side} - s0 >= 0, {side} - s1 >= 0, "
                  f"{side} - s2 >= 0)>()[%M, %N, %K] {{")
-        blis_nest(p, False)
+        main_nest(False)
         t.add(1, "} else {")
-    blis_nest(p, par)
+    main_nest(par)
     if par:
         t.add(1, "}")
     if short is not None:
