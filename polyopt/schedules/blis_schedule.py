@@ -96,6 +96,9 @@ class BlisParams:
     # loop) or "B" (BLIS's order for a row-major C: B's K_C x N_C block in L2, A's M_R x K_C
     # micro-panel in L1 across the N_R loop, A's M_C x K_C block in L3)
     l2_block: str = "A"
+    # GEPB with all of N in one K_C x N_C block: the K_C loop outside the M_C loop, so that
+    # B's one block is packed once per K_C block rather than once per M_C block of A
+    k_outer: bool = False
     # why the model chose what it chose (the numbers it used), for --remarks and --explain
     reasons: tuple = field(default=(), compare=False, hash=False)
     origin: dict = field(default_factory=dict, compare=False, hash=False)
@@ -116,10 +119,14 @@ class BlisParams:
 
     def schedule(self) -> AffineMap:
         """The schedule map over (d0, d1, d2) = (i, j, k): GEBP's loops (jc,) pc, ic, jr, ir
-        or GEPB's ic, pc, (jc,) ir, jr, then k and the register tile."""
+        or GEPB's ic, pc, (jc,) ir, jr (pc, ic, ... with ``k_outer``), then k and the register
+        tile."""
         i, j, k = dim(0), dim(1), dim(2)
         jc = [j.floordiv(self.N_C)] if self.N_C is not None else []
-        if self.l2_block == "B":
+        if self.l2_block == "B" and self.k_outer:
+            results = [k.floordiv(self.K_C), i.floordiv(self.M_C), *jc,
+                       i.floordiv(self.M_R), j.floordiv(self.N_R)]
+        elif self.l2_block == "B":
             results = [i.floordiv(self.M_C), k.floordiv(self.K_C), *jc,
                        i.floordiv(self.M_R), j.floordiv(self.N_R)]
         else:
@@ -456,9 +463,13 @@ def default_blis_params(m: int, n: int, k: int, elem_bytes: int,
     for name, v in (("M_C", mc), ("K_C", kc), ("M_R", mr), ("N_R", nr), ("K_U", ku),
                     ("N_C", nc)):
         origin[name] = "attribute" if name in given else "model"
+    k_outer = l2_block == "B" and nc is not None and nc >= n and kc < k
+    if k_outer:
+        reasons.append(f"K_C loop outside the M_C loop: all of N is one block of B, packed "
+                       f"once per K_C block instead of once per M_C block")
     return BlisParams(M_C=mc, K_C=kc, M_R=mr, N_R=nr, K_U=ku, N_C=nc,
                       register_order=given.get("register_order", order),
-                      register_form=form, l2_block=l2_block,
+                      register_form=form, l2_block=l2_block, k_outer=k_outer,
                       origin=origin, reasons=tuple(reasons))
 
 

@@ -254,3 +254,40 @@ def test_a_library_kernel_gets_the_loop_order_it_was_written_for():
         2088, 2048, 2048, 8, ZEN4, {"M_R": 6, "N_R": 8, "l2_block": "A"}).K_C
     g = microkernel_params(2088, 2048, 2048, 4, ZEN4, {"K_C": 256, "l2_block": "A"}, skx)
     assert (g.l2_block, g.K_C, g.origin["K_C"]) == ("A", 256, "attribute")
+
+
+def test_one_block_of_b_puts_the_k_c_loop_outside():
+    """GEPB with all of N in one block of B and K in several K_C blocks: the K_C loop runs
+    outside the M_C loop, so that B's block is packed once per K_C block, not once per M_C
+    block of A; a team keeps the order (one parallel region, each thread its own B); the
+    product runs right, M's edge in the last block."""
+    from polyopt.schedules.blis_parallel import balance_for_threads
+    gepb = {"l2_block": "B"}
+    p = default_blis_params(3000, 64, 1100, 4, ZEN4, gepb)
+    assert p.N_C >= 64 and p.K_C < 1100 and p.M_C < 3000
+    assert p.k_outer and str(p.schedule()).startswith(
+        f"(d0, d1, d2) -> (d2 floordiv {p.K_C}, d0 floordiv {p.M_C},")
+    assert any(r.startswith("K_C loop outside the M_C loop") for r in p.reasons)
+    team = balance_for_threads(p, 3000, 64, 2)
+    assert not team.k_outer and str(team.schedule()).startswith(
+        f"(d0, d1, d2) -> (d0 floordiv {team.M_C}, d2 floordiv {team.K_C},")
+    assert not default_blis_params(3000, 64, 300, 4, ZEN4, gepb).k_outer     # one K_C block
+    assert not default_blis_params(3000, 2048, 1100, 4, ZEN4, gepb).k_outer   # N in blocks
+    assert not default_blis_params(3000, 64, 1100, 4, ZEN4, {"l2_block": "A"}).k_outer
+
+    import numpy as np
+    import polyopt
+    from polyopt.bench import matmul_source
+    remarks = []
+    mm = polyopt.compile(matmul_source(1001, 64, 1100, "f32", {"l2_block": '"B"'}), threads=1,
+                         remark=lambda loc, msg: remarks.append(msg), hopt=True, copy=True,
+                         unroll=True, scalrep=True, vect=True)["matmul"]
+    assert any("K_C loop outside the M_C loop" in r for r in remarks), remarks
+    assert any(r.startswith("hop.matmul: packed B") and r.endswith("at loop depth 1")
+               for r in remarks), remarks
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.uniform(-1, 1, s).astype(np.float32)
+               for s in ((1001, 1100), (1100, 64), (1001, 64)))
+    want = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+    mm(a, b, c)
+    np.testing.assert_allclose(c, want, rtol=0, atol=2e-5 * 1100 * 4)
