@@ -279,11 +279,17 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
         if copy:
             remark(loc, f"{con.kind}: packing (--hopt-copy) skipped: it applies to the BLIS "
                         f"schedule (tile attributes or defaults), not to a 'schedule' attribute")
+    in_place = copy and steps.vect and steps.unroll and threads <= 1 and params is not None \
+        and _a_in_place(con, params)
+    if in_place and remark is not None:
+        remark(loc, f"{con.kind}: A not packed: all of N ({con.n}) is one block of B, so each "
+                    f"of A's micro-panels would serve {-(-con.n // params.N_R)} tile(s); the "
+                    f"tile reads A's rows in place")
     loops = expand_matmul(con)
     new_ops = apply_schedule(loops[0], {"S0": schedule}, check=True)
     if params is not None and steps.any:
         new_ops = _with_register_tile(new_ops, operands, params, machine, remark, loc, copy,
-                                      steps, con.kind, threads)
+                                      steps, con.kind, threads, a_in_place=in_place)
         return new_ops
     if not copy or params is None:
         return new_ops
@@ -308,24 +314,42 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
     return _nest_ops(block, before, after)
 
 
-def _unpacked_small_params(con: Contraction, machine) -> Optional[BlisParams]:
-    """The parameters of a small product better left unpacked
-    (:func:`~polyopt.schedules.blis_schedule.unpacked_params`): a row-major f32/f64 product
-    of static, contiguous, distinct matrices with no tile attributes (not a convolution's
-    im2col stand-in, which only packing reads)."""
+def _plain_operands(con: Contraction) -> bool:
+    """A row-major f32/f64 product of static, contiguous, distinct matrices with no tile
+    attributes, not a convolution's im2col stand-in (which only packing reads): one whose
+    operands the register tile can read where they are."""
     from ..memref_layout.data_copy import alias_root
-    from .blis_schedule import unpacked_params
     operands = con.operands
     if con.tile_params or not con.is_matrix_form or not con.has_static_shape or \
             str(con.element_type) not in ("f32", "f64") or \
             any(v.type.layout is not None for v in operands) or \
             len({id(alias_root(v)) for v in operands}) != 3:
-        return None
+        return False
     alloc = operands[0].defining_op
-    if alloc is not None and STAND_IN_ATTR in alloc.attributes:
+    return alloc is None or STAND_IN_ATTR not in alloc.attributes
+
+
+def _unpacked_small_params(con: Contraction, machine) -> Optional[BlisParams]:
+    """The parameters of a small product better left unpacked
+    (:func:`~polyopt.schedules.blis_schedule.unpacked_params`), for :func:`_plain_operands`."""
+    from .blis_schedule import unpacked_params
+    if not _plain_operands(con):
         return None
     return unpacked_params(con.m, con.n, con.k, con.element_type.width // 8, machine,
-                           c_row_bytes=row_bytes(operands[2].type))
+                           c_row_bytes=row_bytes(con.operands[2].type))
+
+
+def _a_in_place(con: Contraction, params: BlisParams) -> bool:
+    """GEPB on one thread with all of N in one block of B, every tile whole (M_R divides M,
+    N_R divides N, K_C divides K or K is one block): A's micro-panels would each serve
+    N / N_R tiles only, and the tile reads A's rows in place at no cost over the packed panel
+    (the ``?x?`` function does so at run time).  Zen 4, one thread, f32 2048x64x1024: 90
+    GFLOPS packing A, 106 reading it in place."""
+    if params.l2_block != "B" or params.N_C is None or not _plain_operands(con):
+        return False
+    m, n, k = con.m, con.n, con.k
+    return params.N_C >= n and m % params.M_R == 0 and n % params.N_R == 0 and \
+        (k <= params.K_C or k % params.K_C == 0)
 
 
 def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKernelChoice,
@@ -413,8 +437,9 @@ def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKern
 
 
 def _with_register_tile(new_ops, operands, params, machine, remark, loc, copy, steps,
-                        kind: str = "hop.matmul", threads: int = 1):
-    """Pack (when ``copy``) then optimize the register tile; returns the new top-level ops."""
+                        kind: str = "hop.matmul", threads: int = 1, a_in_place: bool = False):
+    """Pack (when ``copy``; B only with ``a_in_place``) then optimize the register tile;
+    returns the new top-level ops."""
     from .register_tile import optimize_register_tile
     a, bmat, c = operands
     nests = [o for o in new_ops if isinstance(o, AffineForOp)]
@@ -429,8 +454,9 @@ def _with_register_tile(new_ops, operands, params, machine, remark, loc, copy, s
         from ..memref_layout.data_copy import alias_root
         if len({id(alias_root(v)) for v in operands}) == 3:
             infos = pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc,
-                                       op_name=kind)
-            packed = True
+                                       op_name=kind, pack_a=not a_in_place)
+            # the tile runs over zero-padded panels only when both are packed
+            packed = not a_in_place
     machine = machine or MachineModel()
     elem_bits = c.type.element_type.width
     m, k = a.type.shape
@@ -530,8 +556,8 @@ def blis_copy_depths(top: AffineForOp, a: Value, bmat: Value, params: BlisParams
 
 
 def pack_blis_operands(top: AffineForOp, a: Value, bmat: Value, params: BlisParams, *,
-                       remark: RemarkSink = None, loc=None, op_name: str = "hop.matmul"
-                       ) -> list:
+                       remark: RemarkSink = None, loc=None, op_name: str = "hop.matmul",
+                       pack_a: bool = True) -> list:
     """Pack A and B of the BLIS-tiled product nest ``top`` (paper section 2.6) with
     :func:`polyopt.memref_layout.data_copy.generate_copy`; returns the two ``CopyInfo``s
     (empty when the nest is not the one :func:`expand_matmul_tiled` generates).
@@ -544,7 +570,8 @@ def pack_blis_operands(top: AffineForOp, a: Value, bmat: Value, params: BlisPara
       ``(d0, d1) -> (d1 floordiv N_R, d0, d1 mod N_R)``; columns padded to a multiple of N_R.
 
     Buffers smaller than the tiles are used when the matrices are (the region's extent).
-    Both are allocated once, before the nest.
+    Both are allocated once, before the nest.  Without ``pack_a`` only B is packed (the
+    first ``CopyInfo`` is then None).
     """
     from ..memref_layout.data_copy import generate_copy
     depths = blis_copy_depths(top, a, bmat, params)
@@ -561,12 +588,12 @@ def pack_blis_operands(top: AffineForOp, a: Value, bmat: Value, params: BlisPara
     if params.N_C is not None and params.N_R > 1:
         layout_b = AffineMap.get(2, 0, (d1.floordiv(params.N_R), d0, d1 % params.N_R))
     info_a = generate_copy(top, a, depth=depth_a, buffer_layout=layout_a,
-                           pad_to=(params.M_R, 1))
+                           pad_to=(params.M_R, 1)) if pack_a else None
     info_b = generate_copy(top, bmat, depth=depth_b, buffer_layout=layout_b,
                            pad_to=(1, params.N_R))
     elem_bytes = a.type.element_type.width // 8
     stand_in = a.defining_op is not None and STAND_IN_ATTR in a.defining_op.attributes
-    if 1 < params.M_R and params.M_R * elem_bytes < 64 and not stand_in:
+    if pack_a and 1 < params.M_R and params.M_R * elem_bytes < 64 and not stand_in:
         # micro-panel rows narrower than a cache line: copy a whole micro-panel row per k
         # (measured on SGEMM 1000^3: 0.93x -> 0.97x; DGEMM with 4-row (32-byte) rows, same
         # run: 2088 +1.3-1.4%, 1000^3 +2.8%; with 64-byte rows the plain copy is 3% faster)
@@ -585,7 +612,7 @@ def pack_blis_operands(top: AffineForOp, a: Value, bmat: Value, params: BlisPara
                     panelize_columns(loop, params.N_R)
     if remark is not None:
         for what, info, depth in (("A", info_a, depth_a), ("B", info_b, depth_b)):
-            if info.buffer_type is not None:
+            if info is not None and info.buffer_type is not None:
                 remark(loc, f"{op_name}: packed {what} into {info.buffer_type} at loop depth "
                             f"{depth}")
     return [info_a, info_b]

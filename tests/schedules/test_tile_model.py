@@ -291,3 +291,41 @@ def test_one_block_of_b_puts_the_k_c_loop_outside():
     want = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
     mm(a, b, c)
     np.testing.assert_allclose(c, want, rtol=0, atol=2e-5 * 1100 * 4)
+
+
+@pytest.mark.parametrize("m,n,k,dtype,in_place", [
+    (1024, 64, 1024, "f32", True),       # every tile whole, K in two K_C blocks
+    (1024, 32, 768, "f64", True),
+    (1023, 64, 1024, "f32", False),      # M's edge: only a packed, zero-padded A covers it
+    (1024, 64, 1100, "f32", False)])     # K_C (552) does not divide K
+def test_one_whole_block_of_b_reads_a_in_place(m, n, k, dtype, in_place):
+    """GEPB on one thread with all of N in one block of B and every tile whole: B is packed,
+    A read where it is (each of its micro-panels would serve N / N_R tiles); results equal
+    numpy's.  On a team A is packed (each thread its own block)."""
+    import numpy as np
+    import polyopt
+    from polyopt.bench import matmul_source
+    from polyopt.pipeline import machine_model
+    p = default_blis_params(m, n, k, 8 if dtype == "f64" else 4, machine_model())
+    # (the cases are whole tiles of Zen 4's and Zen 5's GEPB, 4x64 f32 and 4x32 f64; another
+    # CPU's tile may cut them)
+    whole = p.l2_block == "B" and p.N_C >= n and m % p.M_R == 0 and n % p.N_R == 0 and \
+        (k <= p.K_C or k % p.K_C == 0)
+    for threads in (1, 2):
+        remarks = []
+        mm = polyopt.compile(matmul_source(m, n, k, dtype), threads=threads,
+                             remark=lambda loc, msg: remarks.append(msg), hopt=True,
+                             copy=True, unroll=True, scalrep=True, vect=True)["matmul"]
+        read_in_place = any("A not packed" in r for r in remarks)
+        assert read_in_place == (whole and threads == 1), remarks
+        if in_place and threads == 1 and machine_model().vector_bits == 512:
+            assert read_in_place, remarks
+        assert any(r.startswith("hop.matmul: packed A") for r in remarks) != read_in_place
+        assert any(r.startswith("hop.matmul: packed B") for r in remarks), remarks
+        t = np.float64 if dtype == "f64" else np.float32
+        rng = np.random.default_rng(1)
+        a, b, c = (rng.uniform(-1, 1, s).astype(t) for s in ((m, k), (k, n), (m, n)))
+        want = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+        mm(a, b, c)
+        np.testing.assert_allclose(c, want, rtol=0, atol=(1e-13 if t is np.float64 else 3e-6)
+                                   * k * 4)
