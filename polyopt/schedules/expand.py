@@ -340,16 +340,16 @@ def _unpacked_small_params(con: Contraction, machine) -> Optional[BlisParams]:
 
 
 def _a_in_place(con: Contraction, params: BlisParams) -> bool:
-    """GEPB on one thread with all of N in one block of B, every tile whole (M_R divides M,
-    N_R divides N, K_C divides K or K is one block): A's micro-panels would each serve
-    N / N_R tiles only, and the tile reads A's rows in place at no cost over the packed panel
-    (the ``?x?`` function does so at run time).  Zen 4, one thread, f32 2048x64x1024: 90
-    GFLOPS packing A, 106 reading it in place."""
-    if params.l2_block != "B" or params.N_C is None or not _plain_operands(con):
+    """GEPB in the row form on one thread with all of N in one block of B, M and K in whole
+    tiles (M_R divides M, K_C divides K or K is one block; N's edge runs over B's padded
+    panel): A's micro-panels would each serve N / N_R tiles only, and the tile reads A's rows
+    in place at no cost over the packed panel (the ``?x?`` function does so at run time).
+    Zen 4, one thread, f32 2048x64x1024: 90 GFLOPS packing A, 106 reading it in place."""
+    if params.l2_block != "B" or params.N_C is None or params.register_form != "row" or \
+            not _plain_operands(con):
         return False
     m, n, k = con.m, con.n, con.k
-    return params.N_C >= n and m % params.M_R == 0 and n % params.N_R == 0 and \
-        (k <= params.K_C or k % params.K_C == 0)
+    return params.N_C >= n and m % params.M_R == 0 and (k <= params.K_C or k % params.K_C == 0)
 
 
 def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKernelChoice,
@@ -455,8 +455,8 @@ def _with_register_tile(new_ops, operands, params, machine, remark, loc, copy, s
         if len({id(alias_root(v)) for v in operands}) == 3:
             infos = pack_blis_operands(top, a, bmat, params, remark=remark, loc=loc,
                                        op_name=kind, pack_a=not a_in_place)
-            # the tile runs over zero-padded panels only when both are packed
-            packed = not a_in_place
+            # (with A in place M and K are whole tiles: only N's edge runs over padding, B's)
+            packed = True
     machine = machine or MachineModel()
     elem_bits = c.type.element_type.width
     m, k = a.type.shape

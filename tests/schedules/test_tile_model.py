@@ -296,12 +296,14 @@ def test_one_block_of_b_puts_the_k_c_loop_outside():
 @pytest.mark.parametrize("m,n,k,dtype,in_place", [
     (1024, 64, 1024, "f32", True),       # every tile whole, K in two K_C blocks
     (1024, 32, 768, "f64", True),
+    (1024, 100, 1024, "f32", True),      # N's edge: over B's zero-padded panel
+    (512, 32, 1024, "f32", True),        # N narrower than one tile
     (1023, 64, 1024, "f32", False),      # M's edge: only a packed, zero-padded A covers it
     (1024, 64, 1100, "f32", False)])     # K_C (552) does not divide K
 def test_one_whole_block_of_b_reads_a_in_place(m, n, k, dtype, in_place):
-    """GEPB on one thread with all of N in one block of B and every tile whole: B is packed,
-    A read where it is (each of its micro-panels would serve N / N_R tiles); results equal
-    numpy's.  On a team A is packed (each thread its own block)."""
+    """GEPB on one thread with all of N in one block of B and M and K in whole tiles: B is
+    packed, A read where it is (each of its micro-panels would serve N / N_R tiles); results
+    equal numpy's.  On a team A is packed (each thread its own block)."""
     import numpy as np
     import polyopt
     from polyopt.bench import matmul_source
@@ -309,8 +311,8 @@ def test_one_whole_block_of_b_reads_a_in_place(m, n, k, dtype, in_place):
     p = default_blis_params(m, n, k, 8 if dtype == "f64" else 4, machine_model())
     # (the cases are whole tiles of Zen 4's and Zen 5's GEPB, 4x64 f32 and 4x32 f64; another
     # CPU's tile may cut them)
-    whole = p.l2_block == "B" and p.N_C >= n and m % p.M_R == 0 and n % p.N_R == 0 and \
-        (k <= p.K_C or k % p.K_C == 0)
+    whole = p.l2_block == "B" and p.register_form == "row" and p.N_C >= n and \
+        m % p.M_R == 0 and (k <= p.K_C or k % p.K_C == 0)
     for threads in (1, 2):
         remarks = []
         mm = polyopt.compile(matmul_source(m, n, k, dtype), threads=threads,
