@@ -53,10 +53,10 @@ REPRESENTATIVE_SIZE = 2048
 
 def dynamic_params(elem_bytes: int, machine: Optional[MachineModel]) -> BlisParams:
     """The model's parameters for a large problem, in the row form (the template's); in
-    GEPB's order M_C is the most rows of A whose block takes half of L3, not the
-    representative size's, and A's buffer is allocated for the rows the call has (Zen 4,
-    2088x2048x2048 f64: M_C 2048 left a block of 40 rows that packed all of B again for 2% of
-    the work, 0.96x the static function's speed)."""
+    GEPB's order M_C is the most rows of A whose block takes half of L3 (the static model's
+    bound, :func:`~polyopt.schedules.blis_schedule.gepb_m_c_bound`), not the representative
+    size's, so that up to that many rows B is packed once per block as in the static
+    function; A's buffer is allocated for the rows the call has."""
     s = REPRESENTATIVE_SIZE
     p = default_blis_params(s, s, s, elem_bytes, machine, {"register_form": "row"})
     if p.l2_block == "B" and p.N_C is not None and p.N_C < s:
@@ -233,13 +233,8 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
                         t.add(depth, f"{a} = affine.load %A[%ic + %ir + {i}, %pc + {k}] : {ta}")
                     else:     # rows past M read M's last row (their sums are not stored)
                         kx = t.fresh("kx")
-                        t.add(depth, f"{kx} = affine.apply affine_map<(d0, d1) -> (d0 + d1)>"
-                                     f"(%pc, {k.split(' + ')[0]})")
-                        if " + " in k:
-                            kx2 = t.fresh("kx")
-                            t.add(depth, f"{kx2} = affine.apply affine_map<(d0) -> (d0 + "
-                                         f"{k.split(' + ')[1]})>({kx})")
-                            kx = kx2
+                        t.add(depth, f"{kx} = affine.apply affine_map<(d0, d1) -> "
+                                     f"(d0 + {k.replace('%k', 'd1')})>(%pc, %k)")
                         t.add(depth, f"{a} = memref.load %A[%row{i}, {kx}] : {ta}")
                     ab = t.fresh("ab")
                     t.add(depth, f"{ab} = vector.broadcast {a} : {etype} to {vt}")
