@@ -79,6 +79,11 @@ def short_a_params(elem_bytes: int, machine: Optional[MachineModel],
     return short, rows
 
 
+def _block_of_b(p: BlisParams) -> int:
+    """The columns of B's K_C x N_C block the template packs: N_C as whole micro-panels."""
+    return max(p.N_R, (p.N_C or 4 * p.N_R) // p.N_R * p.N_R)
+
+
 def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, lanes: int,
                         alpha: bool, threads: int = 1, stream_lanes: int = 0,
                         short: Optional[BlisParams] = None, short_rows: int = 0,
@@ -110,7 +115,7 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
         register tile reads A's rows where they are, not packed (see the caller)."""
         mr, nr, kc, ku = p.M_R, p.N_R, p.K_C, p.K_U
         mc = max(mr, p.M_C // mr * mr)
-        nc = max(nr, (p.N_C or 4 * nr) // nr * nr)
+        nc = _block_of_b(p)
         nv = nr // w
         tap = f"memref<?x{kc}x{mr}x{etype}>"
         tbp = f"memref<{nc // nr}x{kc}x{nr}x{etype}>"
@@ -505,8 +510,7 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
         if p.l2_block != "B":
             blis_nest(p, par)
             return
-        nc = max(p.N_R, (p.N_C or 4 * p.N_R) // p.N_R * p.N_R)
-        t.add(1, f"affine.if affine_set<()[s0] : ({nc} - s0 >= 0)>()[%N] {{")
+        t.add(1, f"affine.if affine_set<()[s0] : ({_block_of_b(p)} - s0 >= 0)>()[%N] {{")
         blis_nest(p, par, a_in_place=True)
         t.add(1, "} else {")
         blis_nest(p, par)
