@@ -765,8 +765,10 @@ def _batch_on_threads(con: Contraction, mcon: Contraction, tiled: bool, threads:
     ``affine.parallel`` with :func:`_parallel_batch` once the nest inside it is built on one
     thread: each thread its
     matrices; a 128^3 matrix is too little work to split, 64 x 128^3 f32 on 2 threads ran at
-    half of one thread's speed), else None."""
-    if not (tiled and threads > 1 and con.batch and con.batch[0] >= threads):
+    half of one thread's speed), else None.  A B shared by the batch leaves no batch loop
+    (the batch is rows of one product, split over the team as any product's are)."""
+    if not (tiled and threads > 1 and con.batch and con.batch[0] >= threads) or \
+            mcon.anchor is con.anchor:
         return None
     op = mcon.anchor
     while op is not None and op.parent is not con.anchor.parent:

@@ -79,8 +79,10 @@ def test_a_shared_b_is_packed_once_for_the_batch(kind):
     check(fn, "shared B", kind, 6, 37, 70, 45)
 
 
-@pytest.mark.parametrize("form", ["batched", "shared A"])
+@pytest.mark.parametrize("form", list(FORMS))
 def test_the_batch_loop_is_parallel_and_gives_the_same_bits(form):
+    """A shared B has no batch loop left (one product of batch x M rows, which the team
+    splits as any product)."""
     bt, m, n, k = 4, 33, 65, 50
     results = []
     for threads in (1, 2, 3):
@@ -89,12 +91,50 @@ def test_the_batch_loop_is_parallel_and_gives_the_same_bits(form):
         fn = polyopt.compile(source(form, "f32", bt, m, n, k),
                              remark=lambda loc, msg: remarks.append(msg), **opts)["mm"]
         if threads > 1:
-            assert any("the batch loop is affine.parallel" in r for r in remarks), remarks
+            assert any("the batch loop is affine.parallel" in r for r in remarks) == \
+                (form != "shared B"), remarks
+        check(fn, form, "f32", bt, m, n, k, seed=3)
         a, b, c = operands(form, "f32", bt, m, n, k, seed=3)
         fn(a, b, c)
         results.append(c)
     for r in results[1:]:
         np.testing.assert_array_equal(r, results[0])
+
+
+RAISED_SHARED_B = """
+func.func @f(%A: memref<{b}x{n}x{n}xf64>, %B: memref<{n}x{n}xf64>, %C: memref<{b}x{n}x{n}xf64>) {{
+  affine.for %b = 0 to {b} {{
+    affine.for %i = 0 to {n} {{
+      affine.for %j = 0 to {n} {{
+        affine.for %k = 0 to {n} {{
+          %a = affine.load %A[%b, %i, %k] : memref<{b}x{n}x{n}xf64>
+          %x = affine.load %B[%k, %j] : memref<{n}x{n}xf64>
+          %c = affine.load %C[%b, %i, %j] : memref<{b}x{n}x{n}xf64>
+          %p = arith.mulf %a, %x : f64
+          %s = arith.addf %c, %p : f64
+          affine.store %s, %C[%b, %i, %j] : memref<{b}x{n}x{n}xf64>
+        }}
+      }}
+    }}
+  }}
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("opts", [dict(hopt=True), ALL], ids=["tiled", "all passes"])
+def test_a_raised_nest_with_b_shared_by_the_batch_adds_its_product_once(threads, opts):
+    """The raised nest is the anchor of the collapsed product: it was taken for a batch loop
+    and kept, as affine.parallel, beside the product that replaced it (C + 2 A B on a team)."""
+    bt, n = 3, 7
+    fn = polyopt.compile(RAISED_SHARED_B.format(b=bt, n=n), threads=threads, **opts)["f"]
+    rng = np.random.default_rng(1)
+    a, b, c = rng.standard_normal((bt, n, n)), rng.standard_normal((n, n)), \
+        rng.standard_normal((bt, n, n))
+    want = c + np.matmul(a, b)
+    fn(a, b, c)
+    np.testing.assert_allclose(c, want, rtol=1e-12, atol=1e-12)
 
 
 def test_without_passes_the_batch_runs_as_loops():
