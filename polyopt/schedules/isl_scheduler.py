@@ -131,9 +131,19 @@ def _compute(sc: isl.ScheduleConstraints, options: SchedulerOptions) -> isl.Sche
 
 def _compute_in_child(sc: isl.ScheduleConstraints, options: SchedulerOptions) -> isl.Schedule:
     """:func:`_compute` in a forked child, killed after ``options.time_limit`` seconds; the
-    schedule comes back as ISL text."""
-    read, write = os.pipe()
-    pid = os.fork()
+    schedule comes back as ISL text.  Where no process can be made (``EAGAIN`` on a machine at
+    its process limit, no file descriptors left), :func:`_compute` in this process, bounded by
+    ISL's operation budget alone."""
+    try:
+        read, write = os.pipe()
+    except OSError:
+        return _compute(sc, options)
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        return _compute(sc, options)
     if pid == 0:   # the child: compute, send, leave without running any Python cleanup
         status = 0
         try:

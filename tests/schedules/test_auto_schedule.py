@@ -152,6 +152,22 @@ def test_wall_clock_limit_kills_the_scheduler(monkeypatch):
     assert str(module) == before
 
 
+def test_no_process_to_spare_schedules_in_this_process(monkeypatch):
+    """A fork refused (EAGAIN: compiles in parallel on a machine at its process limit) was a
+    BlockingIOError traceback out of polyopt.compile; the scheduler runs here instead."""
+    from polyopt.schedules import isl_scheduler
+
+    def refused():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+    monkeypatch.setattr(isl_scheduler.os, "fork", refused)
+    text, fn, make = KERNELS["lu"](n=37)
+    module, results, messages = _schedule(text)
+    assert [r.status for r in results] == ["scheduled"], messages
+    inputs = make(np.random.default_rng(7))
+    for w, g in zip(_run(text, fn, inputs), _run(module, fn, inputs)):
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
+
+
 def test_code_blow_up_falls_back_with_a_remark():
     text, _, _ = KERNELS["lu"]()
     module, (result,), messages = _schedule(text, AutoScheduleOptions(max_loops=2))
