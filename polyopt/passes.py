@@ -131,6 +131,14 @@ def _raise_scf(module, opts, remark):
     raise_scf_to_affine(module, remark)
 
 
+@register("drop-equivalent-buffer-results", "memref results of private functions that are "
+          "one of the function's arguments are dropped, calls use their operand (mlir-opt "
+          "--drop-equivalent-buffer-results)")
+def _drop_buffer_results(module, opts, remark):
+    from .transform.buffer_results import drop_equivalent_buffer_results
+    drop_equivalent_buffer_results(module, public=False, record=False)
+
+
 @register("memref-bound-check", "refuse affine accesses that may leave their memref "
           "(mlir-opt --test-memref-bound-check)")
 def _bound_check(module, opts, remark):

@@ -248,6 +248,9 @@ class CompiledModule:
         self.target = target if target is not None else host_target()
         #: the team size of the parallel loops (``options.threads`` or the default)
         self.threads = resolve_threads(options.threads)
+        from .transform.buffer_results import drop_equivalent_buffer_results
+        # a function returning its outs argument (upstream's one-shot-bufferize) is callable
+        self._returned_arguments = drop_equivalent_buffer_results(module)
         lowered = lower_module(module, self.target, threads=self.threads)
         self.llvm_ir: str = lowered.llvm_ir
         self.signatures = lowered.signatures
@@ -271,6 +274,10 @@ class CompiledModule:
                 known = ", ".join(f"@{n}" for n in self.signatures) or "none"
                 raise KeyError(f"no function @{name} in the module (functions: {known})")
             fn = sig.make_callable(self.engine)
+            aliases = self._returned_arguments.get(name)
+            if aliases is not None and sig.numpy_error is None:
+                from .transform.buffer_results import ReturnsArguments
+                fn = ReturnsArguments(fn, aliases, [a.name for a in sig.args])
             self._callables[name] = fn
         return fn
 
