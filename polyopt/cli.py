@@ -93,8 +93,17 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     _add_pass_flags(parser)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser with mlir-opt's convention for a bad flag: one ``error:`` line and
+    exit status 1 (argparse prints the whole usage block and exits with 2)."""
+
+    def error(self, message: str):
+        self.exit(1, f"{self.prog}: error: {message} ('{self.prog} --help' lists the "
+                     f"options)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="polyopt",
         description="Polyhedral optimizer for MLIR affine code: transform, JIT-run, translate.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -478,6 +487,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if sig.args:
         raise UsageError(f"entry function '@{args.entry}' takes arguments; polyopt run needs one "
                          "without arguments (call functions with arguments from Python)")
+    if sig.numpy_error is not None:
+        from .affine.diagnostics import CodegenError
+        func = next(op for op in compiled.module.walk() if op.name == "func.func"
+                    and op.sym_name == args.entry)
+        raise CodegenError(f"entry function '@{args.entry}' cannot be run: {sig.numpy_error} "
+                           "(polyopt run takes an entry returning nothing or scalars, as "
+                           "mlir-runner's -entry-point-result)", func.loc)
     print(f"Compilation time: {seconds:.4f} s", flush=True)
     fn = compiled[args.entry]
     from .codegen.jit import AssertionFailure
@@ -530,6 +546,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for name, v in tiles.items():
         if v < 1:
             raise UsageError(f"--{name.lower().replace('_', '')} must be positive, got {v}")
+    from .affine.dialects.hop import tile_param_problem
+    problem = tile_param_problem(tiles)
+    if problem is not None:
+        raise UsageError(problem)
     if args.form is not None:
         tiles["register_form"] = args.form
     if args.l2_block is not None:
@@ -765,6 +785,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .tune import TuneError, dask_executor, default_cache_path, tune
+    if args.script is not None:
+        raise UsageError("--script does not go with tune, which searches the parameters "
+                         "itself: it writes the best pipeline as a script (--out), which "
+                         "'polyopt opt --script' and 'polyopt run --script' replay")
     budget = args.budget.strip()
     try:
         trials, seconds = (None, float(budget[:-1])) if budget.endswith("s") else \
@@ -805,6 +829,14 @@ COMMANDS = {"opt": cmd_opt, "run": cmd_run, "translate": cmd_translate, "bench":
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command != "bench" and hasattr(args, "threads") and \
+            (args.threads is not None or args.command != "opt"):
+        from .codegen.openmp import resolve_threads
+        try:         # the flag, or OMP_NUM_THREADS where the command reads it
+            resolve_threads(args.threads)
+        except ValueError as e:
+            print(f"polyopt: error: {e}", file=sys.stderr)
+            return 1
     if args.command == "bench":
         # numpy runs on as many threads as polyopt's parallel code (resolved before the
         # pinning sets OMP_NUM_THREADS)

@@ -84,6 +84,10 @@ class BlisOptions:
                 raise PipelineSyntaxError(f"{key} must be positive (0: the model's choice), "
                                           f"got {value(key)}")
         out = {names[k]: value(k) for k in names if value(k)}
+        from .affine.dialects.hop import tile_param_problem
+        problem = tile_param_problem(out)
+        if problem is not None:
+            raise PipelineSyntaxError(problem)
         for key, attr, allowed in (("form", "register_form", ("row", "col")),
                                    ("l2", "l2_block", ("A", "B")),
                                    ("order", "register_order", ("ji", "ij"))):
@@ -286,9 +290,12 @@ def hopt_passes(opts: BlisOptions) -> list:
     switches in ``opts``, with ``opts``' BLIS parameters in its expansion passes."""
     from dataclasses import replace
     from .pipeline import PipelineOptions
-    flags = PipelineOptions(hopt=True, copy=opts.copy, unroll=opts.unroll,
-                            scalrep=opts.scalrep, vect=opts.vect, blis=opts.blis,
-                            blis_kernel=opts.blis_kernel, threads=opts.threads)
+    try:
+        flags = PipelineOptions(hopt=True, copy=opts.copy, unroll=opts.unroll,
+                                scalrep=opts.scalrep, vect=opts.vect, blis=opts.blis,
+                                blis_kernel=opts.blis_kernel, threads=opts.threads)
+    except ValueError as e:     # the pass's options, as the flags would spell them
+        raise PipelineSyntaxError(f"hopt: {e}") from None
     return [(p, replace(opts) if isinstance(o, BlisOptions) else o)
             for p, o in default_pipeline(flags)]
 

@@ -372,6 +372,8 @@ class MeasurementCache:
                 self.entries = json.loads(path.read_text())
             except (OSError, ValueError):
                 self.entries = {}
+            if not isinstance(self.entries, dict):   # JSON, but not a cache of ours
+                self.entries = {}
 
     @staticmethod
     def key(ir: str, pipeline: str, machine: str, threads: int) -> str:
@@ -408,7 +410,7 @@ def dask_executor(address: str):
             from None
     try:
         client = distributed.Client(address, timeout="10s")
-    except OSError as e:
+    except (OSError, ValueError) as e:     # ValueError: an address that does not parse
         raise TuneError(f"--scheduler: cannot reach the Dask scheduler at {address}: {e}") \
             from None
     try:

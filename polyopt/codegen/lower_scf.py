@@ -70,13 +70,33 @@ def _phis(L: FunctionLowering, inits: Sequence[ir.Value]) -> list:
 
 @handles("scf.for")
 def _lower_for(L: FunctionLowering, op: Operation) -> None:
+    """The loop; a step that is not positive (the loop would never end) is an error: at
+    compile time when it is a constant, else a failed check when the loop is reached, the loop
+    then skipped."""
     b = L.b
     lb, ub, step = (L.get(v) for v in (op.lower_bound, op.upper_bound, op.step))
     inits = [L.get(v) for v in op.inits]
-    pre = b.block
+    constant = _constant_step(op.step)
+    if constant is not None and (constant == 0 or constant < 0 and not op.is_unsigned):
+        raise CodegenError(f"'scf.for' step must be positive, got {constant}", op.loc)
     header = L.fn.append_basic_block("scf.for.header")
     body = L.fn.append_basic_block("scf.for.body")
     exit_ = L.fn.append_basic_block("scf.for.exit")
+    if constant is None:
+        zero = ir.Constant(step.type, 0)
+        ok = b.icmp_unsigned("!=", step, zero) if op.is_unsigned else \
+            b.icmp_signed(">", step, zero)
+        fail = L.fn.append_basic_block("scf.for.step.fail")
+        start = L.fn.append_basic_block("scf.for.start")
+        b.cbranch(ok, start, fail)
+        b.position_at_end(fail)
+        where = f"{op.loc}: " if op.loc is not None else ""
+        b.call(L.ml.runtime("polyopt_assert_fail"),
+               [L.ml.c_string(f"{where}error: 'scf.for' step must be positive")])
+        skipped = b.block
+        b.branch(exit_)
+        b.position_at_end(start)
+    pre = b.block
     b.branch(header)
     b.position_at_end(header)
     iv = b.phi(lb.type, "iv")
@@ -97,6 +117,14 @@ def _lower_for(L: FunctionLowering, op: Operation) -> None:
         phi.add_incoming(init, pre)
         phi.add_incoming(y, latch)
     b.position_at_end(exit_)
+    if constant is None:         # from the header, or past the loop when its step failed
+        outs = []
+        for phi, init in zip(phis, inits):
+            out = b.phi(phi.type)
+            out.add_incoming(phi, header)
+            out.add_incoming(init, skipped)
+            outs.append(out)
+        phis = outs
     _bind_all(L, op.results, phis)
 
 

@@ -211,8 +211,7 @@ class ModuleLowering:
         self._globals = 0
         self.memref_globals: dict[str, ir.GlobalVariable] = {}
         self._linearize_cache: dict = {}
-        self.buffers = BufferCache(self.llmod, self.runtime("aligned_alloc"),
-                                   self.runtime("free"))
+        self.buffers = BufferCache(self.llmod, self.checked_alloc(), self.runtime("free"))
         self.uses_amx = False           # set by lower_amx when it emits AMX instructions
 
     # -- types -------------------------------------------------------------------------------
@@ -337,7 +336,7 @@ class ModuleLowering:
             "polyopt_print_open": (VOID, []), "polyopt_print_close": (VOID, []),
             "polyopt_print_comma": (VOID, []), "polyopt_print_newline": (VOID, []),
             "polyopt_print_string": (VOID, [PTR]), "polyopt_rtclock": (F64, []),
-            "polyopt_assert_fail": (VOID, [PTR]),
+            "polyopt_assert_fail": (VOID, [PTR]), "polyopt_alloc_fail": (VOID, [I64]),
             "aligned_alloc": (PTR, [I64, I64]), "free": (VOID, [PTR]),
         }
         if name.startswith("polyopt_print_memref_"):
@@ -345,6 +344,31 @@ class ModuleLowering:
         else:
             ret, params = sigs[name]
         return self.get_function(name, ir.FunctionType(ret, params))
+
+    def checked_alloc(self) -> ir.Function:
+        """``aligned_alloc`` that does not return NULL: on failure it calls the runtime's
+        ``polyopt_alloc_fail`` (the message, status 1), where the code would have written
+        through the null pointer and crashed.  Inlined where it is called, so that LLVM still
+        sees ``aligned_alloc``'s fresh, unaliased block."""
+        fn = self.llmod.globals.get("__polyopt_aligned_alloc")
+        if fn is not None:
+            return fn
+        fn = ir.Function(self.llmod, ir.FunctionType(PTR, [I64, I64]),
+                         "__polyopt_aligned_alloc")
+        fn.linkage = "internal"
+        fn.attributes.add("alwaysinline")
+        fn.return_value.attributes.add("noalias")
+        align, size = fn.args
+        entry, fail, ok = (fn.append_basic_block(n) for n in ("entry", "fail", "ok"))
+        b = ir.IRBuilder(entry)
+        ptr = b.call(self.runtime("aligned_alloc"), [align, size])
+        b.cbranch(b.icmp_unsigned("==", ptr, ir.Constant(PTR, None)), fail, ok)
+        b.position_at_end(fail)
+        b.call(self.runtime("polyopt_alloc_fail"), [size])
+        b.unreachable()
+        b.position_at_end(ok)
+        b.ret(ptr)
+        return fn
 
     def global_constant(self, value: ir.Constant, prefix: str) -> ir.GlobalVariable:
         self._globals += 1
@@ -900,7 +924,7 @@ class FunctionLowering(IndexFormLowering, MemRefAccessLowering):
             rounded = builder.and_(builder.add(nbytes, i64(align - 1)), i64(-align))
             size = builder.call(self.ml.intrinsic("llvm.umax.i64", I64, [I64, I64]),
                                 [rounded, i64(align)])
-        return builder.call(self.ml.runtime("aligned_alloc"), [i64(align), size])
+        return builder.call(self.ml.checked_alloc(), [i64(align), size])
 
     def heap_free(self, builder: ir.IRBuilder, ptr: ir.Value) -> None:
         """Free a block of :meth:`heap_alloc` (back to its site's slot when it has one)."""

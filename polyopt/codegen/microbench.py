@@ -328,9 +328,13 @@ def _read_cache(facts: CpuFacts) -> Optional[Measurements]:
         if data.get("version") != MICROBENCH_VERSION or data.get("signature") != \
                 facts.signature:
             return None
-        return Measurements.from_json(data["measurements"], f"cached in {path}")
-    except (OSError, ValueError, KeyError, TypeError):
+        cached = Measurements.from_json(data["measurements"], f"cached in {path}")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # not our cache's shape
         return None
+    if cached.measured and not (isinstance(cached.clock_ghz, (int, float))
+                                and cached.clock_ghz > 0 and cached.fma):
+        return None                      # edited or truncated: measure again
+    return cached
 
 
 def _writable_cache_dir() -> Optional[str]:

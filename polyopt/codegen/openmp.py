@@ -126,12 +126,20 @@ def _lanes(op) -> int:
     return lanes
 
 
+#: The largest team accepted: past it a request is a typo, not oversubscription (torch's
+#: thread pool crashed the process at 100000).
+MAX_THREADS = 1024
+
+
 def resolve_threads(threads: Optional[int] = None) -> int:
     """The team size to compile for: ``threads`` when given, else ``OMP_NUM_THREADS`` (its
     first entry, as OpenMP reads it), else the number of cores this process may run on."""
     if threads is not None:
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads must be a positive integer, got {threads!r}")
+        if threads > MAX_THREADS:
+            raise ValueError(f"threads must be at most {MAX_THREADS}, got {threads} (this "
+                             f"machine has {os.cpu_count()} cores)")
         return threads
     env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
     if env:
@@ -139,8 +147,9 @@ def resolve_threads(threads: Optional[int] = None) -> int:
             n = int(env)
         except ValueError:
             n = 0
-        if n < 1:
-            raise ValueError(f"OMP_NUM_THREADS must be a positive integer, got {env!r}")
+        if not 1 <= n <= MAX_THREADS:
+            raise ValueError(f"OMP_NUM_THREADS must be an integer from 1 to {MAX_THREADS}, "
+                             f"got {env!r}")
         return n
     try:
         return max(1, len(os.sched_getaffinity(0)))

@@ -30,6 +30,7 @@ LLVM-level signatures (opaque pointers)::
     declare void @polyopt_print_newline()     ; "\\n"
     declare void @polyopt_print_string(ptr)   ; NUL-terminated C string
     declare void @polyopt_assert_fail(ptr)    ; cf.assert failed: the message (C string)
+    declare void @polyopt_alloc_fail(i64)     ; aligned_alloc returned NULL: the size; exits
 
 (The lowering maps MLIR's ``printMemrefF64``, the paper-era
 ``print_memref_2d_f64`` alias, ``rtclock``, ``printF64``... onto these.)
@@ -65,6 +66,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
 import sys
 import threading
 import time
@@ -322,6 +324,17 @@ def _assert_fail(ptr):
     pending.append(message)
 
 
+def _alloc_fail(nbytes):
+    """``aligned_alloc`` returned NULL for a ``memref.alloc``: the code cannot go on (it would
+    write through the null pointer), and no exception crosses native frames, so the process
+    ends with the message and status 1 rather than a segmentation fault.  (Static sizes past
+    the machine's memory are compile-time errors, :func:`polyopt.codegen.lower_memref`.)"""
+    sys.stdout.flush()
+    print(f"polyopt: error: out of memory: an allocation of {nbytes} bytes failed "
+          f"(aligned_alloc returned NULL)", file=sys.stderr, flush=True)
+    os._exit(1)
+
+
 def take_assert_failures() -> list[str]:
     """The messages of the ``cf.assert`` failures since the last call, in this thread (and
     in the OpenMP workers of its parallel regions)."""
@@ -357,6 +370,7 @@ _RUNTIME_SPECS = [
     ("polyopt_print_newline", _VOID_T, _print_newline),
     ("polyopt_print_string", ctypes.CFUNCTYPE(None, ctypes.c_void_p), _print_string),
     ("polyopt_assert_fail", ctypes.CFUNCTYPE(None, ctypes.c_void_p), _assert_fail),
+    ("polyopt_alloc_fail", ctypes.CFUNCTYPE(None, ctypes.c_uint64), _alloc_fail),
 ]
 
 

@@ -638,6 +638,13 @@ def expand_contraction(con: Contraction, *, tiled: bool = True,
     parameters of a static f32/f64 product where it carries none of its own."""
     if tiles and tiled and con.has_static_shape and not con.is_mixed:
         con = replace(con, tile_params={**tiles, **con.tile_params})
+    if con.has_static_shape and 0 in (con.m, con.n, con.k, *con.batch):
+        # nothing to tile: the nest (its C *= beta, if any) as written
+        if tiled and remark is not None:
+            remark(con.loc, f"{con.kind}: {con.m}x{con.n}x{con.k} has an empty dimension: "
+                            f"the naive nest, no BLIS tiling")
+        expand_matmul(to_matrix_form(con))
+        return
     if con.is_mixed:
         _expand_mixed(con, tiled, copy and steps.vect, machine, remark, threads)
         return
@@ -899,6 +906,11 @@ def _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for,
     parameters, where the op has none of its own), depthwise ones as their loop nest
     vectorized along the channels (with ``--hopt-vect``); otherwise the plain loop nest."""
     from .conv_loops import expand_conv_naive, vectorize_depthwise
+    if tiled and any(0 in v.type.shape for v in op.operands):
+        if remark is not None:
+            remark(op.loc, f"{op.name}: an operand has an empty dimension: the loop nest, no "
+                           f"BLIS tiling")
+        tiled = False
     if not tiled:
         expand_conv_naive(op)
         return

@@ -394,3 +394,34 @@ func.func @f() {
     assert err.value.render().splitlines()[0] == (
         "m.mlir:2:3: error: 'scf.execute_region' with 2 blocks is not supported by the LLVM "
         "lowering (one block only)")
+
+
+STEP_LOOP = """
+func.func @f(%A: memref<8xf64>, %s: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %z = arith.constant 0.0 : f64
+  %one = arith.constant 1.0 : f64
+  %r = scf.for %i = %c0 to %c8 step %s iter_args(%acc = %z) -> f64 {
+    memref.store %one, %A[%i] : memref<8xf64>
+    %n = arith.addf %acc, %one : f64
+    scf.yield %n : f64
+  }
+  return %r : f64
+}
+"""
+
+
+def test_a_step_that_is_not_positive_is_an_error_not_an_endless_loop():
+    """Upstream leaves it undefined (mlir-opt-22 accepts a constant 0); the loop never ended."""
+    from polyopt.codegen.jit import AssertionFailure
+    fn = polyopt.compile(STEP_LOOP)["f"]
+    a = np.zeros(8)
+    assert fn(a, 3) == 3.0 and a.tolist() == [1, 0, 0, 1, 0, 0, 1, 0]
+    for step in (0, -2):
+        with pytest.raises(AssertionFailure, match=r"<input>:7:8: error: 'scf.for' step must "
+                                                   r"be positive"):
+            fn(np.zeros(8), step)
+    constant = STEP_LOOP.replace("step %s", "step %c0")
+    with pytest.raises(CodegenError, match="'scf.for' step must be positive, got 0"):
+        polyopt.compile(constant)

@@ -28,6 +28,33 @@ from ..types import FloatType, MemRefType, i32, i64
 # tile sizes of the BLIS schedule (paper section 2.4): cache tiles M_C x K_C (x N_C), register
 # tile M_R x N_R, unroll factor K_U of the k loop
 TILE_PARAMS = ("M_C", "K_C", "N_C", "M_R", "N_R", "K_U")
+#: The largest register tile (M_R x N_R elements) and k unrolling accepted: the tile is
+#: unrolled into the k loop, K_U times; 64 x 64 took 52 s to compile a 16x8x12 product and
+#: 256 x 256 did not finish (32 vector registers hold 512 f32).
+MAX_REGISTER_TILE = 1024
+MAX_K_UNROLL = 64
+#: Blocks past this many rows, columns or k are typos (and past i64, overflows).
+MAX_BLOCK = 1 << 30
+
+
+def tile_param_problem(params: dict) -> Optional[str]:
+    """Why the BLIS parameters ``params`` (by attribute name, positive integers) are not
+    usable, or None: a register tile or an unrolling too large to generate, or a block past
+    :data:`MAX_BLOCK`."""
+    for name in ("M_C", "K_C", "N_C", "M_R", "N_R", "K_U"):
+        v = params.get(name)
+        if v is not None and v > MAX_BLOCK:
+            return f"{name} must be at most {MAX_BLOCK}, got {v}"
+    m_r, n_r, k_u = params.get("M_R"), params.get("N_R"), params.get("K_U")
+    if m_r is not None and n_r is not None and m_r * n_r > MAX_REGISTER_TILE:
+        return (f"the register tile M_R x N_R = {m_r} x {n_r} must have at most "
+                f"{MAX_REGISTER_TILE} elements (it is unrolled into the k loop)")
+    if (m_r or 1) > MAX_REGISTER_TILE or (n_r or 1) > MAX_REGISTER_TILE:
+        name, v = ("M_R", m_r) if (m_r or 1) > MAX_REGISTER_TILE else ("N_R", n_r)
+        return f"{name} must be at most {MAX_REGISTER_TILE}, got {v}"
+    if k_u is not None and k_u > MAX_K_UNROLL:
+        return f"K_U must be at most {MAX_K_UNROLL}, got {k_u}"
+    return None
 # the register tile's form: "row" (broadcast A, vector loads of B) or "col" (vector loads of
 # A's packed column, broadcast B), a string attribute beside the tile sizes
 REGISTER_FORMS = ("row", "col")
@@ -121,6 +148,10 @@ class _HopOp(Operation):
                 raise self.error(f"{k} must be a positive integer, got {a}")
             if a.value <= 0:
                 raise self.error(f"{k} must be positive, got {a.value}")
+        problem = tile_param_problem({k: a.value for k in TILE_PARAMS
+                                      if isinstance(a := self.attributes.get(k), IntegerAttr)})
+        if problem is not None:
+            raise self.error(problem)
         for name, allowed in STRING_PARAMS.items():
             value = self.attributes.get(name)
             if value is not None and (not isinstance(value, StringAttr)
