@@ -93,6 +93,15 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     _add_pass_flags(parser)
 
 
+#: ``bench conv2d``'s shape flags (one layer) and their defaults
+CONV_SHAPE_FLAGS = {"n": "batch", "h": "input height", "w": "input width",
+                    "c": "input channels", "f": "filters (output channels)",
+                    "kh": "window height", "kw": "window width",
+                    "stride": "stride (both dimensions)", "dilation": "dilation (both dimensions)"}
+CONV_SHAPE_DEFAULTS = {"n": 1, "h": 58, "w": 58, "c": 64, "f": 64, "kh": 3, "kw": 3,
+                       "stride": 1, "dilation": 1}
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse's parser with mlir-opt's convention for a bad flag: one ``error:`` line and
     exit status 1 (argparse prints the whole usage block and exits with 2)."""
@@ -220,13 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_cv = bsub.add_parser("conv2d", help="O += conv(I, K) through hop.conv2d (NHWC, HWCF, "
                                           "NHWF, no padding) against numpy im2col + matmul")
-    for name, default, help_ in (("n", 1, "batch"), ("h", 58, "input height"),
-                                 ("w", 58, "input width"), ("c", 64, "input channels"),
-                                 ("f", 64, "filters (output channels)"),
-                                 ("kh", 3, "window height"), ("kw", 3, "window width"),
-                                 ("stride", 1, "stride (both dimensions)"),
-                                 ("dilation", 1, "dilation (both dimensions)")):
-        p_cv.add_argument(f"--{name}", type=int, default=default,
+    for name, help_ in CONV_SHAPE_FLAGS.items():
+        default = CONV_SHAPE_DEFAULTS[name]
+        p_cv.add_argument(f"--{name}", type=int, default=None,
                           help=f"{help_} (default: {default})")
     p_cv.add_argument("--dtype", choices=("f64", "f32", "bf16"), default="f32",
                       help="element type (default: f32); bf16: bf16 input and filter, f32 "
@@ -630,6 +635,8 @@ def cmd_bench_sweep(args: argparse.Namespace) -> int:
         raise UsageError("--sweep times the model's default for each shape; drop --steps, "
                          "--schedule, --explain and the tile options")
     try:
+        if args.shapes is not None and not args.shapes.strip(" ,"):
+            raise ValueError("no shape given (MxNxK,...)")
         shapes = parse_shapes(args.shapes) if args.shapes else list(SHAPES)
     except ValueError as e:
         raise UsageError(f"--shapes: {e}") from None
@@ -682,6 +689,10 @@ def _bench_conv_epilogue(args: argparse.Namespace, shapes: dict) -> int:
     if args.json:
         raise UsageError("--epilogue and --dtype bf16 print text (one thread): drop --json")
     epilogue = tuple(e.strip() for e in (args.epilogue or "").split(",") if e.strip())
+    if args.epilogue is not None and not epilogue:
+        raise UsageError("--epilogue: no op given (bias, relu or bias,relu)")
+    if len(set(epilogue)) != len(epilogue):
+        raise UsageError(f"--epilogue: an op given twice: {args.epilogue}")
     for label, shape in shapes.items():
         try:
             r = bench_conv_epilogue(shape, args.dtype, epilogue, reps=args.reps)
@@ -709,11 +720,15 @@ def cmd_bench_conv2d(args: argparse.Namespace) -> int:
     from .bench import RESNET50_LAYERS, ConvShape, bench_conv2d, dump_json
     if args.reps < 1:
         raise UsageError(f"--reps must be at least 1, got {args.reps}")
+    given = {name: getattr(args, name) for name in CONV_SHAPE_FLAGS
+             if getattr(args, name) is not None}
     if args.resnet50:
+        if given:
+            raise UsageError(f"--resnet50 times its own layers: drop "
+                             f"{', '.join('--' + name for name in given)}")
         shapes = dict(RESNET50_LAYERS)
     else:
-        shapes = {"": ConvShape(args.n, args.h, args.w, args.c, args.f, args.kh, args.kw,
-                                args.stride, args.dilation)}
+        shapes = {"": ConvShape(**{**CONV_SHAPE_DEFAULTS, **given})}
     if args.epilogue is not None or args.dtype == "bf16":
         return _bench_conv_epilogue(args, shapes)
     results = []
@@ -736,6 +751,8 @@ def cmd_bench_polybench(args: argparse.Namespace) -> int:
     from .polybench.suite import select
     if args.reps < 1:
         raise UsageError(f"--reps must be at least 1, got {args.reps}")
+    if args.kernels is not None and not args.kernels.strip(" ,"):
+        raise UsageError("--kernels: no kernel named (all: leave the flag out)")
     try:
         kernels = select(args.kernels)
     except ValueError as e:
@@ -860,6 +877,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     except UsageError as e:
         print(f"polyopt: error: {e}", file=sys.stderr)
+        return 1
+    except MemoryError as e:     # numpy's operands of a bench too large for this machine
+        sys.stdout.flush()
+        print(f"polyopt: error: out of memory{': ' + str(e) if str(e) else ''}",
+              file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

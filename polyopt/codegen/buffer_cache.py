@@ -41,7 +41,8 @@ RELEASE_SYMBOL = "__polyopt_release_buffers"
 class BufferCache:
     """The slots of one LLVM module and the helpers that take and give back their blocks."""
 
-    def __init__(self, llmod: ir.Module, aligned_alloc: ir.Function, free: ir.Function):
+    def __init__(self, llmod: ir.Module, aligned_alloc, free: ir.Function):
+        """``aligned_alloc()``: the allocation function (declared when first needed)."""
         self.llmod = llmod
         self._aligned_alloc = aligned_alloc
         self._free = free
@@ -92,7 +93,7 @@ class BufferCache:
             cached = b.atomic_rmw("xchg", slot, ir.Constant(_PTR, None), "acq_rel")
             b.cbranch(b.icmp_unsigned("==", cached, ir.Constant(_PTR, None)), fresh, done)
             b.position_at_end(fresh)
-            new = b.call(self._aligned_alloc, [align, size])
+            new = b.call(self._aligned_alloc(), [align, size])
             b.branch(done)
             b.position_at_end(done)
             phi = b.phi(_PTR)

@@ -211,7 +211,7 @@ class ModuleLowering:
         self._globals = 0
         self.memref_globals: dict[str, ir.GlobalVariable] = {}
         self._linearize_cache: dict = {}
-        self.buffers = BufferCache(self.llmod, self.checked_alloc(), self.runtime("free"))
+        self.buffers = BufferCache(self.llmod, self.checked_alloc, self.runtime("free"))
         self.uses_amx = False           # set by lower_amx when it emits AMX instructions
 
     # -- types -------------------------------------------------------------------------------
@@ -348,8 +348,8 @@ class ModuleLowering:
     def checked_alloc(self) -> ir.Function:
         """``aligned_alloc`` that does not return NULL: on failure it calls the runtime's
         ``polyopt_alloc_fail`` (the message, status 1), where the code would have written
-        through the null pointer and crashed.  Inlined where it is called, so that LLVM still
-        sees ``aligned_alloc``'s fresh, unaliased block."""
+        through the null pointer and crashed.  Always inlined where it is called, so that LLVM
+        still sees ``aligned_alloc``'s fresh, unaliased block."""
         fn = self.llmod.globals.get("__polyopt_aligned_alloc")
         if fn is not None:
             return fn
@@ -357,7 +357,6 @@ class ModuleLowering:
                          "__polyopt_aligned_alloc")
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
-        fn.return_value.attributes.add("noalias")
         align, size = fn.args
         entry, fail, ok = (fn.append_basic_block(n) for n in ("entry", "fail", "ok"))
         b = ir.IRBuilder(entry)

@@ -210,3 +210,18 @@ def test_an_empty_dimension_in_low_precision_and_convolutions():
     polyopt.compile(conv, **ALL)["conv"](np.ones((1, 8, 8, 0), np.float32),
                                          np.ones((3, 3, 0, 4), np.float32), o)
     assert (o == 1).all()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["conv2d", "--resnet50", "--h", "5"], "--resnet50 times its own layers: drop --h"),
+    (["conv2d", "--epilogue", ","], "--epilogue: no op given"),
+    (["conv2d", "--epilogue", "bias,bias"], "--epilogue: an op given twice"),
+    (["matmul", "--sweep", "--shapes", ""], "--shapes: no shape given"),
+    (["polybench", "--kernels", ""], "--kernels: no kernel named"),
+])
+def test_bench_flags_that_were_ignored(argv, message):
+    """Each ran something other than what was asked (the ResNet layers, no epilogue, the
+    default sweep, all twenty kernels)."""
+    proc = subprocess.run([sys.executable, "-m", "polyopt", "bench", *argv, "--threads", "1"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and message in proc.stderr, proc.stderr
