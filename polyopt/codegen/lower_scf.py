@@ -64,6 +64,19 @@ def _bind_all(L: FunctionLowering, values: Sequence[Value], llvs: Sequence[ir.Va
         L.bind_llvm(v, x)
 
 
+def _merged(b: ir.IRBuilder, first: Sequence[ir.Value], first_block: ir.Block,
+            second: Sequence[ir.Value], second_block: ir.Block) -> list:
+    """Phis at the builder's block of each ``first`` value (from ``first_block``) and its
+    ``second`` (from ``second_block``)."""
+    out = []
+    for x, y in zip(first, second):
+        phi = b.phi(x.type)
+        phi.add_incoming(x, first_block)
+        phi.add_incoming(y, second_block)
+        out.append(phi)
+    return out
+
+
 def _phis(L: FunctionLowering, inits: Sequence[ir.Value]) -> list:
     return [L.b.phi(x.type) for x in inits]
 
@@ -118,13 +131,7 @@ def _lower_for(L: FunctionLowering, op: Operation) -> None:
         phi.add_incoming(y, latch)
     b.position_at_end(exit_)
     if constant is None:         # from the header, or past the loop when its step failed
-        outs = []
-        for phi, init in zip(phis, inits):
-            out = b.phi(phi.type)
-            out.add_incoming(phi, header)
-            out.add_incoming(init, skipped)
-            outs.append(out)
-        phis = outs
+        phis = _merged(b, phis, header, inits, skipped)
     _bind_all(L, op.results, phis)
 
 
@@ -300,13 +307,7 @@ def _parallel_region(L: FunctionLowering, op: Operation, lbs: list, ubs: list,
         fold_end = b.block
         b.branch(done)
         b.position_at_end(done)
-        new = []
-        for acc, f in zip(accs, folded):
-            phi = b.phi(acc.type)
-            phi.add_incoming(acc, pre)
-            phi.add_incoming(f, fold_end)
-            new.append(phi)
-        accs = new
+        accs = _merged(b, accs, pre, folded, fold_end)
     return accs
 
 
