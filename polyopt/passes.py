@@ -140,7 +140,7 @@ def _raise_scf(module, opts, remark):
           "--drop-equivalent-buffer-results)")
 def _drop_buffer_results(module, opts, remark):
     from .transform.buffer_results import drop_equivalent_buffer_results
-    drop_equivalent_buffer_results(module, public=False, record=False)
+    drop_equivalent_buffer_results(module, public=False)
 
 
 @register("memref-bound-check", "refuse affine accesses that may leave their memref "

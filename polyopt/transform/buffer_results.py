@@ -19,11 +19,6 @@ from ..affine.dialects.func import CallOp, FuncOp, ReturnOp
 from ..affine.ir import Operation, Value
 from ..affine.types import FunctionType, MemRefType
 
-#: The discardable attribute recording, on a function whose results were dropped, which
-#: argument each original result was (-1: a result kept), for the numpy callable.
-RETURNED_ARGUMENTS_ATTR = "polyopt.returned_arguments"
-
-
 def _argument_behind(value: Value, func: FuncOp) -> Optional[int]:
     """The index of the argument of ``func`` that ``value`` is, through ``memref.cast``s."""
     while value.defining_op is not None and value.defining_op.name == "memref.cast":
@@ -47,13 +42,13 @@ def _equivalent_arguments(func: FuncOp) -> list[Optional[int]]:
     return found
 
 
-def drop_equivalent_buffer_results(module: Operation, public: bool = True,
-                                   record: bool = True) -> dict[str, list[int]]:
+def drop_equivalent_buffer_results(module: Operation,
+                                   public: bool = True) -> dict[str, list[int]]:
     """Drop them in every defined function of ``module`` (see the module docstring), or, as
     upstream's pass, in its private ones only (``public=False``: the others keep their ABI);
     returns, per function changed, the argument each of its original results was (-1: kept),
-    which ``record`` also leaves on the function (:data:`RETURNED_ARGUMENTS_ATTR`)."""
-    from ..affine.attributes import ArrayAttr, IntegerAttr, TypeAttr
+    for :class:`ReturnsArguments`."""
+    from ..affine.attributes import ArrayAttr, TypeAttr
     from ..affine.builder import Builder
     changed: dict[str, list[int]] = {}
     funcs = [op for op in module.walk() if isinstance(op, FuncOp) and not op.is_declaration
@@ -72,11 +67,7 @@ def drop_equivalent_buffer_results(module: Operation, public: bool = True,
         res_attrs = func.attributes.get("res_attrs")
         if isinstance(res_attrs, ArrayAttr):
             func.attributes["res_attrs"] = ArrayAttr(tuple(res_attrs.elements[i] for i in keep))
-        aliases = [-1 if a is None else a for a in found]
-        if record:
-            func.attributes[RETURNED_ARGUMENTS_ATTR] = ArrayAttr(
-                tuple(IntegerAttr(a) for a in aliases))
-        changed[func.sym_name] = aliases
+        changed[func.sym_name] = [-1 if a is None else a for a in found]
         for call in [op for op in module.walk() if isinstance(op, CallOp)
                      and op.callee == func.sym_name]:
             _rewrite_call(call, found, keep, Builder)
@@ -105,12 +96,6 @@ def _rewrite_call(call: CallOp, found: list, keep: list[int], builder_cls) -> No
             operand = cast.results[0]
         old.replace_all_uses_with(operand)
     call.erase()
-
-
-def returned_arguments(func: FuncOp) -> Optional[list[int]]:
-    """The record :func:`drop_equivalent_buffer_results` left on ``func``, or None."""
-    attr = func.attributes.get(RETURNED_ARGUMENTS_ATTR)
-    return None if attr is None else [a.value for a in attr.elements]
 
 
 class ReturnsArguments:
