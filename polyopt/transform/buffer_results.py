@@ -49,7 +49,6 @@ def drop_equivalent_buffer_results(module: Operation,
     returns, per function changed, the argument each of its original results was (-1: kept),
     for :class:`ReturnsArguments`."""
     from ..affine.attributes import ArrayAttr, TypeAttr
-    from ..affine.builder import Builder
     changed: dict[str, list[int]] = {}
     funcs = [op for op in module.walk() if isinstance(op, FuncOp) and not op.is_declaration
              and (public or op.is_private)]
@@ -70,13 +69,15 @@ def drop_equivalent_buffer_results(module: Operation,
         changed[func.sym_name] = [-1 if a is None else a for a in found]
         for call in [op for op in module.walk() if isinstance(op, CallOp)
                      and op.callee == func.sym_name]:
-            _rewrite_call(call, found, keep, Builder)
+            _rewrite_call(call, found, keep)
     return changed
 
 
-def _rewrite_call(call: CallOp, found: list, keep: list[int], builder_cls) -> None:
+def _rewrite_call(call: CallOp, found: list, keep: list[int]) -> None:
     """``call`` without the dropped results, their uses taking the call's own operands."""
-    b = builder_cls.before(call)
+    from ..affine.builder import Builder
+    from ..affine.dialects.memref import MemRefCastOp
+    b = Builder.before(call)
     new = CallOp.build(call.callee, list(call.operands),
                        [call.results[i].type for i in keep], loc=call.loc)
     for name, attr in call.attributes.items():
@@ -90,7 +91,6 @@ def _rewrite_call(call: CallOp, found: list, keep: list[int], builder_cls) -> No
             continue
         operand = call.operands[arg]
         if operand.type != old.type:
-            from ..affine.dialects.memref import MemRefCastOp
             cast = MemRefCastOp.build(operand, old.type, loc=call.loc)
             b.insert(cast)
             operand = cast.results[0]
