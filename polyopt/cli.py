@@ -358,6 +358,8 @@ def _transform(args: argparse.Namespace):
     if getattr(args, "emit_script", False):
         from .transform.emit import ScriptWriter
         writer = ScriptWriter()
+    if args.schedule_func is not None and not args.schedule:
+        raise UsageError("--func names the function --schedule applies to; no --schedule given")
     if args.schedule:
         from .schedules.apply import apply_schedule, parse_schedule_option
         schedules = parse_schedule_option(args.schedule)
@@ -568,6 +570,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         switches.pop("memref_bound_check", None)
     if switches.get("hopt_raise", True):         # on by default; hop.matmul has no nest to raise
         switches.pop("hopt_raise", None)
+    if not switches.get("hopt") and not args.steps and (tiles or args.schedule):
+        flag = {"register_form": "--form", "l2_block": "--l2-block"}
+        given = [flag.get(name, "--" + name.lower().replace("_", "")) for name in tiles] + \
+            (["--schedule"] if args.schedule else [])
+        raise UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to the "
+                         f"BLIS nest --hopt generates; --no-hopt times the naive loops")
     if args.steps:
         if tiles or args.schedule:
             raise UsageError("--steps times fixed configurations; drop the tile options")

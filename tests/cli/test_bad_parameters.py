@@ -218,6 +218,9 @@ def test_an_empty_dimension_in_low_precision_and_convolutions():
     (["conv2d", "--epilogue", "bias,bias"], "--epilogue: an op given twice"),
     (["matmul", "--sweep", "--shapes", ""], "--shapes: no shape given"),
     (["polybench", "--kernels", ""], "--kernels: no kernel named"),
+    (["matmul", "--no-hopt", "--mc", "4"], "--mc applies to the BLIS nest --hopt generates"),
+    (["matmul", "--no-hopt", "--form", "col", "--schedule", "(d0, d1, d2) -> (d0, d1, d2)"],
+     "--form, --schedule apply to the BLIS nest --hopt generates"),
 ])
 def test_bench_flags_that_were_ignored(argv, message):
     """Each ran something other than what was asked (the ResNet layers, no epilogue, the
@@ -225,3 +228,10 @@ def test_bench_flags_that_were_ignored(argv, message):
     proc = subprocess.run([sys.executable, "-m", "polyopt", "bench", *argv, "--threads", "1"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and message in proc.stderr, proc.stderr
+
+
+def test_func_without_a_schedule_is_refused(capsys, matmul_file):
+    """``opt --func`` only says which function ``--schedule`` applies to; alone it was
+    ignored and the whole module printed."""
+    assert main(["opt", matmul_file, "--func", "mm"]) == 1
+    assert "--func names the function --schedule applies to" in one_error_line(capsys)
