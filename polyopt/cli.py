@@ -452,6 +452,10 @@ def _ir_printer(args: argparse.Namespace, pipeline):
     every = getattr(args, "print_ir_after_all", False)
     if not every and not names:
         return None
+    # mlir-opt prints nothing for a pass that is not in the pipeline; say why instead
+    for name in sorted(names - {p.name for p, _ in pipeline}):
+        print(f"polyopt: warning: --print-ir-after={name}: no such pass in this pipeline "
+              f"({_pipeline_text(pipeline)})", file=sys.stderr)
 
     def after(name: str, module) -> None:
         if every or name in names:

@@ -94,6 +94,14 @@ def test_print_ir_after(capsys):
     assert [line for line in err.splitlines() if "IR Dump" in line] == \
         ["// -----// IR Dump After hopt-expand //----- //"]
     assert "hop.matmul" not in err
+    assert "warning" not in err
+
+
+def test_print_ir_after_a_pass_that_does_not_run_says_so(capsys):
+    """mlir-opt prints nothing then; without --hopt there is no hopt-expand to print after."""
+    out, err = opt(capsys, str(EXAMPLES / "hop_matmul.mlir"), "--print-ir-after", "hopt-expand")
+    assert "IR Dump" not in err and "hop.matmul" in out
+    assert "warning: --print-ir-after=hopt-expand: no such pass in this pipeline" in err
 
 
 @pytest.mark.parametrize("args, message", [
