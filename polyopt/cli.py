@@ -19,7 +19,7 @@ import traceback
 from dataclasses import replace
 from typing import Optional, Sequence
 
-from .affine.diagnostics import PolyoptError, decode_source
+from .affine.diagnostics import PolyoptError, SourceFile, decode_source
 from .pipeline import PipelineOptions
 
 
@@ -72,12 +72,15 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                              "the pass flags' pipeline: MLIR's transform dialect with "
                              "transform.polyopt.* steps (see polyopt/transform/; "
                              "polyopt opt --hopt ... --emit-script writes one)")
-    parser.add_argument("--dump-pipeline", action="store_true",
+    parser.add_argument("--dump-pipeline", "--dump-pass-pipeline", dest="dump_pipeline",
+                        action="store_true",
                         help="print the pass pipeline that runs, as -p reads it, on stderr "
                              "(mlir-opt's --dump-pass-pipeline)")
-    parser.add_argument("--print-ir-after-all", action="store_true",
+    parser.add_argument("--print-ir-after-all", "--mlir-print-ir-after-all",
+                        dest="print_ir_after_all", action="store_true",
                         help="print the IR after every pass on stderr")
-    parser.add_argument("--print-ir-after", action="append", default=[], metavar="PASS",
+    parser.add_argument("--print-ir-after", "--mlir-print-ir-after", dest="print_ir_after",
+                        action="append", default=[], metavar="PASS",
                         help="print the IR after this pass on stderr (repeatable)")
     parser.add_argument("--remarks", action="store_true",
                         help="report what the passes chose (tile sizes, schedules) on stderr")
@@ -127,6 +130,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="print each op's source location, loc(\"FILE\":LINE:COL), as "
                             "mlir-opt does (generated ops carry the location of the op they "
                             "come from; the parser keeps such locations)")
+    # mlir-opt's value is optional, and only given as --split-input-file=MARKER: main turns
+    # the bare flag into that form, so that it does not take the file name for the marker
+    p_opt.add_argument("--split-input-file", default=None, metavar="MARKER",
+                       help=f"treat each part of the input between lines '{SPLIT_MARKER}' "
+                            f"(or MARKER) as a module of its own: errors in one part are "
+                            f"reported with the file's line numbers and the others still "
+                            f"run; the outputs are joined by '{SPLIT_MARKER}' (mlir-opt's "
+                            f"--split-input-file)")
     p_opt.add_argument("--emit-script", action="store_true",
                        help="print the transform script that replays what the pipeline did "
                             "(the model's BLIS parameters filled in) instead of the IR; "
@@ -347,11 +358,12 @@ def _remark_printer(args: argparse.Namespace):
     return remark
 
 
-def _transform(args: argparse.Namespace):
-    """Parse the input, apply ``--schedule``s, then the pipeline's passes."""
+def _transform(args: argparse.Namespace, text: Optional[str] = None):
+    """Parse the input (or ``text``, a part of it), apply ``--schedule``s, then the
+    pipeline's passes."""
     from .pipeline import load, run_passes
-    text, name = _read_source(args.file)
-    module = load(text, name)
+    source, name = _read_source(args.file)
+    module = load(source if text is None else text, name)
     options, remark = _options(args), _remark_printer(args)
     raised = False
     writer = None
@@ -466,8 +478,58 @@ def _ir_printer(args: argparse.Namespace, pipeline):
     return after
 
 
+#: mlir-opt's default --split-input-file marker, also what joins the outputs
+SPLIT_MARKER = "// -----"
+
+
+def split_input(text: str, marker: str = SPLIT_MARKER) -> list[str]:
+    """The parts of ``text`` between occurrences of ``marker``, as mlir-opt's
+    ``--split-input-file`` cuts them; each part is preceded by blanks standing for what came
+    before it (newlines, then spaces up to its column), so that its errors carry the file's
+    line and column numbers."""
+    parts, start = [], 0
+    while True:
+        end = text.find(marker, start)
+        piece = text[start:] if end < 0 else text[start:end]
+        before = text[:start]
+        column = start - (before.rfind("\n") + 1)
+        parts.append("\n" * before.count("\n") + " " * column + piece)
+        if end < 0:
+            return parts
+        start = end + len(marker)
+
+
+def _opt_split(args: argparse.Namespace) -> int:
+    """``opt --split-input-file``: each part transformed and printed on its own; a part
+    that fails prints its error and nothing on stdout, and the status is 1."""
+    from .affine.printer import print_module
+    if args.emit_script:
+        raise UsageError("--emit-script writes one script; drop --split-input-file")
+    if not args.split_input_file:
+        raise UsageError("--split-input-file: the marker is empty")
+    text, name = _read_source(args.file)
+    outputs, status = [], 0
+    for part in split_input(text, args.split_input_file):
+        try:
+            module = _transform(args, part)
+        except PolyoptError as e:
+            if e.loc is not None and e.loc.file.name == name:   # quote the file's own line
+                e.loc = replace(e.loc, file=SourceFile(name, text))
+            sys.stdout.flush()
+            print(e.render(name), file=sys.stderr)
+            outputs.append("")
+            status = 1
+            continue
+        outputs.append(print_module(module, generic=args.generic,
+                                    debuginfo=args.debuginfo) + "\n")
+    _write_output(f"{SPLIT_MARKER}\n".join(outputs), args.output)
+    return status
+
+
 def cmd_opt(args: argparse.Namespace) -> int:
     from .affine.printer import print_module
+    if args.split_input_file is not None:
+        return _opt_split(args)
     module = _transform(args)
     if args.emit_script:
         _write_output(args.emitted_script, args.output)
@@ -857,6 +919,9 @@ COMMANDS = {"opt": cmd_opt, "run": cmd_run, "translate": cmd_translate, "bench":
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = [f"--split-input-file={SPLIT_MARKER}" if a == "--split-input-file" else a
+            for a in argv]
     args = parser.parse_args(argv)
     if args.command != "bench" and hasattr(args, "threads") and \
             (args.threads is not None or args.command != "opt"):
