@@ -130,6 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="print each op's source location, loc(\"FILE\":LINE:COL), as "
                             "mlir-opt does (generated ops carry the location of the op they "
                             "come from; the parser keeps such locations)")
+    p_opt.add_argument("--verify-diagnostics", action="store_true",
+                       help="check the errors (and with --remarks the remarks) against the "
+                            "input's '// expected-error {{TEXT}}' comments (@+N, @-N, @above, "
+                            "@below for other lines) instead of printing them; status 0 when "
+                            "every one was produced and nothing else (mlir-opt's "
+                            "--verify-diagnostics)")
     # mlir-opt's value is optional, and only given as --split-input-file=MARKER: main turns
     # the bare flag into that form, so that it does not take the file name for the marker
     p_opt.add_argument("--split-input-file", default=None, metavar="MARKER",
@@ -358,13 +364,13 @@ def _remark_printer(args: argparse.Namespace):
     return remark
 
 
-def _transform(args: argparse.Namespace, text: Optional[str] = None):
+def _transform(args: argparse.Namespace, text: Optional[str] = None, remark=None):
     """Parse the input (or ``text``, a part of it), apply ``--schedule``s, then the
-    pipeline's passes."""
+    pipeline's passes; ``remark`` takes the remarks instead of stderr."""
     from .pipeline import load, run_passes
     source, name = _read_source(args.file)
     module = load(source if text is None else text, name)
-    options, remark = _options(args), _remark_printer(args)
+    options, remark = _options(args), remark or _remark_printer(args)
     raised = False
     writer = None
     if getattr(args, "emit_script", False):
@@ -499,37 +505,56 @@ def split_input(text: str, marker: str = SPLIT_MARKER) -> list[str]:
         start = end + len(marker)
 
 
-def _opt_split(args: argparse.Namespace) -> int:
-    """``opt --split-input-file``: each part transformed and printed on its own; a part
-    that fails prints its error and nothing on stdout, and the status is 1."""
+def _opt_parts(args: argparse.Namespace) -> int:
+    """``opt --split-input-file`` and/or ``--verify-diagnostics``.  Split: each part
+    transformed and printed on its own; a part that fails prints its error and nothing on
+    stdout, and the status is 1.  Verify: the diagnostics are checked against the
+    ``expected-*`` comments instead of printed, and the status says whether they matched."""
+    from .affine.expected_diagnostics import Diagnostic, expectations_in, unmatched
     from .affine.printer import print_module
+    marker = args.split_input_file
     if args.emit_script:
-        raise UsageError("--emit-script writes one script; drop --split-input-file")
-    if not args.split_input_file:
+        raise UsageError(f"--emit-script writes one script; drop "
+                         f"{'--split-input-file' if marker is not None else '--verify-diagnostics'}")
+    if marker == "":
         raise UsageError("--split-input-file: the marker is empty")
     text, name = _read_source(args.file)
-    outputs, status = [], 0
-    for part in split_input(text, args.split_input_file):
+    whole = SourceFile(name, text)
+    verify = args.verify_diagnostics
+    outputs, problems, status = [], [], 0
+    for part in split_input(text, marker) if marker is not None else [text]:
+        emitted: list = []
+        remark = None
+        if verify and args.remarks:
+            def remark(loc, message: str, emitted=emitted) -> None:
+                emitted.append(Diagnostic("remark", loc, message))
         try:
-            module = _transform(args, part)
+            module = _transform(args, part, remark)
+            outputs.append(print_module(module, generic=args.generic,
+                                        debuginfo=args.debuginfo) + "\n")
         except PolyoptError as e:
             if e.loc is not None and e.loc.file.name == name:   # quote the file's own line
-                e.loc = replace(e.loc, file=SourceFile(name, text))
-            sys.stdout.flush()
-            print(e.render(name), file=sys.stderr)
+                e.loc = replace(e.loc, file=whole)
             outputs.append("")
-            status = 1
-            continue
-        outputs.append(print_module(module, generic=args.generic,
-                                    debuginfo=args.debuginfo) + "\n")
-    _write_output(f"{SPLIT_MARKER}\n".join(outputs), args.output)
-    return status
+            if not verify:
+                sys.stdout.flush()
+                print(e.render(name), file=sys.stderr)
+                status = 1
+                continue
+            emitted.append(Diagnostic(e.kind, e.loc, e.message))
+        if verify:
+            problems += unmatched(emitted, expectations_in(SourceFile(name, part)))
+    _write_output(f"{SPLIT_MARKER}\n".join(outputs) if marker is not None else outputs[0],
+                  args.output)
+    for loc, message in problems:
+        print(PolyoptError(message, loc).render(name), file=sys.stderr)
+    return 1 if problems else status
 
 
 def cmd_opt(args: argparse.Namespace) -> int:
     from .affine.printer import print_module
-    if args.split_input_file is not None:
-        return _opt_split(args)
+    if args.split_input_file is not None or args.verify_diagnostics:
+        return _opt_parts(args)
     module = _transform(args)
     if args.emit_script:
         _write_output(args.emitted_script, args.output)

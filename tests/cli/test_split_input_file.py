@@ -101,3 +101,90 @@ def test_mlir_opts_spellings_of_the_ir_printing_flags(tmp_path, capsys):
     assert capsys.readouterr().err.count("IR Dump After") == 1
     assert main(["opt", "--hopt", "--dump-pass-pipeline", str(path)]) == 0
     assert "builtin.module(" in capsys.readouterr().err
+
+
+INVALID = """func.func @c() {
+  %0 = arith.constant 1 : i33
+  // expected-error @+1 {{expects different type than prior uses: 'i32' vs 'i33'}}
+  return %0 : i32
+}
+// -----
+func.func @ok() {
+  return
+}
+// -----
+// expected-error @below {{custom op 'x' is unknown}}
+x
+// -----
+func.func @f(%m: memref<4xf32>) {
+  affine.for %i = 0 to 4 {
+    // expected-error @+1 {{non-affine expression: at least one of the multiply operands}}
+    %v = affine.load %m[%i * %i] : memref<4xf32>
+  }
+  return
+}
+"""
+
+
+def test_verify_diagnostics_passes_where_every_error_was_expected(tmp_path, capsys):
+    path = tmp_path / "invalid.mlir"
+    path.write_text(INVALID)
+    status = main(["opt", "--split-input-file", "--verify-diagnostics", str(path)])
+    out, err = capsys.readouterr()
+    assert (status, err) == (0, ""), err
+    assert out.count("// -----\n") == 3 and "@ok" in out
+
+
+def test_verify_diagnostics_reports_what_is_missing_and_what_was_not_expected(tmp_path,
+                                                                               capsys):
+    path = tmp_path / "wrong.mlir"
+    path.write_text(INVALID.replace("@+1 {{expects", "@+2 {{expects")
+                    + "// -----\nfunc.func @g() {\n  // expected-error {{never}}\n  return\n}\n")
+    assert main(["opt", "--split-input-file", "--verify-diagnostics", str(path)]) == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if ": error: " in line]
+    assert errors == [
+        f"{path}:4:10: error: unexpected error: use of value '%0' expects different type than "
+        f"prior uses: 'i32' vs 'i33'",
+        f"{path}:3:6: error: expected error \"expects different type than prior uses: 'i32' "
+        f"vs 'i33'\" was not produced",
+        f"{path}:23:6: error: expected error \"never\" was not produced"]
+
+
+def test_verify_diagnostics_without_split_and_with_remarks(tmp_path, capsys):
+    path = tmp_path / "mm.mlir"
+    path.write_text("""func.func @mm(%A: memref<16x12xf64>, %B: memref<12x8xf64>, %C: memref<16x8xf64>) {
+  // expected-remark @+1 {{BLIS schedule}}
+  hop.matmul %A, %B, %C : (memref<16x12xf64>, memref<12x8xf64>, memref<16x8xf64>)
+  return
+}
+""")
+    assert main(["opt", "--hopt", "--remarks", "--verify-diagnostics", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert "affine.for" in out and err == ""
+    # without --remarks the passes give none, so the expected one is missing
+    assert main(["opt", "--hopt", "--verify-diagnostics", str(path)]) == 1
+    assert 'expected remark "BLIS schedule" was not produced' in capsys.readouterr().err
+    # and a remark nobody expected is reported
+    path.write_text(path.read_text().replace("  // expected-remark @+1 {{BLIS schedule}}\n", ""))
+    assert main(["opt", "--hopt", "--remarks", "--verify-diagnostics", str(path)]) == 1
+    assert f"{path}:2:3: error: unexpected remark: hop.matmul: BLIS schedule" in \
+        capsys.readouterr().err
+
+
+def test_mlir_opt_agrees_on_what_is_expected(tmp_path):
+    """The same file passes upstream's verifier: the comments are read as mlir-opt reads
+    them, and the affine.load message is upstream's.  (Not the first part: upstream adds a
+    note, "prior use here", that polyopt does not give.)"""
+    path = tmp_path / "invalid.mlir"
+    path.write_text(INVALID[INVALID.index("func.func @ok"):])
+    upstream = subprocess.run([tool(MLIR_OPT), "--split-input-file", "--verify-diagnostics",
+                               str(path)], capture_output=True, text=True, timeout=60)
+    assert upstream.returncode == 0, upstream.stderr
+
+
+def test_a_regular_expression_expectation_is_refused_at_the_comment(tmp_path, capsys):
+    path = tmp_path / "re.mlir"
+    path.write_text("// expected-error-re {{a{{.*}}b}}\nx\n")
+    assert main(["opt", "--verify-diagnostics", str(path)]) == 1
+    assert f"{path}:1:4: error: expected-error-re: regular expressions" in \
+        capsys.readouterr().err
