@@ -140,3 +140,22 @@ func.func @f(%A: memref<?x?xf64>, %n: index, %o: index, %T: memref<?x?xf64>) {
     f(A, 3, 2, T)
     assert A[0, 0] == E[1, 1, 2]
     np.testing.assert_array_equal(T, A[2:4, 1:3].T)
+
+
+def test_a_rank_0_memref_expands_into_unit_dimensions():
+    """Its reassociation is empty: every result dimension is outside the groups, of stride 1
+    (the verifier had left their strides unknown and refused mlir-opt-22's own example)."""
+    src = """func.func @f(%a: memref<f32>, %o: memref<1x1xf32>) {
+  %r = memref.expand_shape %a [] output_shape [1, 1] : memref<f32> into memref<1x1xf32>
+  %c0 = arith.constant 0 : index
+  %v = memref.load %r[%c0, %c0] : memref<1x1xf32>
+  memref.store %v, %o[%c0, %c0] : memref<1x1xf32>
+  return
+}
+"""
+    upstream = run_mlir_opt(src)
+    assert upstream.returncode == 0, upstream.stderr
+    assert str(polyopt.parse(src)).strip() == upstream.stdout.strip()
+    o = np.zeros((1, 1), np.float32)
+    polyopt.compile(src)["f"](np.array(3.5, np.float32), o)
+    assert o[0, 0] == 3.5

@@ -410,7 +410,8 @@ def expanded_layout(source: MemRefType, result_shape: Sequence[Optional[int]],
             strides[d] = acc
             size = result_shape[d]
             acc = None if acc is None or size is None else acc * size
-    return strides, offset
+    # a rank-0 source has no groups: its expansion is all unit dimensions, of stride 1
+    return [1 if s is None and not groups else s for s in strides], offset
 
 
 @register_op
