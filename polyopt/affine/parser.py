@@ -401,6 +401,15 @@ class Parser:
             ops.append(self.parse_operand())
         return ops
 
+    def check_argument_name(self, name: str, offset: Optional[int]) -> None:
+        """A region or block argument is named without a result number (``%i``, not
+        ``%i#0``), as MLIR's ``parseArgument`` says."""
+        if "#" in name:
+            base = name[:name.index("#")]
+            start = offset if offset is not None else self.last_spelled.get(base)
+            raise self.error("result number not allowed in argument list",
+                             None if start is None else start + 1 + len(base))
+
     def define(self, name: str, value: Value, offset: Optional[int] = None) -> None:
         # as in MLIR, a name of an enclosing region (even outside a func.func) is not reused
         if any(name in scope for scope in self.scopes):
@@ -1330,6 +1339,7 @@ class Parser:
                 block = entry_args[0][1].block
                 for name, arg in entry_args:
                     at = self.last_spelled.get(name)
+                    self.check_argument_name(name, at)
                     if any(name in scope for scope in self.scopes):
                         raise self.error(f"region entry argument '%{name}' is already in use",
                                          at)
@@ -1542,10 +1552,10 @@ class Parser:
 
     def _parse_generic_op(self, loc: Location, name: str) -> Operation:
         operands = self.parse_operand_list("paren")
-        attrs: dict[str, Attribute] = {}
+        properties: dict[str, Attribute] = {}
         if self.peek("<{"):
             self.expect("<")
-            attrs.update(self.parse_attr_dict_body())
+            properties = self.parse_attr_dict_body()
             self.expect(">")
         regions: list[Region] = []
         if self.peek("("):
@@ -1559,7 +1569,9 @@ class Parser:
                 self.expect(")")
             else:
                 self.pos = save
-        attrs.update(self.parse_optional_attr_dict())
+        # one dictionary holds both; an inherent attribute (a property) is what the op means,
+        # so a discardable one of the same name gives way, as MLIR reads them
+        attrs = {**self.parse_optional_attr_dict(), **properties}
         self.expect(":", "in generic op")
         self.skip_ws()
         tstart = self.pos

@@ -9,8 +9,31 @@ from llvmlite import ir
 
 from polyopt.affine.diagnostics import CodegenError
 from polyopt.affine.types import IntegerType, MemRefType, VectorType
+from polyopt.affine.affine_expr import AffineMap
+from polyopt.affine.dialects.memref import strides_and_offset
+from polyopt.affine.dialects.vector import last_dim_unit_stride
 from polyopt.codegen.index_forms import Lin
 from polyopt.codegen.llvm_helpers import I1, I8, Unsupported, index_space, lowbit
+
+
+def _contiguous_run(vt: VectorType, mt: MemRefType, subs: Sequence[Lin]) -> bool:
+    """Are the elements a vector access of ``vt`` at ``subs`` touches consecutive in memory?
+    Strided layouts: when the most minor stride is 1.  A tiled layout map (``floordiv`` /
+    ``mod``, e.g. a packed panel's ``(d0, d1) -> (d1 floordiv 16, d0, d1 mod 16)``): when the
+    run stays inside one tile, which polyopt's vectorizer proves for the accesses it makes;
+    at constant subscripts it is checked here (the map's last result steps by one along the
+    run), elsewhere taken as given."""
+    if last_dim_unit_stride(vt, mt):
+        return True
+    layout = mt.layout
+    if strides_and_offset(mt) is not None or not isinstance(layout, AffineMap):
+        return False
+    if not all(s.is_const for s in subs):
+        return True
+    base = [s.const for s in subs]
+    points = [layout.evaluate(base[:-1] + [base[-1] + t]) for t in range(vt.shape[-1])]
+    return all(q[:-1] == points[0][:-1] and q[-1] == points[0][-1] + t
+               for t, q in enumerate(points))
 
 
 @dataclass
@@ -111,6 +134,10 @@ class MemRefAccessLowering:
                                f"memref element type '{mt.element_type}'")
         if isinstance(vt.element_type, IntegerType) and vt.element_type.width == 1:
             raise Unsupported("vector loads/stores of i1 memrefs are not supported")
+        if not _contiguous_run(vt, mt, subs):
+            # (vector.load's verifier says the same; affine.vector_load meets it here)
+            raise Unsupported(f"a vector access reads a contiguous run, but the most minor "
+                              f"dimension of '{mt}' does not have unit stride")
         m = len(vt.shape)
         if m > mt.rank:
             raise Unsupported(f"a {m}-D vector access needs a memref of rank >= {m}")

@@ -90,6 +90,7 @@ class FuncOp(Operation):
                     raise p.error("expected a type (function arguments are either all named or all types)")
                 named = True
                 an, _ = p.parse_ssa_name()
+                p.check_argument_name(an, None)
                 p.expect(":", "after argument name")
                 t = p.parse_type()
                 args.append((an, t, start))

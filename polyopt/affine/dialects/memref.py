@@ -20,7 +20,7 @@ from ..affine_expr import AffineExprKind, AffineMap
 from ..attributes import ArrayAttr, DenseArrayAttr, IntegerAttr
 from ..diagnostics import ParseError
 from ..ir import Operation, Value, register_op
-from ..types import (IndexType, MemRefType, StridedLayout, Type, UnrankedMemRefType, i64, index)
+from ..types import (IndexType, MemRefType, StridedLayout, Type, UnrankedMemRefType, i1, i64, index)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -55,6 +55,26 @@ def check_index_operands(op: Operation, values: Sequence[Value], first: int) -> 
     for k, v in enumerate(values):
         if not isinstance(v.type, IndexType):
             raise op.error(f"operand #{first + k} must be index, but got '{v.type}'")
+
+
+def verify_alignment(op: Operation) -> None:
+    """``alignment``, where an op has one, is a power of two (MLIR's
+    ``ConfinedAttr<I64Attr, [IntPositive, IntPowerOf2]>``): LLVM refuses any other."""
+    a = op.attributes.get("alignment")
+    if a is not None and not (isinstance(a, IntegerAttr) and a.type == i64 and a.value > 0
+                              and a.value & (a.value - 1) == 0):
+        raise op.error("attribute 'alignment' failed to satisfy constraint: 64-bit signless "
+                       "integer attribute whose value is positive and whose value is a power "
+                       f"of two > 0 (got {a})")
+
+
+def verify_access_attributes(op: Operation) -> None:
+    """A load's or store's ``alignment`` (:func:`verify_alignment`) and ``nontemporal`` (a
+    bool), as MLIR's verifiers check them."""
+    verify_alignment(op)
+    nt = op.attributes.get("nontemporal")
+    if nt is not None and not (isinstance(nt, IntegerAttr) and nt.type == i1):
+        raise op.error("attribute 'nontemporal' failed to satisfy constraint: bool attribute")
 
 
 def drop_false_nontemporal(attrs: dict) -> dict:
@@ -239,13 +259,7 @@ class _AllocLikeOp(Operation):
             raise self.error(f"incorrect number of dynamic sizes, has {len(self.dynamic_sizes)}, "
                              f"expected {ndyn}")
         check_index_operands(self, self.operands, 0)
-        a = self.attributes.get("alignment")
-        if a is not None:
-            if not (isinstance(a, IntegerAttr) and a.type == i64 and a.value > 0
-                    and a.value & (a.value - 1) == 0):
-                raise self.error("attribute 'alignment' failed to satisfy constraint: 64-bit "
-                                 "signless integer attribute whose value is positive and whose "
-                                 f"value is a power of two > 0 (got {a})")
+        verify_alignment(self)
 
 
 @register_op
@@ -348,6 +362,7 @@ class MemRefLoadOp(IndexedLoadAccessors, Operation):
         if len(self.indices) != t.rank:
             raise self.error(f"incorrect number of indices for load, expected {t.rank} but got "
                              f"{len(self.indices)}")
+        verify_access_attributes(self)
         check_index_operands(self, self.indices, 1)
         if self.results[0].type != t.element_type:
             raise self.error("failed to verify that result type matches element type of 'memref' "
@@ -396,6 +411,7 @@ class MemRefStoreOp(IndexedStoreAccessors, Operation):
         if len(self.indices) != t.rank:
             raise self.error(f"store index operand count not equal to memref rank (expected "
                              f"{t.rank}, got {len(self.indices)})")
+        verify_access_attributes(self)
         check_index_operands(self, self.indices, 2)
         if self.value.type != t.element_type:
             raise self.error("failed to verify that type of 'value' matches element type of "
@@ -1188,6 +1204,12 @@ class GlobalOp(Operation):
             raise self.error("expects no operands and no results")
         if not isinstance(self.attributes.get("sym_name"), StringAttr):
             raise self.error("requires attribute 'sym_name'")
+        vis = self.attributes.get("sym_visibility")
+        if vis is not None and (not isinstance(vis, StringAttr)
+                                or vis.value not in ("public", "private", "nested")):
+            raise self.error(f'visibility expected to be one of ["public", "private", '
+                             f'"nested"], but got {vis}')
+        verify_alignment(self)
         ta = self.attributes.get("type")
         if not isinstance(ta, TypeAttr) or not isinstance(ta.value, MemRefType):
             raise self.error(f"type should be static shaped memref, but got '{ta}'")

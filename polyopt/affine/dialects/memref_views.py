@@ -373,20 +373,21 @@ class ReinterpretCastOp(_OffsetsSizesStrides, Operation):
                              f"'{res}'")
         if src.memory_space != res.memory_space:
             raise self.error("different memory spaces specified for source and result")
+        # as upstream's verifier: the result type's static sizes, offset and strides must be
+        # the op's; where the type says '?', any value of the op's, static or not, fits
         for k, (size, dim) in enumerate(zip(sizes, res.shape)):
-            if size is not None and dim is not None and size != dim or \
-                    (size is None) != (dim is None):
+            if dim is not None and size != dim:
                 raise VerifyError(f"expected result type with size = {_fmt(size)} instead of "
                                   f"{_fmt(dim)} in dim = {k}", self.loc)
         form = strided_of(res)
         if form is None:
             raise self.error(f"expected result type to have strided layout but found '{res}'")
         res_strides, res_offset = form
-        if offsets[0] != res_offset:
+        if res_offset is not None and offsets[0] != res_offset:
             raise VerifyError(f"expected result type with offset = {_fmt(offsets[0])} instead "
                               f"of {_fmt(res_offset)}", self.loc)
         for k, (st, rs) in enumerate(zip(strides, res_strides)):
-            if st != rs:
+            if rs is not None and st != rs:
                 raise VerifyError(f"expected result type with stride = {_fmt(st)} instead of "
                                   f"{_fmt(rs)} in dim = {k}", self.loc)
 

@@ -19,7 +19,8 @@ from ..types import (FloatType, IndexType, IntegerType, MemRefType, Type, Vector
 from .arith_attributes import FastMathAttr, normalize_flags, parse_fastmath, print_fastmath
 from .memref import (IndexedLoadAccessors, IndexedStoreAccessors, check_index_operands,
                      parse_load_prefix, parse_memref_type, parse_store_prefix,
-                     print_attrs_without_default_nontemporal, print_indexed)
+                     print_attrs_without_default_nontemporal, print_indexed,
+                     strides_and_offset, verify_access_attributes)
 
 
 def _parse_vector_type(p) -> VectorType:
@@ -366,6 +367,17 @@ class PrintOp(Operation):
 # ---------------------------------------------------------------------------------------------
 # load / store
 
+def last_dim_unit_stride(vtype: VectorType, mt: MemRefType) -> bool:
+    """Can ``vtype`` be read from ``mt`` as one contiguous run (MLIR's
+    ``verifyLoadStoreMemRefLayout``): a vector of one element always can; otherwise the
+    memref's most minor stride must be 1 -- not dynamic, not another number, not an affine
+    map that is not strided."""
+    if not vtype.shape or vtype.num_elements == 1 or mt.rank == 0:
+        return True
+    so = strides_and_offset(mt)
+    return so is not None and so[0][-1] == 1
+
+
 def _verify_vector_access(op: Operation, memref: Value, indices: Sequence[Value],
                           vtype: Type, first_index: int, what: str) -> None:
     mt = memref.type
@@ -373,6 +385,9 @@ def _verify_vector_access(op: Operation, memref: Value, indices: Sequence[Value]
         raise op.error(f"base operand must be a memref, but got '{mt}'")
     if not isinstance(vtype, VectorType):
         raise op.error(f"{what} must be a vector, but got '{vtype}'")
+    if not last_dim_unit_stride(vtype, mt):
+        raise op.error("most minor memref dim must have unit stride")
+    verify_access_attributes(op)
     if len(indices) != mt.rank:
         raise op.error(f"requires {mt.rank} indices")
     check_index_operands(op, indices, first_index)
