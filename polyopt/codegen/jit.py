@@ -806,7 +806,11 @@ def _scalar_converter(arg: ScalarArg) -> Callable[[Any], Any]:
         if type(value) is float:
             return value
         if isinstance(value, (float, int, np.floating, np.integer, np.bool_)):
-            return float(value)
+            try:
+                return float(value)
+            except OverflowError:       # an int past the largest double
+                raise ValueError(f"{label}: an integer of {int(value).bit_length()} bits is "
+                                 f"out of range for {arg.mlir_type}") from None
         raise TypeError(f"{label}: expected a real number (int or float), got {_type_name(value)}")
 
     return convert

@@ -34,6 +34,7 @@ from typing import Callable, Optional
 from ..affine.attributes import (AffineMapAttr, DictAttr, FloatAttr, IntegerAttr, StringAttr,
                                  UnitAttr)
 from ..affine.diagnostics import PolyoptError, ScheduleError
+from ..affine.dialects.hop import tile_param_problem
 from ..affine.dialects.affine import AffineForOp
 from ..affine.dialects.transform import (ApplyRegisteredPassOp, LoopUnrollAndJamOp,
                                          LoopUnrollOp, MatchOp, NamedSequenceOp,
@@ -330,6 +331,9 @@ class _Interpreter:
                 schedule = v.value
         if schedule is not None and tiles:
             raise self.fail(op, "give the BLIS parameters or a schedule, not both")
+        problem = tile_param_problem(tiles)     # what hop.matmul's verifier says of them
+        if problem is not None:
+            raise self.fail(op, problem)
         for p in self.products(op):
             plan = self.plan(op, p, needs_tile=False)
             if (tiles or schedule is not None) and hasattr(p, "CONV_KIND"):

@@ -638,6 +638,10 @@ def test_scalar_errors(scalar_engine):
     assert str(ei.value) == "argument 'x' (f32): expected a real number (int or float), got NoneType"
     with pytest.raises(TypeError, match="got complex"):
         f32(1.0, 1j, 2.0)
+    # an int past the largest double was Python's OverflowError
+    with pytest.raises(ValueError, match=r"argument 'x' \(f32\): an integer of 1329 bits is "
+                                         r"out of range for f32"):
+        f32(1.0, 10**400, 2.0)
 
     neg = make_callable(e, "not_i1", [ScalarArg("a", bool)], [ScalarArg("r", bool)])
     with pytest.raises(ValueError) as ei:

@@ -186,6 +186,11 @@ def test_an_illegal_schedule_is_refused_with_the_pair(tmp_path, capsys):
      "'transform.polyopt.pack' needs the BLIS tiling first (transform.polyopt.blis_tile)"),
     ([MATCH_MM, f"transform.polyopt.blis_tile %mm {{M_R = 0}} : {H}"], "4:5",
      "M_R must be a positive integer, got 0"),
+    # the limits hop.matmul's verifier sets (unchecked here, M_R = 2^31 ran for minutes)
+    ([MATCH_MM, f"transform.polyopt.blis_tile %mm {{M_R = 2147483648}} : {H}"], "4:5",
+     "M_R must be at most 1073741824, got 2147483648"),
+    ([MATCH_MM, f"transform.polyopt.blis_tile %mm {{M_R = 64, N_R = 64}} : {H}"], "4:5",
+     "the register tile M_R x N_R = 64 x 64 must have at most 1024 elements"),
     ([MATCH_MM, f'transform.polyopt.blis_tile %mm {{register_form = "diag"}} : {H}'], "4:5",
      "register_form must be 'row' or 'col'"),
     ([MATCH_MM, f"transform.polyopt.blis_tile %mm : {H}",
