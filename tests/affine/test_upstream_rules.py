@@ -127,3 +127,25 @@ def test_a_reinterpret_cast_into_dynamic_sizes_and_strides_is_valid():
     with pytest.raises(PolyoptError, match="expected result type with size = 10 instead of 9 "
                                            "in dim = 1"):
         polyopt.parse(bad)
+
+
+def test_an_allocation_takes_one_symbol_per_question_mark_of_a_strided_layout():
+    """polyopt counted symbols of affine-map layouts only: it accepted (and printed, for
+    mlir-opt to refuse) an allocation of ``strided<[1], offset: ?>`` without its symbol, and
+    refused the one with it."""
+    without = """func.func @f() {
+  %A = memref.alloc() : memref<4xf32, strided<[1], offset: ?>>
+  return
+}
+"""
+    with_ = """func.func @f(%s: index, %t: index) {
+  %A = memref.alloc()[%s] : memref<4xf32, strided<[1], offset: ?>>
+  %B = memref.alloca()[%s, %t] : memref<4x4xf32, strided<[?, 1], offset: ?>>
+  return
+}
+"""
+    assert run_mlir_opt(without).returncode == 1
+    with pytest.raises(PolyoptError, match="symbol operand count does not equal memref symbol "
+                                           "count: expected 1, got 0"):
+        polyopt.parse(without)
+    assert str(polyopt.parse(with_)).strip() == mlir_opt(with_).strip()

@@ -57,6 +57,18 @@ def check_index_operands(op: Operation, values: Sequence[Value], first: int) -> 
             raise op.error(f"operand #{first + k} must be index, but got '{v.type}'")
 
 
+def layout_symbol_count(t) -> int:
+    """The symbols an allocation of memref type ``t`` takes (``[%s, ...]``): an affine-map
+    layout's, or one per ``?`` of a strided layout (its strides, then its offset), as MLIR
+    counts them through the layout's affine map."""
+    layout = getattr(t, "layout", None)
+    if isinstance(layout, AffineMap):
+        return layout.num_symbols
+    if isinstance(layout, StridedLayout):
+        return sum(s is None for s in layout.strides) + (layout.offset is None)
+    return 0
+
+
 def verify_alignment(op: Operation) -> None:
     """``alignment``, where an op has one, is a power of two (MLIR's
     ``ConfinedAttr<I64Attr, [IntPositive, IntPowerOf2]>``): LLVM refuses any other."""
@@ -164,9 +176,7 @@ class _AllocLikeOp(Operation):
 
     @property
     def _num_symbols(self) -> int:
-        t = self.results[0].type
-        layout = getattr(t, "layout", None)
-        return layout.num_symbols if isinstance(layout, AffineMap) else 0
+        return layout_symbol_count(self.results[0].type)
 
     @property
     def dynamic_sizes(self) -> tuple[Value, ...]:
@@ -202,8 +212,7 @@ class _AllocLikeOp(Operation):
         attrs = cls._normalize_alignment(p.parse_optional_attr_dict())
         p.expect(":")
         t = parse_memref_type(p)
-        layout = t.layout
-        nsym = layout.num_symbols if isinstance(layout, AffineMap) else 0
+        nsym = layout_symbol_count(t)
         if len(syms) != nsym:
             raise p.error(f"symbol operand count does not equal memref symbol count: expected "
                           f"{nsym}, got {len(syms)}", dstart)
