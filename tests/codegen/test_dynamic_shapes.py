@@ -2,6 +2,9 @@
 offset at run time) and the numpy calling convention (any array whose static dims match;
 strided views where the layout allows them, without a copy)."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -263,6 +266,39 @@ def test_cf_assert_failure_is_an_error_of_the_call_and_of_polyopt_run(tmp_path, 
     path.write_text(text)
     assert main(["run", str(path)]) == 1
     assert capfd.readouterr().err == f"{path}:5:3: error: five is not below three\n"
+
+
+GUARDED_STORE = """func.func @f(%A: memref<4xf32>, %i: index, %n: index) -> f32 {
+  %c4 = arith.constant 4 : index
+  %f = arith.constant 1.0 : f32
+  affine.for %k = 0 to %n {
+    %ok = arith.cmpi ult, %i, %c4 : index
+    cf.assert %ok, "index out of bounds"
+    memref.store %f, %A[%i] : memref<4xf32>
+    vector.print %f : f32
+  }
+  return %f : f32
+}
+"""
+
+
+def test_a_failed_cf_assert_runs_nothing_after_it():
+    """It returns from the function at once: the store it guards ran on before, at 10^12
+    elements past the buffer (a segfault; an error fuzzer's find), and the prints after it."""
+    script = f"""
+import numpy as np, polyopt
+f = polyopt.compile({GUARDED_STORE!r}, filename="g.mlir")["f"]
+a = np.zeros(4, np.float32)
+assert f(a, 2, 1) == 1.0 and a[2] == 1
+try:
+    f(a, 10**12, 3)
+except RuntimeError as e:
+    print("raised:", e)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "1\nraised: g.mlir:6:5: error: index out of bounds\n"
 
 
 def test_zero_d_i1_and_index_memrefs_from_numpy():
