@@ -136,7 +136,7 @@ def conv_as_matmul(op, tiles: Optional[dict] = None
     run = next((v for v in (64, 32, 16) if runs_are_input_vectors(windows, rows, red, v)), 1)
     stand_in.attributes[STAND_IN_RUN_ATTR] = IntegerAttr(run, i64)
     stand_in.attributes[STAND_IN_WINDOW_RUN_ATTR] = IntegerAttr(
-        window_run(windows, rows, red, op.filter.type.shape), i64)
+        window_run(windows, rows, red, op.filter.type.shape, op.input.type), i64)
     kmat = _collapse_to_matrix(b, op.filter, loc)
     omat = _collapse_to_matrix(b, op.output, loc)
     if tiles is None:
@@ -298,17 +298,33 @@ def _vector_of_the_input(access, windows: AffineMap, run: int = 1,
     return None
 
 
-def window_run(windows: AffineMap, rows: int, red: int, filter_shape) -> int:
+def window_run(windows: AffineMap, rows: int, red: int, filter_shape,
+               input_type: MemRefType) -> int:
     """The longest runs of im2col columns, aligned from column 0, that are consecutive input
     elements: a window row's ``kw * c`` (read through the input with W and C folded, where
-    the window has no dilation along W: the 7x7 stem's 21), else one window position's
-    ``c`` channels, else 1."""
+    the window has no dilation along W and the input's W and C are contiguous: the 7x7
+    stem's 21), else one window position's ``c`` channels, else 1."""
     kw, c = filter_shape[-3], filter_shape[-2]
+    foldable = folds_width_and_channels(input_type)
     for r in (kw * c, c):
         if r > 1 and (runs_are_input_vectors(windows, rows, red, r) or
-                      runs_are_input_vectors(flat_windows(windows, c), rows, red, r)):
+                      foldable and runs_are_input_vectors(flat_windows(windows, c), rows, red,
+                                                          r)):
             return r
     return 1
+
+
+def folds_width_and_channels(t: MemRefType) -> bool:
+    """Can the input's W and C be seen as one dimension (``memref.collapse_shape``): are a
+    pixel's channels contiguous and the pixels of a row one after the other?  Not in a view
+    of some of the channels or of every other column."""
+    from ..affine.dialects.memref import collapsed_type
+    rank = t.rank
+    try:
+        collapsed_type(t, [[d] for d in range(rank - 2)] + [[rank - 2, rank - 1]])
+    except ValueError:
+        return False
+    return True
 
 
 def runs_are_input_vectors(windows: AffineMap, rows: int, k: int, v: int) -> bool:
@@ -426,7 +442,7 @@ def split_im2col_copies(stand_in: Operation, op_kind: str, shapes, strides, dila
     # with no dilation along the width, a window row (kw, c) is kw*C consecutive elements of
     # the input: runs span it, read through a view whose last dimension is W*C (ResNet-50's
     # 7x7 stem on 3 channels: runs of 21 instead of 3, below the 8 a run needs)
-    whole_rows = dilations[-1] == 1 and kw > 1
+    whole_rows = dilations[-1] == 1 and kw > 1 and folds_width_and_channels(inp.type)
     run = kw * channels if whole_rows else channels
     flat: Optional[Value] = None
     done = 0

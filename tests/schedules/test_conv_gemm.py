@@ -235,3 +235,42 @@ def check_within_bound(compiled, operands, q):
     got = o.copy()
     compiled["conv"](i, k, got)
     assert (np.abs(got - want) <= (q + 1) * 2.0 ** -24 * mags).all()
+
+
+VIEW_CONVS = {
+    # a slice of the channels: a pixel's channels are contiguous, the row's pixels are not
+    "channel slice": ("""func.func @f(%X: memref<1x5x9x7xf32>, %K: memref<2x3x4x6xf32>, %O: memref<1x4x7x6xf32>) {
+  %sv = memref.subview %X[0, 0, 0, 1] [1, 5, 9, 4] [1, 1, 1, 1] : memref<1x5x9x7xf32> to memref<1x5x9x4xf32, strided<[315, 63, 7, 1], offset: 1>>
+  hop.conv2d %sv, %K, %O {strides = [1, 1], dilations = [1, 1]} : (memref<1x5x9x4xf32, strided<[315, 63, 7, 1], offset: 1>>, memref<2x3x4x6xf32>, memref<1x4x7x6xf32>)
+  return
+}""", (1, 5, 9, 7), lambda x: x[..., 1:5], (2, 3, 4, 6), (1, 4, 7, 6)),
+    # every other column
+    "column stride": ("""func.func @f(%X: memref<1x6x12x8xf32>, %K: memref<2x3x8x5xf32>, %O: memref<1x5x4x5xf32>) {
+  %sv = memref.subview %X[0, 0, 0, 0] [1, 6, 6, 8] [1, 1, 2, 1] : memref<1x6x12x8xf32> to memref<1x6x6x8xf32, strided<[576, 96, 16, 1]>>
+  hop.conv2d %sv, %K, %O {strides = [1, 1], dilations = [1, 1]} : (memref<1x6x6x8xf32, strided<[576, 96, 16, 1]>>, memref<2x3x8x5xf32>, memref<1x5x4x5xf32>)
+  return
+}""", (1, 6, 12, 8), lambda x: x[:, :, ::2, :], (2, 3, 8, 5), (1, 5, 4, 5)),
+}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("name", sorted(VIEW_CONVS))
+def test_a_convolution_of_a_view_whose_width_and_channels_do_not_fold(name, threads):
+    """The im2col copy read window rows through the input with W and C folded into one
+    dimension, which a view like these cannot be: packing failed with an internal
+    'cannot collapse' (a fuzzer's find).  They read pixel by pixel now."""
+    text, xshape, view, kshape, oshape = VIEW_CONVS[name]
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, xshape).astype(np.float32)
+    k = rng.uniform(-1, 1, kshape).astype(np.float32)
+    v = view(x)
+    kh, kw = kshape[:2]
+    ref = np.zeros(oshape, np.float64)
+    for p in range(kh):
+        for q in range(kw):
+            ref += np.einsum("nhwc,cf->nhwf", v[:, p:p + oshape[1], q:q + oshape[2], :],
+                             k[p, q].astype(np.float64))
+    o = np.zeros(oshape, np.float32)
+    polyopt.compile(text, hopt=True, copy=True, unroll=True, scalrep=True, vect=True,
+                    threads=threads)["f"](x, k, o)
+    np.testing.assert_allclose(o, ref, rtol=1e-5, atol=1e-5)
