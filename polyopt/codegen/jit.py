@@ -562,7 +562,9 @@ def _element_strides(value: np.ndarray, label: str) -> tuple:
 
 def _strides_mismatch(want: tuple, got: tuple, shape: tuple) -> Any:
     """The first dimension whose static stride the array does not have (extents <= 1 have
-    any stride), or None."""
+    any stride, and an empty array, which nothing reads, has any strides), or None."""
+    if 0 in shape:
+        return None
     for k, (w, g, n) in enumerate(zip(want, got, shape)):
         if w is not None and w != g and n > 1:
             return k

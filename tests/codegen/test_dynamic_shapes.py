@@ -322,3 +322,22 @@ func.func @f(%s: memref<f64>, %b: memref<4xi1>, %ix: memref<3xindex>) -> (f64, i
     s, b, ix = np.array(1.5), np.array([False, True, True, True]), np.array([5, 7, 0])
     assert f(s, b, ix) == (3.0, 12)
     assert s == 3.0 and list(b) == [False, True, False, True] and list(ix) == [5, 7, 12]
+
+
+@pytest.mark.parametrize("hopt", [False, True])
+def test_empty_arrays_pass_any_strides_for_a_strided_layout(hopt):
+    """numpy gives an empty array strides of 0; the layout's unit stride was checked against
+    them and the call refused (a fuzzer's find): nothing is read, so any stride fits."""
+    t = "memref<?x?xf32, strided<[?, 1], offset: ?>>"
+    f = polyopt.compile(f"""func.func @f(%A: {t}, %B: {t}, %C: {t}) {{
+  hop.matmul %A, %B, %C : ({t}, {t}, {t})
+  return
+}}""", hopt=hopt, threads=1)["f"]
+    for m, n, k in [(3, 4, 0), (0, 4, 5), (3, 0, 5)]:
+        c = np.full((m, n), 2, np.float32)
+        f(np.ones((m, k), np.float32), np.ones((k, n), np.float32), c)
+        assert (c == 2).all()
+    # a non-empty array still needs the unit stride
+    with pytest.raises(ValueError, match="the layout fixes the stride of dimension 1 to 1"):
+        f(np.ones((3, 8), np.float32)[:, ::2], np.ones((4, 4), np.float32),
+          np.zeros((3, 4), np.float32))
