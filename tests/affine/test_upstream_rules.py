@@ -2,6 +2,7 @@
 ``polyopt opt`` found missing or wrong (2026-11-28, about 1000 parts of Affine, SCF, MemRef,
 Arith, Math, Func, Linalg, Vector and IR tests): each case is checked against mlir-opt-22."""
 
+import re
 import subprocess
 import sys
 
@@ -149,3 +150,25 @@ def test_an_allocation_takes_one_symbol_per_question_mark_of_a_strided_layout():
                                            "count: expected 1, got 0"):
         polyopt.parse(without)
     assert str(polyopt.parse(with_)).strip() == mlir_opt(with_).strip()
+
+
+def test_a_function_whose_entry_block_names_its_arguments():
+    """``func.func @f(f32) { ^bb0(%a: f32): ... }``, as upstream's Arith and parser tests
+    write functions: it was "expected named arguments"."""
+    text = """func.func @f(f32) -> f32 {
+^bb0(%a : f32):
+  %0 = arith.addf %a, %a : f32
+  return %0 : f32
+}
+"""
+    assert str(polyopt.parse(text)).strip() == mlir_opt(text).strip()
+    assert polyopt.compile(text)["f"](1.5) == 3.0
+    for bad, message in [
+            ("func.func @f(f32) -> i32 {\n^bb0(%a : i32):\n  return %a : i32\n}\n",
+             "type of entry block argument #0('i32') must match the type of the corresponding "
+             "argument in function signature('f32')"),
+            ("func.func @f(f32) {\n  return\n}\n",
+             "entry block must have 1 arguments to match function signature")]:
+        assert message in run_mlir_opt(bad).stderr
+        with pytest.raises(PolyoptError, match=re.escape(message)):
+            polyopt.parse(bad)

@@ -131,9 +131,20 @@ class FuncOp(Operation):
             attrs["arg_attrs"] = _arg_attrs_attr(arg_attrs)
         if any(res_attrs):
             attrs["res_attrs"] = _arg_attrs_attr(res_attrs)
-        if p.peek("{"):
-            if named is False:
-                raise p.error("expected named arguments (%name: type) for a function with a body")
+        if p.peek("{") and named is False:
+            # ``func.func @f(f32) { ^bb0(%a: f32): ... }``: the entry block names them
+            body_at = p.pos
+            region = p.parse_region(isolated=True)
+            entry = [a.type for a in region.blocks[0].args] if region.blocks else []
+            if len(entry) != len(types):
+                raise p.error(f"entry block must have {len(types)} arguments to match function "
+                              f"signature", body_at)
+            for k, (e, t) in enumerate(zip(entry, types)):
+                if e != t:
+                    raise p.error(f"type of entry block argument #{k}('{e}') must match the "
+                                  f"type of the corresponding argument in function "
+                                  f"signature('{t}')", body_at)
+        elif p.peek("{"):
             block = Block(types)
             region = p.parse_region(entry_args=[(n, a) for (n, _, _), a in zip(args, block.args)],
                                     isolated=True)
