@@ -8,10 +8,10 @@ from typing import Any, Optional, Sequence
 from llvmlite import ir
 
 from polyopt.affine.diagnostics import CodegenError
-from polyopt.affine.types import IntegerType, MemRefType, VectorType
 from polyopt.affine.affine_expr import AffineMap
 from polyopt.affine.dialects.memref import strides_and_offset
 from polyopt.affine.dialects.vector import last_dim_unit_stride
+from polyopt.affine.types import IntegerType, MemRefType, VectorType
 from polyopt.codegen.index_forms import Lin
 from polyopt.codegen.llvm_helpers import I1, I8, Unsupported, index_space, lowbit
 
@@ -28,7 +28,7 @@ def _contiguous_run(vt: VectorType, mt: MemRefType, subs: Sequence[Lin]) -> bool
     layout = mt.layout
     if strides_and_offset(mt) is not None or not isinstance(layout, AffineMap):
         return False
-    if not all(s.is_const for s in subs):
+    if layout.num_symbols or not all(s.is_const for s in subs):
         return True
     base = [s.const for s in subs]
     points = [layout.evaluate(base[:-1] + [base[-1] + t]) for t in range(vt.shape[-1])]
