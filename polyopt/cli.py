@@ -364,12 +364,14 @@ def _remark_printer(args: argparse.Namespace):
     return remark
 
 
-def _transform(args: argparse.Namespace, text: Optional[str] = None, remark=None):
-    """Parse the input (or ``text``, a part of it), apply ``--schedule``s, then the
-    pipeline's passes; ``remark`` takes the remarks instead of stderr."""
+def _transform(args: argparse.Namespace, part: Optional[tuple[str, str]] = None,
+               remark=None):
+    """Parse the input (or ``part``, the text and name of a part of it), apply
+    ``--schedule``s, then the pipeline's passes; ``remark`` takes the remarks instead of
+    stderr."""
     from .pipeline import load, run_passes
-    source, name = _read_source(args.file)
-    module = load(source if text is None else text, name)
+    text, name = part if part is not None else _read_source(args.file)
+    module = load(text, name)
     options, remark = _options(args), remark or _remark_printer(args)
     raised = False
     writer = None
@@ -529,7 +531,7 @@ def _opt_parts(args: argparse.Namespace) -> int:
             def remark(loc, message: str, emitted=emitted) -> None:
                 emitted.append(Diagnostic("remark", loc, message))
         try:
-            module = _transform(args, part, remark)
+            module = _transform(args, (part, name), remark)
             outputs.append(print_module(module, generic=args.generic,
                                         debuginfo=args.debuginfo) + "\n")
         except PolyoptError as e:

@@ -188,3 +188,13 @@ def test_a_regular_expression_expectation_is_refused_at_the_comment(tmp_path, ca
     assert main(["opt", "--verify-diagnostics", str(path)]) == 1
     assert f"{path}:1:4: error: expected-error-re: regular expressions" in \
         capsys.readouterr().err
+
+
+def test_split_input_from_stdin():
+    """The input is read once: the parts of stdin, not a second (empty) read of it."""
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "polyopt", "opt", "--split-input-file", "-"],
+                          input=PARTS.replace("i33", "i32"), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("module {") == 4
