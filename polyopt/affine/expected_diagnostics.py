@@ -20,7 +20,7 @@ from .diagnostics import Location, ParseError, SourceFile
 __all__ = ["Diagnostic", "Expectation", "expectations_in", "unmatched"]
 
 _COMMENT = re.compile(r"expected-(?P<kind>error|warning|remark|note)(?P<re>-re)?"
-                      r"(?:\s*@(?P<where>[^\s{]+))?\s*(?P<count>\d+)?\s*\{\{(?P<text>.*)\}\}")
+                      r"(?:\s*@(?P<where>[^\s{]+))?\s*\{\{(?P<text>.*)\}\}")
 _KINDS = ("error", "warning", "remark", "note")
 
 
@@ -42,7 +42,6 @@ class Expectation:
     line: int
     text: str
     comment: Location
-    count: int = 1
 
 
 def _is_only_expectation(line: str) -> bool:
@@ -81,25 +80,22 @@ def expectations_in(source: SourceFile) -> list[Expectation]:
         if not 0 < target <= len(lines):
             raise ParseError(f"expected-{m.group('kind')}@{where}: line {target} is outside "
                              f"the file", loc)
-        count = int(m.group("count") or 1)
-        found.append(Expectation(m.group("kind"), target, m.group("text").strip(), loc, count))
+        found.append(Expectation(m.group("kind"), target, m.group("text").strip(), loc))
     return found
 
 
 def unmatched(emitted: list[Diagnostic], expected: list[Expectation]) -> list[tuple]:
     """What is left after pairing ``emitted`` with ``expected``: ``(location, message)`` of
     each error mlir-opt's verifier would print, unexpected diagnostics first."""
-    left = {id(e): e.count for e in expected}
+    pending = list(expected)
     problems = []
     for d in emitted:
-        match = next((e for e in expected if left[id(e)] > 0 and e.kind == d.kind
-                      and d.loc is not None and e.line == d.loc.line and e.text in d.message),
-                     None)
+        match = next((e for e in pending if e.kind == d.kind and d.loc is not None
+                      and e.line == d.loc.line and e.text in d.message), None)
         if match is None:
             problems.append((d.loc, f"unexpected {d.kind}: {d.message}"))
         else:
-            left[id(match)] -= 1
-    for e in expected:
-        if left[id(e)] > 0:
-            problems.append((e.comment, f"expected {e.kind} \"{e.text}\" was not produced"))
+            pending.remove(match)
+    problems += [(e.comment, f"expected {e.kind} \"{e.text}\" was not produced")
+                 for e in pending]
     return problems
