@@ -26,6 +26,7 @@ from .types import Type
 TERMINATOR_OPS = frozenset({
     "func.return", "affine.yield", "scf.yield", "scf.condition", "scf.reduce",
     "scf.reduce.return", "linalg.yield", "memref.alloca_scope.return",
+    "cf.br", "cf.cond_br", "cf.switch",
 })
 
 OP_REGISTRY: dict[str, type["Operation"]] = {}
@@ -116,7 +117,7 @@ class Operation:
     def __init__(self, operands: Sequence[Value] = (), result_types: Sequence[Type] = (),
                  attributes: Optional[dict[str, Attribute]] = None,
                  regions: int | Sequence["Region"] = 0, loc: Optional[Location] = None,
-                 name: Optional[str] = None):
+                 name: Optional[str] = None, successors: Sequence["Block"] = ()):
         self._name = name if name is not None else self.OP_NAME
         if self._name is None:
             raise ValueError("an op needs a name")
@@ -124,6 +125,7 @@ class Operation:
         self.results: list[OpResult] = [OpResult(t, self, i) for i, t in enumerate(result_types)]
         self.attributes: dict[str, Attribute] = dict(attributes or {})
         self.regions: list[Region] = []
+        self.successors: list[Block] = list(successors)   # blocks a terminator branches to
         self.parent: Optional[Block] = None
         self.loc = loc
         for v in operands:
@@ -139,11 +141,13 @@ class Operation:
     @classmethod
     def create(cls, name: str, operands: Sequence[Value] = (), result_types: Sequence[Type] = (),
                attributes: Optional[dict[str, Attribute]] = None,
-               regions: int | Sequence["Region"] = 0, loc: Optional[Location] = None) -> "Operation":
+               regions: int | Sequence["Region"] = 0, loc: Optional[Location] = None,
+               successors: Sequence["Block"] = ()) -> "Operation":
         """Build an op by name with the registered class (generic ``Operation`` if unknown)."""
         klass = OP_REGISTRY.get(name)
         op = Operation.__new__(klass) if klass is not None else Operation.__new__(Operation)
-        Operation.__init__(op, operands, result_types, attributes, regions, loc, name=name)
+        Operation.__init__(op, operands, result_types, attributes, regions, loc, name=name,
+                           successors=successors)
         return op
 
     @property
@@ -259,12 +263,14 @@ class Operation:
 
     # -- cloning -------------------------------------------------------------------------------
     def clone(self, mapping: Optional[dict[Value, Value]] = None) -> "Operation":
-        """Deep copy; operands found in ``mapping`` are remapped and new values are added to it."""
+        """Deep copy; operands found in ``mapping`` are remapped and new values are added to it
+        (successor blocks too: :meth:`Region.clone` maps each block to its copy)."""
         mapping = {} if mapping is None else mapping
         new = Operation.__new__(type(self))
         Operation.__init__(new, [mapping.get(v, v) for v in self._operands],
                            [r.type for r in self.results], dict(self.attributes), 0, self.loc,
-                           name=self._name)
+                           name=self._name,
+                           successors=[mapping.get(b, b) for b in self.successors])
         for k, v in self.__dict__.items():  # subclass-specific python fields
             if k not in new.__dict__:
                 new.__dict__[k] = v
@@ -339,6 +345,21 @@ class Block:
     def terminator(self) -> Optional[Operation]:
         return self.ops[-1] if self.ops else None
 
+    @property
+    def successors(self) -> list["Block"]:
+        term = self.terminator
+        return list(term.successors) if term is not None else []
+
+    def predecessors(self) -> list["Block"]:
+        """The blocks of the region whose terminator branches here, once per edge."""
+        if self.parent is None:
+            return []
+        return [b for b in self.parent.blocks for s in b.successors if s is self]
+
+    @property
+    def is_entry(self) -> bool:
+        return self.parent is not None and self.parent.blocks[0] is self
+
 
 class Region:
     """A list of blocks owned by an op (MLIR's Region)."""
@@ -367,6 +388,7 @@ class Region:
         new = Region()
         for b in self.blocks:
             nb = Block([a.type for a in b.args])
+            mapping[b] = nb     # for the successors of the terminators cloned below
             for old, arg in zip(b.args, nb.args):
                 mapping[old] = arg
             new.add_block(nb)

@@ -126,6 +126,9 @@ class Parser:
         self.text = text
         self.pos = 0
         self.scopes: list[dict[str, Value]] = [{}]
+        # the block names of the regions being parsed, innermost last: name -> (block, offset
+        # of its first reference, whether its header has been read)
+        self.block_scopes: list[dict[str, list]] = []
         self.visible_from = 0      # the scopes a use may see (not those outside a func.func)
         self.last_spelled: dict[str, int] = {}    # where each name was last written
         self.map_aliases: dict[str, AffineMap | IntegerSet] = {}
@@ -1330,6 +1333,7 @@ class Parser:
             return Region()
         saved_scopes, saved_visible = self.scopes, self.visible_from
         self.scopes = self.scopes + [{}]
+        self.block_scopes.append({})
         if isolated:     # ops isolated from above (func.func) cannot use values from outside
             self.visible_from = len(self.scopes) - 1
         region = Region()
@@ -1362,20 +1366,42 @@ class Parser:
                     block = b
                     continue
                 block.append(self.parse_operation())
+            for name, (_, first_use, defined) in self.block_scopes[-1].items():
+                if not defined:
+                    raise self.error("reference to an undefined block", first_use)
             self.expect("}")
         finally:
             self.scopes, self.visible_from = saved_scopes, saved_visible
+            self.block_scopes.pop()
         return region
 
+    def _block_named(self, name: str, offset: int) -> list:
+        """The entry of the innermost region's block table for ``^name`` (a block created
+        at its first reference, forward or not)."""
+        table = self.block_scopes[-1] if self.block_scopes else None
+        if table is None:
+            raise self.error("block reference outside of a region", offset)
+        entry = table.get(name)
+        if entry is None:
+            entry = table[name] = [Block(), offset, False]
+        return entry
+
     def _parse_block_header(self) -> Block:
+        self.skip_ws()
+        start = self.pos
         self.expect("^")
-        self.parse_bare_id("block name")
-        block = Block()
+        name = self.parse_bare_id("block name")
+        entry = self._block_named(name, start)
+        if entry[2]:
+            raise self.error(f"redefinition of block '^{name}'", start)
+        entry[2] = True
+        block = entry[0]
         if self.peek("("):
             def arg():
                 self.skip_ws()
                 start = self.pos
                 name, _ = self.parse_ssa_name()
+                self.check_argument_name(name, start)
                 self.expect(":")
                 t = self.parse_type()
                 self.optional_location()
@@ -1384,6 +1410,45 @@ class Parser:
             self.parse_comma_separated("(", ")", arg)
         self.expect(":", "after block header")
         return block
+
+    def parse_successor(self) -> Block:
+        """``^name``: a block of the region being parsed (MLIR's ``parseSuccessor``)."""
+        self.skip_ws()
+        start = self.pos
+        if not self.peek("^"):
+            raise self.error(f"expected block name, found {self._describe_next()}")
+        self.expect("^")
+        name = self.parse_bare_id("block name")
+        return self._block_named(name, start)[0]
+
+    def parse_successor_and_use_list(self) -> tuple[Block, list[Value]]:
+        """``^name`` or ``^name(%a, %b : t1, t2)`` (MLIR's ``parseSuccessorAndUseList``)."""
+        block = self.parse_successor()
+        values: list[Value] = []
+        if self.peek("("):
+            self.expect("(")
+            self.skip_ws()
+            names = []
+            while True:
+                self.skip_ws()
+                start = self.pos
+                name, _ = self.parse_ssa_name()
+                names.append((name, start))
+                if not self.optional(","):
+                    break
+            self.expect(":")
+            types = [self.parse_type()]
+            while self.optional(","):
+                types.append(self.parse_type())
+            self.expect(")")
+            if len(types) != len(names):
+                raise self.error(f"expected {len(names)} types to match operand list")
+            for (name, start), t in zip(names, types):
+                v = self._lookup(name, start)
+                self.spelled[v] = (name, start)
+                self.check_type(v, t, start)
+                values.append(v)
+        return block, values
 
     # ---------------------------------------------------------------------------------------
     # operations
@@ -1552,6 +1617,8 @@ class Parser:
 
     def _parse_generic_op(self, loc: Location, name: str) -> Operation:
         operands = self.parse_operand_list("paren")
+        successors = self.parse_comma_separated("[", "]", self.parse_successor) \
+            if self.peek("[") else []
         properties: dict[str, Attribute] = {}
         if self.peek("<{"):
             self.expect("<")
@@ -1584,8 +1651,11 @@ class Parser:
             self.check_type(v, t, tstart)
         klass = OP_REGISTRY.get(name)
         if klass is not None and hasattr(klass, "from_generic"):
+            if successors:
+                raise self.error(f"'{name}' takes no successors", tstart)
             return klass.from_generic(self, loc, operands, list(ftype.results), attrs, regions)
-        return Operation.create(name, operands, ftype.results, attrs, regions, loc)
+        return Operation.create(name, operands, ftype.results, attrs, regions, loc,
+                                successors=successors)
 
     def parse_custom_op(self, loc: Location) -> Operation:
         self.skip_ws()

@@ -65,6 +65,14 @@ class Printer:
                 self.names[a] = self._unique(f"arg{self.next_arg}")
                 self.next_arg += 1
 
+    def _next_number(self) -> str:
+        while str(self.next_value) in self.used_names:
+            self.next_value += 1
+        name = str(self.next_value)
+        self.used_names.add(name)
+        self.next_value += 1
+        return name
+
     def name_results(self, op: Operation) -> None:
         if not op.results:
             return
@@ -73,14 +81,7 @@ class Printer:
             for r, h in zip(op.results, hint):
                 self.names[r] = self._unique(h)
             return
-        if hint is not None:
-            name = self._unique(hint)
-        else:
-            while str(self.next_value) in self.used_names:
-                self.next_value += 1
-            name = str(self.next_value)
-            self.used_names.add(name)
-            self.next_value += 1
+        name = self._unique(hint) if hint is not None else self._next_number()
         if len(op.results) == 1:
             self.names[op.results[0]] = name
         else:
@@ -106,11 +107,15 @@ class Printer:
             self.next_value, self.next_arg, self.next_conflict = start[:3]
             self.used_names = set(start[3])
             hints = hints_of(region) if hints_of is not None else None
-            for block in region.blocks:
-                if hints and block is region.blocks[0]:   # OpAsmOpInterface's argument names
+            for bi, block in enumerate(region.blocks):
+                if hints and bi == 0:   # OpAsmOpInterface's argument names
                     for a, hint in zip(block.args, hints):
                         self.names[a] = self._unique(hint)
-                self.name_region_args(block)
+                if bi == 0:
+                    self.name_region_args(block)
+                else:   # the arguments of other blocks are numbered as values (``^bb2(%3: i32)``)
+                    for a in block.args:
+                        self.names[a] = self._next_number()
                 for inner in block.ops:
                     self.name_results(inner)
             level = (self.next_value, self.next_arg, self.next_conflict, self.used_names)
@@ -206,6 +211,8 @@ class Printer:
                     self.print("(" + ", ".join(f"{self.value_name(a)}: {self.type_str(a.type)}"
                                                for a in block.args) + ")")
                 self.print(":")
+                if bi > 0 or len(region.blocks) > 1:
+                    self.print(self._predecessors_comment(block))
                 self.indent += 1
             for op in block.ops:
                 if not self.generic and self._elide_terminator(op, block,
@@ -216,6 +223,21 @@ class Printer:
         self.indent -= 1
         self.newline()
         self.print("}")
+
+    def block_name(self, block: Block) -> str:
+        """``^bbN``: blocks are numbered in their region's order, as mlir-opt prints them."""
+        blocks = block.parent.blocks if block.parent is not None else [block]
+        return "^bb" + str(next(i for i, b in enumerate(blocks) if b is block))
+
+    def _predecessors_comment(self, block: Block) -> str:
+        """mlir-opt's ``// 2 preds: ^bb0, ^bb2`` after a block header (one per edge)."""
+        preds = sorted((self.block_name(b) for b in block.predecessors()),
+                       key=lambda n: int(n[3:]))
+        if not preds:
+            return "" if block.is_entry else "  // no predecessors"
+        if len(preds) == 1:
+            return f"  // pred: {preds[0]}"
+        return f"  // {len(preds)} preds: " + ", ".join(preds)
 
     @staticmethod
     def _elide_terminator(op: Operation, block: Block,
@@ -250,6 +272,8 @@ class Printer:
         self.print(f"{escape_string(op.name)}(")
         self.print_operands(op.operands)
         self.print(")")
+        if op.successors:
+            self.print("[" + ", ".join(self.block_name(b) for b in op.successors) + "]")
         properties = getattr(op, "generic_properties", None)  # what must be in <{...}>
         if properties is not None:
             self.print(" <{" + ", ".join(format_named_attr(k, v, self.alias)

@@ -1,5 +1,10 @@
-"""The cf dialect, the part polyopt has: ``cf.assert`` (functions are single-block regions of
-structured control flow here; branches between blocks are not supported).
+"""The cf dialect: ``cf.assert`` and the branches between the blocks of a function,
+``cf.br``, ``cf.cond_br`` and ``cf.switch`` (what MLIR's ``--convert-scf-to-cf`` produces).
+Their successors are in :attr:`Operation.successors`; the values each passes to its
+successor's block arguments are a run of its operands (``successor_operands``).
+:mod:`polyopt.affine.lift_cf_to_scf` turns the loops and conditionals of such functions back
+into ``scf.for``/``scf.if`` for the loop optimizations; :mod:`polyopt.codegen.lower_cf`
+lowers what is left to LLVM branches and phis.
 
 ``cf.assert %ok, "message"`` states that ``%ok`` holds when the op runs.  MLIR's lowering aborts
 the process when it does not; polyopt's records the message and the Python call that ran the
@@ -8,9 +13,12 @@ code raises ``RuntimeError`` with it when it returns (see :mod:`polyopt.codegen.
 
 from __future__ import annotations
 
-from ..attributes import StringAttr
-from ..ir import Operation, Value, register_op
-from ..types import IntegerType, i1
+from typing import Sequence
+
+from ..attributes import DenseArrayAttr, DenseElementsAttr, StringAttr
+from ..diagnostics import ParseError, VerifyError
+from ..ir import Block, Operation, Value, register_op
+from ..types import IndexType, IntegerType, Type, i1, i32
 
 
 @register_op
@@ -50,3 +58,272 @@ class AssertOp(Operation):
             raise self.error(f"operand #0 must be 1-bit signless integer, but got '{t}'")
         if not isinstance(self.attributes.get("msg"), StringAttr):
             raise self.error("requires attribute 'msg'")
+
+
+class BranchOpBase(Operation):
+    """What the branch ops share: the successor operand runs and their verification."""
+
+    def successor_operands(self, i: int) -> tuple[Value, ...]:
+        start, count = self._successor_run(i)
+        return tuple(self.operands[start:start + count])
+
+    def successor_operand_start(self, i: int) -> int:
+        return self._successor_run(i)[0]
+
+    def _successor_run(self, i: int) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def _verify_successors(self, count: int) -> None:
+        if len(self.successors) != count:
+            raise self.error(f"requires {count} successor{'s' if count != 1 else ''} but "
+                             f"found {len(self.successors)}")
+        if self.results:
+            raise self.error("requires zero results")
+        region = self.parent.parent if self.parent is not None else None
+        for i, dest in enumerate(self.successors):
+            if region is None or dest.parent is not region:
+                raise self.error(f"reference to block defined in another region")
+            values = self.successor_operands(i)
+            if len(values) != len(dest.args):   # MLIR says these without the op's name
+                raise VerifyError(f"branch has {len(values)} operands for successor #{i}, but "
+                                  f"target block has {len(dest.args)}", self.loc)
+            for k, (v, a) in enumerate(zip(values, dest.args)):
+                if v.type != a.type:
+                    raise VerifyError(f"type mismatch for bb argument #{k} of successor #{i}",
+                                      self.loc)
+
+
+def _print_successor(p, dest: Block, values: Sequence[Value]) -> None:
+    p.print(p.block_name(dest))
+    if values:
+        p.print("(")
+        p.print_operands(values)
+        p.print(" : " + ", ".join(p.type_str(v.type) for v in values) + ")")
+
+
+def _segment_sizes(attrs: dict, count: int, op_name: str, loc) -> tuple[int, ...]:
+    seg = attrs.get("operandSegmentSizes")
+    if not isinstance(seg, DenseArrayAttr) or len(seg.values) != count:
+        raise ParseError(f"'{op_name}' op requires attribute 'operandSegmentSizes' with "
+                         f"{count} elements", loc)
+    return tuple(seg.values)
+
+
+@register_op
+class BranchOp(BranchOpBase):
+    """``cf.br ^bb1(%a, %b : index, f64)``: jump to the block, passing its arguments."""
+
+    OP_NAME = "cf.br"
+
+    @classmethod
+    def build(cls, dest: Block, values: Sequence[Value] = (), loc=None) -> "BranchOp":
+        return cls(operands=list(values), successors=[dest], loc=loc)
+
+    @property
+    def dest(self) -> Block:
+        return self.successors[0]
+
+    def _successor_run(self, i: int) -> tuple[int, int]:
+        return 0, self.num_operands
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        dest, values = p.parse_successor_and_use_list()
+        attrs = p.parse_optional_attr_dict()
+        return cls(operands=values, attributes=attrs, successors=[dest], loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("cf.br ")
+        _print_successor(p, self.dest, self.operands)
+        p.print_attr_dict(self.attributes)
+
+    def verify_op(self) -> None:
+        self._verify_successors(1)
+
+
+@register_op
+class CondBranchOp(BranchOpBase):
+    """``cf.cond_br %c, ^then(%a : i32), ^else``: operands are the condition, then the values
+    for the first successor, then those for the second (``operandSegmentSizes``)."""
+
+    OP_NAME = "cf.cond_br"
+
+    @classmethod
+    def build(cls, condition: Value, true_dest: Block, true_values: Sequence[Value],
+              false_dest: Block, false_values: Sequence[Value], loc=None) -> "CondBranchOp":
+        sizes = DenseArrayAttr(i32, (1, len(true_values), len(false_values)))
+        return cls(operands=[condition, *true_values, *false_values],
+                   attributes={"operandSegmentSizes": sizes},
+                   successors=[true_dest, false_dest], loc=loc)
+
+    @property
+    def condition(self) -> Value:
+        return self.operands[0]
+
+    def _sizes(self) -> tuple[int, ...]:
+        seg = self.attributes.get("operandSegmentSizes")
+        if isinstance(seg, DenseArrayAttr) and len(seg.values) == 3:
+            return tuple(seg.values)
+        return (1, self.num_operands - 1, 0)
+
+    def _successor_run(self, i: int) -> tuple[int, int]:
+        sizes = self._sizes()
+        return (sizes[0], sizes[1]) if i == 0 else (sizes[0] + sizes[1], sizes[2])
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        cond = p.parse_operand(i1)
+        p.expect(",")
+        true_dest, true_values = p.parse_successor_and_use_list()
+        p.expect(",")
+        false_dest, false_values = p.parse_successor_and_use_list()
+        attrs = p.parse_optional_attr_dict()
+        op = cls.build(cond, true_dest, true_values, false_dest, false_values, loc)
+        op.attributes.update(attrs)
+        return op
+
+    def print_custom(self, p) -> None:
+        p.print("cf.cond_br ")
+        p.print_operand(self.condition)
+        p.print(", ")
+        _print_successor(p, self.successors[0], self.successor_operands(0))
+        p.print(", ")
+        _print_successor(p, self.successors[1], self.successor_operands(1))
+        p.print_attr_dict(self.attributes, elide=("operandSegmentSizes",))
+
+    def generic_properties(self) -> dict:
+        return {"operandSegmentSizes": DenseArrayAttr(i32, self._sizes())}
+
+    def generic_attributes(self) -> dict:
+        return {k: v for k, v in self.attributes.items() if k != "operandSegmentSizes"}
+
+    def verify_op(self) -> None:
+        sizes = self._sizes()
+        if "operandSegmentSizes" not in self.attributes or sizes[0] != 1 or \
+                sum(sizes) != self.num_operands or min(sizes) < 0:
+            raise self.error(f"operand count ({self.num_operands}) does not match with the "
+                             f"total size ({sum(sizes)}) specified in attribute "
+                             f"'operandSegmentSizes'")
+        if self.condition.type != i1:
+            raise self.error(f"operand #0 must be 1-bit signless integer, but got "
+                             f"'{self.condition.type}'")
+        self._verify_successors(2)
+
+
+@register_op
+class SwitchOp(BranchOpBase):
+    """``cf.switch %flag : i32, [default: ^bb1(%a : i32), 42: ^bb2, ...]``: operands are the
+    flag, the default successor's values, then each case's (``case_operand_segments``)."""
+
+    OP_NAME = "cf.switch"
+
+    @property
+    def flag(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def case_values(self) -> tuple[int, ...]:
+        cv = self.attributes.get("case_values")
+        return tuple(cv.values) if isinstance(cv, DenseElementsAttr) else ()
+
+    def _case_segments(self) -> tuple[int, ...]:
+        seg = self.attributes.get("case_operand_segments")
+        return tuple(seg.values) if isinstance(seg, DenseArrayAttr) else ()
+
+    def _sizes(self) -> tuple[int, ...]:
+        seg = self.attributes.get("operandSegmentSizes")
+        return tuple(seg.values) if isinstance(seg, DenseArrayAttr) else ()
+
+    def _successor_run(self, i: int) -> tuple[int, int]:
+        sizes = self._sizes()
+        if i == 0:
+            return 1, sizes[1]
+        cases = self._case_segments()
+        return 1 + sizes[1] + sum(cases[:i - 1]), cases[i - 1]
+
+    @classmethod
+    def build(cls, flag: Value, default: tuple[Block, Sequence[Value]],
+              cases: Sequence[tuple[int, Block, Sequence[Value]]], loc=None) -> "SwitchOp":
+        attrs = {"operandSegmentSizes": DenseArrayAttr(
+                     i32, (1, len(default[1]), sum(len(c[2]) for c in cases))),
+                 "case_operand_segments": DenseArrayAttr(i32, tuple(len(c[2]) for c in cases))}
+        if cases:
+            attrs["case_values"] = DenseElementsAttr((len(cases),), flag.type,
+                                                     tuple(c[0] for c in cases), kind="vector")
+        operands = [flag, *default[1]] + [v for c in cases for v in c[2]]
+        return cls(operands=operands, attributes=attrs,
+                   successors=[default[0]] + [c[1] for c in cases], loc=loc)
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        flag = p.parse_operand()
+        p.expect(":")
+        t = p.parse_type()
+        p.check_type(flag, t)
+        if not isinstance(t, IntegerType):
+            raise p.error(f"'cf.switch' op operand #0 must be integer, but got '{t}'")
+        p.expect(",")
+        p.expect("[")
+        p.expect_keyword("default")
+        p.expect(":")
+        default = p.parse_successor_and_use_list()
+        cases = []
+        while p.optional(","):
+            p.skip_ws()
+            at = p.pos
+            value = p.parse_integer()
+            if not -(1 << (t.width - 1)) <= value < (1 << t.width):
+                raise p.error(f"integer value {value} does not fit in {t}", at)
+            if value >= 1 << (t.width - 1):     # kept in the signed view, as dense<> does
+                value -= 1 << t.width
+            p.expect(":")
+            dest, values = p.parse_successor_and_use_list()
+            cases.append((value, dest, values))
+        p.expect("]")
+        attrs = p.parse_optional_attr_dict()
+        op = cls.build(flag, default, cases, loc)
+        op.attributes.update(attrs)
+        return op
+
+    def print_custom(self, p) -> None:
+        p.print("cf.switch ")
+        p.print_operand(self.flag)
+        p.print(f" : {p.type_str(self.flag.type)}, [")
+        p.indent += 1
+        p.newline()
+        p.print("default: ")
+        _print_successor(p, self.successors[0], self.successor_operands(0))
+        for i, value in enumerate(self.case_values, start=1):
+            p.print(",")
+            p.newline()
+            p.print(f"{value & ((1 << self.flag.type.width) - 1)}: ")   # unsigned, as MLIR
+            _print_successor(p, self.successors[i], self.successor_operands(i))
+        p.indent -= 1
+        p.newline()
+        p.print("]")
+        p.print_attr_dict(self.attributes, elide=("operandSegmentSizes",
+                                                  "case_operand_segments", "case_values"))
+
+    def generic_properties(self) -> dict:
+        return {k: v for k, v in self.attributes.items()
+                if k in ("operandSegmentSizes", "case_operand_segments", "case_values")}
+
+    def generic_attributes(self) -> dict:
+        return {k: v for k, v in self.attributes.items()
+                if k not in ("operandSegmentSizes", "case_operand_segments", "case_values")}
+
+    def verify_op(self) -> None:
+        sizes, cases = self._sizes(), self._case_segments()
+        if len(sizes) != 3 or sizes[0] != 1 or sum(sizes) != self.num_operands or \
+                sum(cases) != sizes[2]:
+            raise self.error("operand segments do not match the operands")
+        if not isinstance(self.flag.type, IntegerType):
+            raise self.error(f"operand #0 must be integer, but got '{self.flag.type}'")
+        values = self.case_values
+        if len(values) != len(cases):
+            raise self.error(f"number of case values ({len(values)}) should match number of "
+                             f"case destinations ({len(cases)})")
+        cv = self.attributes.get("case_values")
+        if cv is not None and cv.element_type != self.flag.type:
+            raise self.error(f"'case_values' should have element type {self.flag.type}")
+        self._verify_successors(1 + len(cases))

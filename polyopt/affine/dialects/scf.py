@@ -968,7 +968,8 @@ class ExecuteRegionOp(Operation):
     def verify_regions(self) -> None:
         for block in self.regions[0].blocks:
             last = block.ops[-1] if block.ops else None
-            if last is None or last.name not in _TERMINATOR_NAMES:
+            if last is None or last.name not in _TERMINATOR_NAMES and \
+                    last.name not in ("cf.br", "cf.cond_br", "cf.switch"):
                 found = f"'{last.name}'" if last is not None else "nothing"
                 raise self.error(f"expects its blocks to end with a terminator, found {found}")
             if last.name == "scf.yield":

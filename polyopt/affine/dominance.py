@@ -1,0 +1,117 @@
+"""Dominance between the blocks of a region (MLIR's ``DominanceInfo`` and
+``PostDominanceInfo``), for the verifier's dominance rule and for lifting branches back into
+structured control flow.
+
+Immediate dominators by the iterative algorithm of Cooper, Harvey and Kennedy ("A Simple,
+Fast Dominance Algorithm", 2001) on the blocks in reverse post-order.  As in MLIR, a block
+that cannot be reached from the entry is dominated by every block (code there never runs, so
+any use in it is accepted).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from .ir import Block, Region
+
+
+def _reverse_post_order(entries: list[Block], edges: Callable[[Block], list[Block]]) -> list[Block]:
+    seen: set[int] = set()
+    order: list[Block] = []
+    for entry in entries:
+        if id(entry) in seen:
+            continue
+        seen.add(id(entry))
+        stack = [(entry, iter(edges(entry)))]
+        while stack:
+            block, it = stack[-1]
+            nxt = next((s for s in it if id(s) not in seen), None)
+            if nxt is None:
+                stack.pop()
+                order.append(block)
+            else:
+                seen.add(id(nxt))
+                stack.append((nxt, iter(edges(nxt))))
+    order.reverse()
+    return order
+
+
+class _Tree:
+    """Immediate dominators over a graph given by its roots and edge functions."""
+
+    def __init__(self, roots: list[Block], succ: Callable[[Block], list[Block]],
+                 pred: Callable[[Block], list[Block]]):
+        order = _reverse_post_order(roots, succ)
+        self.number = {id(b): i for i, b in enumerate(order)}
+        root_ids = {id(r) for r in roots}
+        idom: dict[int, Optional[Block]] = {id(r): None for r in roots}
+        changed = True
+        while changed:
+            changed = False
+            for b in order:
+                if id(b) in root_ids:
+                    continue
+                new = None
+                for p in pred(b):
+                    if id(p) in idom:
+                        new = p if new is None else self._intersect(p, new, idom)
+                if new is not None and idom.get(id(b), "unset") is not new:
+                    idom[id(b)] = new
+                    changed = True
+        self.idom = idom
+
+    def _intersect(self, a: Optional[Block], b: Optional[Block], idom) -> Optional[Block]:
+        while a is not b:
+            if a is None or b is None:
+                return None     # two roots (post-dominance with several exits): no common one
+            while a is not None and b is not None and self.number[id(a)] > self.number[id(b)]:
+                a = idom[id(a)]
+            while a is not None and b is not None and self.number[id(b)] > self.number[id(a)]:
+                b = idom[id(b)]
+        return a
+
+    def reachable(self, b: Block) -> bool:
+        return id(b) in self.idom
+
+    def dominates(self, a: Block, b: Block) -> bool:
+        """``a`` dominates ``b`` (a block dominates itself)."""
+        if not self.reachable(b):
+            return True
+        cur: Optional[Block] = b
+        while cur is not None:
+            if cur is a:
+                return True
+            cur = self.idom.get(id(cur))
+        return False
+
+
+class DominanceInfo:
+    """Dominance of the blocks of one region: ``dominates(a, b)``, ``idom(b)``."""
+
+    def __init__(self, region: Region):
+        roots = region.blocks[:1]
+        self._tree = _Tree(roots, lambda b: b.successors, lambda b: b.predecessors())
+
+    def dominates(self, a: Block, b: Block) -> bool:
+        return self._tree.dominates(a, b)
+
+    def idom(self, b: Block) -> Optional[Block]:
+        return self._tree.idom.get(id(b))
+
+    def reachable(self, b: Block) -> bool:
+        return self._tree.reachable(b)
+
+
+class PostDominanceInfo:
+    """Post-dominance of the blocks of one region, the blocks without successors (those that
+    return) being the exits: ``ipdom(b)`` is where the paths from ``b`` meet again."""
+
+    def __init__(self, region: Region):
+        exits = [b for b in region.blocks if not b.successors]
+        self._tree = _Tree(exits, lambda b: b.predecessors(), lambda b: b.successors)
+
+    def ipdom(self, b: Block) -> Optional[Block]:
+        return self._tree.idom.get(id(b))
+
+    def post_dominates(self, a: Block, b: Block) -> bool:
+        return self._tree.reachable(b) and self._tree.dominates(a, b)
