@@ -343,10 +343,28 @@ def _reduce(L: FunctionLowering, reduce_op: Operation, accs: list) -> list:
 @handles("scf.execute_region")
 def _lower_execute_region(L: FunctionLowering, op: Operation) -> None:
     blocks = op.regions[0].blocks
-    if len(blocks) != 1:
-        raise CodegenError(f"'scf.execute_region' with {len(blocks)} blocks is not supported by "
-                           f"the LLVM lowering (one block only)", op.loc)
-    _bind_all(L, op.results, L.lower_region_block(blocks[0]))
+    if len(blocks) == 1:
+        _bind_all(L, op.results, L.lower_region_block(blocks[0]))
+        return
+    from polyopt.codegen.lower_cf import lower_blocks
+    first = L.fn.append_basic_block("scf.execute_region")
+    merge = L.fn.append_basic_block("scf.execute_region.end")
+    L.b.branch(first)
+    arms = []
+
+    def leave(yield_op: Operation) -> None:
+        if yield_op.name != "scf.yield":
+            raise CodegenError(f"'{yield_op.name}' cannot end a block of 'scf.execute_region' "
+                               f"in the LLVM lowering", yield_op.loc)
+        arms.append(([L.get(v) for v in yield_op.operands], L.b.block))
+        L.b.branch(merge)
+
+    lower_blocks(L, op.regions[0], first, leave)
+    if arms:
+        _join(L, op.results, merge, arms)
+    else:       # every path returns from the function
+        L.b.position_at_end(merge)
+        L.b.unreachable()
 
 
 @handles("scf.index_switch")

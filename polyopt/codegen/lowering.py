@@ -636,9 +636,6 @@ class FunctionLowering(IndexFormLowering, MemRefAccessLowering):
     def run(self) -> None:
         f = self.func
         region = f.regions[0]
-        if len(region.blocks) != 1:
-            raise CodegenError(f"function @{f.sym_name} has {len(region.blocks)} blocks; "
-                               "multi-block functions are not supported", f.loc)
         self.entry = self.fn.append_basic_block("entry")
         body = self.fn.append_basic_block("body")
         self.entry_builder = ir.IRBuilder(self.entry)
@@ -662,10 +659,14 @@ class FunctionLowering(IndexFormLowering, MemRefAccessLowering):
         self.out_ptrs = list(params) if len(ft.results) > 1 else []
         for i, p in enumerate(self.out_ptrs):
             p.name = f"out{i}"
-        term = self.lower_ops(block)
-        if term is None or term.name != "func.return":
-            raise CodegenError(f"function @{f.sym_name} must end with 'func.return'", f.loc)
-        self.with_op(term, self.lower_return)
+        if len(region.blocks) > 1:
+            from polyopt.codegen.lower_cf import lower_blocks
+            lower_blocks(self, region, body, lambda t: self.with_op(t, self.lower_return))
+        else:
+            term = self.lower_ops(block)
+            if term is None or term.name != "func.return":
+                raise CodegenError(f"function @{f.sym_name} must end with 'func.return'", f.loc)
+            self.with_op(term, self.lower_return)
         self.entry_builder.branch(body)
 
     # -- value access --------------------------------------------------------------------------
