@@ -128,8 +128,16 @@ def register(name: str, summary: str, options: type = NoOptions):
 # the passes
 
 
-@register("raise-scf-to-affine", "scf.for/scf.if with affine bounds become affine.for/"
-          "affine.if (Polygeist's raise-scf-to-affine)")
+@register("lift-cf-to-scf", "loops and conditionals written with cf.br/cf.cond_br become "
+          "scf.for/scf.if (mlir-opt --lift-cf-to-scf, for the shapes --convert-scf-to-cf "
+          "makes; raise-scf-to-affine runs it first)")
+def _lift_cf(module, opts, remark):
+    from .affine.lift_cf_to_scf import lift_cf_to_scf
+    lift_cf_to_scf(module, remark)
+
+
+@register("raise-scf-to-affine", "cf branches lifted to scf, then scf.for/scf.if with affine "
+          "bounds become affine.for/affine.if (Polygeist's raise-scf-to-affine)")
 def _raise_scf(module, opts, remark):
     from .affine.raise_scf_to_affine import raise_scf_to_affine
     raise_scf_to_affine(module, remark)

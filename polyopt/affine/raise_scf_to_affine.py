@@ -478,6 +478,8 @@ def raise_scf_to_affine(root: Operation, remark: Remark = None) -> dict[str, int
     Returns how many ops of each kind were raised; ``remark(loc, message)`` hears about each
     ``scf.for``/``scf.if`` left as it is and why.
     """
+    from .lift_cf_to_scf import lift_cf_to_scf
+    lift_cf_to_scf(root, remark)     # loops written as branches first
     counts = {"scf.for": 0, "scf.if": 0, "memref": 0}
     for func in _functions(root):
         dead: list[Operation] = []

@@ -1,0 +1,256 @@
+"""lift-cf-to-scf: loops and conditionals written as branches (what mlir-opt-22's
+--convert-scf-to-cf prints) come back as scf.for/scf.if, so that the loop optimizations reach
+them; every result is run against numpy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import polyopt
+from polyopt.passes import run_pipeline
+from upstream_mlir import mlir_opt
+
+
+def _matmul(m: int, n: int, k: int) -> str:
+    return f"""func.func @mm(%A: memref<{m}x{k}xf64>, %B: memref<{k}x{n}xf64>, %C: memref<{m}x{n}xf64>) {{
+  affine.for %i = 0 to {m} {{
+    affine.for %j = 0 to {n} {{
+      affine.for %k = 0 to {k} {{
+        %a = affine.load %A[%i, %k] : memref<{m}x{k}xf64>
+        %b = affine.load %B[%k, %j] : memref<{k}x{n}xf64>
+        %c = affine.load %C[%i, %j] : memref<{m}x{n}xf64>
+        %p = arith.mulf %a, %b : f64
+        %s = arith.addf %c, %p : f64
+        affine.store %s, %C[%i, %j] : memref<{m}x{n}xf64>
+      }}
+    }}
+  }}
+  return
+}}
+"""
+
+
+def _lift(text: str):
+    remarks = []
+    module = polyopt.parse(text)
+    run_pipeline(module, "lift-cf-to-scf", remark=lambda loc, msg: remarks.append(msg))
+    return module, remarks
+
+
+def _ops(module) -> list[str]:
+    return [op.name for op in module.walk()]
+
+
+def test_a_matmul_lowered_to_branches_comes_back_as_loops():
+    cf = mlir_opt(_matmul(5, 7, 6), "--lower-affine", "--convert-scf-to-cf")
+    module, remarks = _lift(cf)
+    names = _ops(module)
+    assert names.count("scf.for") == 3 and not any(n.startswith("cf.") for n in names)
+    assert remarks == ["lift-cf-to-scf: branches lifted to scf.for/scf.if"]
+    mlir_opt(str(module))   # valid for upstream
+
+
+FULL = dict(hopt=True, copy=True, unroll=True, scalrep=True, vect=True)
+
+
+def test_the_whole_pipeline_treats_branches_as_the_loops_they_were():
+    """Sizes that are multiples of no tile: the BLIS pipeline's output from the branches is
+    the one from the affine loops, line for line, and it computes A*B."""
+    affine = _matmul(37, 29, 41)
+    cf = mlir_opt(affine, "--lower-affine", "--convert-scf-to-cf")
+    flags = ["--hopt", "--hopt-copy", "--hopt-unroll", "--hopt-scalrep", "--hopt-vect"]
+
+    def opt(text):
+        r = subprocess.run([sys.executable, "-m", "polyopt", "opt", "-", *flags], input=text,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+    assert opt(cf) == opt(affine)
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((37, 41)), rng.standard_normal((41, 29))
+    c = rng.standard_normal((37, 29))
+    expected = c + a @ b
+    polyopt.compile(cf, **FULL)["mm"](a, b, c)
+    np.testing.assert_allclose(c, expected, rtol=1e-12, atol=1e-12)
+
+
+ROWSUM = """func.func @rowsum(%A: memref<?x?xf64>, %out: memref<?xf64>, %t: f64) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %m = memref.dim %A, %c0 : memref<?x?xf64>
+  %n = memref.dim %A, %c1 : memref<?x?xf64>
+  %z = arith.constant 0.0 : f64
+  scf.for %i = %c0 to %m step %c1 {
+    %s = scf.for %j = %c0 to %n step %c2 iter_args(%acc = %z) -> f64 {
+      %v = memref.load %A[%i, %j] : memref<?x?xf64>
+      %pos = arith.cmpf ogt, %v, %z : f64
+      %w = scf.if %pos -> f64 {
+        scf.yield %v : f64
+      } else {
+        %nv = arith.negf %v : f64
+        scf.yield %nv : f64
+      }
+      %a2 = arith.addf %acc, %w : f64
+      scf.yield %a2 : f64
+    }
+    memref.store %s, %out[%i] : memref<?xf64>
+    %big = arith.cmpf ogt, %s, %t : f64
+    scf.if %big {
+      memref.store %t, %out[%i] : memref<?xf64>
+    }
+  }
+  return
+}
+"""
+
+
+def _rowsum_reference(a, t):
+    s = np.abs(a[:, ::2]).sum(axis=1)
+    return np.where(s > t, t, s)
+
+
+@pytest.mark.parametrize("hopt", [False, True])
+def test_carried_values_conditionals_with_results_and_without_else(hopt):
+    cf = mlir_opt(ROWSUM, "--convert-scf-to-cf")
+    module, remarks = _lift(cf)
+    names = _ops(module)
+    assert names.count("scf.for") == 2 and names.count("scf.if") == 2
+    assert not any(n.startswith("cf.") for n in names), str(module)
+    ifs = [op for op in module.walk() if op.name == "scf.if"]
+    assert sorted(len(op.results) for op in ifs) == [0, 1]
+    assert [op.has_else for op in ifs if not op.results] == [False]
+    mlir_opt(str(module))
+    a = np.random.default_rng(2).standard_normal((9, 13))
+    for text in (cf, str(module)):
+        out = np.zeros(9)
+        polyopt.compile(text, hopt=hopt)["rowsum"](a, out, 2.5)
+        np.testing.assert_allclose(out, _rowsum_reference(a, 2.5), rtol=1e-13)
+
+
+def test_an_unsigned_loop_is_lifted_unsigned():
+    text = """func.func @count(%n: i32) -> i32 {
+  %c0 = arith.constant 0 : i32
+  %c3 = arith.constant 3 : i32
+  %r = scf.for unsigned %i = %c0 to %n step %c3 iter_args(%acc = %c0) -> i32 : i32 {
+    %a = arith.addi %acc, %i : i32
+    scf.yield %a : i32
+  }
+  return %r : i32
+}
+"""
+    cf = mlir_opt(text, "--convert-scf-to-cf")
+    assert "ult" in cf
+    module, _ = _lift(cf)
+    loops = [op for op in module.walk() if op.name == "scf.for"]
+    assert len(loops) == 1 and "unsignedCmp" in loops[0].attributes
+    f = polyopt.compile(str(module))["count"]
+    for n in (0, 1, 10, 100):
+        assert f(n) == sum(range(0, n, 3))
+    # -1 is 2**32 - 1 unsigned: a signed compare would not enter the loop
+    assert f(-1) != 0
+
+
+WHILE = """func.func @halve(%n: i64) -> i64 {
+  %c1 = arith.constant 1 : i64
+  %c2 = arith.constant 2 : i64
+  %r:2 = scf.while (%x = %n, %s = %c1) : (i64, i64) -> (i64, i64) {
+    %more = arith.cmpi sgt, %x, %c1 : i64
+    scf.condition(%more) %x, %s : i64, i64
+  } do {
+  ^bb0(%x: i64, %s: i64):
+    %h = arith.divsi %x, %c2 : i64
+    %s2 = arith.addi %s, %c1 : i64
+    scf.yield %h, %s2 : i64, i64
+  }
+  return %r#1 : i64
+}
+"""
+
+
+def test_what_is_not_lifted_is_left_whole_and_said():
+    cf = mlir_opt(WHILE, "--convert-scf-to-cf")
+    module, remarks = _lift(cf)
+    assert str(module) == str(polyopt.parse(cf))
+    assert len(remarks) == 1 and "not lifted" in remarks[0] and "runs as written" in remarks[0]
+    f = polyopt.compile(cf, hopt=True)["halve"]
+    assert [f(n) for n in (1, 2, 9, 1024)] == [1, 2, 4, 11]
+
+
+HAND = {
+    # the induction variable read after its loop
+    "iv_after_loop": """func.func @f(%n: index) -> index {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  cf.br ^bb1(%c0 : index)
+^bb1(%i: index):
+  %c = arith.cmpi slt, %i, %n : index
+  cf.cond_br %c, ^bb2, ^bb3
+^bb2:
+  %i2 = arith.addi %i, %c1 : index
+  cf.br ^bb1(%i2 : index)
+^bb3:
+  return %i : index
+}
+""",
+    # a step that is not a positive constant
+    "dynamic_step": """func.func @f(%n: index, %s: index) -> index {
+  %c0 = arith.constant 0 : index
+  cf.br ^bb1(%c0, %c0 : index, index)
+^bb1(%i: index, %k: index):
+  %c = arith.cmpi slt, %i, %n : index
+  cf.cond_br %c, ^bb2, ^bb3
+^bb2:
+  %i2 = arith.addi %i, %s : index
+  %k2 = arith.addi %k, %i : index
+  cf.br ^bb1(%i2, %k2 : index, index)
+^bb3:
+  return %k : index
+}
+""",
+    # an early return from a loop
+    "early_return": """func.func @f(%n: index, %stop: index) -> index {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  cf.br ^bb1(%c0 : index)
+^bb1(%i: index):
+  %c = arith.cmpi slt, %i, %n : index
+  cf.cond_br %c, ^bb2, ^bb4
+^bb2:
+  %e = arith.cmpi eq, %i, %stop : index
+  cf.cond_br %e, ^bb4, ^bb3
+^bb3:
+  %i2 = arith.addi %i, %c1 : index
+  cf.br ^bb1(%i2 : index)
+^bb4:
+  return %i : index
+}
+""",
+}
+
+
+def _hand_reference(name, *args):
+    if name == "iv_after_loop":
+        (n,) = args
+        return max(n, 0)
+    if name == "dynamic_step":
+        n, s = args
+        return sum(range(0, n, s))
+    n, stop = args
+    return min(stop, n) if stop >= 0 else n
+
+
+@pytest.mark.parametrize("name", sorted(HAND))
+def test_shapes_that_are_not_counted_loops_run_as_written(name):
+    module, remarks = _lift(HAND[name])
+    assert any(op.name == "cf.cond_br" for op in module.walk())
+    assert len(remarks) == 1 and "not lifted" in remarks[0]
+    f = polyopt.compile(HAND[name], hopt=True)["f"]
+    cases = {"iv_after_loop": [(0,), (5,)], "dynamic_step": [(10, 3), (7, 1)],
+             "early_return": [(10, 4), (10, 20), (3, 0)]}[name]
+    for args in cases:
+        assert f(*args) == _hand_reference(name, *args), args
