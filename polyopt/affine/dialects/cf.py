@@ -13,12 +13,16 @@ code raises ``RuntimeError`` with it when it returns (see :mod:`polyopt.codegen.
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from ..attributes import DenseArrayAttr, DenseElementsAttr, StringAttr
 from ..diagnostics import ParseError, VerifyError
 from ..ir import Block, Operation, Value, register_op
 from ..types import IndexType, IntegerType, Type, i1, i32
+
+
+_CASE_VALUE = re.compile(r"-?[0-9]+")
 
 
 @register_op
@@ -49,6 +53,12 @@ class AssertOp(Operation):
         p.print_operand(self.operands[0])
         p.print(", " + str(self.attributes["msg"]))
         p.print_attr_dict(self.attributes, elide=("msg",))
+
+    def generic_properties(self) -> dict:
+        return {"msg": self.attributes["msg"]} if "msg" in self.attributes else {}
+
+    def generic_attributes(self) -> dict:
+        return {k: v for k, v in self.attributes.items() if k != "msg"}
 
     def verify_op(self) -> None:
         if len(self.operands) != 1 or self.results:
@@ -173,6 +183,11 @@ class CondBranchOp(BranchOpBase):
     @classmethod
     def parse_custom(cls, p, loc, name):
         cond = p.parse_operand(i1)
+        weights = None
+        if p.optional_keyword("weights"):
+            p.expect("(")
+            weights = p.parse_comma_separated("[", "]", p.parse_integer)
+            p.expect(")")
         p.expect(",")
         true_dest, true_values = p.parse_successor_and_use_list()
         p.expect(",")
@@ -180,22 +195,31 @@ class CondBranchOp(BranchOpBase):
         attrs = p.parse_optional_attr_dict()
         op = cls.build(cond, true_dest, true_values, false_dest, false_values, loc)
         op.attributes.update(attrs)
+        if weights is not None:
+            op.attributes["branch_weights"] = DenseArrayAttr(i32, tuple(weights))
         return op
 
     def print_custom(self, p) -> None:
         p.print("cf.cond_br ")
         p.print_operand(self.condition)
+        weights = self.attributes.get("branch_weights")
+        if isinstance(weights, DenseArrayAttr):
+            p.print(" weights([" + ", ".join(str(w) for w in weights.values) + "])")
         p.print(", ")
         _print_successor(p, self.successors[0], self.successor_operands(0))
         p.print(", ")
         _print_successor(p, self.successors[1], self.successor_operands(1))
-        p.print_attr_dict(self.attributes, elide=("operandSegmentSizes",))
+        p.print_attr_dict(self.attributes, elide=("operandSegmentSizes", "branch_weights"))
 
     def generic_properties(self) -> dict:
-        return {"operandSegmentSizes": DenseArrayAttr(i32, self._sizes())}
+        props = {"operandSegmentSizes": DenseArrayAttr(i32, self._sizes())}
+        if "branch_weights" in self.attributes:
+            props["branch_weights"] = self.attributes["branch_weights"]
+        return props
 
     def generic_attributes(self) -> dict:
-        return {k: v for k, v in self.attributes.items() if k != "operandSegmentSizes"}
+        return {k: v for k, v in self.attributes.items()
+                if k not in ("operandSegmentSizes", "branch_weights")}
 
     def verify_op(self) -> None:
         sizes = self._sizes()
@@ -207,6 +231,16 @@ class CondBranchOp(BranchOpBase):
         if self.condition.type != i1:
             raise self.error(f"operand #0 must be 1-bit signless integer, but got "
                              f"'{self.condition.type}'")
+        weights = self.attributes.get("branch_weights")
+        if weights is not None:
+            if not isinstance(weights, DenseArrayAttr) or weights.element_type != i32:
+                raise self.error("attribute 'branch_weights' failed to satisfy constraint: "
+                                 "i32 dense array attribute")
+            if len(weights.values) != 2:
+                raise self.error(f"expects number of branch weights to match number of "
+                                 f"successors: {len(weights.values)} vs 2")
+            if not any(weights.values):
+                raise self.error("branch weights cannot all be zero")
         self._verify_successors(2)
 
 
@@ -271,11 +305,18 @@ class SwitchOp(BranchOpBase):
         while p.optional(","):
             p.skip_ws()
             at = p.pos
-            value = p.parse_integer()
+            m = _CASE_VALUE.match(p.text, p.pos)
+            if not m:
+                raise p.error("expected integer value", at)
+            p.pos = m.end()
+            value = int(m.group(0))
             if not -(1 << (t.width - 1)) <= value < (1 << t.width):
-                raise p.error(f"integer value {value} does not fit in {t}", at)
-            if value >= 1 << (t.width - 1):     # kept in the signed view, as dense<> does
+                # mlir-opt-22 truncates it silently: the branch would go elsewhere
+                raise p.error(f"case value is out of range for '{t}'", at)
+            if t.width > 1 and value >= 1 << (t.width - 1):   # the signed view, as dense<>
                 value -= 1 << t.width
+            elif t.width == 1:
+                value &= 1
             p.expect(":")
             dest, values = p.parse_successor_and_use_list()
             cases.append((value, dest, values))
@@ -296,7 +337,7 @@ class SwitchOp(BranchOpBase):
         for i, value in enumerate(self.case_values, start=1):
             p.print(",")
             p.newline()
-            p.print(f"{value & ((1 << self.flag.type.width) - 1)}: ")   # unsigned, as MLIR
+            p.print(f"{value & ((1 << self.flag.type.width) - 1)}: ")   # as mlir-opt-22
             _print_successor(p, self.successors[i], self.successor_operands(i))
         p.indent -= 1
         p.newline()
