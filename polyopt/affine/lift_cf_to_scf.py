@@ -17,15 +17,17 @@ What is lifted, from the entry block on, following the branches:
 * a straight line of blocks, each the only successor of the one before: one sequence;
 * a ``cf.cond_br`` whose two paths meet again at a block (its immediate post-dominator): an
   ``scf.if``, the values the paths pass to that block its results;
-* a loop whose header block takes the induction variable (and loop-carried values), compares
-  it ``slt`` (or ``ult``) with a bound defined before the loop and branches into the body or
-  out, the body coming back once with ``iv + constant step`` (step > 0): an ``scf.for`` (the
-  carried values its ``iter_args``).
+* a loop entered once, with one back edge, leaving from its header: an ``scf.for`` when the
+  header takes the induction variable (and loop-carried values), compares it ``slt`` (or
+  ``ult``) with a bound defined before the loop, and the back edge passes ``iv + constant
+  step`` (step > 0) and the induction variable is not read after the loop; otherwise an
+  ``scf.while`` whose before region is the header (what ``--convert-scf-to-cf`` makes of an
+  ``scf.while`` comes back as it was).
 
-Unlike upstream, which turns any control flow into ``scf.while`` and ``scf.index_switch``,
-this lifts only what becomes ``scf.for``/``scf.if``, the forms the polyhedral passes read.
-A function with anything else (``cf.switch``, a loop of another shape, an early return, a
-branch out of a loop) is left as it was, all of it: it runs as written, through the branches,
+Upstream's pass turns every loop into ``scf.while`` and switches into ``scf.index_switch``;
+this one gives the counted loops back as ``scf.for``, the form the polyhedral passes read, and
+leaves a function with anything else (``cf.switch``, a return or a second exit inside a loop, a
+loop entered at two places) as it was, all of it: it runs as written, through the branches,
 and the remark says what stopped the lifting.
 """
 
@@ -34,7 +36,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from .attributes import IntegerAttr
-from .dialects.scf import ForOp, IfOp, YieldOp
+from .dialects.scf import ConditionOp, ForOp, IfOp, WhileOp, YieldOp
 from .dominance import DominanceInfo, PostDominanceInfo
 from .ir import Block, Operation, Region, Value
 
@@ -69,7 +71,7 @@ def lift_cf_to_scf(module: Operation, remark: Remark = None) -> None:
         func.regions[0] = lifted
         lifted.parent = func
         if remark is not None:
-            remark(func.loc, "lift-cf-to-scf: branches lifted to scf.for/scf.if")
+            remark(func.loc, "lift-cf-to-scf: branches lifted to scf.for/scf.while/scf.if")
 
 
 class _Lifter:
@@ -190,31 +192,56 @@ class _Lifter:
 
     def _lift_loop(self, preheader: Block, header: Block, inits: list[Value],
                    target: Block) -> Block:
-        """The loop entered at ``header`` from ``preheader`` with ``inits``; returns the block
-        the loop exits to."""
+        """The loop entered at ``header`` from ``preheader`` with ``inits``: an ``scf.for`` when
+        it is a counted loop, else an ``scf.while``; returns the block the loop exits to."""
         preds = header.predecessors()
         if len(preds) != 2 or sum(p is preheader for p in preds) != 1:
             raise _NotStructured("a loop header with other than one entry and one back edge")
-        if len(header.ops) != 2 or header.ops[1].name != "cf.cond_br" or \
-                header.ops[0].name != "arith.cmpi":
-            raise _NotStructured("a loop header that is not a compare and a cf.cond_br")
+        latch = preds[1] if preds[0] is preheader else preds[0]
+        if header.terminator.name != "cf.cond_br" or latch is header:
+            raise _NotStructured("a loop that does not leave from its header")
+        counted = self._counted_loop(header, latch)
+        if counted is not None:
+            return self._lift_for(header, inits, target, *counted)
+        return self._lift_while(header, latch, inits, target)
+
+    def _counted_loop(self, header: Block, latch: Block):
+        """(compare, step, unsigned) when the loop at ``header`` is ``for iv = lb; iv < ub;
+        iv += step`` with ``ub`` from before the loop, a positive constant step and ``iv``
+        not read after the loop; else None."""
+        if len(header.ops) != 2 or header.ops[0].name != "arith.cmpi" or not header.args:
+            return None
         cmp, cond_br = header.ops
-        iv = header.args[0] if header.args else None
+        iv = header.args[0]
         predicate = cmp.attributes.get("predicate")
-        unsigned = isinstance(predicate, IntegerAttr) and predicate.value == 6   # ult
-        if iv is None or cmp.operands[0] is not iv or \
+        if cmp.operands[0] is not iv or \
                 not (isinstance(predicate, IntegerAttr) and predicate.value in (2, 6)) or \
-                cond_br.condition is not cmp.results[0] or len(cmp.results[0].uses) != 1:
-            raise _NotStructured("a loop header that does not compare its first argument "
-                                 "slt/ult with a bound")
-        bound = cmp.operands[1]
-        if not self._defined_before(bound, header):
-            raise _NotStructured("a loop bound computed in the loop")
+                cond_br.condition is not cmp.results[0] or len(cmp.results[0].uses) != 1 or \
+                not self._defined_before(cmp.operands[1], header):
+            return None
         body, exit_ = cond_br.successors
         if cond_br.successor_operands(0) or cond_br.successor_operands(1) or \
                 len(body.predecessors()) != 1 or len(exit_.predecessors()) != 1:
-            raise _NotStructured("a loop header whose branches pass values or share their "
-                                 "targets")
+            return None
+        back = latch.terminator
+        if back.name != "cf.br" or not back.operands:
+            return None
+        try:
+            step = self._step(back.operands[0], iv)
+        except _NotStructured:
+            return None
+        for u in iv.uses:
+            block = self.home.get(id(u.op))
+            if u.op is not cmp and not (block is not None and self.dom.dominates(body, block)):
+                return None     # read after the loop: its last value is not scf.for's
+        return cmp, step, predicate.value == 6
+
+    def _lift_for(self, header: Block, inits: list[Value], target: Block, cmp: Operation,
+                  step: int, unsigned: bool) -> Block:
+        cond_br = header.terminator
+        iv = header.args[0]
+        bound = cmp.operands[1]
+        body, exit_ = cond_br.successors
         self.visited.add(id(header))
         cond_br.drop_all_operand_uses()
         cmp.drop_all_operand_uses()
@@ -224,10 +251,9 @@ class _Lifter:
         kind, nexts = self._emit(body, loop_body, header=header, stop=None)
         if kind != "latch":
             raise _NotStructured("a loop body that does not come back to its header")
-        step = self._step(nexts[0], loop_body.args[0])
-        step_value = nexts[0].defining_op.operands[1] \
-            if nexts[0].defining_op.operands[0] is loop_body.args[0] \
-            else nexts[0].defining_op.operands[0]
+        next_op = nexts[0].defining_op
+        step_value = next_op.operands[1] if next_op.operands[0] is loop_body.args[0] \
+            else next_op.operands[0]
         if not self._defined_before(step_value, header):
             step_op = Operation.create("arith.constant", result_types=[iv.type],
                                        attributes={"value": IntegerAttr(step, iv.type)},
@@ -236,13 +262,11 @@ class _Lifter:
             step_value = step_op.results[0]
         for_op = ForOp.build(inits[0], bound, step_value, inits[1:], unsigned=unsigned,
                              loc=cmp.loc)
-        for_body = for_op.regions[0].blocks[0]
-        for op in list(for_body.ops):
+        for op in list(for_op.regions[0].blocks[0].ops):
             op.erase()
         for_op.regions[0].blocks[0] = loop_body
         loop_body.parent = for_op.regions[0]
         loop_body.append(YieldOp.build(nexts[1:], loc=cmp.loc))
-        next_op = nexts[0].defining_op
         target.append(for_op)
         if not nexts[0].uses:
             next_op.erase()
@@ -254,6 +278,85 @@ class _Lifter:
             for u in outside:
                 u.op.set_operand(u.index, for_op.results[k - 1])
         return exit_
+
+    def _lift_while(self, header: Block, latch: Block, inits: list[Value],
+                    target: Block) -> Block:
+        """``scf.while``: the header's ops are the before region, their condition (negated
+        when the loop continues on the false edge) and the values the loop needs after it the
+        ``scf.condition``'s; the body up to the back edge is the after region."""
+        cond_br = header.terminator
+        t_dest, f_dest = cond_br.successors
+        if t_dest is not header and self.dom.dominates(t_dest, latch):
+            body, exit_, negate = t_dest, f_dest, False
+            body_vals, exit_vals = cond_br.successor_operands(0), cond_br.successor_operands(1)
+        elif f_dest is not header and self.dom.dominates(f_dest, latch):
+            body, exit_, negate = f_dest, t_dest, True
+            body_vals, exit_vals = cond_br.successor_operands(1), cond_br.successor_operands(0)
+        else:
+            raise _NotStructured("a loop whose header does not branch into its body")
+        if body is exit_ or len(body.predecessors()) != 1 or len(exit_.predecessors()) != 1:
+            raise _NotStructured("a loop whose body or exit has other predecessors")
+        header_ops = header.ops[:-1]
+        header_values = list(header.args) + [r for op in header_ops for r in op.results]
+        in_header = {id(v) for v in header_values}
+        forwarded = list(body_vals)
+        index = {}
+        for k, v in enumerate(forwarded):
+            index.setdefault(id(v), k)
+        for v in header_values + list(exit_vals):
+            if id(v) in index or id(v) not in in_header:
+                continue
+            if v in exit_vals or any(self.home.get(id(u.op)) is not header for u in v.uses
+                                     if u.op is not cond_br):
+                index[id(v)] = len(forwarded)
+                forwarded.append(v)
+        self.visited.add(id(header))
+        condition = cond_br.condition
+        cond_br.drop_all_operand_uses()
+        while_op = WhileOp.build(inits, [v.type for v in forwarded], loc=cond_br.loc)
+        before, after = while_op.before_block, while_op.after_block
+        # the header's values seen from the body are the after region's arguments, from
+        # after the loop its results
+        for v in header_values:
+            k = index.get(id(v))
+            for u in list(v.uses):
+                block = self.home.get(id(u.op))
+                if block is header or block is None:
+                    continue
+                if k is None:
+                    raise _NotStructured("a header value used outside the loop")
+                if self.dom.dominates(body, block):
+                    u.op.set_operand(u.index, after.args[k])
+                elif self.dom.dominates(exit_, block):
+                    u.op.set_operand(u.index, while_op.results[k])
+                else:
+                    raise _NotStructured("a header value used outside the loop")
+        for op in header_ops:
+            op.detach()
+            before.append(op)
+        for old, new in zip(header.args, before.args):
+            old.replace_all_uses_with(new)
+        if negate:
+            true = Operation.create("arith.constant", result_types=[condition.type],
+                                    attributes={"value": IntegerAttr(1, condition.type)},
+                                    loc=cond_br.loc)
+            flip = Operation.create("arith.xori", [condition, true.results[0]],
+                                    [condition.type], loc=cond_br.loc)
+            before.append(true)
+            before.append(flip)
+            condition = flip.results[0]
+        before_args = {id(old): new for old, new in zip(header.args, before.args)}
+        cond_values = [before_args.get(id(v), v) for v in forwarded]
+        before.append(ConditionOp.build(condition, cond_values, loc=cond_br.loc))
+        kind, nexts = self._emit(self._inline(body, list(after.args[:len(body_vals)])), after,
+                                 header=header, stop=None)
+        if kind != "latch":
+            raise _NotStructured("a loop body that does not come back to its header")
+        after.append(YieldOp.build(nexts, loc=cond_br.loc))
+        target.append(while_op)
+        exit_values = [while_op.results[index[id(v)]] if id(v) in in_header else v
+                       for v in exit_vals]
+        return self._inline(exit_, exit_values)
 
     def _step(self, next_iv: Value, iv: Value) -> int:
         op = next_iv.defining_op
