@@ -805,8 +805,11 @@ from .linalg_named import (LINALG_CONV_OPS, MATMUL_MAPS, BatchMatmulOp,  # noqa:
                            DotOp, LinalgConv1DNwcWcfOp, LinalgConv2DNhwcHwcfOp,
                            LinalgDepthwiseConv2DNhwcHwcOp, LinalgMatmulOp, MatvecOp, VecmatOp,
                            conv_indexing_maps)
+from .linalg_elementwise import LINALG_ELEMENTWISE_OPS, ElementwiseOp  # noqa: E402,F401
+from .linalg_window import LINALG_WINDOW_OPS  # noqa: E402,F401
 
 #: Every structured op class, by op name.
 STRUCTURED_OPS = {c.OP_NAME: c for c in (
     GenericOp, MapOp, ReduceOp, TransposeOp, CopyOp, FillOp, LinalgMatmulOp, BatchMatmulOp,
-    MatvecOp, VecmatOp, DotOp, *LINALG_CONV_OPS.values())}
+    MatvecOp, VecmatOp, DotOp, *LINALG_CONV_OPS.values(), *LINALG_ELEMENTWISE_OPS.values(),
+    ElementwiseOp, *LINALG_WINDOW_OPS.values())}

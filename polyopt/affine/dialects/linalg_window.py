@@ -1,0 +1,281 @@
+"""linalg's sliding-window named ops on memrefs that the BLIS pipeline does not take: the
+convolutions ``linalg.conv_2d_nchw_fchw`` and ``linalg.conv_2d_nhwc_fhwc``, the poolings
+``linalg.pooling_nhwc_sum/max/min/max_unsigned/min_unsigned`` and
+``linalg.pooling_nchw_sum/max``, and ``linalg.batch_matvec``.  They lower to naive affine
+nests (:mod:`polyopt.affine.linalg_to_affine`), in MLIR's loop order::
+
+    conv_2d_nchw_fchw (n, f, oh, ow, c, kh, kw):
+        O[n, f, oh, ow] += I[n, c, oh*sh + kh*dh, ow*sw + kw*dw] * K[f, c, kh, kw]
+    conv_2d_nhwc_fhwc (n, oh, ow, f, kh, kw, c):
+        O[n, oh, ow, f] += I[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * K[f, kh, kw, c]
+    pooling_nhwc_<r> (n, oh, ow, c, kh, kw):
+        O[n, oh, ow, c] = r(O[n, oh, ow, c], I[n, oh*sh + kh*dh, ow*sw + kw*dw, c])
+    pooling_nchw_<r> (n, c, oh, ow, kh, kw):
+        O[n, c, oh, ow] = r(O[n, c, oh, ow], I[n, c, oh*sh + kh*dh, ow*sw + kw*dw])
+    batch_matvec (b, i, k):  y[b, i] += A[b, i, k] * x[b, k]
+
+The pooling's second input (``W``, of shape ``KHxKW``) only gives the window's extent.  Inputs
+are cast to the output's element type with the signed casts (the unsigned ones for the
+``_unsigned`` poolings); ``r`` is ``addf``/``addi`` (sum), ``maximumf``/``maxsi`` (max),
+``minimumf``/``minsi`` (min), ``maxui``/``minui``.  ``strides``/``dilations``
+(``dense<..> : tensor<2xi64>``) default to 1 and print only when written, sorted in the
+attribute dictionary before ``ins``, as mlir-opt-22 prints them.  Shapes are checked by
+MLIR's structured-op verifier (``inferred input/output operand #2 has shape's dimension #1 to
+be 8, but found 4``)."""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence
+
+from ..affine_expr import AffineMap, dim
+from ..attributes import DenseElementsAttr
+from ..diagnostics import ParseError, VerifyError
+from ..ir import Value, register_op
+from ..types import FloatType, i64
+from .linalg import (TENSOR_MESSAGE, _custom_error, _element_type, _NamedOp, _segment_sizes,
+                     _strip, binary_error, build_add, build_cast, build_mul, cast_op_name)
+from .linalg_elementwise import _parse_named_body
+from .linalg_named import _ContractionOp, _dense_i64, _maps
+
+__all__ = ["WINDOW_OPS", "LinalgWindowOp", "BatchMatvecOp", "LINALG_WINDOW_OPS"]
+
+
+def _conv_nchw_fchw(s, d):
+    e = dim
+    return (AffineMap.get(7, 0, (e(0), e(4), e(2) * s[0] + e(5) * d[0], e(3) * s[1] + e(6) * d[1])),
+            AffineMap.get(7, 0, (e(1), e(4), e(5), e(6))),
+            AffineMap.get(7, 0, (e(0), e(1), e(2), e(3))))
+
+
+def _conv_nhwc_fhwc(s, d):
+    e = dim
+    return (AffineMap.get(7, 0, (e(0), e(1) * s[0] + e(4) * d[0], e(2) * s[1] + e(5) * d[1], e(6))),
+            AffineMap.get(7, 0, (e(3), e(4), e(5), e(6))),
+            AffineMap.get(7, 0, (e(0), e(1), e(2), e(3))))
+
+
+def _pool_nhwc(s, d):
+    e = dim
+    return (AffineMap.get(6, 0, (e(0), e(1) * s[0] + e(4) * d[0], e(2) * s[1] + e(5) * d[1], e(3))),
+            AffineMap.get(6, 0, (e(4), e(5))),
+            AffineMap.get(6, 0, (e(0), e(1), e(2), e(3))))
+
+
+def _pool_nchw(s, d):
+    e = dim
+    return (AffineMap.get(6, 0, (e(0), e(1), e(2) * s[0] + e(4) * d[0], e(3) * s[1] + e(5) * d[1])),
+            AffineMap.get(6, 0, (e(4), e(5))),
+            AffineMap.get(6, 0, (e(0), e(1), e(2), e(3))))
+
+
+_CONV_ITERS = ("parallel",) * 4 + ("reduction",) * 3
+_POOL_ITERS = ("parallel",) * 4 + ("reduction",) * 2
+
+#: op name -> (maps(strides, dilations), iterator types, payload: "conv" or the reduction)
+WINDOW_OPS: dict[str, tuple[Callable, tuple[str, ...], str]] = {
+    "linalg.conv_2d_nchw_fchw": (_conv_nchw_fchw, _CONV_ITERS, "conv"),
+    "linalg.conv_2d_nhwc_fhwc": (_conv_nhwc_fhwc, _CONV_ITERS, "conv"),
+    "linalg.pooling_nhwc_sum": (_pool_nhwc, _POOL_ITERS, "sum"),
+    "linalg.pooling_nhwc_max": (_pool_nhwc, _POOL_ITERS, "max"),
+    "linalg.pooling_nhwc_min": (_pool_nhwc, _POOL_ITERS, "min"),
+    "linalg.pooling_nhwc_max_unsigned": (_pool_nhwc, _POOL_ITERS, "max_unsigned"),
+    "linalg.pooling_nhwc_min_unsigned": (_pool_nhwc, _POOL_ITERS, "min_unsigned"),
+    "linalg.pooling_nchw_sum": (_pool_nchw, _POOL_ITERS, "sum"),
+    "linalg.pooling_nchw_max": (_pool_nchw, _POOL_ITERS, "max"),
+}
+
+_WINDOW_ATTRS = ("strides", "dilations")
+
+
+def _reduce(b, kind: str, acc: Value, x: Value, loc) -> Value:
+    from .arith import FLOAT_BINARY, INT_BINARY
+    if kind == "sum":
+        return build_add(b, acc, x, loc)
+    is_float = isinstance(acc.type, FloatType)
+    if is_float and kind in ("max", "min"):
+        name = "maximumf" if kind == "max" else "minimumf"
+        return b.create(FLOAT_BINARY[name], acc, x, loc=loc).result
+    if is_float:
+        raise ValueError(f"unsupported operation: unsigned {kind.split('_')[0]} not on uint")
+    name = {"max": "maxsi", "min": "minsi", "max_unsigned": "maxui",
+            "min_unsigned": "minui"}[kind]
+    return b.create(INT_BINARY[name], acc, x, loc=loc).result
+
+
+class LinalgWindowOp(_NamedOp):
+    """A convolution or pooling of :data:`WINDOW_OPS`: ``{strides = dense<..>, dilations =
+    dense<..>} ins(%I, %K : ...) outs(%O : ...)``.  Accessors ``input``, ``filter``
+    (the pooling's window shape), ``output``, ``strides``, ``dilations``."""
+
+    NUM_INPUTS = 2
+    OPERAND_NAMES = ("input", "filter", "output")
+
+    @classmethod
+    def build(cls, input: Value, filter: Value, output: Value,
+              strides: Optional[Sequence[int]] = None,
+              dilations: Optional[Sequence[int]] = None, loc=None):
+        """``strides``/``dilations`` left ``None`` are not written (MLIR's default, 1)."""
+        attrs = {}
+        for name, vals in (("strides", strides), ("dilations", dilations)):
+            if vals is not None:
+                attrs[name] = DenseElementsAttr.from_ints(vals, i64)
+        return cls(operands=[input, filter, output], attributes=attrs, loc=loc)
+
+    @property
+    def input(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def filter(self) -> Value:
+        return self.operands[1]
+
+    @property
+    def output(self) -> Value:
+        return self.operands[2]
+
+    @property
+    def payload_kind(self) -> str:
+        return WINDOW_OPS[self.OP_NAME][2]
+
+    def _window(self, name: str) -> tuple[int, ...]:
+        vals = _dense_i64(self.attributes.get(name), 2)
+        return vals if vals is not None else (1, 1)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return self._window("strides")
+
+    @property
+    def dilations(self) -> tuple[int, ...]:
+        return self._window("dilations")
+
+    @property
+    def indexing_maps(self) -> tuple[AffineMap, ...]:
+        return WINDOW_OPS[self.OP_NAME][0](self.strides, self.dilations)
+
+    @property
+    def iterator_types(self) -> tuple[str, ...]:
+        return WINDOW_OPS[self.OP_NAME][1]
+
+    @property
+    def unsigned_cast(self) -> bool:
+        return self.payload_kind.endswith("_unsigned")
+
+    def build_payload(self, b, args, loc):
+        x, k, out = args
+        t = out.type
+        xi = build_cast(b, x, t, self.unsigned_cast, loc)
+        if self.payload_kind == "conv":
+            ki = build_cast(b, k, t, False, loc)
+            return [build_add(b, out, build_mul(b, xi, ki, loc), loc)]
+        return [_reduce(b, self.payload_kind, out, xi, loc)]
+
+    def payload_type_error(self) -> Optional[str]:
+        out = _element_type(self.output.type)
+        srcs = (self.input, self.filter) if self.payload_kind == "conv" else (self.input,)
+        for v in srcs:
+            src = _element_type(v.type)
+            if cast_op_name(src, out, self.unsigned_cast) is None:
+                return f"cannot cast '{src}' to the output element type '{out}'"
+        msg = binary_error(out, out)
+        if msg is None and isinstance(out, FloatType) and self.unsigned_cast:
+            kind = self.payload_kind.split("_")[0]
+            msg = f"unsupported operation: unsigned {kind} not on uint"
+        return msg
+
+    def _verify_payload_types(self) -> None:
+        msg = self.payload_type_error()
+        if msg:
+            raise self.error(msg)
+
+    # -- syntax --------------------------------------------------------------------------------
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        from .linalg import _reject_tensors
+        _reject_tensors(p)
+        p.skip_ws()
+        start = p.pos
+        if p.peek_keyword("indexing_maps"):
+            raise _custom_error(p, name, "[parseNamedStructuredOpRegion] ods-gen generated "
+                                "region expects 3 args, got 0", start)
+        attrs: dict = {}
+        operands = _parse_named_body(p, name, 2, attrs)
+        for a in _WINDOW_ATTRS:   # checked while the op is built, as MLIR's parser does
+            if a in attrs and _dense_i64(attrs[a], 2) is None:
+                raise _custom_error(p, name, f"'{name}' op attribute '{a}' failed to satisfy "
+                                    "constraint: 64-bit signless int elements attribute of "
+                                    "shape [2]", start)
+        op = cls(operands=operands, attributes=attrs, loc=loc)
+        msg = op.payload_type_error()
+        if msg is not None:
+            raise _custom_error(p, name, msg, start)
+        return op
+
+    @classmethod
+    def from_generic(cls, p, loc, operands, result_types, attrs, regions):
+        if result_types:
+            raise ParseError(TENSOR_MESSAGE, loc)
+        attrs = dict(attrs)
+        memo = attrs.pop("linalg.memoized_indexing_maps", None)
+        seg = _segment_sizes(attrs, loc, cls.OP_NAME)
+        if seg is not None and seg != (2, 1):
+            raise ParseError(f"'{cls.OP_NAME}' expects 2 input(s) and 1 output, got "
+                             f"operandSegmentSizes {attrs['operandSegmentSizes']}", loc)
+        op = cls(operands=operands, attributes=_strip(attrs, "operandSegmentSizes"), loc=loc)
+        if memo is not None:
+            got = tuple(getattr(e, "value", None) for e in getattr(memo, "elements", ()))
+            if got != tuple(op.indexing_maps):
+                raise ParseError(f"'{cls.OP_NAME}' op linalg.memoized_indexing_maps {memo} are "
+                                 "not the op's indexing maps", loc)
+        op._check_generic_region(regions, loc)
+        return op
+
+    def print_custom(self, p) -> None:
+        p.print(self.OP_NAME)
+        p.print_attr_dict(self.attributes)
+        from .linalg import _print_ins_outs
+        _print_ins_outs(p, self.inputs, self.outputs)
+
+    # -- verification --------------------------------------------------------------------------
+    def verify_op(self) -> None:
+        self._verify_no_region()
+        if len(self.operands) != 3:
+            raise self.error(f"expects 2 inputs and 1 output, got {len(self.operands)} operands")
+        for a in _WINDOW_ATTRS:
+            attr = self.attributes.get(a)
+            if attr is None:
+                continue
+            vals = _dense_i64(attr, 2)
+            if vals is None:
+                raise self.error(f"attribute '{a}' failed to satisfy constraint: 64-bit "
+                                 "signless int elements attribute of shape [2]")
+            if any(v <= 0 for v in vals):
+                # MLIR's convolution interface: a zero stride leaves a loop out of the input
+                raise VerifyError("unexpected loop dimension for convolution op", self.loc)
+        self._verify_operand_kinds()
+        self.verify_structured()
+
+
+def _window_op(op_name: str) -> type:
+    short = op_name.split(".", 1)[1]
+    maps_fn, _, kind = WINDOW_OPS[op_name]
+    cls = type("".join(w.capitalize() for w in short.split("_")) + "Op", (LinalgWindowOp,),
+               {"OP_NAME": op_name,
+                "__doc__": f"``{op_name}``: a {'convolution' if kind == 'conv' else kind} "
+                           "window op (see the module's table)."})
+    return register_op(cls)
+
+
+@register_op
+class BatchMatvecOp(_ContractionOp):
+    """``linalg.batch_matvec ins(%A, %x : memref<BxMxK>, memref<BxK>) outs(%y : memref<BxM>)``:
+    y[b, i] += A[b, i, k] * x[b, k]."""
+
+    OP_NAME = "linalg.batch_matvec"
+    DEFAULT_MAPS = _maps(3, (0, 1, 2), (0, 2), (0, 1))
+    ITERATORS = ("parallel", "parallel", "reduction")
+
+
+#: The op classes of this module, by op name.
+LINALG_WINDOW_OPS = {**{n: _window_op(n) for n in WINDOW_OPS},
+                     BatchMatvecOp.OP_NAME: BatchMatvecOp}
