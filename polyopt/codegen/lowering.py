@@ -92,12 +92,13 @@ class FunctionSignature:
     args: list = field(default_factory=list)
     results: list = field(default_factory=list)
     numpy_error: Optional[str] = None
+    symbol: Optional[str] = None    # the LLVM symbol, when it is not ``name``
 
     def make_callable(self, engine: JITEngine):
         """A Python callable running this function of ``engine`` on numpy arrays/scalars."""
         if self.numpy_error is not None:
             return _NumpyUnsupported(self.name, self.numpy_error)
-        return make_callable(engine, self.name, self.args, self.results)
+        return make_callable(engine, self.symbol or self.name, self.args, self.results)
 
 
 @dataclass(frozen=True)
@@ -442,10 +443,16 @@ class ModuleLowering:
             fnty = self.abi_function_type(ft, f.loc)
         except Unsupported as exc:
             raise CodegenError(f"function @{f.sym_name}: {exc}", f.loc) from None
-        if f.sym_name in self.llmod.globals:
+        symbol = f.sym_name
+        if _c_symbol_exists(symbol):
+            # `@erf` defined here is not libm's erf, which math.erf calls (a call to itself
+            # that never ended), and LLVM treats a function with a C library name as that
+            # function; the definition takes another name, the calls and Python use it
+            symbol = f"{symbol}.polyopt"
+        if symbol in self.llmod.globals:
             raise CodegenError(f"function @{f.sym_name} clashes with a symbol of the lowering",
                                f.loc)
-        fn = ir.Function(self.llmod, fnty, f.sym_name)
+        fn = ir.Function(self.llmod, fnty, symbol)
         fn.attributes = FnAttrs(self.fn_attr_strings)
         fn.attributes.add("nounwind")
         if self.noalias:
@@ -596,7 +603,8 @@ class ModuleLowering:
                 continue
             results.append(ScalarArg(f"result{i}", dtype))
         return FunctionSignature(f.sym_name, args, results,
-                                 "; ".join(problems) if problems else None)
+                                 "; ".join(problems) if problems else None,
+                                 self.callees[f.sym_name].llfn.name)
 
 
 def _numpy_dtype_name(t: Type) -> Optional[str]:
