@@ -77,9 +77,20 @@ class Printer:
         if not op.results:
             return
         hint = op.result_name_hint() if not self.generic else None
-        if isinstance(hint, (list, tuple)):  # one name per result: `%sum, %overflow = ...`
-            for r, h in zip(op.results, hint):
-                self.names[r] = self._unique(h)
+        if isinstance(hint, list):  # one name per result (`%sum, %overflow = ...`), or per
+            groups = []             # group of results: ("sizes", 2) is `%sizes:2`, `%sizes#1`
+            results = iter(op.results)
+            for h in hint:
+                name, count = h if isinstance(h, tuple) else (h, 1)
+                if count == 0:
+                    continue
+                name = self._unique(name)
+                groups.append((name, count))
+                for i in range(count):
+                    self.names[next(results)] = name if count == 1 else f"{name}#{i}"
+            if any(count > 1 for _, count in groups):
+                self.result_groups = getattr(self, "result_groups", {})
+                self.result_groups[op] = groups
             return
         name = self._unique(hint) if hint is not None else self._next_number()
         if len(op.results) == 1:
@@ -254,8 +265,12 @@ class Printer:
     def print_op(self, op: Operation) -> None:
         if op.results:
             group = getattr(self, "group_names", {}).get(op)
+            groups = getattr(self, "result_groups", {}).get(op)
             if group is not None:
                 self.print(f"%{group}:{len(op.results)} = ")
+            elif groups is not None:
+                self.print(", ".join(f"%{n}:{c}" if c > 1 else f"%{n}" for n, c in groups) +
+                           " = ")
             else:
                 self.print(", ".join(self.value_name(r) for r in op.results) + " = ")
         custom = getattr(op, "print_custom", None)

@@ -291,7 +291,7 @@ class ExtractStridedMetadataOp(Operation):
 
     def result_name_hint(self):
         r = max(0, (len(self.results) - 2) // 2)
-        return ["base_buffer", "offset"] + ["sizes"] * r + ["strides"] * r
+        return ["base_buffer", "offset", ("sizes", r), ("strides", r)]
 
     def verify_op(self) -> None:
         if len(self.operands) != 1:
