@@ -165,6 +165,24 @@ def _report_opaque(module, opts, remark):
     report_opaque_nests(module, remark)
 
 
+@register("hopt-linalg-to-loops", "linalg ops the BLIS expansion does not take (NCHW "
+          "convolutions, transposed matmuls, generics...) become affine loops, so that "
+          "contraction and convolution raising and the automatic scheduler see them")
+def _linalg_rest_to_loops(module, opts, remark):
+    from .affine.dialects.linalg import LinalgStructuredOp
+    from .affine.linalg_to_affine import lower_to_affine_loops
+    from .schedules.expand import blis_takes
+    todo = [op for op in module.walk()
+            if isinstance(op, LinalgStructuredOp) and not blis_takes(op, None)]
+    from .affine.dialects.affine import AffineApplyOp
+    from .affine.loop_utils import fold_affine_apply
+    for op in reversed(todo):   # innermost first, as convert-linalg-to-affine-loops
+        for loop in lower_to_affine_loops(op)[:1]:
+            # subscripts in the access maps, where the raisers read them (canonicalize's)
+            for apply in [o for o in loop.walk() if isinstance(o, AffineApplyOp)]:
+                fold_affine_apply(apply)
+
+
 def _microkernel_for(opts: BlisOptions):
     if not opts.blis:
         return None
@@ -503,7 +521,8 @@ def default_pipeline(options, *, raised: bool = False) -> list[tuple[Pass, objec
     """The passes the ``--hopt*`` switches of :class:`polyopt.pipeline.PipelineOptions` spell:
 
     raise-scf-to-affine (--raise-scf-to-affine or --hopt), memref-bound-check, then with --hopt:
-    hopt-report-opaque-nests, hopt-raise-contractions (unless --no-hopt-raise), hopt-schedule,
+    hopt-report-opaque-nests, hopt-linalg-to-loops and hopt-raise-contractions (unless
+    --no-hopt-raise), hopt-schedule,
     hopt-parallel (--hopt-parallel, also without --hopt), hopt-expand, hopt-normalize-memrefs (--hopt-copy/--hopt-blis), hopt-blis-calls
     (--hopt-blis); convert-linalg-to-affine-loops."""
     out = []
@@ -523,6 +542,7 @@ def default_pipeline(options, *, raised: bool = False) -> list[tuple[Pass, objec
                            threads=getattr(options, "threads", None) or 1)
         add("hopt-report-opaque-nests")
         if getattr(options, "hopt_raise", True):
+            add("hopt-linalg-to-loops")
             add("hopt-raise-contractions", blis)
         if getattr(options, "auto_schedule", True):
             team = blis.threads if getattr(options, "parallel", False) else 1

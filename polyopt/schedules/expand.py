@@ -847,7 +847,7 @@ def expansion_targets(module: Operation, tiled: bool, remark: RemarkSink = None)
     todo = []
     for op in module.walk():
         if isinstance(op, LinalgStructuredOp):
-            if tiled and _blis_takes(op, remark):
+            if tiled and blis_takes(op, remark):
                 todo.append(op)
         elif isinstance(op, HopMatmulOp) or hasattr(op, "CONV_KIND"):
             todo.append(op)
@@ -868,7 +868,7 @@ def expand_high_level_op(op: Operation, *, tiled: bool, machine: Optional[Machin
     op.erase()
 
 
-def _blis_takes(op, remark: RemarkSink) -> bool:
+def blis_takes(op, remark: RemarkSink) -> bool:
     """Does the BLIS pipeline take the linalg op ``op`` (``--hopt``)?  ``linalg.matmul`` with
     its default maps, one element type (f32 or f64) and static shapes, and the convolutions;
     a remark says why another matmul stays a naive nest."""

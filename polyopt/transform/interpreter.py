@@ -567,7 +567,7 @@ def _expand_product(op: Operation, plan: ProductPlan, remark: Remark) -> list[Op
     top-level ops (those built in front of ``op``)."""
     from ..pipeline import _microkernel_chooser, machine_model
     from ..schedules.contraction import contraction_of_op
-    from ..schedules.expand import (RegisterTileSteps, _blis_takes, _expand_conv,
+    from ..schedules.expand import (RegisterTileSteps, blis_takes, _expand_conv,
                                     expand_contraction)
     from ..passes import _drop_keep_marks
     from ..affine.dialects.linalg import LinalgStructuredOp
@@ -582,7 +582,7 @@ def _expand_product(op: Operation, plan: ProductPlan, remark: Remark) -> list[Op
     kernel = _microkernel_chooser(plan.kernel) if plan.blis else None
     if plan.tiled and isinstance(op, LinalgStructuredOp):
         why: list = []
-        if not _blis_takes(op, lambda loc, msg: why.append(msg)):
+        if not blis_takes(op, lambda loc, msg: why.append(msg)):
             raise ScheduleError(why[0] if why else f"'{op.name}' is not a product the BLIS "
                                 f"pipeline takes", op.loc)
     if hasattr(op, "CONV_KIND"):

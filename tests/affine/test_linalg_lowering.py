@@ -329,35 +329,41 @@ def test_pipeline_option_is_data():
 # ---------------------------------------------------------------------------------------------
 # --hopt: which linalg ops the BLIS pipeline takes
 
-def test_hopt_takes_plain_matmul_and_remarks_on_the_others():
+def test_hopt_takes_plain_matmul_and_raises_or_remarks_on_the_others():
     module = polyopt.parse(PROGRAMS["matmuls"])
     remarks = []
     run_passes(module, PipelineOptions(hopt=True), remark=lambda loc, m: remarks.append(m))
-    left = [op for op in module.walk() if op.name == "linalg.matmul"]
     # the default f64 matmul and the three mixed ones the pipeline takes (i8 x i8 -> i32
     # signed and unsigned, f16 x f16 -> f32: naive without --hopt-copy/--hopt-vect, said so)
-    # were expanded; the transposed, broadcast, other mixed-type and i1 ones stay for the
-    # naive lowering, each with a remark saying why
-    assert len(left) == 6
-    naive = [m for m in remarks if "naive loop nest" in m]
-    assert len(naive) == 6
-    assert sum("transpose or broadcast" in m for m in naive) == 3
-    assert sum("different element types" in m for m in naive) == 2
-    assert sum("element type is i1" in m for m in naive) == 1
+    # are expanded; the others become loops first (hopt-linalg-to-loops), where contraction
+    # raising takes the two transposed ones into the BLIS pipeline and says why not for the
+    # broadcast and the two of other mixed types; none is left as a linalg op
+    assert not any(op.name == "linalg.matmul" for op in module.walk())
+    assert sum("BLIS schedule" in m for m in remarks) == 3
+    raised = [m for m in remarks if m.startswith("raised to a contraction")]
+    assert len(raised) == 2 and sum("A[k, i]" in m for m in raised) == 1 and \
+        sum("B[j, k]" in m for m in raised) == 1
+    not_raised = [m for m in remarks if m.startswith("not raised to a contraction")]
+    assert sum("a broadcast, not a contraction" in m for m in not_raised) == 1
+    assert sum("multiplies 'arith." in m for m in not_raised) == 2
     assert sum("narrower than C runs as a naive nest: it needs --hopt-copy and --hopt-vect"
                in m for m in remarks) == 3
 
 
-def test_hopt_takes_plain_batch_matmul_and_leaves_dynamic_matmul_naive():
+def test_hopt_takes_batch_matmuls_and_leaves_dynamic_matmul_naive():
     module = polyopt.parse(PROGRAMS["batch_matvec_vecmat_dot"] + PROGRAMS["dynamic_and_surroundings"]
                            .replace("@f(", "@h(").replace("@g(", "@k("))
     remarks = []
     run_passes(module, PipelineOptions(hopt=True), remark=lambda loc, m: remarks.append(m))
     # the default batch_matmul is a batched contraction (a BLIS nest per batch slice); the
-    # broadcast one stays naive, with a remark
-    assert sum(op.name == "linalg.batch_matmul" for op in module.walk()) == 1
-    assert sum("transpose or broadcast" in m for m in remarks) == 1
-    assert sum("'?' sizes" in m for m in remarks) == 1
+    # one whose A is broadcast over the batch becomes loops that contraction raising takes
+    # (A shared by the batch); the dynamic matmul's loops are not raised, with a remark
+    assert not any(op.name.startswith("linalg.") for op in module.walk())
+    assert sum(m.startswith("linalg.batch_matmul: BLIS schedule") for m in remarks) == 1
+    assert sum(m.startswith("raised to a contraction: C[b0, i, j] += A[i, k] * B[b0, k, j]")
+               for m in remarks) == 1
+    assert sum(m.startswith("not raised to a contraction") and "'?' sizes" in m
+               for m in remarks) == 1
 
 
 def test_llvm_lowering_names_the_pass_for_an_unconverted_op():

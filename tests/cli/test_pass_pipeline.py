@@ -87,7 +87,8 @@ def test_print_ir_after(capsys):
     headers = [line for line in err.splitlines() if line.startswith("// -----// IR Dump")]
     assert headers == [f"// -----// IR Dump After {name} //----- //" for name in
                        ("raise-scf-to-affine", "hopt-report-opaque-nests",
-                        "hopt-raise-contractions", "hopt-schedule", "hopt-expand",
+                        "hopt-linalg-to-loops", "hopt-raise-contractions", "hopt-schedule",
+                        "hopt-expand",
                         "hopt-normalize-memrefs")]
     assert err.rstrip().endswith(out.rstrip())      # the last dump is the result
     _, err = opt(capsys, path, "--hopt", "--print-ir-after", "hopt-expand")

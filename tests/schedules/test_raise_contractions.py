@@ -411,7 +411,8 @@ def test_default_pipeline_spells_the_flags():
     from polyopt.pipeline import PipelineOptions
     names = [p.name for p, _ in default_pipeline(PipelineOptions(hopt=True, blis=True))]
     assert names == ["raise-scf-to-affine", "hopt-report-opaque-nests",
-                     "hopt-raise-contractions", "hopt-schedule", "hopt-expand",
+                     "hopt-linalg-to-loops", "hopt-raise-contractions", "hopt-schedule",
+                     "hopt-expand",
                      "hopt-normalize-memrefs", "hopt-blis-calls"]
     names = [p.name for p, _ in default_pipeline(PipelineOptions(hopt=True, hopt_raise=False))]
     assert "hopt-raise-contractions" not in names

@@ -222,3 +222,28 @@ def test_the_input_written_in_the_nest_is_refused():
     polyopt.compile(text)["conv"](*b)
     np.testing.assert_allclose(a[2], b[2], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(a[0], b[0], rtol=1e-5, atol=1e-5)
+
+
+def _named_nchw(nest: ConvNest) -> str:
+    """``linalg.conv_2d_nchw_fchw`` (the layout PyTorch writes) of ``nest``'s shapes."""
+    ti, tk, to = nest.types()
+    sh, sw = nest.stride
+    dh, dw = nest.dilation
+    return f"""func.func @conv(%I: {ti}, %K: {tk}, %O: {to}) {{
+  linalg.conv_2d_nchw_fchw {{dilations = dense<[{dh}, {dw}]> : tensor<2xi64>, strides = dense<[{sh}, {sw}]> : tensor<2xi64>}}
+    ins(%I, %K : {ti}, {tk}) outs(%O : {to})
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("flags", ["hopt", "all", "blis"])
+@pytest.mark.parametrize("stride, dilation", [((1, 1), (1, 1)), ((2, 1), (1, 2))])
+def test_the_named_nchw_convolution_goes_through_the_implicit_gemm(flags, stride, dilation):
+    """hopt-linalg-to-loops gives the op's loops to convolution raising: the implicit GEMM,
+    not the naive nest it was (1.9 GFLOPS at ResNet's conv2_x, against about 90)."""
+    nest = ConvNest(layout="nchw", stride=stride, dilation=dilation)
+    remarks = check(nest, _named_nchw(nest), FLAGS[flags])
+    assert any(m.startswith("raised to a convolution") and "(NCHW, strides "
+               f"{stride[0]}x{stride[1]}, dilations {dilation[0]}x{dilation[1]}" in m
+               for m in remarks), remarks
