@@ -15,7 +15,11 @@ from typing import Callable, Optional
 from .ir import Block, Region
 
 
-def _reverse_post_order(entries: list[Block], edges: Callable[[Block], list[Block]]) -> list[Block]:
+def reverse_post_order(entries: list[Block],
+                       edges: Callable[[Block], list[Block]] = lambda b: b.successors
+                       ) -> list[Block]:
+    """The blocks reachable from ``entries`` along ``edges``, each before its successors
+    except along back edges (a block comes after the blocks that dominate it)."""
     seen: set[int] = set()
     order: list[Block] = []
     for entry in entries:
@@ -41,7 +45,7 @@ class _Tree:
 
     def __init__(self, roots: list[Block], succ: Callable[[Block], list[Block]],
                  pred: Callable[[Block], list[Block]]):
-        order = _reverse_post_order(roots, succ)
+        order = reverse_post_order(roots, succ)
         self.number = {id(b): i for i, b in enumerate(order)}
         root_ids = {id(r) for r in roots}
         idom: dict[int, Optional[Block]] = {id(r): None for r in roots}

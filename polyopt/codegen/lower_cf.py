@@ -16,7 +16,7 @@ from typing import Callable
 from llvmlite import ir
 
 from polyopt.affine.diagnostics import CodegenError
-from polyopt.affine.dominance import DominanceInfo
+from polyopt.affine.dominance import DominanceInfo, reverse_post_order
 from polyopt.affine.ir import Block, Operation, Region
 from polyopt.codegen.lowering import FunctionLowering, handles
 
@@ -52,7 +52,7 @@ def lower_blocks(L: FunctionLowering, region: Region, first: ir.Block,
     reach (``cf.cond_br %c, ^bb1(%a : i32), ^bb1(%b : i32)``) then tell them apart.
     """
     dom = DominanceInfo(region)
-    order = [b for b in _reverse_post_order(region) if dom.reachable(b)]
+    order = reverse_post_order(region.blocks[:1])
     llvm_blocks = {id(region.blocks[0]): first}
     phis: dict[int, list] = {}
     for i, block in enumerate(region.blocks[1:], start=1):
@@ -74,23 +74,6 @@ def lower_blocks(L: FunctionLowering, region: Region, first: ir.Block,
             L.with_op(term, lambda op: _lower_branch(L, op, llvm_blocks, phis))
         else:
             exit_(term)
-
-
-def _reverse_post_order(region: Region) -> list[Block]:
-    seen: set[int] = set()
-    order: list[Block] = []
-    stack = [(region.blocks[0], iter(region.blocks[0].successors))]
-    seen.add(id(region.blocks[0]))
-    while stack:
-        block, it = stack[-1]
-        nxt = next((s for s in it if id(s) not in seen), None)
-        if nxt is None:
-            stack.pop()
-            order.append(block)
-        else:
-            seen.add(id(nxt))
-            stack.append((nxt, iter(nxt.successors)))
-    return order[::-1]
 
 
 def _lower_branch(L: FunctionLowering, op: Operation, llvm_blocks: dict, phis: dict) -> None:
