@@ -174,13 +174,8 @@ def _linalg_rest_to_loops(module, opts, remark):
     from .schedules.expand import blis_takes
     todo = [op for op in module.walk()
             if isinstance(op, LinalgStructuredOp) and not blis_takes(op, None)]
-    from .affine.dialects.affine import AffineApplyOp
-    from .affine.loop_utils import fold_affine_apply
     for op in reversed(todo):   # innermost first, as convert-linalg-to-affine-loops
-        for loop in lower_to_affine_loops(op)[:1]:
-            # subscripts in the access maps, where the raisers read them (canonicalize's)
-            for apply in [o for o in loop.walk() if isinstance(o, AffineApplyOp)]:
-                fold_affine_apply(apply)
+        lower_to_affine_loops(op)
 
 
 def _microkernel_for(opts: BlisOptions):
@@ -213,9 +208,21 @@ def _raise_contractions(module, opts, remark):
         for op in ops:
             op.attributes[KEEP_SCHEDULE] = UnitAttr()
     tiles, count = args.pop("tiles"), iter(range(1 << 30))
+    _fold_applies_into_accesses(module)
     raise_contractions(module, remark=remark, on_raised=keep, machine=args["machine"],
                        threads=args["threads"], expand=lambda con: expand_contraction(con, remark=remark,
                                                              tiles=tiles(next(count)), **args))
+
+
+def _fold_applies_into_accesses(module) -> None:
+    """``affine.apply`` results used as subscripts (what --convert-linalg-to-affine-loops
+    writes for ``oh + kh``) go into the access maps, where the raising reads them (MLIR's
+    canonicalize does the same)."""
+    from .affine.dialects.affine import AffineApplyOp
+    from .affine.loop_utils import fold_affine_apply
+    for apply in [op for op in module.walk() if isinstance(op, AffineApplyOp)]:
+        if apply.parent is not None:
+            fold_affine_apply(apply)
 
 
 @register("hopt-expand", "hop.matmul/hop.conv2d, linalg.matmul/batch_matmul and the linalg "

@@ -41,8 +41,8 @@ class ConvSpec:
     """A convolution to expand as an implicit GEMM, whoever produced it: a convolution op
     (:func:`conv_spec`) or a loop nest raised by :mod:`polyopt.schedules.raise_convolutions`.
     ``kind`` is the op's ``CONV_KIND`` (``"conv2d"``, ``"conv1d"``), ``layout`` ``"nhwc"``
-    (NHWC input, HWCF filter, NHWF output; NWC/WCF/NWF in 1-D) or ``"nchw"`` (NCHW, FCHW,
-    NFHW; 2-D only); ``anchor`` is what the expansion is built in front of; ``beta``/``alpha``
+    (NHWC input, HWCF filter, NHWF output; NWC/WCF/NWF in 1-D), ``"fhwc"`` (NHWC, FHWC, NHWF)
+    or ``"nchw"`` (NCHW, FCHW, NFHW; 2-D only); ``anchor`` is what the expansion is built in front of; ``beta``/``alpha``
     as in :class:`~polyopt.schedules.contraction.Contraction`."""
 
     name: str
@@ -80,14 +80,23 @@ def _collapse_to_matrix(b: Builder, v: Value, loc) -> Value:
                     loc=loc).results[0]
 
 
+def hwcf_shape(op) -> tuple:
+    """The filter's shape in HWCF order (WCF in 1-D), whatever its layout: an FHWC filter
+    (``linalg.conv_2d_nhwc_fhwc``) is the same GEMM with B read transposed."""
+    shape = tuple(op.filter.type.shape)
+    if getattr(op, "layout", "nhwc") == "fhwc":
+        return shape[1:] + shape[:1]
+    return shape
+
+
 def window_map(op: Operation) -> tuple[int, int, AffineMap]:
     """(R, Q, the map (r, q) -> input indices) of a convolution op."""
-    flt, out = op.filter, op.output
+    out = op.output
     strides, dilations = op.strides, op.dilations
     r, q = dim(0), dim(1)
     if op.CONV_KIND == "conv2d":
         nb, oh, ow, _ = out.type.shape
-        kh, kw, c, _ = flt.type.shape
+        kh, kw, c, _ = hwcf_shape(op)
         (sh, sw), (dh, dw) = strides, dilations
         idx = (r.floordiv(oh * ow),
                (r.floordiv(ow) % oh) * sh + q.floordiv(kw * c) * dh,
@@ -96,7 +105,7 @@ def window_map(op: Operation) -> tuple[int, int, AffineMap]:
         return nb * oh * ow, kh * kw * c, AffineMap.get(2, 0, idx)
     if op.CONV_KIND == "conv1d":
         nb, ow, _ = out.type.shape
-        kw, c, _ = flt.type.shape
+        kw, c, _ = hwcf_shape(op)
         (sw,), (dw,) = strides, dilations
         idx = (r.floordiv(ow), (r % ow) * sw + q.floordiv(c) * dw, q % c)
         return nb * ow, kw * c, AffineMap.get(2, 0, idx)
@@ -136,15 +145,21 @@ def conv_as_matmul(op, tiles: Optional[dict] = None
     run = next((v for v in (64, 32, 16) if runs_are_input_vectors(windows, rows, red, v)), 1)
     stand_in.attributes[STAND_IN_RUN_ATTR] = IntegerAttr(run, i64)
     stand_in.attributes[STAND_IN_WINDOW_RUN_ATTR] = IntegerAttr(
-        window_run(windows, rows, red, op.filter.type.shape, op.input.type), i64)
-    kmat = _collapse_to_matrix(b, op.filter, loc)
+        window_run(windows, rows, red, hwcf_shape(op), op.input.type), i64)
     omat = _collapse_to_matrix(b, op.output, loc)
     if tiles is None:
         tiles = dict(getattr(op, "tile_params", {}) or {})
     def matrix(v: Value, rows: str, cols: str) -> Operand:
         return Operand(v, (Subscript(rows), Subscript(cols)))
+    if op.layout == "fhwc":     # F x Q, read as B[q, f]: packing takes B transposed
+        from ..affine.dialects.memref import CollapseShapeOp
+        kmat = b.create(CollapseShapeOp.build, op.filter, [[0], [1, 2, 3]],
+                        loc=loc).results[0]
+        bmat = matrix(kmat, COL, RED)
+    else:
+        bmat = matrix(_collapse_to_matrix(b, op.filter, loc), RED, COL)
     con = Contraction(op.name, loc, op.anchor, matrix(stand_in.results[0], ROW, RED),
-                      matrix(kmat, RED, COL), matrix(omat, ROW, COL), rows,
+                      bmat, matrix(omat, ROW, COL), rows,
                       op.output.type.shape[-1], red, alpha=op.alpha, beta=op.beta,
                       tile_params=tiles)
     return con, stand_in, windows
@@ -570,7 +585,7 @@ def expand_conv_tiled(op, expand_contraction, machine=None, tiles: Optional[dict
         return
     inp = spec.input
     kind = spec.kind
-    out_shape, flt_shape = spec.output.type.shape, spec.filter.type.shape
+    out_shape, flt_shape = spec.output.type.shape, hwcf_shape(spec)
     rows_hw = tuple(out_shape[1:-1])
     kw, channels = flt_shape[-3] if kind == "conv2d" else flt_shape[0], flt_shape[-2]
     rows, red, _ = window_map(spec)

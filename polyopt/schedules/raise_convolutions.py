@@ -14,6 +14,8 @@ integers, over a box of static extents starting at 0, where
   ``linalg.conv_1d_nwc_wcf``);
 * NCHW: ``O[n, f, oh, ow] += I[n, c, oh*sh + kh*dh, ow*sw + kw*dw] * K[f, c, kh, kw]``
   (``linalg.conv_2d_nchw_fchw``);
+* NHWC/FHWC: ``O[n, oh, ow, f] += I[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * K[f, kh, kw, c]``
+  (``linalg.conv_2d_nhwc_fhwc``; the NHWC GEMM with the filter read transposed);
 
 the factors in either order, the loops covering the output and the filter whole and the input
 as the op would (its verifier's rule ``OH = (H - dh*(KH-1) - 1) floordiv sh + 1``), with
@@ -56,6 +58,8 @@ CONV_TEMPLATES = {
              ("kh", "kw", "c", "f"), "linalg.conv_2d_nhwc_hwcf"),
     "NCHW": (("n", "f", "oh", "ow"), ("n", "c", ("oh", "kh"), ("ow", "kw")),
              ("f", "c", "kh", "kw"), "linalg.conv_2d_nchw_fchw"),
+    "NHWC/FHWC": (("n", "oh", "ow", "f"), ("n", ("oh", "kh"), ("ow", "kw"), "c"),
+                  ("f", "kh", "kw", "c"), "linalg.conv_2d_nhwc_fhwc"),
     "NWC": (("n", "ow", "f"), ("n", ("ow", "kw"), "c"), ("kw", "c", "f"),
             "linalg.conv_1d_nwc_wcf"),
 }
@@ -210,7 +214,8 @@ def recognize_convolution(top: AffineForOp) -> Optional[RaisedConvolution]:
     kind = "conv1d" if layout == "NWC" else "conv2d"
     spec = ConvSpec(op_name, top.loc, top, kind, mem["I"], mem["K"], mem["O"],
                     tuple(strides), tuple(dilations),
-                    layout="nchw" if layout == "NCHW" else "nhwc", alpha=alpha, beta=beta)
+                    layout={"NCHW": "nchw", "NHWC/FHWC": "fhwc"}.get(layout, "nhwc"),
+                    alpha=alpha, beta=beta)
     order = [r for r in ("n", "oh", "ow", "f", "kh", "kw", "c") if r in role]
     loops = ", ".join(f"{r} = {names[role[r]]}" for r in order)
     sizes = "x".join(str(ext[r]) for r in order)
@@ -238,6 +243,8 @@ def _layout(o_sub, i_sub, k_sub, text, loc) -> str:
         raise NearMiss(f"a subscript of the input {text['I']} combines more than two loops",
                        loc)
     layout = {(4, (1, 2)): "NHWC", (4, (2, 3)): "NCHW", (3, (1,)): "NWC"}.get((rank, pairs))
+    if layout == "NHWC" and k_sub[0] == o_sub[3] and len(k_sub[0][0]) == 1:
+        layout = "NHWC/FHWC"    # the filter's first dimension is the output's channels
     if layout is None:
         want = "dims 1 and 2 (NHWC) or 2 and 3 (NCHW)" if rank == 4 else "dim 1 (NWC)"
         raise NearMiss(f"the input {text['I']} combines an output loop and a window loop in "

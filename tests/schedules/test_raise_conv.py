@@ -247,3 +247,38 @@ def test_the_named_nchw_convolution_goes_through_the_implicit_gemm(flags, stride
     assert any(m.startswith("raised to a convolution") and "(NCHW, strides "
                f"{stride[0]}x{stride[1]}, dilations {dilation[0]}x{dilation[1]}" in m
                for m in remarks), remarks
+
+
+FHWC = """func.func @conv(%I: memref<2x11x13x5xf32>, %K: memref<7x3x2x5xf32>, %O: memref<2x5x6x7xf32>) {
+  linalg.conv_2d_nhwc_fhwc {dilations = dense<[1, 2]> : tensor<2xi64>, strides = dense<[2, 2]> : tensor<2xi64>}
+    ins(%I, %K : memref<2x11x13x5xf32>, memref<7x3x2x5xf32>) outs(%O : memref<2x5x6x7xf32>)
+  return
+}
+"""
+
+
+def _fhwc_reference(inp, flt, out):
+    out = out.copy()
+    for kh in range(3):
+        for kw in range(2):
+            win = inp[:, kh:kh + 9:2, 2 * kw:2 * kw + 11:2, :]      # strides 2x2, dilation 1x2
+            out += np.einsum("nhwc,fc->nhwf", win, flt[:, kh, kw, :])
+    return out
+
+
+@pytest.mark.parametrize("flags", ["hopt", "all", "blis"])
+@pytest.mark.parametrize("form", ["op", "loops"])
+def test_an_fhwc_filter_is_the_nhwc_gemm_with_b_transposed(flags, form):
+    """linalg.conv_2d_nhwc_fhwc (and its loops written out) goes through the NHWC implicit
+    GEMM, the filter packed as B read transposed; shapes that are multiples of no tile."""
+    text = FHWC if form == "op" else mlir_opt(FHWC, "--convert-linalg-to-affine-loops")
+    fn, remarks = compile_with_remarks(text, **FLAGS[flags])
+    rng = np.random.default_rng(5)
+    inp = rng.standard_normal((2, 11, 13, 5), dtype=np.float32)
+    flt = rng.standard_normal((7, 3, 2, 5), dtype=np.float32)
+    out = rng.standard_normal((2, 5, 6, 7), dtype=np.float32)
+    want = _fhwc_reference(inp, flt, out)
+    fn(inp, flt, out)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    assert any(m.startswith("raised to a convolution") and "(NHWC/FHWC, strides 2x2, "
+               "dilations 1x2" in m for m in remarks), remarks
