@@ -371,6 +371,9 @@ def _transform(args: argparse.Namespace, part: Optional[tuple[str, str]] = None,
     stderr."""
     from .pipeline import load, run_passes
     text, name = part if part is not None else _read_source(args.file)
+    if getattr(args, "bufferize", False):
+        from .bufferize import one_shot_bufferize
+        text, name = one_shot_bufferize(text, name)
     module = load(text, name)
     options, remark = _options(args), remark or _remark_printer(args)
     raised = False

@@ -71,6 +71,12 @@ class PipelineOptions:
                 "batched, A/B transposed or strided) go through the BLIS pipeline like "
                 "hop.matmul, with a remark saying what was recognized or why a near miss was "
                 "not (--no-hopt-raise: leave them as written)"})
+    bufferize: bool = field(default=False, metadata={
+        "pass_flag": "--one-shot-bufferize",
+        "help": "tensors to memrefs before anything else, by upstream's bufferization "
+                "(mlir-opt-22 --one-shot-bufferize with function boundaries, results to out "
+                "parameters, its deallocation pipeline): a tensor result becomes the "
+                "function's last memref argument; locations stay the input's"})
     linalg_to_affine: bool = field(default=False, metadata={
         "pass_flag": "--convert-linalg-to-affine-loops",
         "help": "lower the linalg ops on memrefs to affine loop nests, as mlir-opt's "
@@ -311,6 +317,9 @@ def compile(source: Source, *, filename: str = "<input>", opt_level: int = 3,
         from dataclasses import replace
         from .codegen.openmp import resolve_threads
         options = replace(options, threads=resolve_threads())
+    if options.bufferize and isinstance(source, str):
+        from .bufferize import one_shot_bufferize
+        source, filename = one_shot_bufferize(source, filename)
     module = load(source, filename)
     run_passes(module, options, remark)
     prepare_for_lowering(module)
