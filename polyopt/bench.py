@@ -503,9 +503,23 @@ class ConvShape:
                 f"{self.dilation})")
 
 
-def conv2d_source(s: ConvShape, dtype: str = "f32", attributes: Optional[dict] = None) -> str:
-    """A module with ``@conv`` holding one ``hop.conv2d`` (O += conv(I, K), NHWC/HWCF/NHWF)."""
+def conv2d_source(s: ConvShape, dtype: str = "f32", attributes: Optional[dict] = None,
+                  layout: str = "nhwc") -> str:
+    """A module with ``@conv`` holding one ``hop.conv2d`` (O += conv(I, K), NHWC/HWCF/NHWF),
+    or with ``layout="nchw"`` one ``linalg.conv_2d_nchw_fchw`` (NCHW/FCHW/NFHW, PyTorch's)."""
     oh, ow = s.out_hw
+    if layout == "nchw":
+        if attributes:
+            raise ValueError("the NCHW convolution (linalg.conv_2d_nchw_fchw) takes no tile "
+                             "attributes")
+        ti = f"memref<{s.n}x{s.c}x{s.h}x{s.w}x{dtype}>"
+        tk = f"memref<{s.f}x{s.c}x{s.kh}x{s.kw}x{dtype}>"
+        to = f"memref<{s.n}x{s.f}x{oh}x{ow}x{dtype}>"
+        return (f"func.func @conv(%I: {ti}, %K: {tk}, %O: {to}) {{\n"
+                f"  linalg.conv_2d_nchw_fchw {{dilations = dense<{s.dilation}> : tensor<2xi64>, "
+                f"strides = dense<{s.stride}> : tensor<2xi64>}}\n"
+                f"    ins(%I, %K : {ti}, {tk}) outs(%O : {to})\n"
+                f"  return\n}}\n")
     ti = f"memref<{s.n}x{s.h}x{s.w}x{s.c}x{dtype}>"
     tk = f"memref<{s.kh}x{s.kw}x{s.c}x{s.f}x{dtype}>"
     to = f"memref<{s.n}x{oh}x{ow}x{s.f}x{dtype}>"
@@ -546,6 +560,7 @@ class ConvBenchResult:
     torch_note: str = ""
     blas: str = ""
     threads: int = 1
+    layout: str = "nhwc"
 
     def gflops(self, t: Timing) -> float:
         return self.shape.flops / t.median / 1e9
@@ -557,7 +572,8 @@ class ConvBenchResult:
                "ratio_vs_numpy": self.numpy.median / self.polyopt.median,
                "polyopt": asdict(self.polyopt), "numpy": asdict(self.numpy),
                "compile_time": self.compile_time, "max_abs_error": self.max_abs_error,
-               "blas": self.blas, "torch_note": self.torch_note, "threads": self.threads}
+               "blas": self.blas, "torch_note": self.torch_note, "threads": self.threads,
+               "layout": self.layout}
         if self.torch is not None:
             out["torch"] = asdict(self.torch)
             out["torch_gflops"] = self.gflops(self.torch)
@@ -568,8 +584,10 @@ class ConvBenchResult:
         rows = [("polyopt", self.polyopt), ("numpy im2col + matmul", self.numpy)]
         if self.torch is not None:
             rows.append(("torch conv2d", self.torch))
-        lines = [f"conv2d {self.shape.describe()} {self.dtype}: O += conv(I, K), medians of "
-                 f"{self.polyopt.reps} alternating runs, {_threads_note(self.threads)}",
+        how = "" if self.layout == "nhwc" else \
+            " as linalg.conv_2d_nchw_fchw on NCHW arrays (numpy's im2col in NHWC)"
+        lines = [f"conv2d {self.shape.describe()} {self.dtype}{how}: O += conv(I, K), medians "
+                 f"of {self.polyopt.reps} alternating runs, {_threads_note(self.threads)}",
                  f"  {'variant':<24} {'GFLOPS':>8}  {'polyopt vs it':>13}"]
         for label, t in rows:
             lines.append(f"  {label:<24} {self.gflops(t):8.2f}  "
@@ -583,15 +601,24 @@ class ConvBenchResult:
         return "\n".join(lines)
 
 
-def _torch_conv(s: ConvShape, dtype: str, i, k, threads: int = 1):
+def _torch_conv(s: ConvShape, dtype: str, i, k, threads: int = 1, layout: str = "nhwc"):
     """(run, note) for torch.nn.functional.conv2d on ``threads`` threads, or (None, why
-    not)."""
+    not); ``layout="nchw"``: torch's default contiguous NCHW/FCHW tensors."""
     try:
         import torch
     except ImportError:
         return None, "not installed (optional)"
     import numpy as np
     torch.set_num_threads(threads)
+    if layout == "nchw":
+        ti = torch.from_numpy(np.ascontiguousarray(i.transpose(0, 3, 1, 2)))
+        tk = torch.from_numpy(np.ascontiguousarray(k.transpose(3, 2, 0, 1)))
+
+        def run_nchw():
+            with torch.no_grad():
+                torch.nn.functional.conv2d(ti, tk, stride=s.stride, dilation=s.dilation)
+        return run_nchw, (f"torch {torch.__version__}, {threads} thread(s), contiguous NCHW "
+                          f"input and FCHW weights (its default)")
     # torch's conv2d takes NCHW input and FCHW weights; in channels_last memory format both
     # (data NHWC, weights FHWC) it runs its fastest kernels here (measured: FCHW weights with
     # an NHWC input can be 4x slower)
@@ -609,10 +636,14 @@ def _torch_conv(s: ConvShape, dtype: str, i, k, threads: int = 1):
 
 def bench_conv2d(s: ConvShape, dtype: str = "f32", *, reps: int = 5, seed: int = 0,
                  switches: Optional[dict] = None,
-                 threads: Optional[int] = None) -> ConvBenchResult:
+                 threads: Optional[int] = None, layout: str = "nhwc") -> ConvBenchResult:
     """polyopt's ``hop.conv2d`` (all passes by default) against numpy im2col + matmul and,
     when installed, torch, on the same arrays, alternating, after a checked warm-up;
-    ``threads`` as in :func:`bench_matmul` (torch gets the same number)."""
+    ``threads`` as in :func:`bench_matmul` (torch gets the same number).  ``layout="nchw"``
+    times ``linalg.conv_2d_nchw_fchw`` on NCHW arrays and torch on its default NCHW tensors
+    (numpy's im2col stays NHWC: the baseline a Python user writes)."""
+    if layout not in ("nhwc", "nchw"):
+        raise ValueError(f"layout must be nhwc or nchw, got {layout!r}")
     import numpy as np
 
     from .pipeline import compile as compile_module
@@ -633,37 +664,56 @@ def bench_conv2d(s: ConvShape, dtype: str = "f32", *, reps: int = 5, seed: int =
     o0 = rng.uniform(-1, 1, (s.n, oh, ow, s.f)).astype(np_dtype)
 
     start = time.perf_counter()
-    fn = compile_module(conv2d_source(s, dtype), filename="<bench conv2d>", **switches)["conv"]
+    fn = compile_module(conv2d_source(s, dtype, layout=layout), filename="<bench conv2d>",
+                        **switches)["conv"]
     compile_time = time.perf_counter() - start
+    if layout == "nchw":    # polyopt runs on NCHW/FCHW/NFHW copies of the same arrays
+        i_run = np.ascontiguousarray(i.transpose(0, 3, 1, 2))
+        k_run = np.ascontiguousarray(k.transpose(3, 2, 0, 1))
+
+        def to_run(o_nhwc):
+            return np.ascontiguousarray(o_nhwc.transpose(0, 3, 1, 2))
+
+        def from_run(o_run):
+            return o_run.transpose(0, 2, 3, 1)
+    else:
+        i_run, k_run = i, k
+
+        def to_run(o_nhwc):
+            return o_nhwc.copy()
+
+        def from_run(o_run):
+            return o_run
     ref = numpy_im2col_conv(s)
     cols = np.empty((s.n * oh * ow, s.kh * s.kw * s.c), np_dtype)
     tmp = np.empty((s.n * oh * ow, s.f), np_dtype)
     expected = o0.astype(np.float64)
     ref(i.astype(np.float64), k.astype(np.float64), expected, np.empty(cols.shape),
         np.empty(tmp.shape))
-    o = o0.copy()
-    fn(i, k, o)
-    err = float(np.max(np.abs(o - expected)))
+    o = to_run(o0)
+    fn(i_run, k_run, o)
+    err = float(np.max(np.abs(from_run(o) - expected)))
     tol = (1e-9 if dtype == "f64" else 2e-4) * s.kh * s.kw * s.c
     if not err <= tol:
         raise AssertionError(f"polyopt's conv2d differs from numpy's by {err:.3g} (tolerance "
                              f"{tol:.3g}); refusing to time wrong code")
-    torch_run, note = _torch_conv(s, dtype, i, k, threads)
-    ref(i, k, o, cols, tmp)
+    torch_run, note = _torch_conv(s, dtype, i, k, threads, layout)
+    o_ref = o0.copy()
+    ref(i, k, o_ref, cols, tmp)
     if torch_run is not None:
         torch_run()
     mine, theirs, torch_t = [], [], []
     for _ in range(reps):
-        _settle(threads, lambda: fn(i, k, o))
-        mine.append(_time_sample(lambda: fn(i, k, o)))
-        _settle(threads, lambda: ref(i, k, o, cols, tmp))
-        theirs.append(_time_sample(lambda: ref(i, k, o, cols, tmp)))
+        _settle(threads, lambda: fn(i_run, k_run, o))
+        mine.append(_time_sample(lambda: fn(i_run, k_run, o)))
+        _settle(threads, lambda: ref(i, k, o_ref, cols, tmp))
+        theirs.append(_time_sample(lambda: ref(i, k, o_ref, cols, tmp)))
         if torch_run is not None:
             _settle(threads, torch_run)
             torch_t.append(_time_sample(torch_run))
     return ConvBenchResult(s, dtype, Timing.of(mine), compile_time, err, Timing.of(theirs),
                            Timing.of(torch_t) if torch_t else None, note, blas_description(),
-                           threads)
+                           threads, layout)
 
 
 RESNET50_LAYERS = {

@@ -258,6 +258,10 @@ def build_parser() -> argparse.ArgumentParser:
                            "fused, unfused and against torch's conv2d(bias) + relu (one "
                            "thread)")
     p_cv.add_argument("--reps", type=int, default=5, help="timed repetitions (default: 5)")
+    p_cv.add_argument("--layout", choices=("nhwc", "nchw"), default="nhwc",
+                      help="nhwc (default): hop.conv2d on NHWC/HWCF arrays, torch in "
+                           "channels_last; nchw: linalg.conv_2d_nchw_fchw on NCHW/FCHW "
+                           "arrays, torch on its default NCHW tensors")
     p_cv.add_argument("--resnet50", action="store_true",
                       help="the ResNet-50 layers of issue 7 (3x3 at 56, 28, 14, 7 and 1x1 at "
                            "56; inputs padded by the caller) instead of one shape")
@@ -834,11 +838,15 @@ def cmd_bench_conv2d(args: argparse.Namespace) -> int:
     else:
         shapes = {"": ConvShape(**{**CONV_SHAPE_DEFAULTS, **given})}
     if args.epilogue is not None or args.dtype == "bf16":
+        if args.layout != "nhwc":
+            raise UsageError("--epilogue and --dtype bf16 time the NHWC convolution: drop "
+                             "--layout nchw")
         return _bench_conv_epilogue(args, shapes)
     results = []
     for label, shape in shapes.items():
         try:
-            r = bench_conv2d(shape, args.dtype, reps=args.reps, threads=args.threads)
+            r = bench_conv2d(shape, args.dtype, reps=args.reps, threads=args.threads,
+                             layout=args.layout)
         except ValueError as e:
             raise UsageError(str(e)) from None
         results.append(r)

@@ -216,6 +216,8 @@ def test_an_empty_dimension_in_low_precision_and_convolutions():
     (["conv2d", "--resnet50", "--h", "5"], "--resnet50 times its own layers: drop --h"),
     (["conv2d", "--epilogue", ","], "--epilogue: no op given"),
     (["conv2d", "--epilogue", "bias,bias"], "--epilogue: an op given twice"),
+    (["conv2d", "--layout", "nchw", "--epilogue", "relu"],
+     "--epilogue and --dtype bf16 time the NHWC convolution: drop --layout nchw"),
     (["matmul", "--sweep", "--shapes", ""], "--shapes: no shape given"),
     (["polybench", "--kernels", ""], "--kernels: no kernel named"),
     (["matmul", "--no-hopt", "--mc", "4"], "--mc applies to the BLIS nest --hopt generates"),

@@ -206,3 +206,17 @@ def test_bench_conv2d_bf16_epilogue():
     proc = _run("bench", "conv2d", "--h", "9", "--w", "10", "--c", "8", "--f", "12", "--reps",
                 "1", "--epilogue", "gelu")
     assert proc.returncode == 1 and "unknown epilogue 'gelu'" in proc.stderr
+
+
+def test_bench_conv2d_in_pytorchs_layout():
+    """--layout nchw: linalg.conv_2d_nchw_fchw on NCHW arrays (checked against numpy before it
+    is timed), torch on its default NCHW tensors."""
+    proc = _run("bench", "conv2d", "--h", "9", "--w", "10", "--c", "5", "--f", "7",
+                "--stride", "2", "--reps", "1", "--threads", "1", "--layout", "nchw", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (result,) = json.loads(proc.stdout)
+    assert result["layout"] == "nchw" and result["max_abs_error"] < 1e-4
+    proc = _run("bench", "conv2d", "--h", "9", "--w", "10", "--c", "5", "--f", "7",
+                "--reps", "1", "--threads", "1", "--layout", "nchw")
+    assert proc.returncode == 0, proc.stderr
+    assert "as linalg.conv_2d_nchw_fchw on NCHW arrays" in proc.stdout
