@@ -336,6 +336,10 @@ class _Lifter:
             before.append(op)
         for old, new in zip(header.args, before.args):
             old.replace_all_uses_with(new)
+        before_args = {id(old): new for old, new in zip(header.args, before.args)}
+        # the condition may be a header argument (a flag the back edge computes): its use
+        # by the cf.cond_br is gone, so the replacement above did not reach it
+        condition = before_args.get(id(condition), condition)
         if negate:
             true = Operation.create("arith.constant", result_types=[condition.type],
                                     attributes={"value": IntegerAttr(1, condition.type)},
@@ -345,7 +349,6 @@ class _Lifter:
             before.append(true)
             before.append(flip)
             condition = flip.results[0]
-        before_args = {id(old): new for old, new in zip(header.args, before.args)}
         cond_values = [before_args.get(id(v), v) for v in forwarded]
         before.append(ConditionOp.build(condition, cond_values, loc=cond_br.loc))
         kind, nexts = self._emit(self._inline(body, list(after.args[:len(body_vals)])), after,

@@ -352,3 +352,37 @@ def test_loops_that_are_not_counted_loops(name):
         f = polyopt.compile(text, hopt=True)["f"]
         for args in cases:
             assert f(*args) == _hand_reference(name, *args), args
+
+
+# a loop that leaves on a flag the back edge computes (a do-while once canonicalized): the
+# header's condition is one of its arguments
+FLAG_LOOP = """func.func @f(%n: index) -> index {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %init = arith.constant FLAG
+  cf.br ^bb1(%c0, %init : index, i1)
+^bb1(%i: index, %flag: i1):
+  cf.cond_br %flag, DESTS
+^bb2:
+  %i1 = arith.addi %i, %c1 : index
+  %t = arith.cmpi PRED, %i1, %n : index
+  cf.br ^bb1(%i1, %t : index, i1)
+^bb3:
+  return %i : index
+}
+"""
+
+
+@pytest.mark.parametrize("continue_on", ["true", "false"])
+def test_a_while_loop_whose_condition_is_a_header_argument(continue_on):
+    """The scf.condition (or the xori that negates it) read the branch block's argument, not
+    the before region's: a verifier error on a valid program."""
+    flag, dests, pred = ("true", "^bb2, ^bb3", "slt") if continue_on == "true" else \
+        ("false", "^bb3, ^bb2", "sge")
+    text = FLAG_LOOP.replace("FLAG", flag).replace("DESTS", dests).replace("PRED", pred)
+    module, remarks = _lift(text)
+    assert "scf.while" in _ops(module) and "lifted to" in remarks[0], remarks
+    mlir_opt(str(module))
+    for t in (text, str(module)):
+        f = polyopt.compile(t, hopt=True)["f"]
+        assert [f(n) for n in (-1, 0, 1, 5)] == [1, 1, 1, 5]
