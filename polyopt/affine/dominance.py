@@ -40,15 +40,24 @@ def reverse_post_order(entries: list[Block],
     return order
 
 
+_TOP = object()     # the virtual root above the roots of a _Tree
+
+
 class _Tree:
-    """Immediate dominators over a graph given by its roots and edge functions."""
+    """Immediate dominators over a graph given by its roots and edge functions.
+
+    The roots hang from a virtual root (``_TOP``, numbered before every block): with several
+    roots (post-dominance with several exits) two blocks whose paths reach different roots
+    meet only there, which gives them no immediate dominator (``None``) rather than whichever
+    of their predecessors the iteration met last."""
 
     def __init__(self, roots: list[Block], succ: Callable[[Block], list[Block]],
                  pred: Callable[[Block], list[Block]]):
         order = reverse_post_order(roots, succ)
         self.number = {id(b): i for i, b in enumerate(order)}
+        self.number[id(_TOP)] = -1
         root_ids = {id(r) for r in roots}
-        idom: dict[int, Optional[Block]] = {id(r): None for r in roots}
+        idom: dict[int, object] = {id(r): _TOP for r in roots}
         changed = True
         while changed:
             changed = False
@@ -59,18 +68,17 @@ class _Tree:
                 for p in pred(b):
                     if id(p) in idom:
                         new = p if new is None else self._intersect(p, new, idom)
-                if new is not None and idom.get(id(b), "unset") is not new:
+                if new is not None and idom.get(id(b)) is not new:
                     idom[id(b)] = new
                     changed = True
-        self.idom = idom
+        self.idom: dict[int, Optional[Block]] = {
+            k: (None if v is _TOP else v) for k, v in idom.items()}
 
-    def _intersect(self, a: Optional[Block], b: Optional[Block], idom) -> Optional[Block]:
+    def _intersect(self, a, b, idom):
         while a is not b:
-            if a is None or b is None:
-                return None     # two roots (post-dominance with several exits): no common one
-            while a is not None and b is not None and self.number[id(a)] > self.number[id(b)]:
+            while self.number[id(a)] > self.number[id(b)]:
                 a = idom[id(a)]
-            while a is not None and b is not None and self.number[id(b)] > self.number[id(a)]:
+            while self.number[id(b)] > self.number[id(a)]:
                 b = idom[id(b)]
         return a
 

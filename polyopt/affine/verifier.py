@@ -112,6 +112,10 @@ def _verify_blocks(op: Operation) -> None:
             term = block.terminator
             if term is None:
                 raise VerifyError("empty block: expect at least a terminator", op.loc)
+            for inner in block.ops[:-1]:    # before the terminator, as MLIR's verifyOnEntrance
+                if inner.successors:
+                    raise VerifyError("operation with block successors must terminate its "
+                                      "parent block", inner.loc)
             if term.name not in TERMINATOR_OPS and term.name in OP_REGISTRY:
                 raise VerifyError(f"block with no terminator, has '{term.name}'", term.loc)
 

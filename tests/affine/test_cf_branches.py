@@ -197,6 +197,14 @@ INVALID = {
   return
 }
 """,
+    # MLIR checks this when it enters the block, before looking for its terminator
+    "branch_before_the_end": """func.func @f(%x: i32) -> i32 {
+  cf.br ^bb1
+  %y = arith.addi %x, %x : i32
+^bb1:
+  return %x : i32
+}
+""",
     "generic_entry_successor": """func.func @f(%x: i32) {
   "cf.br"(%x)[^bb1] : (i32) -> ()
 ^bb1(%y: i32):
@@ -319,3 +327,35 @@ def test_upstream_invalid_file(body, message):
     with pytest.raises(PolyoptError) as e:
         polyopt.parse(text)
     assert message in str(e.value)
+
+
+def test_post_dominators_with_several_returns():
+    """^bb2's paths end at two different returns (one of them through the loop): no block
+    post-dominates it.  The iteration over several exits took the first successor it had met
+    (the return ^bb4) when the other one's chain reached the other exit."""
+    from polyopt.affine.dominance import PostDominanceInfo
+    text = """func.func @f(%n: index, %c: i1) -> index {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  cf.br ^bb1(%c0 : index)
+^bb1(%i: index):
+  %t = arith.cmpi slt, %i, %n : index
+  cf.cond_br %t, ^bb2, ^bb5
+^bb2:
+  cf.cond_br %c, ^bb4, ^bb3
+^bb3:
+  %i1 = arith.addi %i, %c1 : index
+  cf.br ^bb1(%i1 : index)
+^bb4:
+  return %i : index
+^bb5:
+  return %n : index
+}
+"""
+    func = polyopt.parse(text).regions[0].blocks[0].ops[0]
+    blocks = func.regions[0].blocks
+    pdom = PostDominanceInfo(func.regions[0])
+    ipdom = [pdom.ipdom(b) for b in blocks]
+    expected = [blocks[1], None, None, blocks[1], None, None]
+    assert [blocks.index(b) if b is not None else None for b in ipdom] == \
+        [blocks.index(b) if b is not None else None for b in expected]
