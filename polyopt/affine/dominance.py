@@ -73,6 +73,31 @@ class _Tree:
                     changed = True
         self.idom: dict[int, Optional[Block]] = {
             k: (None if v is _TOP else v) for k, v in idom.items()}
+        # each block's interval in a depth-first walk of the tree: a dominates b when a's
+        # interval holds b's (the verifier asks once per operand: walking up the tree made a
+        # function of a few thousand blocks take minutes)
+        children: dict[int, list[Block]] = {}
+        tops = []
+        for b in order:
+            parent = self.idom[id(b)]
+            if parent is None:
+                tops.append(b)
+            else:
+                children.setdefault(id(parent), []).append(b)
+        self._enter: dict[int, int] = {}
+        self._exit: dict[int, int] = {}
+        clock = 0
+        for top in tops:
+            stack = [(top, False)]
+            while stack:
+                b, done = stack.pop()
+                clock += 1
+                if done:
+                    self._exit[id(b)] = clock
+                    continue
+                self._enter[id(b)] = clock
+                stack.append((b, True))
+                stack.extend((c, False) for c in children.get(id(b), ()))
 
     def _intersect(self, a, b, idom):
         while a is not b:
@@ -89,12 +114,23 @@ class _Tree:
         """``a`` dominates ``b`` (a block dominates itself)."""
         if not self.reachable(b):
             return True
-        cur: Optional[Block] = b
-        while cur is not None:
-            if cur is a:
-                return True
-            cur = self.idom.get(id(cur))
-        return False
+        if not self.reachable(a):
+            return False
+        return self._enter[id(a)] <= self._enter[id(b)] and \
+            self._exit[id(b)] <= self._exit[id(a)]
+
+
+def _edges(region: Region):
+    """The successor and predecessor functions of the blocks of ``region``, computed once
+    (``Block.predecessors`` looks at every block of the region)."""
+    succs = {id(b): b.successors for b in region.blocks}
+    preds: dict[int, list[Block]] = {id(b): [] for b in region.blocks}
+    for b in region.blocks:
+        for s in succs[id(b)]:
+            if id(s) in preds:
+                preds[id(s)].append(b)
+    return (lambda b: succs[id(b)] if id(b) in succs else b.successors,
+            lambda b: preds[id(b)] if id(b) in preds else b.predecessors())
 
 
 class DominanceInfo:
@@ -102,7 +138,8 @@ class DominanceInfo:
 
     def __init__(self, region: Region):
         roots = region.blocks[:1]
-        self._tree = _Tree(roots, lambda b: b.successors, lambda b: b.predecessors())
+        succ, pred = _edges(region)
+        self._tree = _Tree(roots, succ, pred)
 
     def dominates(self, a: Block, b: Block) -> bool:
         return self._tree.dominates(a, b)
@@ -120,7 +157,8 @@ class PostDominanceInfo:
 
     def __init__(self, region: Region):
         exits = [b for b in region.blocks if not b.successors]
-        self._tree = _Tree(exits, lambda b: b.predecessors(), lambda b: b.successors)
+        succ, pred = _edges(region)
+        self._tree = _Tree(exits, pred, succ)
 
     def ipdom(self, b: Block) -> Optional[Block]:
         return self._tree.idom.get(id(b))

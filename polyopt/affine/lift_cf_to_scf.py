@@ -83,6 +83,12 @@ class _Lifter:
         # the block each op was written in (the ops move as the lifting goes)
         self.home = {id(inner): block for block in region.blocks for op in block.ops
                      for inner in op.walk()}
+        # the branches stay in their blocks as the ops move: the edges do not change
+        # (Block.predecessors looks at every block: quadratic in a function of many blocks)
+        self.preds: dict[int, list[Block]] = {id(b): [] for b in region.blocks}
+        for b in region.blocks:
+            for succ in b.successors:
+                self.preds[id(succ)].append(b)
 
     def run(self) -> Region:
         entry = self.region.blocks[0]
@@ -151,7 +157,7 @@ class _Lifter:
     def _inline(self, block: Block, values: list[Value],
                 predecessors: Optional[int] = 1) -> Block:
         """Continue into ``block``, its arguments replaced by ``values``."""
-        if predecessors is not None and len(block.predecessors()) != predecessors:
+        if predecessors is not None and len(self.preds[id(block)]) != predecessors:
             raise _NotStructured("a block with several predecessors that no conditional "
                                  "joins")
         for arg, v in zip(block.args, values):
@@ -171,7 +177,7 @@ class _Lifter:
                 op.erase()
             dest, values = term.successors[i], list(term.successor_operands(i))
             if dest is not merge:
-                if len(dest.predecessors()) != 1:
+                if len(self.preds[id(dest)]) != 1:
                     raise _NotStructured("a conditional's branch target has other "
                                          "predecessors")
                 kind, values = self._emit(self._inline(dest, values), block, header, merge)
@@ -188,13 +194,13 @@ class _Lifter:
     # -- loops -------------------------------------------------------------------------------
 
     def _is_loop_header(self, block: Block) -> bool:
-        return any(self.dom.dominates(block, p) for p in block.predecessors())
+        return any(self.dom.dominates(block, p) for p in self.preds[id(block)])
 
     def _lift_loop(self, preheader: Block, header: Block, inits: list[Value],
                    target: Block) -> Block:
         """The loop entered at ``header`` from ``preheader`` with ``inits``: an ``scf.for`` when
         it is a counted loop, else an ``scf.while``; returns the block the loop exits to."""
-        preds = header.predecessors()
+        preds = self.preds[id(header)]
         if len(preds) != 2 or sum(p is preheader for p in preds) != 1:
             raise _NotStructured("a loop header with other than one entry and one back edge")
         latch = preds[1] if preds[0] is preheader else preds[0]
@@ -221,7 +227,7 @@ class _Lifter:
             return None
         body, exit_ = cond_br.successors
         if cond_br.successor_operands(0) or cond_br.successor_operands(1) or \
-                len(body.predecessors()) != 1 or len(exit_.predecessors()) != 1:
+                len(self.preds[id(body)]) != 1 or len(self.preds[id(exit_)]) != 1:
             return None
         back = latch.terminator
         if back.name != "cf.br" or not back.operands:
@@ -294,7 +300,7 @@ class _Lifter:
             body_vals, exit_vals = cond_br.successor_operands(1), cond_br.successor_operands(0)
         else:
             raise _NotStructured("a loop whose header does not branch into its body")
-        if body is exit_ or len(body.predecessors()) != 1 or len(exit_.predecessors()) != 1:
+        if body is exit_ or len(self.preds[id(body)]) != 1 or len(self.preds[id(exit_)]) != 1:
             raise _NotStructured("a loop whose body or exit has other predecessors")
         header_ops = header.ops[:-1]
         header_values = list(header.args) + [r for op in header_ops for r in op.results]

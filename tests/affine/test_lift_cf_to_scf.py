@@ -386,3 +386,25 @@ def test_a_while_loop_whose_condition_is_a_header_argument(continue_on):
     for t in (text, str(module)):
         f = polyopt.compile(t, hopt=True)["f"]
         assert [f(n) for n in (-1, 0, 1, 5)] == [1, 1, 1, 5]
+
+
+def test_a_function_of_thousands_of_blocks_is_verified_and_lifted_in_linear_time():
+    """1200 conditionals in a row, 3600 blocks: the dominator trees asked every block for its
+    predecessors (a walk over all blocks each time) and walked up the tree for every operand;
+    parsing took 40 s and lifting 18 s, now well under a second each."""
+    import time
+    lines = ["func.func @f(%x: f64) -> f64 {", "  %z = arith.constant 0.0 : f64"]
+    acc = "%x"
+    for i in range(1200):
+        lines += [f"  %p{i} = arith.cmpf olt, {acc}, %z : f64",
+                  f"  %r{i} = scf.if %p{i} -> f64 {{",
+                  f"    %a{i} = arith.addf {acc}, %x : f64", f"    scf.yield %a{i} : f64",
+                  "  } else {",
+                  f"    %b{i} = arith.subf {acc}, %x : f64", f"    scf.yield %b{i} : f64", "  }"]
+        acc = f"%r{i}"
+    lines += [f"  return {acc} : f64", "}"]
+    cf = mlir_opt("\n".join(lines), "--convert-scf-to-cf")
+    start = time.perf_counter()
+    module, remarks = _lift(cf)
+    assert time.perf_counter() - start < 10
+    assert _ops(module).count("scf.if") == 1200 and "lifted to" in remarks[0]
