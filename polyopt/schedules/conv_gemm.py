@@ -146,7 +146,6 @@ def conv_as_matmul(op, tiles: Optional[dict] = None
     stand_in.attributes[STAND_IN_RUN_ATTR] = IntegerAttr(run, i64)
     stand_in.attributes[STAND_IN_WINDOW_RUN_ATTR] = IntegerAttr(
         window_run(windows, rows, red, hwcf_shape(op), op.input.type), i64)
-    omat = _collapse_to_matrix(b, op.output, loc)
     if tiles is None:
         tiles = dict(getattr(op, "tile_params", {}) or {})
     def matrix(v: Value, rows: str, cols: str) -> Operand:
@@ -158,6 +157,7 @@ def conv_as_matmul(op, tiles: Optional[dict] = None
         bmat = matrix(kmat, COL, RED)
     else:
         bmat = matrix(_collapse_to_matrix(b, op.filter, loc), RED, COL)
+    omat = _collapse_to_matrix(b, op.output, loc)
     con = Contraction(op.name, loc, op.anchor, matrix(stand_in.results[0], ROW, RED),
                       bmat, matrix(omat, ROW, COL), rows,
                       op.output.type.shape[-1], red, alpha=op.alpha, beta=op.beta,
