@@ -651,6 +651,203 @@ def generate(seed: int, size: Optional[int] = None) -> Program:
             return prog
 
 
+# -- random control-flow graphs ----------------------------------------------------------------
+
+@dataclass
+class RandomCFG:
+    """A function of random blocks and branches (irreducible loops, several entries, switches,
+    values passed along every edge): ``@f(%B: memref<16xi64>, %fuel: i64, %x: i64) -> i64``.
+    Every block takes (fuel, acc) and passes fuel - 1 on; the targets of back edges (in the
+    text's order) leave for the exit when the fuel is spent, so every cycle ends."""
+    seed: int
+    text: str
+    blocks: list        # per block: (mul, add, check, terminator) for the Python reference
+
+    def run(self, B: np.ndarray, fuel: int, x: int) -> int:
+        mask = (1 << 64) - 1
+
+        def wrap(v):
+            v &= mask
+            return v - (1 << 64) if v >> 63 else v
+        block, acc = 0, x
+        for _ in range(100000):
+            mul, add, check, term = self.blocks[block]
+            acc = wrap(acc * mul + add)
+            B[block % 16] = acc
+            fuel -= 1
+            if check and fuel <= 0:
+                return acc
+            kind = term[0]
+            if kind == "br":
+                _, dest, delta = term
+            elif kind == "cond_br":
+                _, bit, (t, dt), (f, df) = term
+                dest, delta = (t, dt) if (acc >> bit) & 1 else (f, df)
+            elif kind == "switch":
+                _, default, cases = term
+                flag = acc & 3
+                dest, delta = next(((d, dd) for v, d, dd in cases if v == flag), default)
+            else:   # exit
+                return acc
+            acc = wrap(acc + delta)
+            block = dest
+        raise AssertionError("the reference did not end")
+
+
+def random_cfg(seed: int) -> RandomCFG:
+    rng = random.Random(seed)
+    n = rng.randint(2, 9)
+    terms = []
+    for i in range(n):
+        def target():
+            return rng.randrange(n), rng.choice([0, 0, 1, -3])
+        r = rng.random()
+        if r < 0.12:
+            terms.append(("exit",))
+        elif r < 0.4:
+            terms.append(("br",) + target())
+        elif r < 0.8:
+            terms.append(("cond_br", rng.randint(0, 3), target(), target()))
+        else:
+            cases = [(v, *target()) for v in rng.sample(range(-1, 5), rng.randint(1, 4))]
+            if rng.random() < 0.3:
+                cases.append((cases[0][0], *target()))      # a duplicate case: the first wins
+            terms.append(("switch", target(), cases))
+    back_targets = set()
+    for i, t in enumerate(terms):
+        dests = [] if t[0] == "exit" else [t[1]] if t[0] == "br" else \
+            [t[2][0], t[3][0]] if t[0] == "cond_br" else [t[1][0]] + [c[1] for c in t[2]]
+        back_targets.update(d for d in dests if d <= i)
+    blocks = [(rng.choice([1, 3, -1, 5]), rng.randint(-4, 9), i in back_targets or
+               rng.random() < 0.2, t) for i, t in enumerate(terms)]
+    order = list(range(n))
+    if rng.random() < 0.3:      # blocks out of the text's order (the entry stays first)
+        rest = order[1:]
+        rng.shuffle(rest)
+        order = [0] + rest
+    lines = ["func.func @f(%B: memref<16xi64>, %fuel: i64, %x: i64) -> i64 {",
+             "  %one = arith.constant 1 : i64",
+             "  %zero = arith.constant 0 : i64",
+             "  cf.br ^b0(%fuel, %x : i64, i64)"]
+
+    def edge(dest, delta, acc, i, k):
+        if delta == 0:
+            return f"^b{dest}(%f{i}, {acc} : i64, i64)"
+        lines.append(f"  %d{i}_{k} = arith.constant {delta} : i64")
+        lines.append(f"  %e{i}_{k} = arith.addi {acc}, %d{i}_{k} : i64")
+        return f"^b{dest}(%f{i}, %e{i}_{k} : i64, i64)"
+    for i in order:
+        mul, add, check, term = blocks[i]
+        lines.append(f"^b{i}(%fu{i}: i64, %ac{i}: i64):")
+        lines.append(f"  %m{i} = arith.constant {mul} : i64")
+        lines.append(f"  %a{i} = arith.constant {add} : i64")
+        lines.append(f"  %p{i} = arith.muli %ac{i}, %m{i} : i64")
+        lines.append(f"  %s{i} = arith.addi %p{i}, %a{i} : i64")
+        lines.append(f"  %ix{i} = arith.constant {i % 16} : index")
+        lines.append(f"  memref.store %s{i}, %B[%ix{i}] : memref<16xi64>")
+        lines.append(f"  %f{i} = arith.subi %fu{i}, %one : i64")
+        acc = f"%s{i}"
+        if check:
+            lines.append(f"  %done{i} = arith.cmpi sle, %f{i}, %zero : i64")
+            lines.append(f"  cf.cond_br %done{i}, ^exit(%s{i} : i64), ^c{i}")
+            lines.append(f"^c{i}:")
+        if term[0] == "exit":
+            lines.append(f"  cf.br ^exit(%s{i} : i64)")
+        elif term[0] == "br":
+            e = edge(term[1], term[2], acc, i, 0)
+            lines.append(f"  cf.br {e}")
+        elif term[0] == "cond_br":
+            bit = term[1]
+            lines.append(f"  %sh{i} = arith.constant {bit} : i64")
+            lines.append(f"  %t{i} = arith.shrsi %s{i}, %sh{i} : i64")
+            lines.append(f"  %b{i} = arith.trunci %t{i} : i64 to i1")
+            e1 = edge(*term[2], acc, i, 0)
+            e2 = edge(*term[3], acc, i, 1)
+            lines.append(f"  cf.cond_br %b{i}, {e1}, {e2}")
+        else:
+            lines.append(f"  %three{i} = arith.constant 3 : i64")
+            lines.append(f"  %low{i} = arith.andi %s{i}, %three{i} : i64")
+            lines.append(f"  %fl{i} = arith.trunci %low{i} : i64 to i32")
+            d = edge(*term[1], acc, i, 0)
+            cs = [f"{v}: {edge(dest, delta, acc, i, k + 1)}"
+                  for k, (v, dest, delta) in enumerate(term[2])]
+            lines.append(f"  cf.switch %fl{i} : i32, [default: {d}, " + ", ".join(cs) + "]")
+    lines.append("^exit(%r: i64):")
+    lines.append("  return %r : i64")
+    lines.append("}")
+    return RandomCFG(seed, "\n".join(lines) + "\n", blocks)
+
+
+def _run_cfgs(text: str, cfgs, inputs):
+    import polyopt
+    module = polyopt.compile(text, filename="<cfg>", **_run_cfgs.switches)
+    out = {}
+    for g in cfgs:
+        res = []
+        for fuel, x in inputs:
+            B = np.zeros(16, dtype=np.int64)
+            r = module[f"g{g.seed}"](B, fuel, x)
+            res.append((int(r), B.tolist()))
+        out[g.seed] = res
+    return out
+
+
+CFG_INPUTS = [(1, 0), (3, 5), (10, -7), (25, 12345)]
+
+
+def check_random_cfgs(seeds, stats: Stats, switch_sets=None, timeout: float = 120) -> None:
+    """Random CFGs (:func:`random_cfg`), one module per switch set, against their reference;
+    lift-cf-to-scf on each must not fail and must print what mlir-opt-22 reads."""
+    cfgs = [random_cfg(s) for s in seeds]
+    expected = {}
+    for g in cfgs:
+        res = []
+        for fuel, x in CFG_INPUTS:
+            B = np.zeros(16, dtype=np.int64)
+            res.append((g.run(B, fuel, x), B.tolist()))
+        expected[g.seed] = res
+    for g in cfgs:
+        stats.programs += 1
+        if mlir_opt(g.text, ()) is None:
+            raise AssertionError(f"mlir-opt-22 refuses the random CFG {g.seed}:\n{g.text}")
+        kind, value = run_child(lambda: polyopt_lift(g.text), timeout)
+        if kind != "ok":
+            stats.failures.append(Failure(g.seed, kind, "random CFG", {"pass": "lift-cf-to-scf"},
+                                          str(value), g.text))
+        else:
+            if any("not lifted" in r for r in value[1]):
+                stats.not_lifted += 1
+            else:
+                stats.lifted += 1
+            refused = upstream_refuses(value[0], g.text)
+            if refused:
+                stats.failures.append(Failure(g.seed, "printer", "random CFG",
+                                              {"pass": "lift-cf-to-scf"}, refused, value[0]))
+    text = "\n".join(g.text.replace("func.func @f(", f"func.func @g{g.seed}(", 1) for g in cfgs)
+    for sw in switch_sets or SWITCH_SETS:
+        def job(cs=cfgs, t=text):
+            _run_cfgs.switches = sw
+            return _run_cfgs(t, cs, CFG_INPUTS)
+        kind, value = run_child(job, timeout)
+        if kind != "ok":
+            for g in cfgs:
+                single = g.text.replace("func.func @f(", f"func.func @g{g.seed}(", 1)
+                k1, v1 = run_child(lambda: job([g], single), timeout)
+                stats.runs += 1
+                if k1 != "ok" or v1[g.seed] != expected[g.seed]:
+                    detail = str(v1) if k1 != "ok" else \
+                        f"expected {expected[g.seed]}\n     got {v1[g.seed]}"
+                    stats.failures.append(Failure(g.seed, k1 if k1 != "ok" else "wrong",
+                                                  "random CFG", sw, detail, g.text))
+            continue
+        for g in cfgs:
+            stats.runs += 1
+            if value[g.seed] != expected[g.seed]:
+                stats.failures.append(Failure(
+                    g.seed, "wrong", "random CFG", sw,
+                    f"expected {expected[g.seed]}\n     got {value[g.seed]}", g.text))
+
+
 # -- the CFG variants ------------------------------------------------------------------------
 
 PIPELINES = [
@@ -665,6 +862,9 @@ PIPELINES = [
     ("--convert-scf-to-cf", "--lift-cf-to-scf", "--convert-scf-to-cf", "--canonicalize"),
     ("--convert-scf-to-cf", "--canonicalize", "--remove-dead-values", "--canonicalize"),
     ("--convert-scf-to-cf", "--loop-invariant-code-motion", "--canonicalize", "--cse"),
+    # upstream's lifting as it is: scf.while, scf.index_switch, ub.poison
+    ("--convert-scf-to-cf", "--lift-cf-to-scf"),
+    ("--convert-scf-to-cf", "--canonicalize", "--lift-cf-to-scf", "--canonicalize"),
 ]
 
 SWITCH_SETS = [
@@ -686,7 +886,10 @@ def mlir_opt(text: str, flags, timeout: float = 60) -> Optional[str]:
 
 def run_child(fn, timeout: float):
     """``fn()`` in a forked child: ("ok", value) / ("error", message) / ("crash", text) /
-    ("hang", None); the value is pickled back."""
+    ("hang", None); the value is pickled back.  polyopt is imported before the fork, once
+    (no thread runs yet: the JIT and OpenMP start in the children)."""
+    import polyopt.passes  # noqa: F401
+    import polyopt.pipeline  # noqa: F401
     rfd, wfd = os.pipe()
     pid = os.fork()
     if pid == 0:    # the child
