@@ -194,8 +194,37 @@ class Parser:
 
     def expect(self, s: str, what: str = "") -> None:
         if not self.optional(s):
-            found = self._describe_next()
-            raise self.error(f"expected '{s}'" + (f" {what}" if what else "") + f", found {found}")
+            raise self.wrong_token(f"expected '{s}'" + (f" {what}" if what else ""))
+
+    def wrong_token(self, message: str) -> ParseError:
+        """``message``, found what comes next, where MLIR's ``emitWrongTokenError`` puts it:
+        at the next token, unless that token starts its line; then at the end of the last
+        code before it (blank lines and ``//`` comments skipped), so that a missing ``{`` or
+        ``]`` is reported on the line that lacks it."""
+        found = self._describe_next()
+        text, pos = self.text, self.pos
+        if pos >= len(text):        # at the end: one character back, as MLIR does at EOF
+            pos = max(len(text) - 1, 0)
+        end = pos
+        while True:
+            while end > 0 and text[end - 1] in " \t":
+                end -= 1
+            if end == 0:
+                break
+            if text[end - 1] not in "\n\r":
+                pos = end
+                break
+            end -= 1
+            line_start = max(text.rfind("\n", 0, end), text.rfind("\r", 0, end), 0)
+            comment = text.find("//", line_start, end)
+            if comment != -1:
+                end = comment
+        return self.error(f"{message}, found {found}", pos)
+
+    def custom_op_prefix(self) -> str:
+        """``custom op 'NAME' ``: how mlir-opt starts the errors an op's custom parser reports
+        (empty outside one)."""
+        return f"custom op '{self.op_stack[-1]}' " if self.op_stack else ""
 
     def _describe_next(self) -> str:
         self.skip_ws()
@@ -341,7 +370,7 @@ class Parser:
         """``%name`` (or ``%name#3``) -> (name, result number); no lookup."""
         self.skip_ws()
         if not self.text.startswith("%", self.pos):
-            raise self.error(f"expected SSA operand, found {self._describe_next()}")
+            raise self.wrong_token("expected SSA operand")
         m = _SUFFIX_ID.match(self.text, self.pos + 1)
         if not m:
             raise self.error("expected SSA value name after '%'")
@@ -462,7 +491,7 @@ class Parser:
             raise self.error(f"undefined symbol alias id '{name}'" if m else "expected type")
         word = self.optional_bare_id()
         if word is None:
-            raise self.error(f"expected type, found {self._describe_next()}", start)
+            raise self.wrong_token("expected non-function type")
         m = re.fullmatch(r"([su]?)i([0-9]+)", word)
         if m:
             digits = m.group(2).lstrip("0") or "0"
@@ -749,7 +778,8 @@ class Parser:
         names, nd, ns = self._parse_dim_symbol_decls()
         lookup = lambda n, off: names.get(n)  # noqa: E731
         if self.optional("->"):
-            results = self.parse_comma_separated("(", ")", lambda: self.parse_affine_expr(lookup))
+            results = self._parse_affine_list(lambda: self.parse_affine_expr(lookup),
+                                              "in affine map range")
             return AffineMap.get(nd, ns, tuple(results))
         if self.optional(":"):
             cons, eqs = self._parse_constraints(lookup)
@@ -790,29 +820,45 @@ class Parser:
                 cons.append(lhs - rhs)
                 eqs.append(True)
             else:
-                raise self.error("expected '>=', '<=' or '==' in integer set constraint", start)
-        self.parse_comma_separated("(", ")", one)
+                raise self.error("expected '== affine-expr' or '>= affine-expr' at end of "
+                                 "affine constraint")
+        self._parse_affine_list(one, "in integer set constraint list")
         return cons, eqs
+
+    def _parse_affine_list(self, element: Callable[[], object], context: str) -> list:
+        """``(e, e, ...)`` of an affine map's results or an integer set's constraints, with
+        MLIR's messages for a missing parenthesis (``expected '(' in affine map range``)."""
+        with self.nested("list"):
+            self.expect("(", context)
+            items = []
+            if self.optional(")"):
+                return items
+            while True:
+                items.append(element())
+                if self.optional(")"):
+                    return items
+                if not self.optional(","):
+                    raise self.wrong_token(f"expected ')' {context}")
 
     def parse_affine_expr(self, lookup: Callable[[str, int], Optional[AffineExpr]]) -> AffineExpr:
         """Affine expression with MLIR's precedence; ``lookup`` resolves identifiers/SSA names."""
         expr = self._affine_term(lookup)
         while True:
             if self.optional("+"):
-                expr = expr + self._affine_term(lookup)
+                expr = expr + self._affine_term(lookup, after_operator=True)
             elif self.peek("-") and not self.peek("->"):
                 self.pos += 1
-                expr = expr - self._affine_term(lookup)
+                expr = expr - self._affine_term(lookup, after_operator=True)
             else:
                 return expr
 
-    def _affine_term(self, lookup) -> AffineExpr:
-        expr = self._affine_unary(lookup)
+    def _affine_term(self, lookup, after_operator: bool = False) -> AffineExpr:
+        expr = self._affine_unary(lookup, after_operator)
         while True:
             self.skip_ws()
             start = self.pos
             if self.optional("*"):
-                rhs = self._affine_unary(lookup)
+                rhs = self._affine_unary(lookup, True)
                 if not (expr.is_symbolic_or_constant() or rhs.is_symbolic_or_constant()):
                     raise self.error("non-affine expression: at least one of the multiply "
                                      "operands has to be either a constant or symbolic", start)
@@ -820,7 +866,7 @@ class Parser:
             elif self.optional_keyword("floordiv") or self.optional_keyword("ceildiv") \
                     or self.optional_keyword("mod"):
                 op = self.text[start:self.pos].strip()
-                rhs = self._affine_unary(lookup)
+                rhs = self._affine_unary(lookup, True)
                 if not rhs.is_symbolic_or_constant():
                     raise self.error(f"non-affine expression: right operand of {op} has to be "
                                      "either a constant or symbolic", start)
@@ -835,7 +881,9 @@ class Parser:
             else:
                 return expr
 
-    def _affine_unary(self, lookup) -> AffineExpr:
+    def _affine_unary(self, lookup, after_operator: bool = False) -> AffineExpr:
+        """An operand; ``after_operator``: it is the right operand of a binary operator (the
+        messages for a missing one are MLIR's ``parseAffineOperandExpr``'s)."""
         self.skip_ws()
         start = self.pos
         if self.peek("-") and not self.peek("->"):
@@ -848,8 +896,10 @@ class Parser:
                 self.pos = m.end()
                 return constant(-(INT64_MAX + 1))
             with self.nested("affine expression"):
-                return -self._affine_unary(lookup)
+                return -self._affine_unary(lookup, after_operator)
         if self.optional("("):
+            if self.peek(")"):
+                raise self.error("no expression inside parentheses")
             with self.nested("affine expression"):
                 e = self.parse_affine_expr(lookup)
             self.expect(")", "in affine expression")
@@ -874,8 +924,13 @@ class Parser:
             if e is None:
                 raise self.error(f"use of undeclared SSA value name '%{name}'", start)
             return e
+        if self.peek("+") or self.peek("*"):
+            side = "right" if after_operator else "left"
+            raise self.error(f"missing {side} operand of binary operator")
         word = self.optional_bare_id()
         if word is None:
+            if after_operator:
+                raise self.error("missing right operand of binary operator")
             raise self.error(f"expected affine expression, found {self._describe_next()}", start)
         e = lookup(word, start)
         if e is None:
@@ -1004,7 +1059,7 @@ class Parser:
             return TypeAttr(self.parse_type(allow_tensor=True))
         except ParseError:
             self.pos = start
-            raise self.error(f"expected attribute value, found {self._describe_next()}")
+            raise self.wrong_token("expected attribute value")
 
     def _dense_array_value(self, et: Type):
         """One element of ``array<i32: 1, 2>`` / ``array<f32: 1.5>`` / ``array<i1: true>``."""
@@ -1081,7 +1136,7 @@ class Parser:
     def _parse_number_attr(self, type_hint: Optional[Type], start: int) -> Attribute:
         number = self._lex_number()
         if number is None:
-            raise self.error(f"expected attribute value, found {self._describe_next()}")
+            raise self.wrong_token("expected attribute value")
         save = self.pos
         t = self._optional_colon_type()
         type_at = _WS.match(self.text, self.text.index(":", save) + 1).end() \
@@ -1237,7 +1292,7 @@ class Parser:
         start = self.pos
         m = re.compile(r"#?[A-Za-z0-9_$.]+").match(self.text, self.pos)
         if not m:
-            raise self.error(f"expected attribute value, found {self._describe_next()}")
+            raise self.wrong_token("expected attribute value")
         self.pos = m.end()
         if self.text.startswith("<", self.pos):
             depth = 0
@@ -1291,12 +1346,13 @@ class Parser:
     def parse_symbol_name(self) -> str:
         self.skip_ws()
         if not self.optional("@"):
-            raise self.error(f"expected symbol name, found {self._describe_next()}")
-        if self.peek('"'):
+            raise self.error("expected valid '@'-identifier for symbol name, found "
+                             f"{self._describe_next()}")
+        if self.text.startswith('"', self.pos):
             return self.parse_string()
         m = _BARE_ID.match(self.text, self.pos)
         if not m:
-            raise self.error("expected symbol name after '@'")
+            raise self.error("@ identifier expected to start with letter or '_'", self.pos - 1)
         self.pos = m.end()
         return m.group(0)
 
@@ -1416,7 +1472,7 @@ class Parser:
         self.skip_ws()
         start = self.pos
         if not self.peek("^"):
-            raise self.error(f"expected block name, found {self._describe_next()}")
+            raise self.wrong_token("expected block name")
         self.expect("^")
         name = self.parse_bare_id("block name")
         return self._block_named(name, start)[0]
@@ -1662,7 +1718,7 @@ class Parser:
         start = self.pos
         m = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*").match(self.text, self.pos)
         if not m:
-            raise self.error(f"expected operation name, found {self._describe_next()}")
+            raise self.wrong_token("expected operation name")
         name = m.group(0)
         self.pos = m.end()
         canonical = LEGACY_OP_NAMES.get(name, name)
@@ -1716,7 +1772,8 @@ class Parser:
             raise self.error("expected alias name")
         name = m.group(0)
         self.pos = m.end()
-        self.expect("=", "in alias definition")
+        self.expect("=", "in type alias definition" if sigil == "!" else
+                    "in attribute alias definition")
         if sigil == "!":
             if name in self.type_aliases:
                 raise self.error(f"redefinition of type alias id '{name}'", start)

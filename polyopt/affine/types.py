@@ -168,7 +168,7 @@ class MemRefType(Type):
     """``memref<2048x?xf64, layout, memspace>``; ``None`` in ``shape`` is a dynamic ``?`` dim.
 
     ``layout`` is ``None`` for the identity (row-major) layout; an identity affine map given in
-    the source is dropped, as MLIR does.
+    the source is dropped, as MLIR does, and so is memory space 0 (``memory_space`` ``None``).
     """
 
     shape: tuple[Optional[int], ...]
@@ -180,6 +180,8 @@ class MemRefType(Type):
         if isinstance(self.layout, AffineMap) and self.layout.is_identity() and \
                 self.layout.num_dims == len(self.shape):
             object.__setattr__(self, "layout", None)
+        if self.memory_space == 0:      # MLIR's default memory space is no memory space
+            object.__setattr__(self, "memory_space", None)
 
     @property
     def rank(self) -> int:
@@ -223,6 +225,10 @@ class UnrankedMemRefType(Type):
 
     element_type: Type
     memory_space: Optional[int] = None
+
+    def __post_init__(self):
+        if self.memory_space == 0:      # as for ranked memrefs
+            object.__setattr__(self, "memory_space", None)
 
     def __str__(self) -> str:
         ms = f", {self.memory_space}" if self.memory_space is not None else ""

@@ -21,6 +21,7 @@ prints one) or with non-``index`` body arguments.
 
 from __future__ import annotations
 
+import re
 from typing import Optional, Sequence
 
 from ..affine_expr import (AffineConstantExpr, AffineExpr, AffineMap, AffineSymbolExpr,
@@ -282,11 +283,36 @@ def _parse_bound(p, loc, is_lower: bool) -> tuple[AffineMap, list[Value]]:
             raise _custom_error(op_name, f"{which} loop bound affine map with multiple results "
                                 f"requires '{prefix}' prefix", p.loc(attr_start))
         return amap, operands
-    value = p.optional_integer()
-    if value is None:
-        raise _custom_error(op_name, "expected valid affine map representation for loop bounds",
-                            loc)
-    return AffineMap.constant_map(value), []
+    if p.peek("-") or p.peek_char().isdigit():
+        return AffineMap.constant_map(_parse_index_integer(p)), []
+    p.parse_attribute()     # mlir-opt's "expected attribute value" when none is next
+    raise _custom_error(op_name, "expected valid affine map representation for loop bounds",
+                        loc)
+
+
+_NUMBER = re.compile(r"0x[0-9a-fA-F]+|[0-9]+(?:\.[0-9]*(?:[eE][-+]?[0-9]+)?)?")
+
+
+def _parse_index_integer(p) -> int:
+    """An integer attribute of type ``index`` where MLIR's custom parsers call
+    ``parseAttribute`` (a loop bound, a step), with mlir-opt's messages for a float, a value
+    out of the 64-bit range, or a ``-`` with no number after it."""
+    p.skip_ws()
+    start = p.pos
+    neg = p.optional("-")
+    p.skip_ws()
+    m = _NUMBER.match(p.text, p.pos)
+    if m is None:
+        raise p.wrong_token("expected constant integer or floating point value" if neg
+                            else "expected attribute value")
+    p.pos = m.end()
+    if "." in m.group(0):
+        p.skip_ws()
+        raise ParseError("floating point value not valid for specified type", p.loc())
+    value = p._int_value(m.group(0), m.start())
+    if value > (1 << 63) - 1 + (1 if neg else 0):
+        raise ParseError("integer constant out of range for attribute", p.loc(start))
+    return -value if neg else value
 
 
 def _print_bound(p, amap: AffineMap, operands: Sequence[Value], prefix: str) -> None:
@@ -442,13 +468,14 @@ class AffineForOp(Operation):
         iv_name, _ = _parse_use(p)
         p.expect("=")
         lb_map, lb_ops = _parse_bound(p, loc, True)
-        p.expect_keyword("to")
+        if not p.optional_keyword("to"):
+            raise _custom_error(cls.OP_NAME, "expected 'to' between bounds", p.loc())
         ub_map, ub_ops = _parse_bound(p, loc, False)
         step = 1
         if p.optional_keyword("step"):
             p.skip_ws()
             step_off = p.pos
-            step = p.parse_integer("step")
+            step = _parse_index_integer(p)
             if step < 0:
                 raise _custom_error(cls.OP_NAME, "expected step to be representable as a positive "
                                     "signed integer", p.loc(step_off))
@@ -686,7 +713,7 @@ class AffineIfOp(Operation):
                              "must match")
         verify_dim_and_symbol_identifiers(self, self.operands, cond.num_dims)
         if len(self.regions) != 2:
-            raise self.error(f"requires 2 regions, found {len(self.regions)}")
+            raise self.error("expected 2 regions")
         if len(self.regions[0].blocks) != 1:
             raise self.error("region #0 ('thenRegion') failed to verify constraint: region with "
                              "1 blocks")
@@ -1452,8 +1479,10 @@ class _MapOfOperandsOp(Operation):
     def _verify_common(self) -> AffineMap:
         amap = _attr(self, "map", AffineMapAttr, "AffineMap attribute")
         _check_index_operands(self, 0, self.num_operands)
-        if len(self.results) != 1 or not isinstance(self.results[0].type, IndexType):
-            raise self.error("result #0 must be index")
+        if len(self.results) != 1:
+            raise self.error("requires one result")
+        if not isinstance(self.results[0].type, IndexType):
+            raise self.error(f"result #0 must be index, but got '{self.results[0].type}'")
         if self.num_operands != amap.num_inputs:
             raise self.error("operand count and affine map dimension and symbol count must match")
         return amap

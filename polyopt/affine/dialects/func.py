@@ -87,7 +87,7 @@ class FuncOp(Operation):
             start = p.pos
             if p.peek("%"):
                 if named is False:
-                    raise p.error("expected a type (function arguments are either all named or all types)")
+                    raise p.error("expected type instead of SSA identifier")
                 named = True
                 an, _ = p.parse_ssa_name()
                 p.check_argument_name(an, None)
@@ -364,5 +364,8 @@ class CallOp(Operation):
             if v.type != t:
                 raise self.error(f"operand type mismatch: expected operand type '{t}', but "
                                  f"provided '{v.type}' for operand number {i}")
-        if tuple(self.result_types) != tuple(ft.results):
-            raise self.error("result type mismatch with the callee's signature")
+        if len(ft.results) != len(self.result_types):
+            raise self.error("incorrect number of results for callee")
+        for i, (t, want) in enumerate(zip(self.result_types, ft.results)):
+            if t != want:     # mlir-opt's notes list both type lists
+                raise self.error(f"result type mismatch at index {i}")

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..affine_expr import AffineMap, dim
-from ..attributes import AffineMapAttr, ArrayAttr, Attribute, DenseArrayAttr, OpaqueAttr, StringAttr
+from ..attributes import (AffineMapAttr, ArrayAttr, Attribute, DenseArrayAttr, DictAttr, OpaqueAttr,
+                          StringAttr)
 from ..diagnostics import ParseError
 from ..ir import Region, Value, register_op
 from ..types import MemRefType, i32
@@ -92,9 +93,16 @@ class GenericOp(LinalgStructuredOp):
         _reject_tensors(p)
         p.skip_ws()
         start = p.pos
-        if not p.peek("{"):
-            raise p.error(f"expected attribute value, found {p._describe_next()}")
-        attrs = p.parse_attr_dict_body()
+        if p.peek("#"):     # an alias of the dictionary (MLIR reads any attribute there)
+            trait = p.parse_attribute()
+            if not isinstance(trait, DictAttr):
+                raise _custom_error(p, name, f"expected a dictionary of the op's attributes, got "
+                                    f"{trait}", start)
+            attrs = dict(trait.entries)
+        elif not p.peek("{"):
+            raise p.wrong_token("expected attribute value")
+        else:
+            attrs = p.parse_attr_dict_body()
         iters = attrs.get("iterator_types")
         if not isinstance(iters, ArrayAttr):
             raise _custom_error(p, name, 'expected "iterator_types" array attribute', start)

@@ -13,6 +13,7 @@ Only the custom form is kept in ``attributes``: ``operandSegmentSizes`` and defa
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Optional, Sequence
 
@@ -45,8 +46,8 @@ def parse_memref_type(p, what: str = "memref") -> MemRefType:
     start = p.pos
     t = p.parse_type()
     if not isinstance(t, MemRefType):
-        raise p.error(f"invalid kind of type specified: expected builtin.memref, but found '{t}'",
-                      start)
+        raise p.error(f"{p.custom_op_prefix()}invalid kind of type specified: "
+                      f"expected builtin.memref, but found '{t}'", start)
     return t
 
 
@@ -684,7 +685,7 @@ class CollapseShapeOp(Operation):
         p.skip_ws()
         rstart = p.pos
         if not p.peek("["):
-            raise p.error(f"expected '[', found {p._describe_next()}")
+            raise p.wrong_token("expected '['")
         reassociation = p.parse_attribute()
         if _reassociation_of(reassociation) is None:
             raise p.error("expected a list of lists of integers (the reassociation), e.g. "
@@ -1117,6 +1118,9 @@ class AllocaScopeReturnOp(Operation):
 # global / get_global
 
 
+_NUMBER_LITERAL = re.compile(r"-?\s*[0-9]+(\.[0-9]*(?:[eE][-+]?[0-9]+)?)?")
+
+
 def _parse_elements_for(p, t: MemRefType, start: int):
     """``dense<...>`` after ``memref.global ... =``: its type is the memref's as a tensor.  The
     literal is read by the attribute parser, given that type."""
@@ -1174,18 +1178,30 @@ class GlobalOp(Operation):
             attrs["constant"] = UnitAttr()
         attrs["sym_name"] = StringAttr(p.parse_symbol_name())
         p.expect(":")
-        t = parse_memref_type(p)
+        t = p.parse_type()
+        if not isinstance(t, MemRefType) or not t.has_static_shape:
+            raise ParseError(f"custom op '{name}' type should be static shaped memref, but got "
+                             f"'{t}'", loc)
         attrs["type"] = TypeAttr(t)
         if p.optional("="):
             p.skip_ws()
             start = p.pos
             if p.optional_keyword("uninitialized"):
                 attrs["initial_value"] = UnitAttr()
-            else:
-                if not t.has_static_shape:
-                    raise p.error("type should be static shaped memref, but got " f"'{t}'",
-                                  start)
+            elif p.peek_keyword("dense") or p.peek_keyword("dense_resource") \
+                    or p.peek_keyword("sparse"):
                 attrs["initial_value"] = _parse_elements_for(p, t, start)
+            else:   # mlir-opt reads any attribute of the memref's tensor type there
+                number = _NUMBER_LITERAL.match(p.text, start)
+                if number and number.group(1):     # mlir-opt points after a float
+                    p.pos = number.end()
+                    p.skip_ws()
+                    raise p.error("floating point value not valid for specified type")
+                if number:
+                    raise p.error("integer literal not valid for specified type")
+                p.parse_attribute()
+                raise ParseError(f"custom op '{name}' initial value should be a unit or "
+                                 "elements attribute", loc)
         attrs.update(p.parse_optional_attr_dict())
         return cls(attributes=attrs, loc=loc)
 

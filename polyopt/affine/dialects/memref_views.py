@@ -368,11 +368,12 @@ class ReinterpretCastOp(_OffsetsSizesStrides, Operation):
         for what, lst in (("size", sizes), ("stride", strides)):
             if len(lst) != res.rank:
                 raise VerifyError(f"expected {res.rank} {what} values, got {len(lst)}", self.loc)
+        if src.memory_space != res.memory_space:     # checked first, as upstream does
+            raise self.error(f"different memory spaces specified for source type '{src}' and "
+                             f"result memref type '{res}'")
         if src.element_type != res.element_type:
-            raise self.error(f"different element types specified for source '{src}' and result "
-                             f"'{res}'")
-        if src.memory_space != res.memory_space:
-            raise self.error("different memory spaces specified for source and result")
+            raise self.error(f"different element types specified for source type '{src}' and "
+                             f"result memref type '{res}'")
         # as upstream's verifier: the result type's static sizes, offset and strides must be
         # the op's; where the type says '?', any value of the op's, static or not, fits
         for k, (size, dim) in enumerate(zip(sizes, res.shape)):
@@ -445,7 +446,7 @@ class ExpandShapeOp(Operation):
         p.skip_ws()
         rstart = p.pos
         if not p.peek("["):
-            raise p.error(f"expected '[', found {p._describe_next()}")
+            raise p.wrong_token("expected '['")
         reassociation = p.parse_attribute()
         if _reassociation_of(reassociation) is None:
             raise p.error("expected a list of lists of integers (the reassociation), e.g. "

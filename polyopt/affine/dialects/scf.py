@@ -351,7 +351,7 @@ class ForOp(Operation):
             raise self.error("failed to verify that all of {lowerBound, upperBound, step} have "
                              "same type")
         if len(self.regions) != 1:
-            raise self.error(f"requires 1 region, found {len(self.regions)}")
+            raise self.error("requires one region")
         _check_single_block(self, 0, "region")
         if len(self.inits) != len(self.results):
             raise self.error("mismatch in number of loop-carried values and defined values")
@@ -752,7 +752,7 @@ class ParallelOp(Operation):
             if not isinstance(t, IndexType):
                 raise self.error(f"operand #{k} must be variadic of index, but got '{t}'")
         if len(self.regions) != 1:
-            raise self.error(f"requires 1 region, found {len(self.regions)}")
+            raise self.error("requires one region")
         _check_single_block(self, 0, "region")
         if n == 0:
             raise self.error("needs at least one tuple element for lowerBound, upperBound and "
@@ -959,7 +959,7 @@ class ExecuteRegionOp(Operation):
 
     def verify_op(self) -> None:
         if len(self.regions) != 1:
-            raise self.error(f"requires 1 region, found {len(self.regions)}")
+            raise self.error("requires one region")
         if self.regions[0].empty:
             raise self.error("region needs to have at least one block")
         if self.regions[0].blocks[0].args:

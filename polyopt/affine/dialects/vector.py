@@ -28,8 +28,8 @@ def _parse_vector_type(p) -> VectorType:
     start = p.pos
     t = p.parse_type()
     if not isinstance(t, VectorType):
-        raise p.error(f"invalid kind of type specified: expected builtin.vector, but found '{t}'",
-                      start)
+        raise p.error(f"{p.custom_op_prefix()}invalid kind of type specified: "
+                      f"expected builtin.vector, but found '{t}'", start)
     return t
 
 

@@ -33,8 +33,8 @@ def _parse_vector(p, start=None) -> VectorType:
     at = p.pos
     t = p.parse_type()
     if not isinstance(t, VectorType):
-        raise p.error(f"invalid kind of type specified: expected builtin.vector, but found '{t}'",
-                      at)
+        raise p.error(f"{p.custom_op_prefix()}invalid kind of type specified: "
+                      f"expected builtin.vector, but found '{t}'", at)
     return t
 
 

@@ -111,11 +111,10 @@ class _TransferOp(Operation):
         p.skip_ws()
         types_at = p.pos
         p.expect(":")
-        p.skip_ws()
-        t0 = p.parse_type()
-        p.expect(",")
-        p.skip_ws()
-        t1 = p.parse_type()
+        types = p.parse_type_list()
+        if len(types) != 2:
+            raise p.error(f"custom op '{p.op_stack[-1]}' requires two types", types_at)
+        t0, t1 = types
         st, vt = (t1, t0) if vt_first else (t0, t1)
         if not isinstance(st, MemRefType):
             raise p.error(f"custom op '{p.op_stack[-1]}' requires memref or ranked tensor type",
