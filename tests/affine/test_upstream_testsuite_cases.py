@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 import polyopt
+from polyopt.affine.printer import print_module
 from polyopt.cli import main
 from upstream_mlir import mlir_opt, run_mlir_opt
 
@@ -206,6 +207,100 @@ func.func @broadcast_to_scalar(%arg0: f32) -> f32 {
   return %0 : f32
 }
 """,
+    "assume_alignment_not_power_of_2": """
+func.func @f(%m: memref<4x4xf16>) {
+  // expected-error@+1 {{alignment must be power of 2}}
+  %r = memref.assume_alignment %m, 12 : memref<4x4xf16>
+  return
+}
+""",
+    "realloc_missing_size": """
+func.func @f(%m: memref<2xf32>) {
+  // expected-error@+1 {{missing dimension operand for result type 'memref<?xf32>'}}
+  %r = memref.realloc %m : memref<2xf32> to memref<?xf32>
+  return
+}
+""",
+    "prefetch_locality": """
+func.func @f(%m: memref<4x4xf16>, %i: index) {
+  // expected-error@+1 {{'memref.prefetch' op attribute 'localityHint' failed to satisfy constraint}}
+  memref.prefetch %m[%i, %i], read, locality<5>, data : memref<4x4xf16>
+  return
+}
+""",
+    "prefetch_cache": """
+func.func @f(%m: memref<4x4xf16>, %i: index) {
+  // expected-error@+1 {{cache type has to be 'data' or 'instr'}}
+  memref.prefetch %m[%i, %i], read, locality<1>, dat : memref<4x4xf16>
+  return
+}
+""",
+    "memory_space_cast_of_other_shape": """
+func.func @f(%m: memref<?xf32>) {
+  // expected-error@+1 {{are cast incompatible}}
+  %r = memref.memory_space_cast %m : memref<?xf32> to memref<4xf32, 1>
+  return
+}
+""",
+    "outerproduct_scalar_lhs": """
+func.func @outerproduct_non_vector_operand(%arg0: f32) {
+  // expected-error@+1 {{expected vector type for operand #1}}
+  %1 = vector.outerproduct %arg0, %arg0 : f32, f32
+  return
+}
+""",
+    "outerproduct_result_dim": """
+func.func @outerproduct_operand_2_dim_generic(%arg0: vector<4xf32>, %arg1: vector<8xf32>) {
+  // expected-error@+1 {{expected #2 operand dim to match result dim #2}}
+  %1 = "vector.outerproduct" (%arg0, %arg1) : (vector<4xf32>, vector<8xf32>) -> (vector<4x16xf32>)
+  return
+}
+""",
+    "outerproduct_kind": """
+func.func @f(%i: vector<4xi32>) {
+  // expected-error@+1 {{unsupported outerproduct type}}
+  %1 = vector.outerproduct %i, %i {kind = #vector.kind<maxnumf>} : vector<4xi32>, vector<4xi32>
+  return
+}
+""",
+    "transpose_duplicate": """
+func.func @f(%a: vector<3x7xf32>) {
+  // expected-error@+1 {{duplicate position index: 1}}
+  %0 = vector.transpose %a, [1, 1] : vector<3x7xf32> to vector<7x3xf32>
+  return
+}
+""",
+    "transpose_sizes": """
+func.func @f(%a: vector<3x7xf32>) {
+  // expected-error@+1 {{dimension size mismatch at: 0}}
+  %0 = vector.transpose %a, [1, 0] : vector<3x7xf32> to vector<7x4xf32>
+  return
+}
+""",
+    "gather_indices_dim": """
+func.func @f(%base: memref<?xf32>, %mask: vector<16xi1>, %pass: vector<16xf32>, %v8: vector<8xi32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error@+1 {{expected result dim to match indices dim}}
+  %0 = vector.gather %base[%c0][%v8], %mask, %pass : memref<?xf32>, vector<8xi32>, vector<16xi1>, vector<16xf32> into vector<16xf32>
+  return
+}
+""",
+    "maskedload_pass_thru": """
+func.func @f(%base: memref<?xf32>, %mask: vector<16xi1>, %pass: vector<16xf16>) {
+  %c0 = arith.constant 0 : index
+  // expected-error@+1 {{expected pass_thru of same type as result type}}
+  %0 = vector.maskedload %base[%c0], %mask, %pass : memref<?xf32>, vector<16xi1>, vector<16xf16> into vector<16xf32>
+  return
+}
+""",
+    "maskedstore_mask_type": """
+func.func @f(%base: memref<?xf32>, %v: vector<16xf32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error@+1 {{operand #2 must be vector of 1-bit signless integer values}}
+  vector.maskedstore %base[%c0], %v, %v : memref<?xf32>, vector<16xf32>, vector<16xf32>
+  return
+}
+""",
     "transfer_read_one_type": """
 func.func @test_vector.transfer_read(%arg0: memref<?x?xf32>) {
   %c3 = arith.constant 3 : index
@@ -252,6 +347,41 @@ func.func @generic(%arg0: memref<?x?xvector<3x4xi4>, strided<[?, 1]>>,
   return
 }
 """,
+    # memref ops about the buffer (MemRef/ops.mlir)
+    "memref_meta_ops": """
+func.func @f(%m: memref<4x4xf16>, %src: memref<?xf32>, %d: index, %s2: memref<2xf32>, %i: index) {
+  %r = memref.assume_alignment %m, 16 : memref<4x4xf16>
+  memref.assume_alignment %m, 16 : memref<4x4xf16>
+  %0 = "memref.rank"(%m) : (memref<4x4xf16>) -> index
+  %1 = memref.memory_space_cast %src : memref<?xf32> to memref<?xf32, 1>
+  %2 = memref.extract_aligned_pointer_as_index %src : memref<?xf32> -> index
+  %3 = memref.realloc %s2(%d) {alignment = 8} : memref<2xf32> to memref<?xf32>
+  %4 = memref.realloc %s2 : memref<2xf32> to memref<4xf32>
+  memref.prefetch %m[%i, %i], write, locality<1>, data : memref<4x4xf16>
+  memref.prefetch %m[%i, %i], read, locality<3>, instr : memref<4x4xf16>
+  %u = memref.cast %src : memref<?xf32> to memref<*xf32>
+  %5 = memref.rank %u : memref<*xf32>
+  %6 = memref.memory_space_cast %u : memref<*xf32> to memref<*xf32, 1>
+  return
+}
+""",
+    # Vector/ops.mlir: masked and indexed memory, transpose, outer products
+    "vector_ops": """
+func.func @f(%base: memref<?x?xf32>, %mask: vector<16xi1>, %pass: vector<16xf32>, %v: vector<16xi32>, %a: vector<3x7xf32>, %x: vector<4xf32>, %y: vector<8xf32>, %acc: vector<4x8xf32>, %s: f32) {
+  %c0 = arith.constant 0 : index
+  %0 = vector.maskedload %base[%c0, %c0], %mask, %pass : memref<?x?xf32>, vector<16xi1>, vector<16xf32> into vector<16xf32>
+  vector.maskedstore %base[%c0, %c0], %mask, %0 {nontemporal = true} : memref<?x?xf32>, vector<16xi1>, vector<16xf32>
+  %1 = vector.gather %base[%c0, %c0][%v], %mask, %pass {alignment = 8} : memref<?x?xf32>, vector<16xi32>, vector<16xi1>, vector<16xf32> into vector<16xf32>
+  vector.scatter %base[%c0, %c0][%v], %mask, %1 : memref<?x?xf32>, vector<16xi32>, vector<16xi1>, vector<16xf32>
+  %2 = vector.transpose %a, [1, 0] : vector<3x7xf32> to vector<7x3xf32>
+  %3 = vector.outerproduct %x, %y : vector<4xf32>, vector<8xf32>
+  %4 = vector.outerproduct %x, %y, %acc {kind = #vector.kind<maxnumf>} : vector<4xf32>, vector<8xf32>
+  %5 = vector.outerproduct %x, %s : vector<4xf32>, f32
+  %6 = vector.outerproduct %x, %s, %x {kind = #vector.kind<mul>} : vector<4xf32>, f32
+  %7 = vector.outerproduct %x, %y, %acc : vector<4xf32>, vector<8xf32>
+  return
+}
+""",
     # loop bounds and steps MLIR reads as index attributes
     "for_bounds_and_step": """
 func.func @f() {
@@ -280,3 +410,14 @@ def test_both_report_the_expected_errors(name, tmp_path, capsys):
 def test_prints_what_mlir_opt_prints(name):
     text = VALID[name]
     assert str(polyopt.parse(text)) == mlir_opt(text)
+
+
+@pytest.mark.parametrize("name", sorted(VALID))
+def test_generic_form_is_mlir_opts(name):
+    """The generic form (properties in ``<{...}>``) means to mlir-opt-22 what the input does,
+    and polyopt reads mlir-opt-22's generic form back."""
+    text = VALID[name]
+    generic = print_module(polyopt.parse(text), generic=True)
+    upstream = mlir_opt(text, "--mlir-print-op-generic")
+    assert mlir_opt(generic, "--mlir-print-op-generic") == upstream
+    assert str(polyopt.parse(upstream)) == mlir_opt(text)

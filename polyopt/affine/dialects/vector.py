@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..attributes import OpaqueAttr, StringAttr
+from ..diagnostics import ParseError
 from ..ir import Operation, Value, register_op
 from ..types import (FloatType, IndexType, IntegerType, MemRefType, Type, VectorType,
                      element_type_of)
@@ -165,6 +166,117 @@ INT_KINDS = ("minui", "minsi", "maxui", "maxsi", "and", "or", "xor")
 FLOAT_KINDS = ("minnumf", "maxnumf", "maximumf", "minimumf")
 COMBINING_KINDS = ("add", "mul", "minui", "minsi", "minnumf", "maxui", "maxsi", "maxnumf", "and",
                    "or", "xor", "maximumf", "minimumf")
+
+
+def supports_kind(kind: str, element_type: Type) -> bool:
+    """MLIR's ``isSupportedCombiningKind``: the integer kinds on integers and ``index``, the
+    float ones on floats, ``add`` and ``mul`` on either."""
+    is_int = isinstance(element_type, (IntegerType, IndexType))
+    is_float = isinstance(element_type, FloatType)
+    if kind in INT_KINDS:
+        return is_int
+    if kind in FLOAT_KINDS:
+        return is_float
+    return kind in ("add", "mul") and (is_int or is_float)
+
+
+@register_op
+class OuterProductOp(Operation):
+    """``%r = vector.outerproduct %a, %b, %acc {kind = #vector.kind<add>} : vector<4xf32>,
+    vector<8xf32>``: ``r[i][j] = acc[i][j] <kind> a[i] * b[j]`` (a ``vector<4x8xf32>``); with
+    a scalar ``%b``, the AXPY ``r[i] = acc[i] <kind> a[i] * b``.  The attribute dictionary
+    (the kind with it) is printed only after an accumulator, as upstream prints it."""
+
+    OP_NAME = "vector.outerproduct"
+
+    @property
+    def lhs(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def rhs(self) -> Value:
+        return self.operands[1]
+
+    @property
+    def acc(self) -> Optional[Value]:
+        return self.operands[2] if len(self.operands) > 2 else None
+
+    @property
+    def kind(self) -> str:
+        """``add`` when the generic form leaves the property out (its default)."""
+        a = self.attributes.get("kind")
+        return "add" if a is None else _enum_keyword(a, "#vector.kind") or ""
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        p.skip_ws()
+        start = p.pos
+        ops = p.parse_operand_list()
+        attrs = p.parse_optional_attr_dict()
+        p.expect(":")
+        tl = p.parse_type()
+        p.expect(",")
+        tr = p.parse_type()
+        if len(ops) < 2:
+            raise ParseError(f"custom op '{name}' expected at least 2 operands", loc)
+        if not isinstance(tl, VectorType):
+            raise ParseError(f"custom op '{name}' expected vector type for operand #1", loc)
+        if isinstance(tr, VectorType):
+            rt = VectorType((tl.shape[0], tr.shape[0]), tl.element_type)
+        else:
+            rt = VectorType((tl.shape[0],), tl.element_type)
+        for v, t in zip(ops, (tl, tr, rt)):
+            p.check_type(v, t, start)
+        if len(ops) > 3:
+            raise ParseError(f"custom op '{name}' expected at most 3 operands", loc)
+        attrs.setdefault("kind", OpaqueAttr("#vector.kind<add>"))
+        return cls(operands=ops, result_types=[rt], attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("vector.outerproduct ")
+        p.print_operands(self.operands)
+        if self.acc is not None:
+            p.print_attr_dict(self.attributes)
+        p.print(f" : {p.type_str(self.lhs.type)}, {p.type_str(self.rhs.type)}")
+
+    def generic_properties(self) -> dict:
+        return {"kind": self.attributes.get("kind", OpaqueAttr("#vector.kind<add>"))}
+
+    def generic_attributes(self) -> dict:
+        return {k: v for k, v in self.attributes.items() if k != "kind"}
+
+    def verify_op(self) -> None:
+        if not 2 <= len(self.operands) <= 3 or len(self.results) != 1:
+            raise self.error("expects two or three operands and one result")
+        kind = self.kind
+        if kind not in COMBINING_KINDS:
+            raise self.error(f"requires attribute 'kind' (one of {', '.join(COMBINING_KINDS)}), "
+                             f"got '{self.attributes.get('kind')}'")
+        vl, tr, vres = self.lhs.type, self.rhs.type, self.results[0].type
+        if not isinstance(vl, VectorType):
+            raise self.error(f"operand #0 must be vector of any type values, but got '{vl}'")
+        if not isinstance(vres, VectorType):
+            raise self.error(f"result #0 must be vector of any type values, but got '{vres}'")
+        if len(vl.shape) != 1:
+            raise self.error("expected 1-d vector for operand #1")
+        if isinstance(tr, VectorType):
+            if len(tr.shape) != 1:
+                raise self.error("expected 1-d vector for operand #2")
+            if len(vres.shape) != 2:
+                raise self.error("expected 2-d vector result")
+            if vl.shape[0] != vres.shape[0]:
+                raise self.error("expected #1 operand dim to match result dim #1")
+            if tr.shape[0] != vres.shape[1]:
+                raise self.error("expected #2 operand dim to match result dim #2")
+        else:
+            if len(vres.shape) != 1:
+                raise self.error("expected 1-d vector result")
+            if vl.shape[0] != vres.shape[0]:
+                raise self.error("expected #1 operand dim to match result dim #1")
+        if self.acc is not None and self.acc.type != vres:
+            raise self.error("expected operand #3 of same type as result type")
+        if not supports_kind(kind, vres.element_type):
+            raise self.error("unsupported outerproduct type")
 
 
 @register_op

@@ -1,6 +1,7 @@
 """The vector ops of MLIR 22 that move elements between vectors: ``vector.extract``,
 ``vector.insert`` (static positions, ``-1`` for poison, and ``index`` values), ``vector.shuffle``,
-``vector.shape_cast``, ``vector.extract_strided_slice`` and ``vector.insert_strided_slice``.
+``vector.shape_cast``, ``vector.transpose``, ``vector.extract_strided_slice`` and
+``vector.insert_strided_slice``.
 
 Positions are held as upstream holds them: ``static_position = array<i64: ...>`` with
 :data:`DYNAMIC` where an operand gives the position (the operands after the vector), the shuffle
@@ -296,6 +297,89 @@ class ShapeCastOp(Operation):
         if src.num_elements != dst.num_elements:
             raise self.error(f"has different number of elements at source ({src.num_elements}) "
                              f"and result ({dst.num_elements})")
+
+
+@register_op
+class TransposeOp(Operation):
+    """``%r = vector.transpose %v, [1, 0] : vector<3x7xf32> to vector<7x3xf32>``: dimension k
+    of the result is dimension ``permutation[k]`` of the source."""
+
+    OP_NAME = "vector.transpose"
+
+    @classmethod
+    def build(cls, source: Value, permutation: Sequence[int], loc=None) -> "TransposeOp":
+        st = source.type
+        shape = tuple(st.shape[k] for k in permutation)
+        return cls(operands=[source], result_types=[VectorType(shape, st.element_type)],
+                   attributes={"permutation": _i64_array(permutation)}, loc=loc)
+
+    @property
+    def source(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def permutation(self) -> tuple[int, ...]:
+        a = self.attributes.get("permutation")
+        return tuple(a.values) if isinstance(a, DenseArrayAttr) else ()
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        p.skip_ws()
+        start = p.pos
+        v = p.parse_operand()
+        p.expect(",")
+        perm = p.parse_comma_separated("[", "]", lambda: p.parse_integer("integer value",
+                                                                         op_name=name))
+        attrs = p.parse_optional_attr_dict()
+        p.expect(":")
+        src = _parse_vector(p)
+        p.expect_keyword("to")
+        dst = _parse_vector(p)
+        p.check_type(v, src, start)
+        attrs["permutation"] = _i64_array(perm)
+        return cls(operands=[v], result_types=[dst], attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("vector.transpose ")
+        p.print_operand(self.source)
+        p.print(", [" + ", ".join(str(k) for k in self.permutation) + "]")
+        p.print_attr_dict(self.attributes, elide=("permutation",))
+        p.print(f" : {p.type_str(self.source.type)} to {p.type_str(self.results[0].type)}")
+
+    def generic_properties(self) -> dict:
+        return {k: v for k, v in self.attributes.items() if k == "permutation"}
+
+    def generic_attributes(self) -> dict:
+        return {k: v for k, v in self.attributes.items() if k != "permutation"}
+
+    def verify_op(self) -> None:
+        if len(self.operands) != 1 or len(self.results) != 1:
+            raise self.error("expects one operand and one result")
+        a = self.attributes.get("permutation")
+        if not (isinstance(a, DenseArrayAttr) and a.element_type == IntegerType(64)):
+            raise self.error("requires attribute 'permutation'")
+        src, dst = self.source.type, self.results[0].type
+        for k, t in (("operand #0", src), ("result #0", dst)):
+            if not isinstance(t, VectorType):
+                raise self.error(f"{k} must be vector of any type values, but got '{t}'")
+        if src.element_type != dst.element_type:
+            raise self.error("failed to verify that all of {vector, result} have same element "
+                             "type")
+        rank = len(dst.shape)
+        if len(src.shape) != rank:
+            raise self.error(f"vector result rank mismatch: {rank}")
+        perm = self.permutation
+        if len(perm) != rank:
+            raise self.error(f"transposition length mismatch: {len(perm)}")
+        seen = set()
+        for k, d in enumerate(perm):
+            if not 0 <= d < rank:
+                raise self.error(f"transposition index out of range: {d}")
+            if d in seen:
+                raise self.error(f"duplicate position index: {d}")
+            seen.add(d)
+            if dst.shape[k] != src.shape[d]:
+                raise self.error(f"dimension size mismatch at: {d}")
 
 
 @register_op
