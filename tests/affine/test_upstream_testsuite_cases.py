@@ -301,6 +301,73 @@ func.func @f(%base: memref<?xf32>, %v: vector<16xf32>) {
   return
 }
 """,
+    "subview_negative_offset": """
+func.func @invalid_subview(%input: memref<4x1024xf32>) -> memref<2x256xf32, strided<[1024, 1], offset: 2304>> {
+  // expected-error@+1 {{expected offsets to be non-negative, but got -1}}
+  %0 = memref.subview %input[-1, 256] [2, 256] [1, 1] : memref<4x1024xf32> to memref<2x256xf32, strided<[1024, 1], offset: 2304>>
+  return %0 : memref<2x256xf32, strided<[1024, 1], offset: 2304>>
+}
+""",
+    "subview_negative_size": """
+func.func @invalid_subview(%input: memref<4x1024xf32>) -> memref<2x256xf32, strided<[1024, 1], offset: 2304>> {
+  // expected-error@+1 {{expected sizes to be non-negative, but got -1}}
+  %0 = memref.subview %input[2, 256] [-1, 256] [1, 1] : memref<4x1024xf32> to memref<2x256xf32, strided<[1024, 1], offset: 2304>>
+  return %0 : memref<2x256xf32, strided<[1024, 1], offset: 2304>>
+}
+""",
+    "subview_list_ranks": """
+func.func @invalid_subview(%arg0 : index, %arg1 : index, %arg2 : index) {
+  %0 = memref.alloc() : memref<8x16x4xf32>
+  // expected-error@+1 {{expected mixed offsets rank to match mixed sizes rank (2 vs 3) so the rank of the result type is well-formed}}
+  %1 = memref.subview %0[0, 0][2, 2, 2][1, 1, 1]
+    : memref<8x16x4xf32> to memref<8x16x4xf32>
+  return
+}
+""",
+    "reinterpret_cast_list_ranks": """
+func.func @invalid_subview(%arg0 : index, %arg1 : index, %arg2 : index) {
+  %0 = memref.alloc() : memref<8x16x4xf32>
+  // expected-error@+1 {{expected mixed sizes rank to match mixed strides rank (3 vs 2) so the rank of the result type is well-formed}}
+  %1 = memref.reinterpret_cast %0 to offset: [0], sizes: [2, 2, 2], strides:[1, 1]
+    : memref<8x16x4xf32> to memref<8x16x4xf32>
+  return
+}
+""",
+    "subview_rank_too_large": """
+func.func @invalid_subview(%arg0 : index, %arg1 : index, %arg2 : index) {
+  %0 = memref.alloc() : memref<8x16x4xf32>
+  // expected-error@+1 {{expected result rank to be smaller or equal to the source rank, but got 'memref<8x16x4x3xi32>'}}
+  %1 = memref.subview %0[0, 0, 0][8, 16, 4][1, 1, 1]
+    : memref<8x16x4xf32> to
+      memref<8x16x4x3xi32>
+  return
+}
+""",
+    "subview_result_type_before_bounds": """
+func.func @invalid_rank_reducing_subview(%arg0 : index, %arg1 : index, %arg2 : index) {
+  %0 = memref.alloc() : memref<8x16x4xf32>
+  // expected-error@+1 {{expected result type to be 'memref<8x16x4xf32, strided<[64, 4, 1], offset: 8>>' or a rank-reduced version. (mismatch of result sizes)}}
+  %1 = memref.subview %0[0, 2, 0][8, 16, 4][1, 1, 1]
+    : memref<8x16x4xf32> to memref<16x4xf32>
+  return
+}
+""",
+    "view_without_shift": """
+func.func @invalid_view(%arg0 : index, %arg1 : index, %arg2 : index) {
+  %0 = memref.alloc() : memref<2048xi8>
+  // expected-error@+1 {{expected SSA operand}}
+  %1 = memref.view %0[][%arg0, %arg1]
+    : memref<2048xi8> to memref<?x?xf32>
+  return
+}
+""",
+    "alloca_outside_allocation_scope": """
+"alloca_without_scoped_alloc_parent"() ({
+  memref.alloca() : memref<1xf32>
+  // expected-error@-1 {{requires an ancestor op with AutomaticAllocationScope trait}}
+  func.return
+}) : () -> ()
+""",
     "transfer_read_one_type": """
 func.func @test_vector.transfer_read(%arg0: memref<?x?xf32>) {
   %c3 = arith.constant 3 : index
@@ -398,7 +465,7 @@ func.func @f() {
 @pytest.mark.parametrize("name", sorted(INVALID))
 def test_both_report_the_expected_errors(name, tmp_path, capsys):
     text = INVALID[name]
-    upstream = run_mlir_opt(text, "--verify-diagnostics")
+    upstream = run_mlir_opt(text, "--verify-diagnostics", "--allow-unregistered-dialect")
     assert upstream.returncode == 0, upstream.stderr
     path = tmp_path / f"{name}.mlir"
     path.write_text(text)

@@ -287,6 +287,21 @@ class AllocaOp(_AllocLikeOp):
     OP_NAME = "memref.alloca"
     HINT = "alloca"
 
+    def verify_op(self) -> None:
+        super().verify_op()
+        parent = self.parent_op
+        while parent is not None and parent.name not in AUTOMATIC_ALLOCATION_SCOPES:
+            parent = parent.parent_op
+        if parent is None:
+            raise self.error("requires an ancestor op with AutomaticAllocationScope trait")
+
+
+#: The ops of MLIR's ``AutomaticAllocationScope`` trait polyopt knows: an ``alloca`` is freed
+#: when the innermost of them around it exits.
+AUTOMATIC_ALLOCATION_SCOPES = frozenset({
+    "func.func", "memref.alloca_scope", "affine.for", "affine.parallel", "scf.for",
+    "scf.parallel", "scf.forall", "llvm.func"})
+
 
 @register_op
 class DeallocOp(Operation):

@@ -163,11 +163,11 @@ class ViewOp(Operation):
         p.skip_ws()
         start = p.pos
         src = p.parse_operand()
+        p.expect("[")       # exactly one byte shift, read as upstream reads it
         p.skip_ws()
         at = p.pos
-        shift = p.parse_operand_list("square")
-        if len(shift) != 1:
-            raise p.error("expected 1 operand", at)
+        shift = [p.parse_operand()]
+        p.expect("]")
         p.skip_ws()
         sizes = p.parse_operand_list("square")
         attrs = p.parse_optional_attr_dict()

@@ -101,6 +101,31 @@ class _OffsetsSizesStrides:
         dyn_stride = values[counts[0] + counts[1]:]
         return (offsets, dyn_off), (sizes, dyn_size), (strides, dyn_stride)
 
+    def _verify_interface(self, max_ranks: tuple[int, int, int]):
+        """MLIR's ``verifyOffsetSizeAndStrideOp``, which runs before the op's own verifier:
+        the three lists' lengths (``max_ranks``: how many of each the op takes) and no
+        negative static offset or size.  -> the three ``(static list, dynamic values)``."""
+        mixed = self._mixed()
+        (offsets, _), (sizes, _), (strides, _) = mixed
+        if not (len(offsets) == 1 and max_ranks[0] == 1) and len(offsets) != len(sizes):
+            raise VerifyError(f"expected mixed offsets rank to match mixed sizes rank "
+                              f"({len(offsets)} vs {len(sizes)}) so the rank of the result type "
+                              f"is well-formed.", self.loc)
+        if len(sizes) != len(strides):
+            raise VerifyError(f"expected mixed sizes rank to match mixed strides rank "
+                              f"({len(sizes)} vs {len(strides)}) so the rank of the result type "
+                              f"is well-formed.", self.loc)
+        for what, lst, rank in zip(("offset", "size", "stride"), (offsets, sizes, strides),
+                                   max_ranks):
+            if len(lst) != rank:
+                raise VerifyError(f"expected {rank} {what} values, got {len(lst)}", self.loc)
+        for what, lst in (("offsets", offsets), ("sizes", sizes)):
+            for v in lst:
+                if v is not None and v < 0:
+                    raise VerifyError(f"expected {what} to be non-negative, but got {v}",
+                                      self.loc)
+        return mixed
+
     def mixed_offsets(self) -> list:
         """Each offset as an ``int`` or the ``Value`` giving it."""
         return _merge(*self._mixed()[0])
@@ -264,26 +289,17 @@ class SubViewOp(_OffsetsSizesStrides, Operation):
         _check_index_operands(self)
         if not isinstance(res, MemRefType):
             raise self.error(f"result #0 must be memref of any type values, but got '{res}'")
-        (offsets, _), (sizes, _), (strides, _) = self._mixed()
-        for what, lst in (("offset", offsets), ("size", sizes), ("stride", strides)):
-            if len(lst) != src.rank:
-                raise VerifyError(f"expected {src.rank} {what} values, got {len(lst)}", self.loc)
+        (offsets, _), (sizes, _), (strides, _) = self._verify_interface((src.rank,) * 3)
+        if res.rank > src.rank:
+            raise VerifyError(f"expected result rank to be smaller or equal to the source rank, "
+                              f"but got '{res}'", self.loc)
         if res.element_type != src.element_type:
             raise VerifyError(f"expected result element type to be '{src.element_type}', but got "
                               f"'{res}'", self.loc)
         if res.memory_space != src.memory_space:
             raise VerifyError("expected result and source memory spaces to match", self.loc)
-        for k, (off, size, stride, dim) in enumerate(zip(offsets, sizes, strides, src.shape)):
-            if size is not None and size < 0 or stride is not None and stride < 0:
-                raise self.error("expected sizes and strides to be non-negative")
-            if None in (off, size, stride, dim) or size == 0:
-                continue
-            last = off + (size - 1) * stride
-            if off >= dim:
-                raise VerifyError(f"offset {off} is out-of-bounds: {off} >= {dim}", self.loc)
-            if last >= dim:
-                raise VerifyError(f"slice along dimension {k} runs out-of-bounds: {last} >= "
-                                  f"{dim}", self.loc)
+        if any(stride is not None and stride < 0 for stride in strides):
+            raise self.error("expected sizes and strides to be non-negative")
         reason, _ = self._match_result()
         if reason is not None:
             inferred_strides, inferred_offset = subview_layout(src, offsets, sizes, strides)
@@ -292,6 +308,16 @@ class SubViewOp(_OffsetsSizesStrides, Operation):
                                   src.memory_space)
             raise VerifyError(f"expected result type to be '{expected}' or a rank-reduced "
                               f"version. ({reason}), but got '{res}'", self.loc)
+        # the bounds after the result type, as upstream checks them
+        for k, (off, size, stride, dim) in enumerate(zip(offsets, sizes, strides, src.shape)):
+            if None in (off, size, stride, dim) or size == 0:
+                continue
+            last = off + (size - 1) * stride
+            if off >= dim:
+                raise VerifyError(f"offset {off} is out-of-bounds: {off} >= {dim}", self.loc)
+            if last >= dim:
+                raise VerifyError(f"slice along dimension {k} runs out-of-bounds: {last} >= "
+                                  f"{dim}", self.loc)
 
 
 def _strided_layout(strides, offset):
@@ -362,12 +388,7 @@ class ReinterpretCastOp(_OffsetsSizesStrides, Operation):
         _check_index_operands(self)
         if not isinstance(res, MemRefType):
             raise self.error(f"result #0 must be memref of any type values, but got '{res}'")
-        (offsets, _), (sizes, _), (strides, _) = self._mixed()
-        if len(offsets) != 1:
-            raise VerifyError(f"expected 1 offset values, got {len(offsets)}", self.loc)
-        for what, lst in (("size", sizes), ("stride", strides)):
-            if len(lst) != res.rank:
-                raise VerifyError(f"expected {res.rank} {what} values, got {len(lst)}", self.loc)
+        (offsets, _), (sizes, _), (strides, _) = self._verify_interface((1, res.rank, res.rank))
         if src.memory_space != res.memory_space:     # checked first, as upstream does
             raise self.error(f"different memory spaces specified for source type '{src}' and "
                              f"result memref type '{res}'")
