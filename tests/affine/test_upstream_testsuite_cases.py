@@ -368,6 +368,27 @@ func.func @invalid_view(%arg0 : index, %arg1 : index, %arg2 : index) {
   func.return
 }) : () -> ()
 """,
+    "constant_of_string": """
+func.func @constant() {
+^bb:
+  %x = "arith.constant"(){value = "xyz"} : () -> i32 // expected-error {{'arith.constant' op failed to verify that all of {value, result} have same type}}
+  return
+}
+""",
+    "constant_of_unit": """
+func.func @constant() {
+  // expected-error@+1 {{attribute 'value' failed to satisfy constraint: TypedAttr instance}}
+  %x = "arith.constant"(){value = unit} : () -> i32
+  return
+}
+""",
+    "elementwise_scalar_result": """
+func.func @func_with_ops(%a: vector<8xi32>) {
+  // expected-error@+1 {{'arith.addui_extended' op if an operand is non-scalar, then all results must be non-scalar}}
+  %r:2 = arith.addui_extended %a, %a : vector<8xi32>, i1
+  return
+}
+""",
     "transfer_read_one_type": """
 func.func @test_vector.transfer_read(%arg0: memref<?x?xf32>) {
   %c3 = arith.constant 3 : index

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from ..attributes import DenseElementsAttr, FloatAttr, IntegerAttr, UnitAttr
+from ..attributes import DenseElementsAttr, FloatAttr, IntegerAttr, StringAttr, UnitAttr
 from ..diagnostics import ParseError
 from ..ir import Operation, register_op
 from ..types import (FloatType, IndexType, IntegerType, MemRefType, Type, VectorType,
@@ -179,8 +179,10 @@ class ConstantOp(Operation):
         if a is None:
             raise self.error("requires attribute 'value'")
         t = self.results[0].type
+        if isinstance(a, StringAttr):       # a typed attribute, of type none
+            raise self.error("failed to verify that all of {value, result} have same type")
         if not isinstance(a, (IntegerAttr, FloatAttr, DenseElementsAttr)):
-            raise self.error("value must be an integer, float, or elements attribute")
+            raise self.error("attribute 'value' failed to satisfy constraint: TypedAttr instance")
         if a.type != t:
             raise self.error("failed to verify that all of {value, result} have same type")
 
@@ -365,12 +367,15 @@ def _verify_elementwise_shapes(op: Operation) -> None:
     outs = [vector_shape(r.type) for r in op.results]
     if any(s is not None for s in outs) and all(s is None for s in ins):
         raise op.error("if a result is non-scalar, then at least one operand must be non-scalar")
+    if any(s is not None for s in ins):       # in upstream's order (verifyElementwise)
+        if all(s is None for s in outs):
+            raise op.error("if an operand is non-scalar, then there must be at least one "
+                           "non-scalar result")
+        if any(s is None for s in outs):
+            raise op.error("if an operand is non-scalar, then all results must be non-scalar")
     shapes = {s for s in ins + outs if s is not None}
     if len(shapes) > 1:
         raise op.error("all non-scalar operands/results must have the same shape and base type")
-    if shapes and any(s is None for s in outs):
-        raise op.error("if an operand is non-scalar, then there must be at least one non-scalar "
-                       "result")
 
 
 AddUIExtendedOp = register_op(type("addui_extended", (_ExtendedOp,),
