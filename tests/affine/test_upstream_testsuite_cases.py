@@ -389,6 +389,21 @@ func.func @func_with_ops(%a: vector<8xi32>) {
   return
 }
 """,
+    "broadcast_of_memref": """
+func.func @broadcast_unknown(%arg0: memref<4x8xf32>) {
+  // expected-error@+1 {{'vector.broadcast' op source type is not a vector}}
+  %1 = vector.broadcast %arg0 : memref<4x8xf32> to vector<1x8xf32>
+  return
+}
+""",
+    "transfer_write_vector_type_first": """
+func.func @test_vector.transfer_write(%arg0: memref<vector<4x3xf32>>) {
+  %c3 = arith.constant 3 : index
+  // expected-error@+1 {{ requires vector type}}
+  vector.transfer_write %arg0, %arg0[%c3, %c3] : memref<vector<4x3xf32>>, vector<4x3xf32>
+  return
+}
+""",
     "transfer_read_one_type": """
 func.func @test_vector.transfer_read(%arg0: memref<?x?xf32>) {
   %c3 = arith.constant 3 : index

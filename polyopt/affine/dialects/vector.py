@@ -93,9 +93,13 @@ class BroadcastOp(_SourceToResultOp):
         src, dst = self.source.type, self.results[0].type
         if not isinstance(dst, VectorType):
             raise self.error(f"result #0 must be vector of any type values, but got '{dst}'")
-        if element_type_of(src) != dst.element_type:
+        # upstream's getElementTypeOrSelf: a memref's element type too
+        src_element = src.element_type if isinstance(src, MemRefType) else element_type_of(src)
+        if src_element != dst.element_type:
             raise self.error("failed to verify that source operand and result have same element "
                              f"type ('{src}' vs '{dst}')")
+        if not isinstance(src, (VectorType, IntegerType, IndexType, FloatType)):
+            raise self.error("source type is not a vector")
         if isinstance(src, VectorType):
             if len(src.shape) > len(dst.shape):
                 raise self.error("source rank higher than destination rank")

@@ -116,11 +116,11 @@ class _TransferOp(Operation):
             raise p.error(f"custom op '{p.op_stack[-1]}' requires two types", types_at)
         t0, t1 = types
         st, vt = (t1, t0) if vt_first else (t0, t1)
-        if not isinstance(st, MemRefType):
-            raise p.error(f"custom op '{p.op_stack[-1]}' requires memref or ranked tensor type",
-                          types_at)
-        if not isinstance(vt, VectorType):
-            raise p.error(f"custom op '{p.op_stack[-1]}' requires vector type", types_at)
+        checks = [(isinstance(st, MemRefType), "requires memref or ranked tensor type"),
+                  (isinstance(vt, VectorType), "requires vector type")]
+        for ok, message in reversed(checks) if vt_first else checks:  # the first type first
+            if not ok:
+                raise p.error(f"custom op '{p.op_stack[-1]}' {message}", types_at)
         if "permutation_map" not in attrs:
             pmap = minor_identity_for(st, vt)
             if pmap is None:
