@@ -404,6 +404,38 @@ func.func @test_vector.transfer_write(%arg0: memref<vector<4x3xf32>>) {
   return
 }
 """,
+    "contract_map_count": """
+func.func @contraction(%arg0: vector<7x8x16x15xf32>, %arg1: vector<8x16x7x5xf32>, %arg2: vector<8x15x5xf32>) {
+  // expected-error@+1 {{expected an indexing map for each vector operand}}
+  %0 = vector.contract {indexing_maps = [affine_map<(b0, f0, f1, c0, c1) -> (c0, b0, c1, f0)>, affine_map<(b0, f0, f1, c0, c1) -> (b0, c1, c0, f1)>], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]} %arg0, %arg1, %arg2
+      : vector<7x8x16x15xf32>, vector<8x16x7x5xf32> into vector<8x15x5xf32>
+  return
+}
+""",
+    "contract_map_symbols": """
+func.func @contraction(%arg0: vector<7x8x16x15xf32>, %arg1: vector<8x16x7x5xf32>, %arg2: vector<8x15x5xf32>) {
+  // expected-error@+1 {{op expected indexing map 1 to have no symbols}}
+  %0 = vector.contract {indexing_maps = [affine_map<(b0, f0, f1, c0, c1) -> (c0, b0, c1, f0)>, affine_map<(b0, f0, f1, c0, c1)[s0] -> (b0, s0, c0, f1)>, affine_map<(b0, f0, f1, c0, c1) -> (b0, f0, f1)>], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]} %arg0, %arg1, %arg2
+      : vector<7x8x16x15xf32>, vector<8x16x7x5xf32> into vector<8x15x5xf32>
+  return
+}
+""",
+    "contract_accumulator_shape": """
+func.func @contraction(%arg0: vector<7x8x16x15xf32>, %arg1: vector<8x16x7x5xf32>, %arg2: vector<8x15x5xf32>) {
+  // expected-error@+1 {{invalid accumulator/result vector shape, expected: 'vector<8x5x15xf32>'}}
+  %0 = vector.contract {indexing_maps = [affine_map<(b0, f0, f1, c0, c1) -> (c0, b0, c1, f0)>, affine_map<(b0, f0, f1, c0, c1) -> (b0, c1, c0, f1)>, affine_map<(b0, f0, f1, c0, c1) -> (b0, f1, f0)>], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]} %arg0, %arg1, %arg2
+      : vector<7x8x16x15xf32>, vector<8x16x7x5xf32> into vector<8x15x5xf32>
+  return
+}
+""",
+    "contract_contracting_dims": """
+func.func @contraction(%arg0: vector<7x8x16x15xf32>, %arg1: vector<8x16x7x5xf32>, %arg2: vector<8x15x5xf32>) {
+  // expected-error@+1 {{invalid contracting dimension map}}
+  %0 = vector.contract {indexing_maps = [affine_map<(b0, f0, f1, c0, c1) -> (c0, b0, c1, f0)>, affine_map<(b0, f0, f1, c0, c1) -> (b0, c0, c1, f1)>, affine_map<(b0, f0, f1, c0, c1) -> (b0, f0, f1)>], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]} %arg0, %arg1, %arg2
+      : vector<7x8x16x15xf32>, vector<8x16x7x5xf32> into vector<8x15x5xf32>
+  return
+}
+""",
     "transfer_read_one_type": """
 func.func @test_vector.transfer_read(%arg0: memref<?x?xf32>) {
   %c3 = arith.constant 3 : index
@@ -482,6 +514,26 @@ func.func @f(%base: memref<?x?xf32>, %mask: vector<16xi1>, %pass: vector<16xf32>
   %5 = vector.outerproduct %x, %s : vector<4xf32>, f32
   %6 = vector.outerproduct %x, %s, %x {kind = #vector.kind<mul>} : vector<4xf32>, f32
   %7 = vector.outerproduct %x, %y, %acc : vector<4xf32>, vector<8xf32>
+  return
+}
+""",
+    # Vector/ops.mlir: contractions, the attributes written or given by a #trait alias
+    "vector_contract": """
+#contraction_accesses0 = [
+  affine_map<(b0, f0, f1, c0, c1) -> (c0, b0, c1, f0)>,
+  affine_map<(b0, f0, f1, c0, c1) -> (b0, c1, c0, f1)>,
+  affine_map<(b0, f0, f1, c0, c1) -> (b0, f0, f1)>
+]
+#contraction_trait0 = {
+  indexing_maps = #contraction_accesses0,
+  iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]
+}
+#acc1 = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> ()>]
+func.func @contraction(%arg0 : vector<7x8x16x15xf32>, %arg1 : vector<8x16x7x5xf32>,
+                  %arg2 : vector<8x15x5xf32>, %a: vector<10xf32>, %f: f32) {
+  %0 = vector.contract #contraction_trait0 %arg0, %arg1, %arg2
+      : vector<7x8x16x15xf32>, vector<8x16x7x5xf32> into vector<8x15x5xf32>
+  %1 = vector.contract {indexing_maps = #acc1, iterator_types = ["reduction"], kind = #vector.kind<maxnumf>} %a, %a, %f {foo = 1 : i32} : vector<10xf32>, vector<10xf32> into f32
   return
 }
 """,
