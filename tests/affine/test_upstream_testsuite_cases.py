@@ -436,6 +436,9 @@ func.func @contraction(%arg0: vector<7x8x16x15xf32>, %arg1: vector<8x16x7x5xf32>
   return
 }
 """,
+    "function_empty_body": """
+func.func @foo() {} // expected-error {{expected non-empty function body}}
+""",
     "transfer_read_one_type": """
 func.func @test_vector.transfer_read(%arg0: memref<?x?xf32>) {
   %c3 = arith.constant 3 : index

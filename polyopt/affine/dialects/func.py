@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..attributes import ArrayAttr, DictAttr, StringAttr, SymbolRefAttr, TypeAttr
+from ..diagnostics import ParseError
 from ..ir import Block, Operation, Region, Value, register_op
 from ..types import FunctionType, Type
 
@@ -145,11 +146,14 @@ class FuncOp(Operation):
                                   f"type of the corresponding argument in function "
                                   f"signature('{t}')", body_at)
         elif p.peek("{"):
+            p.skip_ws()
+            body_at = p.pos
             block = Block(types)
             region = p.parse_region(entry_args=[(n, a) for (n, _, _), a in zip(args, block.args)],
-                                    isolated=True)
-            if not region.blocks:
-                region.add_block(block)
+                                    isolated=True, allow_empty=not types)
+            if not region.blocks:       # `{}` without arguments: upstream's region has no block
+                raise ParseError("custom op 'func.func' expected non-empty function body",
+                                 p.loc(body_at))
         else:
             region = Region()
             if legacy:
