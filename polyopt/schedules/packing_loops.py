@@ -164,3 +164,52 @@ def _remainder_lower_bound(r_loop, full_ub: AffineMap):
     return amap, ordered
 
 
+
+
+def prefetch_panel_rows(p_loop, rows_ahead: int, line_bytes: int = 64) -> bool:
+    """In a copy nest ``for r { for p { for cr { buf[p, r, cr] = I[r, p * n_r + cr] }}}``
+    (after :func:`panelize_columns`), prefetch the source's row ``r + rows_ahead`` before each
+    panel row is copied: one ``affine.prefetch`` (to L1) per cache line of the panel row.
+
+    A block of ``I`` narrower than its rows is a run of short segments, each on another page
+    when the rows are 4 KiB or more apart; the hardware prefetchers start again on every
+    row, and each load of the copy waits for memory.  Returns whether prefetches were
+    inserted (only for that nest shape, one load of a rank-2 source)."""
+    from ..affine.affine_expr import AffineMap, constant, dim
+    from ..affine.dialects.affine import AffineForOp, AffineLoadOp, AffinePrefetchOp
+    cr_loops = [op for op in p_loop.body.ops if isinstance(op, AffineForOp)]
+    row_loop = p_loop.parent_op
+    if len(cr_loops) != 1 or not isinstance(row_loop, AffineForOp):
+        return False
+    cr_loop = cr_loops[0]
+    loads = [op for op in cr_loop.body.ops if isinstance(op, AffineLoadOp)]
+    if len(loads) != 1 or loads[0].memref.type.rank != 2:
+        return False
+    load = loads[0]
+    widths = [e.value for e in cr_loop.upper_map.results if hasattr(e, "value")]
+    if not widths or cr_loop.lower_map.results[0] != constant(0):
+        return False
+    elem = max(1, load.memref.type.element_type.width // 8)
+    per_line = max(1, line_bytes // elem)
+    operands = list(load.map_operands)
+    amap = load.map
+    row_dims = {n for n, v in enumerate(operands) if v is row_loop.induction_var}
+    uses = [set(e.used_dims()) & row_dims for e in amap.results]
+    if amap.num_symbols or not uses[0] or uses[1]:
+        return False      # the outer loop is not (only) the source's row
+    cr_iv, row_iv = cr_loop.induction_var, row_loop.induction_var
+    kept = [v for v in operands if v is not cr_iv]
+    for col in range(0, min(widths), per_line):
+        subst, n = [], 0
+        for v in operands:
+            if v is cr_iv:
+                subst.append(constant(col))
+                continue
+            subst.append(dim(n) + rows_ahead if v is row_iv else dim(n))
+            n += 1
+        results = tuple(e.replace(subst[:amap.num_dims], subst[amap.num_dims:])
+                        for e in amap.results)
+        cr_loop.parent.insert_before(cr_loop, AffinePrefetchOp.build(
+            load.memref, kept, AffineMap.get(len(kept), 0, results), locality=3,
+            loc=load.loc))
+    return True

@@ -203,3 +203,47 @@ def test_a_short_a_takes_gebp():
     want = c + a @ b
     fn(a, b, c)
     np.testing.assert_allclose(c, want, rtol=0, atol=1e-12 * 290)
+
+
+def _b_prefetches(src: str, **switches) -> list[str]:
+    """The ``affine.prefetch`` lines on B (%arg1) in what the pipeline makes of ``src``."""
+    from polyopt.pipeline import PipelineOptions, load, run_passes
+    module = load(src)
+    run_passes(module, PipelineOptions(threads=1, **switches))
+    text = str(module)
+    return [ln.strip() for ln in text.splitlines() if "affine.prefetch %arg1[" in ln]
+
+
+@pytest.mark.parametrize("m,n,k,dtype,tiles,threads,switches", [
+    # rows of B 4400 / 4800 bytes apart, blocks of 96 / 40 columns, 61 / 37 rows of A: no
+    # tile divides any size; the prefetches of the last rows point past B (harmless)
+    (61, 1100, 150, "f32", dict(N_C=96, K_C=64, M_R=4, N_R=32), 1, ALL),
+    (61, 1100, 150, "f32", dict(N_C=96, K_C=64, M_R=4, N_R=32), 2, ALL),
+    (37, 600, 77, "f64", dict(N_C=40, K_C=32, M_R=4, N_R=8), 1, ALL),
+    (37, 600, 77, "f64", dict(N_C=40, K_C=32, M_R=4, N_R=8), 1,
+     {"hopt": True, "copy": True}),
+])
+def test_narrow_blocks_of_b_prefetch_rows_ahead(m, n, k, dtype, tiles, threads, switches):
+    """A block of B narrower than B's rows, rows a page or more apart, few rows of A: the copy
+    prefetches each panel row ``B_ROWS_AHEAD`` rows ahead, and the product stays exact."""
+    from polyopt.schedules.expand import B_ROWS_AHEAD
+    src = matmul_source(m, n, k, dtype, _attrs(**tiles))
+    lines = _b_prefetches(src, **switches)
+    per_line = 64 // (4 if dtype == "f32" else 8)
+    assert len(lines) == -(-tiles["N_R"] // per_line), lines
+    assert all(f" + {B_ROWS_AHEAD}," in ln and "locality<3>" in ln for ln in lines), lines
+    a, b, c = _operands(m, n, k, dtype)
+    want = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+    got = _run(src, (a, b, c), threads=threads, **switches)
+    tol = (1e-12 if dtype == "f64" else 1e-5) * k
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("m,n,k,dtype,tiles", [
+    (131, 1100, 150, "f32", dict(M_C=128, N_C=96, K_C=64, M_R=4, N_R=32)),   # many rows of A
+    (61, 1000, 150, "f32", dict(N_C=96, K_C=64, M_R=4, N_R=32)),   # rows 4000 bytes apart
+    (61, 1100, 150, "f32", dict(N_C=1100, K_C=64, M_R=4, N_R=32)),   # the block is whole rows
+])
+def test_b_rows_are_not_prefetched_where_the_copy_streams(m, n, k, dtype, tiles):
+    """No prefetches where the hardware follows the copy or the copy is a small share."""
+    assert _b_prefetches(matmul_source(m, n, k, dtype, _attrs(**tiles)), **ALL) == []
