@@ -647,6 +647,11 @@ def _expand_nchw(spec: ConvSpec, expand_contraction, machine, tiles: dict,
                  **options) -> None:
     """The NCHW implicit GEMM (:func:`nchw_conv_as_matmul`) through ``expand_contraction``;
     the B packing nests of the stand-in become im2col copies of the image."""
+    from .delinearize_copy import delinearize_copy_loop
     con, stand_in, windows = nchw_conv_as_matmul(spec, tiles)
     expand_contraction(con, machine=machine, **options)
     rewrite_stand_in(stand_in, spec.input, windows)
+    # the im2col copies: runs along the output's rows instead of a division per element
+    for use in list(spec.input.uses):
+        if use.op.name == "affine.load":
+            delinearize_copy_loop(use.op.parent_op)
