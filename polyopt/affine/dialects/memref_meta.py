@@ -10,7 +10,7 @@ form and messages are mlir-opt-22's::
     %1 = memref.realloc %B(%n) {alignment = 8 : i64} : memref<2xf32> to memref<?xf32>
     memref.prefetch %A[%i, %j], write, locality<1>, data : memref<4x4xf16>
 
-They are read, verified and printed; the code generator does not lower them."""
+They are lowered to LLVM by :mod:`polyopt.codegen.lower_memref_meta`."""
 
 from __future__ import annotations
 

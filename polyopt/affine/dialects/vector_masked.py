@@ -11,7 +11,7 @@ generic form and messages are mlir-opt-22's::
     vector.scatter %A[%i, %j] [%offsets], %mask, %g : memref<?x?xf32>, vector<16xi32>,
         vector<16xi1>, vector<16xf32>
 
-They are read, verified and printed; the code generator does not lower them."""
+They are lowered to LLVM by :mod:`polyopt.codegen.lower_vector_masked`."""
 
 from __future__ import annotations
 
