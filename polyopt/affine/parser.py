@@ -25,6 +25,7 @@ from .attributes import (AffineMapAttr, ArrayAttr, Attribute, DenseArrayAttr, De
                          StringAttr, SymbolRefAttr, TypeAttr, UnitAttr, encode_string,
                          wrap_signed)
 from .diagnostics import Location, ParseError, SourceFile
+from .forward_ref import ForwardRef
 from .ir import OP_REGISTRY, Block, Operation, Region, Value
 from .types import (AMXTileType, FloatType, FunctionType, IndexType, IntegerType, MemRefType,
                     NoneType, StridedLayout, TensorType, TransformHandleType, Type,
@@ -125,7 +126,14 @@ class Parser:
         self.file = SourceFile(filename, text)
         self.text = text
         self.pos = 0
-        self.scopes: list[dict[str, Value]] = [{}]
+        # the names defined in the regions being parsed, innermost last: name -> the values
+        # of its result group (``%r:2`` is ``r`` -> two results; a single value is a group
+        # of one, which ``%r#0`` names too)
+        self.scopes: list[dict[str, list[Value]]] = [{}]
+        # the uses of names not defined yet (MLIR's forward reference placeholders), for the
+        # whole text: MLIR's parser lets a definition in a later function resolve them too
+        # (its verifier then says the value is defined outside the function)
+        self.forward_refs: dict[tuple[str, int], ForwardRef] = {}
         # the block names of the regions being parsed, innermost last: name -> (block, offset
         # of its first reference, whether its header has been read)
         self.block_scopes: list[dict[str, list]] = []
@@ -361,10 +369,22 @@ class Parser:
     # ---------------------------------------------------------------------------------------
     # SSA values
     def _lookup(self, name: str, offset: int) -> Value:
+        """The value ``%name`` (``%r#1``: result 1 of group ``r``) names here; a name not
+        defined yet is a forward reference, resolved when its definition is read (MLIR's
+        ``resolveSSAUse``).  Whether the definition dominates the use is the verifier's
+        question, as in MLIR."""
+        base, _, number = name.partition("#")
+        index = int(number) if number else 0
         for scope in reversed(self.scopes[self.visible_from:]):
-            if name in scope:
-                return scope[name]
-        raise self.error(f"use of undeclared SSA value name '%{name}'", offset)
+            group = scope.get(base)
+            if group is not None:
+                if index >= len(group):
+                    raise self.error("reference to invalid result number", offset)
+                return group[index]
+        ref = self.forward_refs.get((base, index))
+        if ref is None:
+            ref = self.forward_refs[(base, index)] = ForwardRef(name, offset)
+        return ref
 
     def parse_ssa_name(self) -> tuple[str, int]:
         """``%name`` (or ``%name#3``) -> (name, result number); no lookup."""
@@ -412,7 +432,7 @@ class Parser:
         points at the use of the value (as MLIR's does), else at ``offset``."""
         if value.type != expected:
             name, at = self.spelled.get(value, (None, offset))
-            what = f"'%{name}' " if name else ""
+            what = f"'%{name.partition('#')[0]}' " if name else ""   # MLIR: no '#N'
             raise self.error(f"use of value {what}expects different type than prior uses: "
                              f"'{expected}' vs '{value.type}'", at)
 
@@ -443,10 +463,34 @@ class Parser:
                              None if start is None else start + 1 + len(base))
 
     def define(self, name: str, value: Value, offset: Optional[int] = None) -> None:
+        """Bind ``%name`` to ``value`` in the innermost region."""
+        self.define_group(name, [value], offset)
+
+    def define_group(self, name: str, values: Sequence[Value],
+                     offset: Optional[int] = None) -> None:
+        """Bind ``%name`` (``%name:N``) to ``values``, and resolve the forward references
+        to them (MLIR's ``defineSSAValue``)."""
         # as in MLIR, a name of an enclosing region (even outside a func.func) is not reused
         if any(name in scope for scope in self.scopes):
             raise self.error(f"redefinition of SSA value '%{name}'", offset)
-        self.scopes[-1][name] = value
+        self.scopes[-1][name] = list(values)
+        for index, value in enumerate(values):
+            ref = self.forward_refs.pop((name, index), None)
+            if ref is None:
+                continue
+            if ref.type != value.type:
+                raise self.error(f"definition of SSA value '%{name}#{index}' has type "
+                                 f"'{value.type}'", offset)
+            if ref in self.spelled:
+                self.spelled[value] = self.spelled.pop(ref)
+            ref.replace_all_uses_with(value)
+
+    def _check_forward_refs(self) -> None:
+        """The names used and never defined: MLIR's message at the first such use, once the
+        whole text is read."""
+        if self.forward_refs:
+            ref = min(self.forward_refs.values(), key=lambda r: r.offset)
+            raise self.error(f"use of undeclared SSA value name '%{ref.name}'", ref.offset)
 
     # ---------------------------------------------------------------------------------------
     # types
@@ -965,7 +1009,7 @@ class Parser:
         open_, close = ("[", "]") if delimiter == "square" else ("(", ")")
         results = self.parse_comma_separated(open_, close, lambda: self.parse_affine_expr(lookup))
         for v in dims_vals + syms_vals:
-            if not isinstance(v.type, IndexType):
+            if v.type != IndexType():
                 raise self.error(f"affine subscripts must be of 'index' type, got '{v.type}'")
         amap = AffineMap.get(len(dims_vals), len(syms_vals), tuple(results))
         return amap, dims_vals + syms_vals
@@ -982,7 +1026,7 @@ class Parser:
             raise self.error(f"symbol operand count and affine map symbol count must match "
                              f"(expected {amap.num_symbols}, got {len(syms)})", start)
         for v in dims + syms:
-            if not isinstance(v.type, IndexType):
+            if v.type != IndexType():
                 raise self.error(f"operands of affine maps must be of 'index' type, got '{v.type}'", start)
         return dims + syms
 
@@ -1517,6 +1561,9 @@ class Parser:
                 self.skip_ws()
                 rstart = self.pos
                 name, _ = self.parse_ssa_name()
+                if "#" in name:
+                    raise self.error("expected '=' after SSA name",
+                                     rstart + 1 + name.index("#"))
                 count = 1
                 if self.optional(":"):
                     self.skip_ws()
@@ -1547,11 +1594,7 @@ class Parser:
                              f"{expected} to bind", start)
         k = 0
         for name, count, off in result_names:
-            if count == 1:
-                self.define(name, op.results[k], off)
-            else:
-                for j in range(count):
-                    self.define(f"{name}#{j}", op.results[k + j], off)
+            self.define_group(name, op.results[k:k + count], off)
             k += count
         return op
 
@@ -1754,6 +1797,7 @@ class Parser:
         if len(top_ops) > 1 and deepest_module[0] >= MAX_NESTING:
             # these modules are nested in the implicit one: their regions count one more
             raise self.error(_TOO_DEEP, deepest_module[1])
+        self._check_forward_refs()
         self._check_pending_locations()
         if len(top_ops) == 1 and isinstance(top_ops[0], ModuleOp):
             return top_ops[0]
