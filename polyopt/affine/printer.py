@@ -35,6 +35,11 @@ class Printer:
         self.next_conflict = 0
         self.aliases: dict[object, str] = {}   # AffineMap/IntegerSet -> alias name
         self.alias_order: list[object] = []
+        # the block numbers of the regions being printed (id of region -> id of block -> N),
+        # and the numbers of each block's predecessors, one per edge: computed once per
+        # region, as a function of thousands of blocks names thousands of successors
+        self._block_numbers: dict[int, dict[int, int]] = {}
+        self._predecessors: dict[int, dict[int, list[int]]] = {}
 
     # -- raw output -----------------------------------------------------------------------
     def print(self, *parts: str) -> None:
@@ -210,6 +215,21 @@ class Printer:
             self.newline()
             self.print("}")
             return
+        numbers = {id(b): i for i, b in enumerate(region.blocks)}
+        preds: dict[int, list[int]] = {}
+        for i, b in enumerate(region.blocks):
+            for succ in b.successors:
+                preds.setdefault(id(succ), []).append(i)
+        self._block_numbers[id(region)] = numbers
+        self._predecessors[id(region)] = preds
+        try:
+            self._print_blocks(region, print_entry_args, print_empty_block,
+                               print_block_terminators)
+        finally:
+            del self._block_numbers[id(region)], self._predecessors[id(region)]
+
+    def _print_blocks(self, region: Region, print_entry_args: bool, print_empty_block: bool,
+                      print_block_terminators: Optional[bool]) -> None:
         self.print("{")
         self.indent += 1
         for bi, block in enumerate(region.blocks):
@@ -237,13 +257,17 @@ class Printer:
 
     def block_name(self, block: Block) -> str:
         """``^bbN``: blocks are numbered in their region's order, as mlir-opt prints them."""
+        numbers = self._block_numbers.get(id(block.parent))
+        if numbers is not None and id(block) in numbers:
+            return f"^bb{numbers[id(block)]}"
         blocks = block.parent.blocks if block.parent is not None else [block]
         return "^bb" + str(next(i for i, b in enumerate(blocks) if b is block))
 
     def _predecessors_comment(self, block: Block) -> str:
-        """mlir-opt's ``// 2 preds: ^bb0, ^bb2`` after a block header (one per edge)."""
-        preds = sorted((self.block_name(b) for b in block.predecessors()),
-                       key=lambda n: int(n[3:]))
+        """mlir-opt's ``// 2 preds: ^bb0, ^bb2`` after a block header (one per edge); called
+        while ``block``'s region is printed."""
+        numbers = sorted(self._predecessors[id(block.parent)].get(id(block), ()))
+        preds = [f"^bb{i}" for i in numbers]
         if not preds:
             return "" if block.is_entry else "  // no predecessors"
         if len(preds) == 1:
