@@ -1,5 +1,5 @@
 """Lowering of the vector ops that move elements between vectors: extract, insert, shuffle,
-shape_cast and the strided slices (MLIR's ``--convert-vector-to-llvm``).
+shape_cast, transpose and the strided slices (MLIR's ``--convert-vector-to-llvm``).
 
 An n-D vector is an LLVM array of 1-D rows (:meth:`ModuleLowering.type`): static positions are
 ``extractvalue``/``insertvalue`` on the rows and ``extractelement``/``insertelement`` in a row; a
@@ -162,6 +162,26 @@ def _lower_shape_cast(L: FunctionLowering, op: Operation) -> None:
                                                    row, [0] * (len(dst_t.shape) - 1)))
         return
     L.bind(op.results[0], _from_elements(L, _elements(L, v, src_t), dst_t))
+
+
+@handles("vector.transpose")
+def _lower_transpose(L: FunctionLowering, op: Operation) -> None:
+    """Result element ``q`` is source element ``p`` with ``p[perm[k]] = q[k]`` (MLIR's
+    transpose lowering to element moves, which LLVM folds into shuffles)."""
+    src_t, dst_t = op.source.type, op.results[0].type
+    _check(L, src_t, dst_t)
+    perm = op.permutation
+    v = L.get(op.source)
+    if list(perm) == sorted(perm):
+        L.bind(op.results[0], v)
+        return
+    scalars = _elements(L, v, src_t)
+    strides = [1] * len(src_t.shape)
+    for k in range(len(src_t.shape) - 2, -1, -1):
+        strides[k] = strides[k + 1] * src_t.shape[k + 1]
+    moved = [scalars[sum(q[k] * strides[perm[k]] for k in range(len(q)))]
+             for q in index_space(tuple(dst_t.shape))]
+    L.bind(op.results[0], _from_elements(L, moved, dst_t))
 
 
 @handles("vector.shuffle")

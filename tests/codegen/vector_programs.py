@@ -31,7 +31,7 @@ def literal(values: np.ndarray, elem: str) -> str:
     def one(x):
         if elem == "i1":
             return "true" if x else "false"
-        if elem.startswith("f"):
+        if elem.startswith(("f", "bf")):
             return repr(float(x))
         return str(int(x))
 
@@ -92,9 +92,17 @@ class Program:
         return "func.func @main() {\n" + "\n".join(self.lines) + "\n  return\n}\n"
 
 
-def assert_runs_as_upstream(tmp_path, capfd, text: str) -> str:
-    """``polyopt run`` prints what mlir-runner-22 prints for ``text``; returns the output."""
+#: the same, with vector.contract rewritten into vector.outerproducts, which lowers every
+#: combining kind and mixed element types (the default ``dot`` rewriting lowers ``add`` alone)
+UPSTREAM_OUTERPRODUCT_PASSES = [
+    "--convert-vector-to-llvm=vector-contract-lowering=outerproduct"
+    if p == "--convert-vector-to-llvm" else p for p in UPSTREAM_PASSES]
+
+
+def assert_runs_as_upstream(tmp_path, capfd, text: str, passes=UPSTREAM_PASSES) -> str:
+    """``polyopt run`` prints what mlir-runner-22 prints for ``text`` lowered by ``passes``;
+    returns the output."""
     ours = polyopt_run(tmp_path, capfd, text)
-    theirs = lower_and_run(text, UPSTREAM_PASSES)
+    theirs = lower_and_run(text, passes)
     assert ours == theirs, f"{text}\npolyopt:\n{ours}\nmlir-runner-22:\n{theirs}"
     return ours

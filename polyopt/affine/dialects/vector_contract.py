@@ -9,7 +9,7 @@ indexing maps and iterator types (``linalg.generic``'s vocabulary on vectors)::
 The attributes may be given as an alias of a dictionary (``vector.contract #trait ...``).
 Syntax, generic form (iterator types as ``#vector.iterator_type<...>``, the three attributes
 as properties) and the verifier's messages are mlir-opt-22's.  The op is read, verified and
-printed; the code generator does not lower it."""
+printed, and lowered to LLVM by :mod:`polyopt.codegen.lower_vector_contract`."""
 
 from __future__ import annotations
 
@@ -178,6 +178,12 @@ class ContractionOp(Operation):
             if not m.is_projected_permutation():
                 raise self.error(f"expected indexing map {k} to be a projected permutation of "
                                  f"its inputs")
+        # upstream's getContractingDimMap: the reduction loops both inputs index
+        seen = [{e.position for e in m.results if isinstance(e, AffineDimExpr)}
+                for m in maps[:2]]
+        if not any(t == "reduction" and d in seen[0] and d in seen[1]
+                   for d, t in enumerate(iters)):
+            raise self.error("expected at least one contracting dimension pair")
         # a loop's size where the two inputs see it, and in the accumulator
         sizes: dict[int, int] = {}
         for m, t in zip(maps[:2], (lhs_t, rhs_t)):
