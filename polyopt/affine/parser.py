@@ -53,6 +53,8 @@ _DIGITS = re.compile(r"[0-9]+")
 _LOC_OPEN = re.compile(r"loc\s*\(")
 _STRING_RUN = re.compile(r'[^"\\\n\v\f]*')
 _HEX2 = re.compile(r"[0-9a-fA-F]{2}")
+# ``#dialect.name`` (an alias name has no dot)
+_DIALECT_ATTR = re.compile(r"#[A-Za-z_][A-Za-z0-9_$]*\.")
 _RESULT_LIST = re.compile(r"(?:%[A-Za-z0-9_$.\-]+(?::\s*[0-9]+)?\s*,\s*)*"
                           r"%[A-Za-z0-9_$.\-]+(?::\s*[0-9]+)?\s*=(?!=)")
 
@@ -623,11 +625,24 @@ class Parser:
         return None
 
     def _parse_dims_and_element(self, start: int, allow_dynamic: bool) -> tuple[list, Type]:
-        """``2048x?x4xf64`` -> ([2048, None, 4], f64); the element type may be a vector."""
+        """``2048x?x4xf64`` -> ([2048, None, 4], f64); the element type may be a vector.
+        Without ``allow_dynamic`` (a vector), a scalable ``[4]`` is read as ``[4]``."""
         dims: list = []
         while True:
             self.skip_ws()   # MLIR's lexer: ``memref< 4 x ? x f32 >`` is ``memref<4x?xf32>``
-            if self.text.startswith("?", self.pos):
+            if not allow_dynamic and self.text.startswith("[", self.pos):
+                # a scalable dimension of a vector (``vector<[4]xf32>``): read, then refused
+                self.pos += 1
+                self.skip_ws()
+                m = _DIGITS.match(self.text, self.pos)
+                if not m:
+                    raise self.error("expected integer value")
+                self.pos = m.end()
+                self.skip_ws()
+                if not self.optional("]"):
+                    raise self.error("missing ']' closing scalable dimension")
+                dims.append([int(m.group(0))])
+            elif self.text.startswith("?", self.pos):
                 if not allow_dynamic:
                     raise self.error("vector types must have static shape (scalable vectors are not supported)")
                 self.pos += 1
@@ -651,6 +666,9 @@ class Parser:
     def _parse_vector_type(self, start: int) -> VectorType:
         self.expect("<")
         dims, elem = self._parse_dims_and_element(start, allow_dynamic=False)
+        if any(isinstance(d, list) for d in dims):
+            raise self.error("scalable vector types are not supported by polyopt (fixed-size "
+                             "vectors only)", start)
         if not dims:
             raise self.error("0-D vector types are not supported by polyopt", start)
         if any(d <= 0 for d in dims):
@@ -686,7 +704,8 @@ class Parser:
             lstart = self.pos
             if self.peek_keyword("strided"):
                 layout = self._parse_strided_layout()
-            elif self.peek_keyword("affine_map") or self.peek("#") or self.peek("("):
+            elif self.peek_keyword("affine_map") or self.peek("(") or \
+                    self.peek("#") and not _DIALECT_ATTR.match(self.text, self.pos):
                 m = self.parse_affine_map_or_set_ref(want="map")
                 layout = m
                 if m.num_dims != len(dims):
@@ -704,9 +723,16 @@ class Parser:
         return MemRefType(tuple(dims), elem, layout, ms)
 
     def _parse_memory_space(self) -> int:
-        """A memref's integer memory space (``memref<4xf32, 3>``)."""
+        """A memref's integer memory space (``memref<4xf32, 3>``); the other attributes
+        MLIR takes there (``"local"``, ``{...}``, ``#gpu.address_space<...>``) are read and
+        refused."""
         self.skip_ws()
         at = self.pos
+        if self.peek('"') or self.peek("{") or self.peek("#"):
+            self.parse_attribute()
+            written = self.text[at:self.pos].strip()
+            raise self.error(f"memory space '{written}' is not supported by polyopt (integer "
+                             "memory spaces only)", at)
         number = self._lex_number()
         if number is None or number.kind == "float":
             self.pos = at
