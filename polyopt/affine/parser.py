@@ -695,6 +695,9 @@ class Parser:
             self.expect(">", "in memref type")
             return UnrankedMemRefType(elem, ms)
         dims, elem = self._parse_dims_and_element(start, allow_dynamic=True)
+        if isinstance(elem, (MemRefType, UnrankedMemRefType)):     # valid in MLIR
+            raise self.error(f"memref element type '{elem}' is not supported by polyopt "
+                             "(elements of integer, index, float or vector type only)", start)
         if not (elem.is_int_or_index or elem.is_float or isinstance(elem, VectorType)):
             raise self.error(f"invalid memref element type '{elem}'", start)
         layout = None

@@ -78,3 +78,14 @@ def test_cli_exit_status(tmp_path, capsys):
     assert main(["opt", str(path)]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"{path}:1:18: error: scalable vector types") and "Traceback" not in err
+
+
+def test_a_memref_of_memrefs_is_refused_as_unsupported():
+    text = "func.func private @f(memref<1xmemref<1xf64>>)\n"
+    mlir_opt(text)
+    assert _refusal(text) == ("t.mlir:1:22: error: memref element type 'memref<1xf64>' is not "
+                              "supported by polyopt (elements of integer, index, float or vector "
+                              "type only)")
+    invalid = "func.func private @f(memref<1xnone>)\n"
+    mlir_opt_error(invalid)
+    assert _refusal(invalid) == "t.mlir:1:22: error: invalid memref element type 'none'"
