@@ -49,12 +49,12 @@ def constant_value(L: FunctionLowering, attr, t: Type) -> ir.Constant:
             raise Unsupported(f"unsupported vector constant '{attr}'")
         et = ml.scalar_type(t.element_type)
         elems = [scalar_constant(et, v) for v in attr.values]
-        n = t.shape[-1]
+        n = t.shape[-1] if t.shape else 1       # a 0-D vector is one row of one element
         rows = [ir.Constant(ir.VectorType(et, n), elems[i:i + n])
                 for i in range(0, len(elems), n)]
 
         def nest(shape, rows):
-            if len(shape) == 1:
+            if len(shape) <= 1:
                 return rows.pop(0)
             parts = [nest(shape[1:], rows) for _ in range(shape[0])]
             return ir.Constant(ir.ArrayType(parts[0].type, shape[0]), parts)

@@ -53,8 +53,8 @@ def _lower_reduction(L: FunctionLowering, op: Operation) -> None:
     vec = op.operands[0]
     acc = op.operands[1] if len(op.operands) > 1 else None
     vt = vec.type
-    if not isinstance(vt, VectorType) or len(vt.shape) != 1:
-        raise Unsupported(f"only 1-D vector reductions are supported, got '{vt}'")
+    if not isinstance(vt, VectorType) or len(vt.shape) > 1:
+        raise Unsupported(f"only 0-D and 1-D vector reductions are supported, got '{vt}'")
     rt = op.results[0].type
     is_float = isinstance(rt, FloatType)
     if is_float:
@@ -156,7 +156,8 @@ def _lower_print(L: FunctionLowering, op: Operation) -> None:
         t = src.type
         if isinstance(t, VectorType):
             ml.type(t)
-            _print_vector(L, L.get(src), t)
+            # a 0-D vector prints as a vector of one element: ( 7 )
+            _print_vector(L, L.get(src), t if t.shape else VectorType((1,), t.element_type))
         else:
             print_scalar(L, L.get(src), t)
     string = getattr(op, "string", None)
@@ -172,6 +173,10 @@ def _lower_print(L: FunctionLowering, op: Operation) -> None:
 
 @handles("vector.load", "vector.store")
 def _lower_vector_memop(L: FunctionLowering, op: Operation) -> None:
+    vt = (op.results[0] if op.name == "vector.load" else op.operands[0]).type
+    if not vt.shape:
+        _lower_0d_memop(L, op)
+        return
     if op.name == "vector.load":
         mem = L.mem(op.operands[0])
         subs = [L.form_of(v) for v in op.operands[1:]]
@@ -197,6 +202,22 @@ def _lower_vector_memop(L: FunctionLowering, op: Operation) -> None:
             L.store_vector(raw, _byte_view(mem), subs, bytes_t)
             return
         L.store_vector(L.get(value), mem, subs, vt)
+
+
+def _lower_0d_memop(L: FunctionLowering, op: Operation) -> None:
+    """A 0-D vector load or store is one of the element (MLIR lowers it through
+    ``memref.load``/``memref.store``)."""
+    b = L.b
+    zero = int_const(I32, 0)
+    if op.name == "vector.load":
+        mem = L.mem(op.operands[0])
+        x = L.load_elem(mem, [L.form_of(v) for v in op.operands[1:]])
+        vty = L.ml.type(op.results[0].type)
+        L.bind(op.results[0], b.insert_element(ir.Constant(vty, ir.Undefined), x, zero))
+    else:
+        mem = L.mem(op.operands[1])
+        L.store_elem(b.extract_element(L.get(op.operands[0]), zero), mem,
+                     [L.form_of(v) for v in op.operands[2:]])
 
 
 def _is_i1_access(mem: Mem, vt: VectorType) -> bool:

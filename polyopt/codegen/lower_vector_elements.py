@@ -24,9 +24,12 @@ from polyopt.codegen.lowering import FunctionLowering, handles
 def _check(L: FunctionLowering, *types: VectorType) -> None:
     for t in types:
         if isinstance(t, VectorType):
-            if not t.shape:
-                raise Unsupported("0-D vectors are not supported")
             L.ml.type(t)
+
+
+def _rows_shape(t: VectorType) -> tuple:
+    """The shape of ``t``'s LLVM value: a 0-D vector is one row of one element."""
+    return tuple(t.shape) or (1,)
 
 
 def _zero(L: FunctionLowering, t) -> ir.Constant:
@@ -37,18 +40,20 @@ def _elements(L: FunctionLowering, v: ir.Value, t: VectorType) -> list[ir.Value]
     """The scalars of ``v`` in row-major order."""
     b = L.b
     out = []
-    for pos in index_space(t.shape[:-1]):
-        row = b.extract_value(v, list(pos)) if len(t.shape) > 1 else v
-        out.extend(b.extract_element(row, int_const(I32, k)) for k in range(t.shape[-1]))
+    shape = _rows_shape(t)
+    for pos in index_space(shape[:-1]):
+        row = b.extract_value(v, list(pos)) if len(shape) > 1 else v
+        out.extend(b.extract_element(row, int_const(I32, k)) for k in range(shape[-1]))
     return out
 
 
 def _from_elements(L: FunctionLowering, scalars: list, t: VectorType) -> ir.Value:
     b = L.b
-    n = t.shape[-1]
+    shape = _rows_shape(t)
+    n = shape[-1]
     row_ty = ir.VectorType(L.ml.scalar_type(t.element_type), n)
-    agg = ir.Constant(L.ml.type(t), ir.Undefined) if len(t.shape) > 1 else None
-    for r, pos in enumerate(index_space(t.shape[:-1])):
+    agg = ir.Constant(L.ml.type(t), ir.Undefined) if len(shape) > 1 else None
+    for r, pos in enumerate(index_space(shape[:-1])):
         row = ir.Constant(row_ty, ir.Undefined)
         for k in range(n):
             row = b.insert_element(row, scalars[r * n + k], int_const(I32, k))
@@ -85,7 +90,9 @@ def _lower_extract(L: FunctionLowering, op: Operation) -> None:
         L.bind(op.results[0], _zero(L, rt))
         return
     if not pos:
-        L.bind(op.results[0], v)
+        # vector<f32> to f32: its one element
+        L.bind(op.results[0], v if isinstance(rt, VectorType) else
+               b.extract_element(v, int_const(I32, 0)))
         return
     full = len(pos) == len(vt.shape)
     outer = pos[:-1] if full else pos
@@ -117,7 +124,9 @@ def _lower_insert(L: FunctionLowering, op: Operation) -> None:
         L.bind(op.results[0], d)        # the insertion is poison: keep the vector as it was
         return
     if not pos:
-        L.bind(op.results[0], s)
+        # f32 into vector<f32>: its one element
+        L.bind(op.results[0], s if isinstance(op.value.type, VectorType) else
+               b.insert_element(d, s, int_const(I32, 0)))
         return
     full = len(pos) == len(dt.shape)
     outer = pos[:-1] if full else pos
@@ -151,7 +160,8 @@ def _lower_shape_cast(L: FunctionLowering, op: Operation) -> None:
     if tuple(src_t.shape) == tuple(dst_t.shape):
         L.bind(op.results[0], v)
         return
-    if [d for d in src_t.shape if d != 1] == [d for d in dst_t.shape if d != 1] == \
+    if src_t.shape and dst_t.shape and \
+            [d for d in src_t.shape if d != 1] == [d for d in dst_t.shape if d != 1] == \
             [src_t.shape[-1]] == [dst_t.shape[-1]]:
         # only unit dims change (vector<1x8xf32> <-> vector<8xf32>): the single row moves
         row = L.b.extract_value(v, [0] * (len(src_t.shape) - 1)) if len(src_t.shape) > 1 else v

@@ -44,8 +44,6 @@ class _Transfer:
         if self.vt.element_type != mt.element_type:
             raise Unsupported(f"a transfer of '{self.vt}' from/to '{mt}' needs the same element "
                               "type")
-        if not self.vt.shape:
-            raise Unsupported("0-D vector transfers are not supported")
         L.ml.type(self.vt)
         self.subs = [L.form_of(v) for v in op.indices]
         self.results = op.permutation_map.results
@@ -97,6 +95,8 @@ class _Transfer:
                   if isinstance(r, AffineDimExpr)}
         idx = [by_dim[d] for d in self.mask_dims]
         row = self.mask
+        if not idx:     # no dim is transferred: the one-element mask (vector<1xi1>) holds all
+            return b.extract_element(row, int_const(I32, 0))
         if len(idx) > 1:
             row = b.extract_value(row, idx[:-1])
         return b.extract_element(row, int_const(I32, idx[-1]))
@@ -193,8 +193,46 @@ def _suffix(ty: ir.VectorType) -> str:
     return f"v{ty.count}{es}"
 
 
+def _transfer_0d(L: FunctionLowering, op: Operation, value: Optional[ir.Value]):
+    """A 0-D transfer: the one element at the indices, which it moves whatever the memref's
+    sizes (no dim is transferred, so there is nothing to check, as in MLIR); under a
+    ``vector<i1>`` mask, a masked load/store of one lane.  Returns what a read reads."""
+    b = L.b
+    mem = L.mem(op.source)
+    et = mem.type.element_type
+    if isinstance(et, VectorType) or et != op.vector_type.element_type:
+        raise Unsupported(f"a transfer of '{op.vector_type}' from/to '{mem.type}' needs the "
+                          "same element type")
+    vty = L.ml.type(op.vector_type)
+    subs = [L.form_of(v) for v in op.indices]
+    zero = int_const(I32, 0)
+    if op.mask is None:
+        if value is not None:
+            L.store_elem(b.extract_element(value, zero), mem, subs)
+            return None
+        return b.insert_element(ir.Constant(vty, ir.Undefined), L.load_elem(mem, subs), zero)
+    is_i1 = isinstance(et, IntegerType) and et.width == 1
+    row_ty = ir.VectorType(L.ml.mem_type(et), 1)
+    ptr, align = L.address(mem, subs, row_ty, inbounds=False)
+    mask = L.get(op.mask)
+    if value is not None:
+        fn = L.ml.intrinsic(f"llvm.masked.store.{_suffix(row_ty)}.p0", ir.VoidType(),
+                            [row_ty, PTR, I32, mask.type])
+        b.call(fn, [b.zext(value, row_ty) if is_i1 else value, ptr, int_const(I32, align), mask])
+        return None
+    pad = L.get(op.padding)
+    passthru = L.splat(b.zext(pad, row_ty.element) if is_i1 else pad, 1)
+    fn = L.ml.intrinsic(f"llvm.masked.load.{_suffix(row_ty)}.p0", row_ty,
+                        [PTR, I32, mask.type, row_ty])
+    row = b.call(fn, [ptr, int_const(I32, align), mask, passthru])
+    return b.trunc(row, vty) if is_i1 else row
+
+
 @handles("vector.transfer_read")
 def _lower_transfer_read(L: FunctionLowering, op: Operation) -> None:
+    if not op.vector_type.shape:
+        L.bind(op.results[0], _transfer_0d(L, op, None))
+        return
     x = _Transfer(L, op)
     b = L.b
     pad = L.get(op.padding)
@@ -230,6 +268,9 @@ def _lower_transfer_read(L: FunctionLowering, op: Operation) -> None:
 
 @handles("vector.transfer_write")
 def _lower_transfer_write(L: FunctionLowering, op: Operation) -> None:
+    if not op.vector_type.shape:
+        _transfer_0d(L, op, L.get(op.value))
+        return
     x = _Transfer(L, op)
     b = L.b
     value = L.get(op.value)
@@ -261,7 +302,7 @@ def _mask_rows(L: FunctionLowering, t: VectorType, bounds: list) -> ir.Value:
     """A mask of type ``t`` whose bit ``(p0, ..., pk)`` is ``pj < bounds[j]`` for every j
     (``bounds``: ints or i64 values)."""
     b = L.b
-    n = t.shape[-1]
+    n = t.shape[-1] if t.shape else 1       # a 0-D mask: one bit, ``0 < bounds[0]``
     iota = ir.Constant(ir.VectorType(I64, n), [ir.Constant(I64, k) for k in range(n)])
     last = bounds[-1]
     if isinstance(last, int):

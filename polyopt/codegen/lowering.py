@@ -240,7 +240,9 @@ class ModuleLowering:
         if dialect_type is not None:
             return dialect_type(self, t)
         if isinstance(t, VectorType):
-            if not t.shape or any(d <= 0 for d in t.shape):
+            if not t.shape:     # a 0-D vector is a vector of one element, as in MLIR's lowering
+                return ir.VectorType(self.scalar_type(t.element_type), 1)
+            if any(d <= 0 for d in t.shape):
                 raise Unsupported(f"vector type '{t}' is not supported")
             ty: ir.Type = ir.VectorType(self.scalar_type(t.element_type), t.shape[-1])
             for d in reversed(t.shape[:-1]):
@@ -876,6 +878,10 @@ class FunctionLowering(IndexFormLowering, MemRefAccessLowering):
                                      ir.Constant(ir.VectorType(I32, n), [0] * n))
 
     def broadcast(self, v: ir.Value, src: Type, dst_shape: tuple, elem: Type) -> ir.Value:
+        if isinstance(src, VectorType) and not src.shape:     # 0-D: its one element
+            v, src = self.b.extract_element(v, int_const(I32, 0)), elem
+        if not dst_shape:
+            return self.splat(v, 1)
         if not isinstance(src, VectorType):
             row = self.splat(v, dst_shape[-1])
             return self.replicate(row, dst_shape[:-1], ir.VectorType(row.type.element,

@@ -361,7 +361,7 @@ class ReductionOp(Operation):
         vt, rt = self.vector.type, self.results[0].type
         if not isinstance(vt, VectorType):
             raise self.error(f"operand #0 must be vector of any type values, but got '{vt}'")
-        if len(vt.shape) != 1:
+        if len(vt.shape) > 1:
             raise self.error(f"unsupported reduction rank: {len(vt.shape)}")
         if vt.element_type != rt:
             raise self.error("failed to verify that source operand and result have same element "

@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 
 from ..affine_expr import AffineConstantExpr, AffineDimExpr, AffineMap
 from ..attributes import AffineMapAttr, ArrayAttr, DenseArrayAttr, IntegerAttr
+from ..diagnostics import VerifyError
 from ..ir import Operation, Value, register_op
 from ..types import IndexType, IntegerType, MemRefType, Type, VectorType, bitwidth, i1, index
 from .memref import parse_indices, print_indexed
@@ -54,7 +55,8 @@ def inferred_mask_type(vector: VectorType, pmap: AffineMap) -> Optional[VectorTy
         return None
     size_of = {r.position: n for r, n in zip(pmap.results, vector.shape)
                if isinstance(r, AffineDimExpr)}
-    return VectorType(tuple(size_of[d] for d in sorted(size_of)), i1)
+    # upstream makes a 0-D mask a single-element 1-D one
+    return VectorType(tuple(size_of[d] for d in sorted(size_of)) or (1,), i1)
 
 
 class _TransferOp(Operation):
@@ -481,7 +483,10 @@ class CreateMaskOp(Operation):
         for k, v in enumerate(self.operands):
             if not isinstance(v.type, IndexType):
                 raise self.error(f"operand #{k} must be variadic of index, but got '{v.type}'")
-        if len(self.operands) != len(t.shape):
+        if not t.shape:
+            if len(self.operands) != 1:
+                raise self.error("must specify exactly one operand for 0-D create_mask")
+        elif len(self.operands) != len(t.shape):
             raise self.error("must specify an operand for each result vector dimension")
 
 
@@ -529,6 +534,13 @@ class ConstantMaskOp(Operation):
         if not isinstance(a, DenseArrayAttr) or a.element_type != IntegerType(64):
             raise self.error("requires attribute 'mask_dim_sizes'")
         sizes = self.mask_dim_sizes
+        if not t.shape:     # upstream reports these two without the op's name
+            if len(sizes) != 1:
+                raise VerifyError("array attr must have length 1 for 0-D vectors", self.loc)
+            if sizes[0] not in (0, 1):
+                raise VerifyError("mask dim size must be either 0 or 1 for 0-D vectors",
+                                  self.loc)
+            return
         if len(sizes) != len(t.shape):
             raise self.error("must specify array attr of size equal vector result rank")
         if any(s < 0 or s > d for s, d in zip(sizes, t.shape)):
