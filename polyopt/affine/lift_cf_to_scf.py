@@ -17,28 +17,38 @@ What is lifted, from the entry block on, following the branches:
 * a straight line of blocks, each the only successor of the one before: one sequence;
 * a ``cf.cond_br`` whose two paths meet again at a block (its immediate post-dominator): an
   ``scf.if``, the values the paths pass to that block its results;
-* a loop entered once, with one back edge, leaving from its header: an ``scf.for`` when the
-  header takes the induction variable (and loop-carried values), compares it ``slt`` (or
-  ``ult``) with a bound defined before the loop, and the back edge passes ``iv + constant
-  step`` (step > 0) and the induction variable is not read after the loop; otherwise an
-  ``scf.while`` whose before region is the header (what ``--convert-scf-to-cf`` makes of an
-  ``scf.while`` comes back as it was).
+* a ``cf.switch`` whose paths meet again: an ``scf.index_switch`` on the flag cast to
+  ``index`` (``arith.index_cast``; ``arith.index_castui`` for an ``i1``), a repeated case
+  value dropped (the first one is taken);
+* a loop with one back edge that leaves from one ``cf.cond_br`` on every path round it: an
+  ``scf.for`` when it leaves from its header, the header takes the induction variable (and
+  loop-carried values), compares it ``slt`` (or ``ult``) with a bound defined before the loop,
+  and the back edge passes ``iv + constant step`` (step > 0) and the induction variable is not
+  read after the loop; otherwise an ``scf.while`` whose before region holds the blocks from
+  the header to the exiting branch (all of a do-while) and whose after region the rest.
 
-Upstream's pass turns every loop into ``scf.while`` and switches into ``scf.index_switch``;
-this one gives the counted loops back as ``scf.for``, the form the polyhedral passes read, and
-leaves a function with anything else (``cf.switch``, a return or a second exit inside a loop, a
-loop entered at two places) as it was, all of it: it runs as written, through the branches,
-and the remark says what stopped the lifting.
+Canonicalization merges the empty blocks ``--convert-scf-to-cf`` leaves between structures, so
+that a loop's exit may be the next loop's header or an enclosing conditional's merge block, a
+branch may enter a loop directly and a loop's body be an inner loop's header: a path is
+followed edge by edge, and an edge that reaches a loop header, the merge block of the
+conditional being built or the back edge of the loop being built ends the structure there.
+
+Upstream's pass turns every loop into ``scf.while`` (a do-while) and adds multiplexer blocks
+for any shape; this one gives the counted loops back as ``scf.for``, the form the polyhedral
+passes read, and leaves a function with anything else (a return or a second exit inside a
+loop, a loop entered at two places, paths that meet only at the returns) as it was, all of
+it: it runs as written, through the branches, and the remark says what stopped the lifting.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Optional
 
-from .attributes import IntegerAttr
-from .dialects.scf import ConditionOp, ForOp, IfOp, WhileOp, YieldOp
+from .attributes import DenseArrayAttr, IntegerAttr
+from .dialects.scf import ConditionOp, ForOp, IfOp, IndexSwitchOp, WhileOp, YieldOp
 from .dominance import DominanceInfo, PostDominanceInfo
 from .ir import Block, Operation, Region, Value
+from .types import IndexType, i64
 
 __all__ = ["lift_cf_to_scf"]
 
@@ -51,7 +61,8 @@ class _NotStructured(Exception):
 
 def lift_cf_to_scf(module: Operation, remark: Remark = None) -> None:
     """Lift the branches of every multi-block ``func.func`` of ``module`` into
-    ``scf.for``/``scf.if`` (all of a function or nothing)."""
+    ``scf.for``/``scf.while``/``scf.if``/``scf.index_switch`` (all of a function or
+    nothing)."""
     for func in [op for op in module.walk() if op.name == "func.func"]:
         region = func.regions[0]
         if len(region.blocks) <= 1:
@@ -84,9 +95,13 @@ class _Lifter:
         self.home = {id(inner): block for block in region.blocks for op in block.ops
                      for inner in op.walk()}
         # the branches stay in their blocks as the ops move: the edges do not change
-        # (Block.predecessors looks at every block: quadratic in a function of many blocks)
+        # (Block.predecessors looks at every block: quadratic in a function of many blocks);
+        # a block no path reaches is no predecessor (nor a back edge: dominance says every
+        # block dominates it)
         self.preds: dict[int, list[Block]] = {id(b): [] for b in region.blocks}
         for b in region.blocks:
+            if not self.dom.reachable(b):
+                continue
             for succ in b.successors:
                 self.preds[id(succ)].append(b)
 
@@ -98,6 +113,8 @@ class _Lifter:
         kind, _ = self._emit(entry, body, header=None, stop=None)
         if kind != "return":
             raise _NotStructured("the function does not end in a return")
+        if any(id(b) not in self.visited and self.dom.reachable(b) for b in self.region.blocks):
+            raise _NotStructured("a block that no structure holds")     # its ops would be lost
         for block in self.region.blocks:     # blocks no path reaches, and what is left of others
             if id(block) not in self.visited:
                 for op in block.ops:
@@ -113,10 +130,7 @@ class _Lifter:
         merge block of an enclosing conditional: ("merge", values passed)), ``header`` (the
         loop's back edge: ("latch", values)) or a return (("return", [])). """
         while True:
-            if id(block) in self.visited:
-                raise _NotStructured("a block is reached along two paths that do not meet "
-                                     "at a conditional's end")
-            self.visited.add(id(block))
+            self._visit(block)
             term = block.terminator
             for op in block.ops[:-1]:
                 op.detach()
@@ -130,29 +144,49 @@ class _Lifter:
             if term.name == "cf.br":
                 dest, values = term.dest, list(term.operands)
                 term.drop_all_operand_uses()     # replaced by the structure (its operands stay
-                if dest is stop:                 # readable)
-                    return "merge", values
-                if dest is header:
-                    return "latch", values
-                if self._is_loop_header(dest):
-                    block = self._lift_loop(block, dest, values, target)
-                    continue
-                block = self._inline(dest, values)
-                continue
-            if term.name == "cf.cond_br":
-                merge = self.pdom.ipdom(block)
-                if merge is None:
-                    raise _NotStructured("the paths of a cf.cond_br do not meet again")
-                results = self._lift_if(term, merge, target, header)
-                if merge is stop:
-                    return "merge", results
-                if merge is header:
-                    return "latch", results
-                if self._is_loop_header(merge):
-                    raise _NotStructured("a conditional's paths meet at a loop header")
-                block = self._inline(merge, results, predecessors=None)
-                continue
-            raise _NotStructured(f"'{term.name}' is not lifted")
+                single = True                    # readable)
+            elif term.name in ("cf.cond_br", "cf.switch"):
+                dest = self.pdom.ipdom(block)
+                if dest is None:
+                    raise _NotStructured(f"the paths of a {term.name} do not meet again")
+                values = self._lift_branches(term, dest, target, header)
+                single = False
+            else:
+                raise _NotStructured(f"'{term.name}' is not lifted")
+            followed = self._follow(dest, values, single, target, header, stop)
+            if isinstance(followed, tuple):
+                return followed
+            block = followed
+
+    def _emit_edge(self, dest: Block, values: list[Value], target: Block,
+                   header: Optional[Block], stop: Optional[Block]) -> tuple[str, list[Value]]:
+        """:meth:`_emit` from the branch to ``dest`` passing ``values`` (its only entry)."""
+        followed = self._follow(dest, values, True, target, header, stop)
+        if isinstance(followed, tuple):
+            return followed
+        return self._emit(followed, target, header, stop)
+
+    def _follow(self, dest: Block, values: list[Value], single: bool, target: Block,
+                header: Optional[Block], stop: Optional[Block]):
+        """Where a path goes on after an edge to ``dest``: ("merge"/"latch", values) when it
+        leaves the region being built, else the block to continue with (loops met on the way
+        are lifted into ``target``). ``single``: the edge is one branch (``dest`` must have
+        no other predecessor), not the end of a conditional."""
+        while True:
+            if dest is stop:
+                return "merge", values
+            if dest is header:
+                return "latch", values
+            if not self._is_loop_header(dest):
+                return self._inline(dest, values, predecessors=1 if single else None)
+            dest, values = self._lift_loop(dest, values, target)
+            single = True
+
+    def _visit(self, block: Block) -> None:
+        if id(block) in self.visited:
+            raise _NotStructured("a block is reached along two paths that do not meet "
+                                 "at a conditional's end")
+        self.visited.add(id(block))
 
     def _inline(self, block: Block, values: list[Value],
                 predecessors: Optional[int] = 1) -> Block:
@@ -166,52 +200,103 @@ class _Lifter:
 
     # -- conditionals ------------------------------------------------------------------------
 
-    def _lift_if(self, term: Operation, merge: Block, target: Block,
-                 header: Optional[Block]) -> list[Value]:
-        term.drop_all_operand_uses()
-        if_op = IfOp.build(term.condition, [a.type for a in merge.args], with_else=True,
-                           loc=term.loc)
-        for i, region in enumerate(if_op.regions):
+    def _lift_branches(self, term: Operation, merge: Block, target: Block,
+                       header: Optional[Block]) -> list[Value]:
+        """The ``cf.cond_br`` or ``cf.switch`` ``term`` whose paths meet at ``merge``: an
+        ``scf.if`` or ``scf.index_switch`` appended to ``target``, whose results are the
+        values the paths pass to ``merge``."""
+        types = [a.type for a in merge.args]
+        if term.name == "cf.cond_br":
+            term.drop_all_operand_uses()
+            op = IfOp.build(term.condition, types, with_else=True, loc=term.loc)
+            paths = [0, 1]
+        else:
+            op, paths = self._index_switch(term, types, target)
+            term.drop_all_operand_uses()
+        for region, i in zip(op.regions, paths):
             block = region.blocks[0]
-            for op in list(block.ops):      # the empty scf.yield of a result-less if
-                op.erase()
+            for inner in list(block.ops):      # the empty scf.yield of a result-less if
+                inner.erase()
             dest, values = term.successors[i], list(term.successor_operands(i))
-            if dest is not merge:
-                if len(self.preds[id(dest)]) != 1:
-                    raise _NotStructured("a conditional's branch target has other "
-                                         "predecessors")
-                kind, values = self._emit(self._inline(dest, values), block, header, merge)
-                if kind != "merge":
-                    raise _NotStructured("a conditional's path leaves it without reaching "
-                                         "its end")
+            kind, values = self._emit_edge(dest, values, block, header, merge)
+            if kind != "merge":
+                raise _NotStructured("a conditional's path leaves it without reaching "
+                                     "its end")
             block.append(YieldOp.build(values, loc=term.loc))
-        else_block = if_op.regions[1].blocks[0]
-        if not if_op.results and len(else_block.ops) == 1:
-            if_op.regions[1].blocks.clear()     # no else
-        target.append(if_op)
-        return list(if_op.results)
+        if term.name == "cf.cond_br":
+            else_block = op.regions[1].blocks[0]
+            if not op.results and len(else_block.ops) == 1:
+                op.regions[1].blocks.clear()     # no else
+        target.append(op)
+        return list(op.results)
+
+    def _index_switch(self, term: Operation, types: list, target: Block):
+        """An empty ``scf.index_switch`` for the ``cf.switch`` ``term`` (its flag cast to
+        ``index`` in ``target``) and the successor each region runs: the default first, then
+        each case value (the first of equal ones: the others are never taken)."""
+        flag = term.flag
+        width = flag.type.width
+        if width > 64:
+            raise _NotStructured(f"a cf.switch on {flag.type}, wider than index")
+        # an i1 true is case 1: read unsigned (index_cast would make it -1); wider flags are
+        # read signed, as their case values are kept
+        cast = "arith.index_castui" if width == 1 else "arith.index_cast"
+        to_index = Operation.create(cast, [flag], [IndexType()], loc=term.loc)
+        target.append(to_index)
+        cases, paths, seen = [], [0], set()
+        for i, value in enumerate(term.case_values, start=1):
+            if width == 1:
+                value &= 1
+            if value not in seen:
+                seen.add(value)
+                cases.append(value)
+                paths.append(i)
+            else:       # an edge never taken: its target may have no other predecessor
+                self.preds[id(term.successors[i])].remove(term.parent)
+        op = IndexSwitchOp(operands=[to_index.results[0]], result_types=types,
+                           attributes={"cases": DenseArrayAttr(i64, tuple(cases))},
+                           regions=[Region([Block()]) for _ in paths], loc=term.loc)
+        return op, paths
 
     # -- loops -------------------------------------------------------------------------------
 
     def _is_loop_header(self, block: Block) -> bool:
         return any(self.dom.dominates(block, p) for p in self.preds[id(block)])
 
-    def _lift_loop(self, preheader: Block, header: Block, inits: list[Value],
-                   target: Block) -> Block:
-        """The loop entered at ``header`` from ``preheader`` with ``inits``: an ``scf.for`` when
-        it is a counted loop, else an ``scf.while``; returns the block the loop exits to."""
-        preds = self.preds[id(header)]
-        if len(preds) != 2 or sum(p is preheader for p in preds) != 1:
-            raise _NotStructured("a loop header with other than one entry and one back edge")
-        latch = preds[1] if preds[0] is preheader else preds[0]
-        if header.terminator.name != "cf.cond_br" or latch is header:
-            raise _NotStructured("a loop that does not leave from its header")
-        counted = self._counted_loop(header, latch)
-        if counted is not None:
-            return self._lift_for(header, inits, target, *counted)
-        return self._lift_while(header, latch, inits, target)
+    def _loop_blocks(self, header: Block, latch: Block) -> dict[int, Block]:
+        """The blocks of the natural loop of the back edge ``latch`` -> ``header``, by id."""
+        loop = {id(header): header}
+        work = [latch]
+        while work:
+            b = work.pop()
+            if id(b) in loop or not self.dom.dominates(header, b):
+                continue
+            loop[id(b)] = b
+            work.extend(self.preds[id(b)])
+        return loop
 
-    def _counted_loop(self, header: Block, latch: Block):
+    def _lift_loop(self, header: Block, inits: list[Value],
+                   target: Block) -> tuple[Block, list[Value]]:
+        """The loop at ``header``, entered with ``inits``: an ``scf.for`` when it is a counted
+        loop, else an ``scf.while``; returns the edge the loop exits by (block, values)."""
+        latches = [p for p in self.preds[id(header)] if self.dom.dominates(header, p)]
+        if len(latches) != 1:
+            raise _NotStructured("a loop with several back edges")
+        latch = latches[0]
+        loop = self._loop_blocks(header, latch)
+        exiting = [b for b in loop.values() if any(id(s) not in loop for s in b.successors)]
+        if len(exiting) != 1 or exiting[0].terminator.name != "cf.cond_br":
+            raise _NotStructured("a loop that leaves from other than one conditional branch")
+        leave = exiting[0]
+        if not self.dom.dominates(leave, latch):
+            raise _NotStructured("a loop whose exit is not on every path round it")
+        if leave is header:
+            counted = self._counted_loop(header, latch, loop)
+            if counted is not None:
+                return self._lift_for(header, inits, target, *counted)
+        return self._lift_while(header, leave, loop, inits, target)
+
+    def _counted_loop(self, header: Block, latch: Block, loop: dict[int, Block]):
         """(compare, step, unsigned) when the loop at ``header`` is ``for iv = lb; iv < ub;
         iv += step`` with ``ub`` from before the loop, a positive constant step and ``iv``
         not read after the loop; else None."""
@@ -226,8 +311,8 @@ class _Lifter:
                 not self._defined_before(cmp.operands[1], header):
             return None
         body, exit_ = cond_br.successors
-        if cond_br.successor_operands(0) or cond_br.successor_operands(1) or \
-                len(self.preds[id(body)]) != 1 or len(self.preds[id(exit_)]) != 1:
+        if id(body) not in loop or id(exit_) in loop or body is header or \
+                any(v is iv for v in cond_br.successor_operands(1)):
             return None
         back = latch.terminator
         if back.name != "cf.br" or not back.operands:
@@ -238,23 +323,25 @@ class _Lifter:
             return None
         for u in iv.uses:
             block = self.home.get(id(u.op))
-            if u.op is not cmp and not (block is not None and self.dom.dominates(body, block)):
+            if u.op is not cmp and not (block is not None and id(block) in loop):
                 return None     # read after the loop: its last value is not scf.for's
         return cmp, step, predicate.value == 6
 
     def _lift_for(self, header: Block, inits: list[Value], target: Block, cmp: Operation,
-                  step: int, unsigned: bool) -> Block:
+                  step: int, unsigned: bool) -> tuple[Block, list[Value]]:
         cond_br = header.terminator
         iv = header.args[0]
         bound = cmp.operands[1]
         body, exit_ = cond_br.successors
-        self.visited.add(id(header))
-        cond_br.drop_all_operand_uses()
-        cmp.drop_all_operand_uses()
+        self._visit(header)
         loop_body = Block([a.type for a in header.args])
         for old, new in zip(header.args, loop_body.args):
             old.replace_all_uses_with(new)
-        kind, nexts = self._emit(body, loop_body, header=header, stop=None)
+        body_vals = list(cond_br.successor_operands(0))
+        exit_vals = list(cond_br.successor_operands(1))
+        cond_br.drop_all_operand_uses()
+        cmp.drop_all_operand_uses()
+        kind, nexts = self._emit_edge(body, body_vals, loop_body, header=header, stop=None)
         if kind != "latch":
             raise _NotStructured("a loop body that does not come back to its header")
         next_op = nexts[0].defining_op
@@ -277,75 +364,76 @@ class _Lifter:
         if not nexts[0].uses:
             next_op.erase()
         # after the loop, the carried values are the loop's results
+        carried = {id(a): k for k, a in enumerate(loop_body.args)}
         for k, arg in enumerate(loop_body.args):
             outside = [u for u in arg.uses if not for_op.is_proper_ancestor_of(u.op)]
             if outside and k == 0:
                 raise _NotStructured("the induction variable is used after its loop")
             for u in outside:
                 u.op.set_operand(u.index, for_op.results[k - 1])
-        return exit_
+        exit_vals = [for_op.results[carried[id(v)] - 1] if id(v) in carried else v
+                     for v in exit_vals]
+        return exit_, exit_vals
 
-    def _lift_while(self, header: Block, latch: Block, inits: list[Value],
-                    target: Block) -> Block:
-        """``scf.while``: the header's ops are the before region, their condition (negated
-        when the loop continues on the false edge) and the values the loop needs after it the
-        ``scf.condition``'s; the body up to the back edge is the after region."""
-        cond_br = header.terminator
-        t_dest, f_dest = cond_br.successors
-        if t_dest is not header and self.dom.dominates(t_dest, latch):
-            body, exit_, negate = t_dest, f_dest, False
-            body_vals, exit_vals = cond_br.successor_operands(0), cond_br.successor_operands(1)
-        elif f_dest is not header and self.dom.dominates(f_dest, latch):
-            body, exit_, negate = f_dest, t_dest, True
-            body_vals, exit_vals = cond_br.successor_operands(1), cond_br.successor_operands(0)
-        else:
-            raise _NotStructured("a loop whose header does not branch into its body")
-        if body is exit_ or len(self.preds[id(body)]) != 1 or len(self.preds[id(exit_)]) != 1:
-            raise _NotStructured("a loop whose body or exit has other predecessors")
-        header_ops = header.ops[:-1]
-        header_values = list(header.args) + [r for op in header_ops for r in op.results]
-        in_header = {id(v) for v in header_values}
-        forwarded = list(body_vals)
-        index = {}
-        for k, v in enumerate(forwarded):
-            index.setdefault(id(v), k)
-        for v in header_values + list(exit_vals):
-            if id(v) in index or id(v) not in in_header:
-                continue
-            if v in exit_vals or any(self.home.get(id(u.op)) is not header for u in v.uses
-                                     if u.op is not cond_br):
-                index[id(v)] = len(forwarded)
-                forwarded.append(v)
-        self.visited.add(id(header))
-        condition = cond_br.condition
-        cond_br.drop_all_operand_uses()
-        while_op = WhileOp.build(inits, [v.type for v in forwarded], loc=cond_br.loc)
-        before, after = while_op.before_block, while_op.after_block
-        # the header's values seen from the body are the after region's arguments, from
-        # after the loop its results
-        for v in header_values:
-            k = index.get(id(v))
-            for u in list(v.uses):
-                block = self.home.get(id(u.op))
-                if block is header or block is None:
-                    continue
-                if k is None:
-                    raise _NotStructured("a header value used outside the loop")
-                if self.dom.dominates(body, block):
-                    u.op.set_operand(u.index, after.args[k])
-                elif self.dom.dominates(exit_, block):
-                    u.op.set_operand(u.index, while_op.results[k])
-                else:
-                    raise _NotStructured("a header value used outside the loop")
-        for op in header_ops:
-            op.detach()
-            before.append(op)
+    def _lift_while(self, header: Block, leave: Block, loop: dict[int, Block], inits: list[Value],
+                    target: Block) -> tuple[Block, list[Value]]:
+        """``scf.while``: the blocks from the header to the one the loop leaves from
+        (``leave``) are the before region, its condition (negated when the loop goes on along
+        the false edge) and the values the loop needs after it the ``scf.condition``'s; the
+        blocks from there to the back edge are the after region (empty in a do-while)."""
+        before = Block([a.type for a in header.args])
         for old, new in zip(header.args, before.args):
             old.replace_all_uses_with(new)
-        before_args = {id(old): new for old, new in zip(header.args, before.args)}
-        # the condition may be a header argument (a flag the back edge computes): its use
-        # by the cf.cond_br is gone, so the replacement above did not reach it
-        condition = before_args.get(id(condition), condition)
+        if leave is not header:
+            if self._is_loop_header(leave):
+                raise _NotStructured("a loop that leaves from an inner loop's header")
+            kind, values = self._emit(header, before, header=header, stop=leave)
+            if kind != "merge":
+                raise _NotStructured("a loop that does not reach its exit")
+            self._visit(leave)
+            self._inline(leave, values, predecessors=None)
+        else:
+            self._visit(header)
+        for op in leave.ops[:-1]:
+            op.detach()
+            before.append(op)
+        cond_br = leave.terminator
+        t_dest, f_dest = cond_br.successors
+        negate = id(t_dest) not in loop
+        cont, exit_ = (f_dest, t_dest) if negate else (t_dest, f_dest)
+        cont_vals = list(cond_br.successor_operands(1 if negate else 0))
+        exit_vals = list(cond_br.successor_operands(0 if negate else 1))
+        condition = cond_br.condition
+        cond_br.drop_all_operand_uses()
+        # what the before region defines and is read past its scf.condition is passed on
+        inside = {id(o) for top in before.ops for o in top.walk()}
+        defined = list(before.args) + [r for op in before.ops for r in op.results]
+        is_defined = {id(v) for v in defined}
+        forwarded = list(cont_vals)
+        index: dict[int, int] = {}
+        for k, v in enumerate(forwarded):
+            index.setdefault(id(v), k)
+        for v in defined:
+            if id(v) not in index and (any(w is v for w in exit_vals) or
+                                        any(id(u.op) not in inside for u in v.uses)):
+                index[id(v)] = len(forwarded)
+                forwarded.append(v)
+        while_op = WhileOp.build(inits, [v.type for v in forwarded], loc=cond_br.loc)
+        while_op.regions[0].blocks[0] = before
+        before.parent = while_op.regions[0]
+        after = while_op.after_block
+        # seen from the after region, the before region's values are its arguments; from
+        # after the loop, the loop's results
+        for v in defined:
+            k = index.get(id(v))
+            for u in list(v.uses):
+                if id(u.op) in inside:
+                    continue
+                block = self.home.get(id(u.op))
+                if block is None:
+                    raise _NotStructured("a loop's value read by an op this pass made")
+                u.op.set_operand(u.index, after.args[k] if id(block) in loop
+                                 else while_op.results[k])
         if negate:
             true = Operation.create("arith.constant", result_types=[condition.type],
                                     attributes={"value": IntegerAttr(1, condition.type)},
@@ -355,17 +443,19 @@ class _Lifter:
             before.append(true)
             before.append(flip)
             condition = flip.results[0]
-        cond_values = [before_args.get(id(v), v) for v in forwarded]
-        before.append(ConditionOp.build(condition, cond_values, loc=cond_br.loc))
-        kind, nexts = self._emit(self._inline(body, list(after.args[:len(body_vals)])), after,
-                                 header=header, stop=None)
-        if kind != "latch":
-            raise _NotStructured("a loop body that does not come back to its header")
+        before.append(ConditionOp.build(condition, forwarded, loc=cond_br.loc))
+        carried = list(after.args[:len(cont_vals)])
+        if cont is header:      # a do-while: the before region is all of it
+            nexts = carried
+        else:
+            kind, nexts = self._emit_edge(cont, carried, after, header=header, stop=None)
+            if kind != "latch":
+                raise _NotStructured("a loop body that does not come back to its header")
         after.append(YieldOp.build(nexts, loc=cond_br.loc))
         target.append(while_op)
-        exit_values = [while_op.results[index[id(v)]] if id(v) in in_header else v
-                       for v in exit_vals]
-        return self._inline(exit_, exit_values)
+        exit_vals = [while_op.results[index[id(v)]] if id(v) in is_defined else v
+                     for v in exit_vals]
+        return exit_, exit_vals
 
     def _step(self, next_iv: Value, iv: Value) -> int:
         op = next_iv.defining_op

@@ -36,9 +36,10 @@ def test_generated_programs_run_the_same_as_branches(seeds):
     stats = Stats()
     check_batch([generate(s) for s in seeds], stats, random.Random(seeds[0]))
     _fail(stats)
-    # the programs exercise what they are meant to: lifted and unlifted CFGs, every switch set
+    # the programs exercise what they are meant to: lifted CFGs (the random CFGs below are the
+    # ones left as branches), every switch set
     assert stats.runs >= len(seeds) * 3 * len(SWITCH_SETS)
-    assert stats.lifted > 0 and stats.not_lifted > 0, (stats.lifted, stats.not_lifted)
+    assert stats.lifted > 0, (stats.lifted, stats.not_lifted)
 
 
 def test_random_cfgs_run_as_their_reference():
@@ -49,6 +50,7 @@ def test_random_cfgs_run_as_their_reference():
     check_random_cfgs(range(16), stats, switch_sets=SWITCH_SETS[:2])
     _fail(stats)
     assert stats.runs == 32
+    assert stats.not_lifted > 0     # the branches polyopt runs as written
 
 
 def _call(fn, args):
