@@ -138,3 +138,12 @@ def test_the_harness_reports_a_wrong_answer():
     check_batch([bad], stats, random.Random(0), switch_sets=[{}], lift_check=False)
     assert stats.failures and all(f.what == "wrong" for f in stats.failures)
     assert len(stats.failures) == stats.runs
+
+
+def test_every_cfg_the_pipelines_make_of_generated_programs_is_lifted():
+    """--convert-scf-to-cf followed by --canonicalize, --cse, --sccp, upstream's own
+    --lift-cf-to-scf...: the blocks they merge and the do-whiles they make all come back as
+    structured loops (before: 376 of 1011 over seeds 0-99; ``lift_census.py`` measures it)."""
+    from lift_census import census
+    lifted, not_lifted, reasons, _ = census(range(100, 106))
+    assert not_lifted == 0 and lifted > 40, (lifted, reasons)
