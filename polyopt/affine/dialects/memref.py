@@ -145,6 +145,37 @@ def parse_store_prefix(p):
     return v, vstart, m, mstart, idx, attrs
 
 
+def parse_cast_like(p, parse_source=None, parse_result=None, check_before_to: bool = False):
+    """The operand and types of a cast-like op, ``%x {attrs} : T to U`` (``memref.cast``,
+    ``vector.shape_cast``, ``vector.bitcast``...) -> (operand, attrs, U).  ``parse_source`` and
+    ``parse_result`` read T and U (default: any type, U as T); the operand is checked against T
+    once U is read, or before ``to`` when ``check_before_to`` (the op's mismatch is then
+    reported first, as mlir-opt-22 does for ``memref.cast``)."""
+    parse_source = parse_source or (lambda q: q.parse_type())
+    parse_result = parse_result or parse_source
+    p.skip_ws()
+    start = p.pos
+    v = p.parse_operand()
+    attrs = p.parse_optional_attr_dict()
+    p.expect(":")
+    src = parse_source(p)
+    if check_before_to:
+        p.check_type(v, src, start)
+    p.expect_keyword("to")
+    dst = parse_result(p)
+    if not check_before_to:
+        p.check_type(v, src, start)
+    return v, attrs, dst
+
+
+def print_cast_like(p, op: Operation) -> None:
+    """``NAME %x {attrs} : T to U``, what :func:`parse_cast_like` reads."""
+    p.print(f"{op.name} ")
+    p.print_operand(op.operands[0])
+    p.print_attr_dict(op.attributes)
+    p.print(f" : {p.type_str(op.operands[0].type)} to {p.type_str(op.results[0].type)}")
+
+
 
 def print_attrs_without_default_nontemporal(p, attrs: dict) -> None:
     nt = attrs.get("nontemporal")
@@ -532,22 +563,11 @@ class MemRefCastOp(Operation):
 
     @classmethod
     def parse_custom(cls, p, loc, name):
-        p.skip_ws()
-        start = p.pos
-        v = p.parse_operand()
-        attrs = p.parse_optional_attr_dict()
-        p.expect(":")
-        src = p.parse_type()
-        p.check_type(v, src, start)
-        p.expect_keyword("to")
-        dst = p.parse_type()
+        v, attrs, dst = parse_cast_like(p, check_before_to=True)
         return cls(operands=[v], result_types=[dst], attributes=attrs, loc=loc)
 
     def print_custom(self, p) -> None:
-        p.print("memref.cast ")
-        p.print_operand(self.source)
-        p.print_attr_dict(self.attributes)
-        p.print(f" : {p.type_str(self.source.type)} to {p.type_str(self.results[0].type)}")
+        print_cast_like(p, self)
 
     def result_name_hint(self):
         return "cast"

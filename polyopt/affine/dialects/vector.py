@@ -19,12 +19,14 @@ from ..types import (FloatType, IndexType, IntegerType, MemRefType, Type, Vector
                      element_type_of)
 from .arith_attributes import FastMathAttr, normalize_flags, parse_fastmath, print_fastmath
 from .memref import (IndexedLoadAccessors, IndexedStoreAccessors, check_index_operands,
+                     parse_cast_like, print_cast_like,
                      parse_load_prefix, parse_memref_type, parse_store_prefix,
                      print_attrs_without_default_nontemporal, print_indexed,
                      strides_and_offset, verify_access_attributes)
 
 
-def _parse_vector_type(p) -> VectorType:
+def parse_vector_type(p) -> VectorType:
+    """A type that must be a vector (mlir-opt-22's message otherwise)."""
     p.skip_ws()
     start = p.pos
     t = p.parse_type()
@@ -57,10 +59,7 @@ class _SourceToResultOp(Operation):
         return self.operands[0]
 
     def print_custom(self, p) -> None:
-        p.print(f"{self.OP_NAME} ")
-        p.print_operand(self.source)
-        p.print_attr_dict(self.attributes)
-        p.print(f" : {p.type_str(self.source.type)} to {p.type_str(self.results[0].type)}")
+        print_cast_like(p, self)
 
 
 @register_op
@@ -78,12 +77,12 @@ class BroadcastOp(_SourceToResultOp):
         p.expect(":")
         if name in ("splat", "vector.splat"):
             # `splat %x : vector<4xf64>`: the source is a scalar of the element type
-            dst = _parse_vector_type(p)
+            dst = parse_vector_type(p)
             src = dst.element_type
         else:
             src = p.parse_type()
             p.expect_keyword("to")
-            dst = _parse_vector_type(p)
+            dst = parse_vector_type(p)
         p.check_type(v, src, start)
         return cls(operands=[v], result_types=[dst], attributes=attrs, loc=loc)
 
@@ -142,7 +141,7 @@ class VectorFMAOp(Operation):
             raise p.error(f"'vector.fma' expects 3 operands, got {len(ops)}", start)
         attrs = p.parse_optional_attr_dict()
         p.expect(":")
-        t = _parse_vector_type(p)
+        t = parse_vector_type(p)
         for v in ops:
             p.check_type(v, t, start)
         return cls(operands=ops, result_types=[t], attributes=attrs, loc=loc)
@@ -330,7 +329,7 @@ class ReductionOp(Operation):
         parse_fastmath(p, attrs, cls.OP_NAME)
         attrs.update(p.parse_optional_attr_dict())
         p.expect(":")
-        vt = _parse_vector_type(p)
+        vt = parse_vector_type(p)
         p.expect_keyword("into")
         rt = p.parse_type()
         p.check_type(ops[0], vt, vstart)
@@ -536,7 +535,7 @@ class VectorLoadOp(IndexedLoadAccessors, Operation):
         m, start, idx, attrs = parse_load_prefix(p)
         mt = parse_memref_type(p)
         p.expect(",")
-        vt = _parse_vector_type(p)
+        vt = parse_vector_type(p)
         p.check_type(m, mt, start)
         return cls(operands=[m, *idx], result_types=[vt], attributes=attrs, loc=loc)
 
@@ -567,7 +566,7 @@ class VectorStoreOp(IndexedStoreAccessors, Operation):
         v, vstart, m, mstart, idx, attrs = parse_store_prefix(p)
         mt = parse_memref_type(p)
         p.expect(",")
-        vt = _parse_vector_type(p)
+        vt = parse_vector_type(p)
         p.check_type(m, mt, mstart)
         p.check_type(v, vt, vstart)
         return cls(operands=[v, m, *idx], attributes=attrs, loc=loc)
@@ -598,15 +597,7 @@ class VectorBitCastOp(_SourceToResultOp):
 
     @classmethod
     def parse_custom(cls, p, loc, name):
-        p.skip_ws()
-        start = p.pos
-        v = p.parse_operand()
-        attrs = p.parse_optional_attr_dict()
-        p.expect(":")
-        src = _parse_vector_type(p)
-        p.expect_keyword("to")
-        dst = _parse_vector_type(p)
-        p.check_type(v, src, start)
+        v, attrs, dst = parse_cast_like(p, parse_vector_type)
         return cls(operands=[v], result_types=[dst], attributes=attrs, loc=loc)
 
     def verify_op(self) -> None:
@@ -656,9 +647,9 @@ class InterleaveOp(Operation):
             raise p.error(f"'vector.interleave' expects 2 operands, got {len(ops)}", start)
         attrs = p.parse_optional_attr_dict()
         p.expect(":")
-        src = _parse_vector_type(p)
+        src = parse_vector_type(p)
         p.expect("->")
-        dst = _parse_vector_type(p)
+        dst = parse_vector_type(p)
         for v in ops:
             p.check_type(v, src, start)
         return cls(operands=ops, result_types=[dst], attributes=attrs, loc=loc)

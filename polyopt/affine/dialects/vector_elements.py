@@ -16,6 +16,8 @@ from typing import Sequence, Union
 from ..attributes import ArrayAttr, DenseArrayAttr, IntegerAttr
 from ..ir import Operation, Value, register_op
 from ..types import IndexType, IntegerType, Type, VectorType, element_type_of, i64, index
+from .memref import parse_cast_like, print_cast_like
+from .vector import parse_vector_type
 
 #: ``ShapedType::kDynamic``: a position given by an operand.
 DYNAMIC = -(1 << 63)
@@ -27,16 +29,6 @@ Position = Union[int, Value]
 
 def _i64_array(values: Sequence[int]) -> DenseArrayAttr:
     return DenseArrayAttr(IntegerType(64), tuple(values))
-
-
-def _parse_vector(p, start=None) -> VectorType:
-    p.skip_ws()
-    at = p.pos
-    t = p.parse_type()
-    if not isinstance(t, VectorType):
-        raise p.error(f"{p.custom_op_prefix()}invalid kind of type specified: "
-                      f"expected builtin.vector, but found '{t}'", at)
-    return t
 
 
 def _parse_positions(p) -> tuple[list[int], list[Value]]:
@@ -143,7 +135,7 @@ class ExtractOp(_PositionOp):
         p.expect(":")
         rt = p.parse_type()
         p.expect_keyword("from")
-        vt = _parse_vector(p)
+        vt = parse_vector_type(p)
         p.check_type(v, vt, start)
         return cls(operands=[v, *dyn], result_types=[rt], attributes=attrs, loc=loc)
 
@@ -212,7 +204,7 @@ class InsertOp(_PositionOp):
         p.expect(":")
         st = p.parse_type()
         p.expect_keyword("into")
-        dt = _parse_vector(p)
+        dt = parse_vector_type(p)
         p.check_type(v, st, vstart)
         p.check_type(d, dt, dstart)
         return cls(operands=[v, d, *dyn], result_types=[dt], attributes=attrs, loc=loc)
@@ -268,22 +260,11 @@ class ShapeCastOp(Operation):
 
     @classmethod
     def parse_custom(cls, p, loc, name):
-        p.skip_ws()
-        start = p.pos
-        v = p.parse_operand()
-        attrs = p.parse_optional_attr_dict()
-        p.expect(":")
-        src = _parse_vector(p)
-        p.expect_keyword("to")
-        dst = _parse_vector(p)
-        p.check_type(v, src, start)
+        v, attrs, dst = parse_cast_like(p, parse_vector_type)
         return cls(operands=[v], result_types=[dst], attributes=attrs, loc=loc)
 
     def print_custom(self, p) -> None:
-        p.print("vector.shape_cast ")
-        p.print_operand(self.source)
-        p.print_attr_dict(self.attributes)
-        p.print(f" : {p.type_str(self.source.type)} to {p.type_str(self.results[0].type)}")
+        print_cast_like(p, self)
 
     def verify_op(self) -> None:
         if len(self.operands) != 1 or len(self.results) != 1:
@@ -332,9 +313,9 @@ class TransposeOp(Operation):
                                                                          op_name=name))
         attrs = p.parse_optional_attr_dict()
         p.expect(":")
-        src = _parse_vector(p)
+        src = parse_vector_type(p)
         p.expect_keyword("to")
-        dst = _parse_vector(p)
+        dst = parse_vector_type(p)
         p.check_type(v, src, start)
         attrs["permutation"] = _i64_array(perm)
         return cls(operands=[v], result_types=[dst], attributes=attrs, loc=loc)
@@ -414,9 +395,9 @@ class ShuffleOp(Operation):
         attrs = p.parse_optional_attr_dict()
         attrs["mask"] = _i64_array(mask)
         p.expect(":")
-        t1 = _parse_vector(p)
+        t1 = parse_vector_type(p)
         p.expect(",")
-        t2 = _parse_vector(p)
+        t2 = parse_vector_type(p)
         p.check_type(v1, t1, start)
         p.check_type(v2, t2, start2)
         rt = VectorType((len(mask), *t1.shape[1:]), t1.element_type)
@@ -548,15 +529,7 @@ class ExtractStridedSliceOp(_StridedSliceOp):
 
     @classmethod
     def parse_custom(cls, p, loc, name):
-        p.skip_ws()
-        start = p.pos
-        v = p.parse_operand()
-        attrs = p.parse_optional_attr_dict()
-        p.expect(":")
-        src = _parse_vector(p)
-        p.expect_keyword("to")
-        dst = _parse_vector(p)
-        p.check_type(v, src, start)
+        v, attrs, dst = parse_cast_like(p, parse_vector_type)
         return cls(operands=[v], result_types=[dst], attributes=attrs, loc=loc)
 
     def print_custom(self, p) -> None:
@@ -618,9 +591,9 @@ class InsertStridedSliceOp(_StridedSliceOp):
         d = p.parse_operand()
         attrs = p.parse_optional_attr_dict()
         p.expect(":")
-        src = _parse_vector(p)
+        src = parse_vector_type(p)
         p.expect_keyword("into")
-        dst = _parse_vector(p)
+        dst = parse_vector_type(p)
         p.check_type(v, src, start)
         p.check_type(d, dst, dstart)
         return cls(operands=[v, d], result_types=[dst], attributes=attrs, loc=loc)

@@ -20,18 +20,9 @@ from typing import Sequence
 from ..ir import Operation, Value, register_op
 from ..types import IndexType, IntegerType, MemRefType, VectorType, index
 from .memref import parse_indices, parse_memref_type, verify_alignment
+from .vector import parse_vector_type
 
 __all__ = ["MaskedLoadOp", "MaskedStoreOp", "GatherOp", "ScatterOp"]
-
-
-def _parse_vector_type(p) -> VectorType:
-    p.skip_ws()
-    at = p.pos
-    t = p.parse_type()
-    if not isinstance(t, VectorType):
-        raise p.error(f"{p.custom_op_prefix()}invalid kind of type specified: "
-                      f"expected builtin.vector, but found '{t}'", at)
-    return t
 
 
 def _parse_operand(p) -> tuple[Value, int]:
@@ -92,11 +83,11 @@ class _MaskedMemoryOp(Operation):
         types = []
         for _ in tail:
             p.expect(",")
-            types.append(_parse_vector_type(p))
+            types.append(parse_vector_type(p))
         result_types = []
         if cls.LOADS:
             p.expect_keyword("into")
-            result_types.append(_parse_vector_type(p))
+            result_types.append(parse_vector_type(p))
         p.check_type(m, mt, m_at)
         for v in idx:
             p.check_type(v, index)
