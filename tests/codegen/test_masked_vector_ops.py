@@ -205,3 +205,45 @@ def test_what_is_not_lowered_is_a_located_error(tmp_path, capfd, case):
     assert main(["run", str(path)]) == 1
     err = capfd.readouterr().err
     assert err.splitlines()[0] == f"{path}:6:8: error: {message}"
+
+
+def test_on_numpy_arrays_with_dynamic_sizes_and_views():
+    """The memref's descriptor (sizes, a subview's offset and strides) addresses the lanes."""
+    import polyopt
+    text = """func.func @f(%A: memref<?x?xf32>, %out: memref<4x6xf32>, %i: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %m = arith.constant dense<[true, false, true, true, false, true]> : vector<6xi1>
+  %pass = arith.constant dense<-1.0> : vector<6xf32>
+  %off = arith.constant dense<[0, 2, 4, 7, 1, -3]> : vector<6xi32>
+  %V = memref.subview %A[1, 1] [3, 4] [1, 1] : memref<?x?xf32> to memref<3x4xf32, strided<[?, 1], offset: ?>>
+  %a = vector.maskedload %A[%i, %c1], %m, %pass : memref<?x?xf32>, vector<6xi1>, vector<6xf32> into vector<6xf32>
+  vector.store %a, %out[%c0, %c0] : memref<4x6xf32>, vector<6xf32>
+  %b = vector.gather %V[%c1, %c1] [%off], %m, %pass : memref<3x4xf32, strided<[?, 1], offset: ?>>, vector<6xi32>, vector<6xi1>, vector<6xf32> into vector<6xf32>
+  vector.store %b, %out[%c1, %c0] : memref<4x6xf32>, vector<6xf32>
+  %ten = arith.constant dense<10.0> : vector<6xf32>
+  vector.scatter %V[%c2, %c0] [%off], %m, %ten : memref<3x4xf32, strided<[?, 1], offset: ?>>, vector<6xi32>, vector<6xi1>, vector<6xf32>
+  vector.maskedstore %A[%c3, %c0], %m, %ten : memref<?x?xf32>, vector<6xi1>, vector<6xf32>
+  return
+}
+"""
+    from upstream_mlir import mlir_opt
+    mlir_opt(text)      # valid MLIR 22
+    f = polyopt.compile(text)["f"]
+    a = np.arange(5 * 9, dtype=np.float32).reshape(5, 9)
+    before = a.copy()
+    out = np.zeros((4, 6), np.float32)
+    f(a, out, 2)
+    m = np.array([1, 0, 1, 1, 0, 1], bool)
+    off = np.array([0, 2, 4, 7, 1, -3])
+    np.testing.assert_array_equal(out[0], np.where(m, before[2, 1:7], -1))
+    flat = before.reshape(-1)
+    base = 2 * 9 + 2                # V[1, 1] is A[2, 2]; V's rows are A's (stride 9)
+    np.testing.assert_array_equal(out[1], np.where(m, flat[base + off], -1))
+    want = before.reshape(-1).copy()
+    want[(3 * 9 + 1 + off)[m]] = 10      # V[2, 0] is A[3, 1]
+    want = want.reshape(5, 9)
+    want[3, :6][m] = 10
+    np.testing.assert_array_equal(a, want)
