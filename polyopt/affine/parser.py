@@ -141,6 +141,9 @@ class Parser:
         self.block_scopes: list[dict[str, list]] = []
         self.visible_from = 0      # the scopes a use may see (not those outside a func.func)
         self.last_spelled: dict[str, int] = {}    # where each name was last written
+        # per op being parsed, innermost last: where each name was first written in it (a
+        # region argument is declared before its op's operands may spell the name again)
+        self.first_spelled_in_op: list[dict[str, int]] = []
         self.map_aliases: dict[str, AffineMap | IntegerSet] = {}
         self.type_aliases: dict[str, Type] = {}
         self.attr_aliases: dict[str, Attribute] = {}
@@ -398,6 +401,8 @@ class Parser:
             raise self.error("expected SSA value name after '%'")
         name = m.group(0)
         self.last_spelled[name] = self.pos
+        if self.first_spelled_in_op:
+            self.first_spelled_in_op[-1].setdefault(name, self.pos)
         self.pos = m.end()
         index = 0
         if self.text.startswith("#", self.pos) and re.match(r"#[0-9]", self.text[self.pos:self.pos + 2]):
@@ -410,6 +415,13 @@ class Parser:
         # (the custom parsers of ops read their region arguments' names here) and drops it
         self.optional_location()
         return name, index
+
+    def _parse_use(self) -> tuple[str, int]:
+        """``%x`` or ``%r#1`` -> (name, offset of the ``%``), not resolved yet."""
+        self.skip_ws()
+        start = self.pos
+        name, _ = self.parse_ssa_name()
+        return name, start
 
     def parse_operand(self, expected_type: Optional[Type] = None) -> Value:
         """A use of an SSA value (``%x``, ``%r#1``), resolved to its definition."""
@@ -1470,10 +1482,13 @@ class Parser:
         try:
             if entry_args:
                 block = entry_args[0][1].block
+                declared = self.first_spelled_in_op[-1] if self.first_spelled_in_op else {}
                 for name, arg in entry_args:
-                    at = self.last_spelled.get(name)
+                    at = declared.get(name, self.last_spelled.get(name))
                     self.check_argument_name(name, at)
-                    if any(name in scope for scope in self.scopes):
+                    # a name used before (a forward reference) is in use too, as in MLIR
+                    if any(name in scope for scope in self.scopes) or \
+                            (name, 0) in self.forward_refs:
                         raise self.error(f"region entry argument '%{name}' is already in use",
                                          at)
                     self.define(name, arg, at)
@@ -1609,10 +1624,14 @@ class Parser:
         self.skip_ws()
         op_start = self.pos
         loc = self.loc(op_start)
-        if self.peek('"'):
-            op = self.parse_generic_op(loc)
-        else:
-            op = self.parse_custom_op(loc)
+        self.first_spelled_in_op.append({})
+        try:
+            if self.peek('"'):
+                op = self.parse_generic_op(loc)
+            else:
+                op = self.parse_custom_op(loc)
+        finally:
+            self.first_spelled_in_op.pop()
         self.last_location = None
         if self.optional_location() and self.last_location is not None:
             op.loc = self._op_location(self.last_location) or op.loc
@@ -1744,7 +1763,9 @@ class Parser:
             self.op_stack.pop()
 
     def _parse_generic_op(self, loc: Location, name: str) -> Operation:
-        operands = self.parse_operand_list("paren")
+        # the operands are resolved once the regions are read, as MLIR's generic parser does:
+        # a name defined only inside the op's regions is not visible at its operands
+        uses = self.parse_comma_separated("(", ")", self._parse_use)
         successors = self.parse_comma_separated("[", "]", self.parse_successor) \
             if self.peek("[") else []
         properties: dict[str, Attribute] = {}
@@ -1773,10 +1794,15 @@ class Parser:
         ftype = self.parse_type()
         if not isinstance(ftype, FunctionType):
             raise self.error("expected function type in generic op", tstart)
-        if len(ftype.inputs) != len(operands):
-            raise self.error(f"expected {len(operands)} operand types but had {len(ftype.inputs)}", tstart)
-        for v, t in zip(operands, ftype.inputs):
+        if len(ftype.inputs) != len(uses):
+            raise self.error(f"expected {len(uses)} operand types but had {len(ftype.inputs)}",
+                             tstart)
+        operands = []
+        for (use_name, offset), t in zip(uses, ftype.inputs):
+            v = self._lookup(use_name, offset)
+            self.spelled[v] = (use_name, offset)
             self.check_type(v, t, tstart)
+            operands.append(v)
         klass = OP_REGISTRY.get(name)
         if klass is not None and hasattr(klass, "from_generic"):
             if successors:

@@ -304,6 +304,22 @@ REFUSED = {
     "redefined_after_a_forward_use": _func(
         "  cf.br ^bb1\n^bb2:\n  %s2 = arith.addi %s, %s : i32\n  return %a : i32\n"
         "^bb1:\n  %s = arith.addi %a, %b : i32\n  %s = arith.addi %a, %b : i32\n  cf.br ^bb2"),
+    # the bound names the loop's own induction variable: affine.for resolves its operands
+    # before its region, so the name is in use when the region declares it
+    "affine_induction_variable_in_its_own_bound": _func(
+        "  affine.for %i0 = affine_map<(d0) -> (d0 floordiv 4)>(%i0) to 10 {\n  }\n"
+        "  return %a : i32"),
+    "induction_variable_named_as_a_value_in_scope": _func(
+        "  %c0 = arith.constant 0 : index\n  %c1 = arith.constant 1 : index\n"
+        "  scf.for %c1 = %c0 to %c0 step %c1 {\n  }\n  return %a : i32"),
+    # the generic form resolves operands after the regions: names defined inside are gone
+    "generic_operand_defined_in_its_region": _func(
+        "  %c0 = arith.constant 0 : index\n  %c1 = arith.constant 1 : index\n"
+        "  \"scf.for\"(%c0, %x, %c1) ({\n  ^bb0(%i: index):\n    %x = arith.addi %c0, %c0 : index\n"
+        "    scf.yield\n  }) : (index, index, index) -> ()\n  return %a : i32"),
+    "generic_operand_of_the_wrong_type": _func(
+        "  %c0 = arith.constant 0 : index\n"
+        "  %x = \"arith.addi\"(%c0, %a) : (index, index) -> index\n  return %a : i32"),
     "used_outside_the_function_defining_it": """func.func @g() -> i32 {
   return %x : i32
 }
