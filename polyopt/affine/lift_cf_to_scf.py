@@ -20,7 +20,8 @@ What is lifted, from the entry block on, following the branches:
 * a ``cf.switch`` whose paths meet again: an ``scf.index_switch`` on the flag cast to
   ``index`` (``arith.index_cast``; ``arith.index_castui`` for an ``i1``), a repeated case
   value dropped (the first one is taken);
-* a loop with one back edge that leaves from one ``cf.cond_br`` on every path round it: an
+* a loop that leaves from one ``cf.cond_br`` on every path round it (its back edges, if
+  several, from the paths of conditionals that meet at its header): an
   ``scf.for`` when it leaves from its header, the header takes the induction variable (and
   loop-carried values), compares it ``slt`` (or ``ult``) with a bound defined before the loop,
   and the back edge passes ``iv + constant step`` (step > 0) and the induction variable is not
@@ -263,10 +264,11 @@ class _Lifter:
     def _is_loop_header(self, block: Block) -> bool:
         return any(self.dom.dominates(block, p) for p in self.preds[id(block)])
 
-    def _loop_blocks(self, header: Block, latch: Block) -> dict[int, Block]:
-        """The blocks of the natural loop of the back edge ``latch`` -> ``header``, by id."""
+    def _loop_blocks(self, header: Block, latches: list[Block]) -> dict[int, Block]:
+        """The blocks of the natural loop of the back edges ``latches`` -> ``header``, by
+        id."""
         loop = {id(header): header}
-        work = [latch]
+        work = list(latches)
         while work:
             b = work.pop()
             if id(b) in loop or not self.dom.dominates(header, b):
@@ -279,19 +281,18 @@ class _Lifter:
                    target: Block) -> tuple[Block, list[Value]]:
         """The loop at ``header``, entered with ``inits``: an ``scf.for`` when it is a counted
         loop, else an ``scf.while``; returns the edge the loop exits by (block, values)."""
+        # several back edges (a conditional at the end of the body branching to the header
+        # from both sides) are one once the conditional is lifted: its paths meet there
         latches = [p for p in self.preds[id(header)] if self.dom.dominates(header, p)]
-        if len(latches) != 1:
-            raise _NotStructured("a loop with several back edges")
-        latch = latches[0]
-        loop = self._loop_blocks(header, latch)
+        loop = self._loop_blocks(header, latches)
         exiting = [b for b in loop.values() if any(id(s) not in loop for s in b.successors)]
         if len(exiting) != 1 or exiting[0].terminator.name != "cf.cond_br":
             raise _NotStructured("a loop that leaves from other than one conditional branch")
         leave = exiting[0]
-        if not self.dom.dominates(leave, latch):
+        if not all(self.dom.dominates(leave, latch) for latch in latches):
             raise _NotStructured("a loop whose exit is not on every path round it")
-        if leave is header:
-            counted = self._counted_loop(header, latch, loop)
+        if leave is header and len(latches) == 1:
+            counted = self._counted_loop(header, latches[0], loop)
             if counted is not None:
                 return self._lift_for(header, inits, target, *counted)
         return self._lift_while(header, leave, loop, inits, target)

@@ -419,8 +419,8 @@ def test_cf_switch_on_i64_and_i1_with_a_repeated_case_becomes_scf_index_switch()
     lifted = str(module)
     assert _function(lifted, "sw") == EXPECTED_SWITCHES
     mlir_opt(lifted)
-    for text in (SWITCHES, lifted):
-        f = polyopt.compile(text, hopt=True)["sw"]
+    for text, hopt in ((SWITCHES, False), (lifted, True)):     # branches as written, lifted
+        f = polyopt.compile(text, hopt=hopt)["sw"]
         for x in (-5, 7, 0, 3, -1, 1 << 40):
             for b in (False, True):
                 assert f(x, b) == _switches_reference(x, b), (x, b)
@@ -451,3 +451,78 @@ def test_a_repeated_case_to_a_block_only_it_reaches_is_left_as_branches():
     assert "cf.switch" in str(module)
     f = polyopt.compile(text, hopt=True)["f"]
     assert [f(7), f(3)] == [1, 3]
+
+
+# the body's conditional branches back to the header from both sides (two back edges)
+TWO_BACK_EDGES = """func.func @collatz(%n: i64) -> i64 {
+  %c0 = arith.constant 0 : i64
+  %c1 = arith.constant 1 : i64
+  %c2 = arith.constant 2 : i64
+  %c3 = arith.constant 3 : i64
+  cf.br ^bb1(%n, %c0 : i64, i64)
+^bb1(%x: i64, %steps: i64):
+  %more = arith.cmpi sgt, %x, %c1 : i64
+  cf.cond_br %more, ^bb2, ^bb5
+^bb2:
+  %s1 = arith.addi %steps, %c1 : i64
+  %bit = arith.andi %x, %c1 : i64
+  %odd = arith.cmpi eq, %bit, %c1 : i64
+  cf.cond_br %odd, ^bb3, ^bb4
+^bb3:
+  %t = arith.muli %x, %c3 : i64
+  %t1 = arith.addi %t, %c1 : i64
+  cf.br ^bb1(%t1, %s1 : i64, i64)
+^bb4:
+  %h = arith.divsi %x, %c2 : i64
+  cf.br ^bb1(%h, %s1 : i64, i64)
+^bb5:
+  return %steps : i64
+}
+"""
+
+EXPECTED_TWO_BACK_EDGES = """\
+  func.func @collatz(%arg0: i64) -> i64 {
+    %c0_i64 = arith.constant 0 : i64
+    %c1_i64 = arith.constant 1 : i64
+    %c2_i64 = arith.constant 2 : i64
+    %c3_i64 = arith.constant 3 : i64
+    %0:2 = scf.while (%arg1 = %arg0, %arg2 = %c0_i64) : (i64, i64) -> (i64, i64) {
+      %1 = arith.cmpi sgt, %arg1, %c1_i64 : i64
+      scf.condition(%1) %arg1, %arg2 : i64, i64
+    } do {
+    ^bb0(%arg1: i64, %arg2: i64):
+      %1 = arith.addi %arg2, %c1_i64 : i64
+      %2 = arith.andi %arg1, %c1_i64 : i64
+      %3 = arith.cmpi eq, %2, %c1_i64 : i64
+      %4:2 = scf.if %3 -> (i64, i64) {
+        %5 = arith.muli %arg1, %c3_i64 : i64
+        %6 = arith.addi %5, %c1_i64 : i64
+        scf.yield %6, %1 : i64, i64
+      } else {
+        %5 = arith.divsi %arg1, %c2_i64 : i64
+        scf.yield %5, %1 : i64, i64
+      }
+      scf.yield %4#0, %4#1 : i64, i64
+    }
+    return %0#1 : i64
+  }
+"""
+
+
+def _collatz_steps(n: int) -> int:
+    steps = 0
+    while n > 1:
+        n, steps = (3 * n + 1 if n % 2 else n // 2), steps + 1
+    return steps
+
+
+def test_a_loop_with_two_back_edges_from_a_conditional_is_one_scf_while():
+    module, remarks = _lift(TWO_BACK_EDGES)
+    assert remarks == [LIFTED]
+    lifted = str(module)
+    assert _function(lifted, "collatz") == EXPECTED_TWO_BACK_EDGES
+    mlir_opt(lifted)
+    for text, hopt in ((TWO_BACK_EDGES, False), (lifted, True)):
+        f = polyopt.compile(text, hopt=hopt)["collatz"]
+        assert [f(n) for n in (-4, 1, 2, 3, 7, 27)] == \
+            [_collatz_steps(n) for n in (-4, 1, 2, 3, 7, 27)]
