@@ -70,7 +70,7 @@ def lift_cf_to_scf(module: Operation, remark: Remark = None) -> None:
             continue
         copy = func.clone()     # lifted on a copy: a shape met halfway leaves `func` intact
         try:
-            lifted = _Lifter(copy.regions[0]).run()
+            lifted = _Lifter(copy.regions[0], list(func.function_type.results)).run()
         except _NotStructured as e:
             if remark is not None:
                 remark(func.loc, f"lift-cf-to-scf: branches not lifted to scf: {e}; the function runs as written "
@@ -86,9 +86,14 @@ def lift_cf_to_scf(module: Operation, remark: Remark = None) -> None:
             remark(func.loc, "lift-cf-to-scf: branches lifted to scf.for/scf.while/scf.if")
 
 
+# the ``stop`` of the paths of a conditional that meet only at the function's returns
+_RETURN = Block()
+
+
 class _Lifter:
-    def __init__(self, region: Region):
+    def __init__(self, region: Region, result_types: list):
         self.region = region
+        self.result_types = result_types
         self.dom = DominanceInfo(region)
         self.pdom = PostDominanceInfo(region)
         self.visited: set[int] = set()
@@ -137,6 +142,10 @@ class _Lifter:
                 op.detach()
                 target.append(op)
             if term.name == "func.return":
+                if stop is _RETURN:     # a path of a conditional whose paths all return
+                    values = list(term.operands)
+                    term.drop_all_operand_uses()
+                    return "merge", values
                 if header is not None or stop is not None:
                     raise _NotStructured("a return inside a loop or a conditional")
                 term.detach()
@@ -149,7 +158,15 @@ class _Lifter:
             elif term.name in ("cf.cond_br", "cf.switch"):
                 dest = self.pdom.ipdom(block)
                 if dest is None:
-                    raise _NotStructured(f"the paths of a {term.name} do not meet again")
+                    # the paths meet only at the returns: the conditional's results are the
+                    # values returned, and one return follows it
+                    if header is not None or stop not in (None, _RETURN):
+                        raise _NotStructured("a return inside a loop or a conditional")
+                    values = self._lift_branches(term, _RETURN, target, header)
+                    if stop is _RETURN:
+                        return "merge", values
+                    target.append(Operation.create("func.return", values, loc=term.loc))
+                    return "return", []
                 values = self._lift_branches(term, dest, target, header)
                 single = False
             else:
@@ -206,7 +223,7 @@ class _Lifter:
         """The ``cf.cond_br`` or ``cf.switch`` ``term`` whose paths meet at ``merge``: an
         ``scf.if`` or ``scf.index_switch`` appended to ``target``, whose results are the
         values the paths pass to ``merge``."""
-        types = [a.type for a in merge.args]
+        types = self.result_types if merge is _RETURN else [a.type for a in merge.args]
         if term.name == "cf.cond_br":
             term.drop_all_operand_uses()
             op = IfOp.build(term.condition, types, with_else=True, loc=term.loc)

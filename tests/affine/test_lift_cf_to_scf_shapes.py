@@ -526,3 +526,81 @@ def test_a_loop_with_two_back_edges_from_a_conditional_is_one_scf_while():
         f = polyopt.compile(text, hopt=hopt)["collatz"]
         assert [f(n) for n in (-4, 1, 2, 3, 7, 27)] == \
             [_collatz_steps(n) for n in (-4, 1, 2, 3, 7, 27)]
+
+
+# paths that meet only at the returns (an early return, then one return on each side of the
+# last test): scf.ifs whose results are the values returned, then one return
+EARLY_RETURNS = """func.func @clamped_sum(%A: memref<?xi64>, %n: index, %lim: i64) -> (i64, index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %z = arith.constant 0 : i64
+  %empty = arith.cmpi eq, %n, %c0 : index
+  cf.cond_br %empty, ^bb1, ^bb2(%c0, %z : index, i64)
+^bb1:
+  return %z, %c0 : i64, index
+^bb2(%i: index, %s: i64):
+  %more = arith.cmpi slt, %i, %n : index
+  cf.cond_br %more, ^bb3, ^bb4
+^bb3:
+  %v = memref.load %A[%i] : memref<?xi64>
+  %s2 = arith.addi %s, %v : i64
+  %i2 = arith.addi %i, %c1 : index
+  cf.br ^bb2(%i2, %s2 : index, i64)
+^bb4:
+  %big = arith.cmpi sgt, %s, %lim : i64
+  cf.cond_br %big, ^bb5, ^bb6
+^bb5:
+  return %lim, %c1 : i64, index
+^bb6:
+  return %s, %c2 : i64, index
+}
+"""
+
+EXPECTED_EARLY_RETURNS = """\
+  func.func @clamped_sum(%arg0: memref<?xi64>, %arg1: index, %arg2: i64) -> (i64, index) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c0_i64 = arith.constant 0 : i64
+    %0 = arith.cmpi eq, %arg1, %c0 : index
+    %1:2 = scf.if %0 -> (i64, index) {
+      scf.yield %c0_i64, %c0 : i64, index
+    } else {
+      %2 = scf.for %arg3 = %c0 to %arg1 step %c1 iter_args(%arg4 = %c0_i64) -> (i64) {
+        %5 = memref.load %arg0[%arg3] : memref<?xi64>
+        %6 = arith.addi %arg4, %5 : i64
+        scf.yield %6 : i64
+      }
+      %3 = arith.cmpi sgt, %2, %arg2 : i64
+      %4:2 = scf.if %3 -> (i64, index) {
+        scf.yield %arg2, %c1 : i64, index
+      } else {
+        scf.yield %2, %c2 : i64, index
+      }
+      scf.yield %4#0, %4#1 : i64, index
+    }
+    return %1#0, %1#1 : i64, index
+  }
+"""
+
+
+def _clamped_sum(A, n: int, lim: int):
+    if n == 0:
+        return 0, 0
+    s = int(A[:n].sum())
+    return (lim, 1) if s > lim else (s, 2)
+
+
+def test_paths_that_meet_only_at_returns_are_conditionals_with_the_returned_results():
+    module, remarks = _lift(EARLY_RETURNS)
+    assert remarks == [LIFTED]
+    lifted = str(module)
+    assert _function(lifted, "clamped_sum") == EXPECTED_EARLY_RETURNS
+    mlir_opt(lifted)
+    A = np.array([3, -1, 4, 1, 5], dtype=np.int64)
+    for text, hopt in ((EARLY_RETURNS, False), (lifted, True)):
+        f = polyopt.compile(text, hopt=hopt)["clamped_sum"]
+        for n in (0, 2, 5):
+            for lim in (2, 100):
+                assert tuple(map(int, f(A, n, lim))) == _clamped_sum(A, n, lim), (n, lim)
