@@ -5,8 +5,8 @@
 * ``memref.memory_space_cast``: the same buffer (polyopt runs every memory space in LLVM's
   address space 0, as MLIR's lowering does for the host);
 * ``memref.extract_aligned_pointer_as_index``: ``ptrtoint`` of the aligned base pointer;
-* ``memref.assume_alignment``: the same buffer, whose accesses may now assume the alignment
-  (a wrong one is undefined behaviour, as MLIR's ``llvm.assume`` makes it);
+* ``memref.assume_alignment``: the same buffer as its result, whose accesses may assume the
+  alignment (a wrong one is undefined behaviour, as MLIR's ``llvm.assume`` makes it);
 * ``memref.prefetch``: ``llvm.prefetch`` of the element's address;
 * ``memref.realloc``: a fresh buffer of the new size holding the leading
   ``min(old, new)`` elements of the old one, which is freed when a ``memref.alloc`` or
@@ -52,10 +52,8 @@ def _lower_extract_aligned_pointer(L: FunctionLowering, op: Operation) -> None:
 def _lower_assume_alignment(L: FunctionLowering, op: Operation) -> None:
     src = L.mem(op.memref)
     align = max(src.align, op.alignment or 1)
-    aligned = Mem(src.ptr, src.type, align, src.sizes, src.strides, src.offset)
-    L.bind(op.memref, aligned)      # MLIR's llvm.assume holds for the operand's later uses too
-    if op.results:
-        L.bind(op.results[0], aligned)
+    # only the result carries it: the operand's other uses need not be dominated by this op
+    L.bind(op.results[0], Mem(src.ptr, src.type, align, src.sizes, src.strides, src.offset))
 
 
 @handles("memref.prefetch")
