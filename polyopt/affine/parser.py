@@ -842,6 +842,7 @@ class Parser:
         names: dict[str, AffineExpr] = {}
 
         def dim_decl():
+            self.skip_ws()
             start = self.pos
             n = self.parse_bare_id("dimension identifier")
             if n in names:
@@ -851,6 +852,7 @@ class Parser:
         ndims = len(names)
         if self.peek("["):
             def sym_decl():
+                self.skip_ws()
                 start = self.pos
                 n = self.parse_bare_id("symbol identifier")
                 if n in names:
@@ -946,7 +948,8 @@ class Parser:
                 rhs = self._affine_unary(lookup, True)
                 if not (expr.is_symbolic_or_constant() or rhs.is_symbolic_or_constant()):
                     raise self.error("non-affine expression: at least one of the multiply "
-                                     "operands has to be either a constant or symbolic", start)
+                                     "operands has to be either a constant or symbolic",
+                                     self._combined_at(start))
                 expr = expr * rhs
             elif self.optional_keyword("floordiv") or self.optional_keyword("ceildiv") \
                     or self.optional_keyword("mod"):
@@ -954,9 +957,10 @@ class Parser:
                 rhs = self._affine_unary(lookup, True)
                 if not rhs.is_symbolic_or_constant():
                     raise self.error(f"non-affine expression: right operand of {op} has to be "
-                                     "either a constant or symbolic", start)
+                                     "either a constant or symbolic", self._combined_at(start))
                 if rhs == constant(0):
-                    raise self.error("division by zero in affine expression", start)
+                    raise self.error("division by zero in affine expression",
+                                     self._combined_at(start))
                 if op == "floordiv":
                     expr = expr.floordiv(rhs)
                 elif op == "ceildiv":
@@ -966,9 +970,19 @@ class Parser:
             else:
                 return expr
 
+    def _combined_at(self, op_start: int) -> int:
+        """Where MLIR reports a bad ``lhs op rhs`` of ``*``/``floordiv``/``ceildiv``/``mod``:
+        at the next such operator when one follows (MLIR combines the pair on reading it),
+        else at ``op``."""
+        self.skip_ws()
+        if self.peek("*") or any(self.peek_keyword(k) for k in ("floordiv", "ceildiv", "mod")):
+            return self.pos
+        return op_start
+
     def _affine_unary(self, lookup, after_operator: bool = False) -> AffineExpr:
         """An operand; ``after_operator``: it is the right operand of a binary operator (the
         messages for a missing one are MLIR's ``parseAffineOperandExpr``'s)."""
+        before_ws = self.pos
         self.skip_ws()
         start = self.pos
         if self.peek("-") and not self.peek("->"):
@@ -1019,7 +1033,10 @@ class Parser:
             raise self.error(f"expected affine expression, found {self._describe_next()}", start)
         e = lookup(word, start)
         if e is None:
-            raise self.error(f"use of undeclared identifier '{word}' in affine expression", start)
+            # MLIR reads floordiv/ceildiv/mod as operators, and reports their use as an
+            # operand where the operand was due: just after the previous token
+            at = before_ws if word in ("floordiv", "ceildiv", "mod") else start
+            raise self.error(f"use of undeclared identifier '{word}' in affine expression", at)
         return e
 
     def parse_affine_map_of_ssa_ids(self, delimiter: str = "square") -> tuple[AffineMap, list[Value]]:
@@ -1437,7 +1454,7 @@ class Parser:
             return self.parse_string()
         m = _BARE_ID.match(self.text, self.pos)
         if not m:
-            raise self.error("@ identifier expected to start with letter or '_'", self.pos - 1)
+            raise self.error("@ identifier expected to start with letter or '_'")
         self.pos = m.end()
         return m.group(0)
 
