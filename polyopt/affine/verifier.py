@@ -1,19 +1,35 @@
-"""IR verification (MLIR's ``mlir::verify``): structure, dominance, then each op's own rules.
+"""IR verification, in the order of MLIR's ``OperationVerifier`` (``mlir::verify``).
 
-Op-specific rules (types, map arity, affine dim/symbol validity, shapes of ``hop.matmul``) live
-in each op's ``verify_op``; this module checks what holds for every op: operands are defined
-before use in an enclosing block (dominance), functions are isolated from above, and blocks end
-in the terminator their parent expects.  Every memref type that appears (op results, block and
-function arguments, function results) must have an injective layout (decided with ISL, see
-``dialects.memref.layout_collision``).
+MLIR walks the ops and blocks under an op isolated from above (a module, a function) in
+program order and checks, so that the first error it reports is the one nearest the top of
+the text:
+
+* entering an op: the op's own rules (``verify_op``: its ODS invariants and traits, its
+  ``verify``), then that the entry block of each region has no predecessors;
+* entering a block: it is not empty (unless its parent needs no terminator), and no op before
+  its last one has successors;
+* leaving a block: it ends in a terminator ("block with no terminator, has ...");
+* leaving an op: the ops isolated from above directly inside it (each fully, with its
+  dominance), then the rules that look into its regions (``verify_regions``: the terminator a
+  region must end with, the types its terminators yield, isolation from above);
+* after the whole walk of an isolated op: dominance of every operand in its regions.
+
+polyopt's own restrictions, which mlir-opt-22 does not have (a memref layout must be injective;
+a function must end in ``func.return``, since polyopt takes no unregistered ops), are checked
+after all of MLIR's rules, so any input mlir-opt-22 rejects gets mlir-opt-22's first error.
 """
 
 from __future__ import annotations
 
+from typing import Union
+
+from .affine_expr import AffineMap
+from .affine_rules import is_isolated_from_above
 from .diagnostics import VerifyError
 from .dialects.memref import layout_injectivity_error
 from .dominance import DominanceInfo
-from .ir import OP_REGISTRY, TERMINATOR_OPS, BlockArgument, Operation, OpResult, Value
+from .ir import (OP_REGISTRY, TERMINATOR_OPS, Block, BlockArgument, Operation, OpResult, Region,
+                 Value)
 from .types import FunctionType, MemRefType
 
 # The terminator each region-holding op expects at the end of its blocks.
@@ -27,40 +43,299 @@ _TERMINATORS = {
 # ``SingleBlock`` trait); unregistered ops may too.
 _MULTI_BLOCK_OPS = frozenset({"func.func", "scf.execute_region", "builtin.module"})
 _BRANCHES = frozenset({"cf.br", "cf.cond_br", "cf.switch"})
+# MLIR's ``NoTerminator`` trait: the blocks of these ops need not end in a terminator.
+_NO_TERMINATOR_OPS = frozenset({"builtin.module"})
+# Terminators besides ir.TERMINATOR_OPS (which codegen relies on for what it lowers).
+_OTHER_TERMINATORS = frozenset({"transform.yield"})
 
 
 def verify(root: Operation) -> None:
-    """Raise :class:`VerifyError` at the first invalid op under ``root``: each op's own rules
-    (``verify_op``) before the ops nested in it, and the rules that look into its regions
-    (``verify_regions``, e.g. the types its terminators yield) after them, as MLIR's
-    ``verify``/``verifyRegions``."""
-    positions: dict[int, dict[int, int]] = {}
-    dominance: dict[int, DominanceInfo] = {}
-    for op, entering in _enter_exit(root):
-        if not entering:
-            op.verify_regions()
-            continue
-        _verify_blocks(op)
-        _verify_structure(op)
-        for i, v in enumerate(op.operands):
-            _verify_dominance(op, i, v, positions, dominance)
-        _verify_memref_layouts(op)
-        op.verify_op()
-        _verify_terminator_position(op)
+    """Raise :class:`VerifyError` for the first error mlir-opt-22 would report under ``root``
+    (see the module docstring for the order), then for polyopt's own restrictions."""
+    _verify_op_and_dominance(root)
+    _verify_polyopt_restrictions(root)
 
 
-def _enter_exit(root: Operation):
-    """(op, True) when the walk enters ``op``, (op, False) after everything nested in it."""
-    stack = [(root, True)]
+def _verify_op_and_dominance(top: Operation) -> None:
+    """MLIR's ``verifyOpAndDominance``: everything under ``top``, then dominance in it."""
+    _verify_operation(top)
+    if top.regions:
+        _verify_dominance_in(top, {}, {})
+
+
+def _verify_operation(top: Operation) -> None:
+    """The walk of MLIR's ``verifyOperation``: ops isolated from above are left to the exit
+    of their parent op."""
+    stack: list[tuple[Union[Operation, Block], bool]] = [(top, False)]
     while stack:
-        op, entering = stack.pop()
-        yield op, entering
-        if entering:
-            stack.append((op, False))
-            for region in reversed(op.regions):
+        item, leaving = stack.pop()
+        if leaving:
+            if isinstance(item, Block):
+                _leave_block(item)
+            else:
+                _leave_op(item)
+            continue
+        stack.append((item, True))
+        if isinstance(item, Block):
+            _enter_block(item)
+            for op in reversed(item.ops):
+                if not (op.regions and is_isolated_from_above(op)):
+                    stack.append((op, False))
+        else:
+            _enter_op(item)
+            for region in reversed(item.regions):
                 for block in reversed(region.blocks):
-                    for inner in reversed(block.ops):
-                        stack.append((inner, True))
+                    stack.append((block, False))
+
+
+def _enter_op(op: Operation) -> None:
+    _verify_region_block_counts(op)
+    op.verify_op()
+    _verify_terminator_position(op)
+    for region in op.regions:
+        if region.blocks and region.blocks[0].predecessors():
+            raise VerifyError("entry block of region may not have predecessors", op.loc)
+
+
+def _leave_op(op: Operation) -> None:
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.ops:
+                if inner.regions and is_isolated_from_above(inner):
+                    _verify_op_and_dominance(inner)
+    _verify_region_terminators(op)
+    op.verify_regions()
+    if is_isolated_from_above(op):
+        _verify_isolation(op)
+
+
+def _may_lack_terminator(block: Block) -> bool:
+    """MLIR's ``mayBeValidWithoutTerminator``."""
+    parent = block.parent_op
+    return parent is None or parent.name in _NO_TERMINATOR_OPS or parent.name not in OP_REGISTRY
+
+
+def _is_terminator(op: Operation) -> bool:
+    """MLIR's ``mightHaveTrait<IsTerminator>``: an unregistered op might be one."""
+    return op.name in TERMINATOR_OPS or op.name in _OTHER_TERMINATORS \
+        or op.name not in OP_REGISTRY
+
+
+def _enter_block(block: Block) -> None:
+    if not block.ops:
+        if _may_lack_terminator(block):
+            return
+        raise VerifyError("empty block: expect at least a terminator", block.parent_op.loc)
+    for op in block.ops[:-1]:
+        if op.successors:
+            raise VerifyError("operation with block successors must terminate its parent block",
+                              op.loc)
+
+
+def _leave_block(block: Block) -> None:
+    last = block.ops[-1] if block.ops else None
+    if last is None:
+        return
+    for succ in last.successors:
+        if succ.parent is not block.parent:
+            raise last.error("branching to block of a different region")
+    if _may_lack_terminator(block) or _is_terminator(last):
+        return
+    text = _generic_text(last)
+    raise VerifyError("block with no terminator, has " + ("\n" if "\n" in text else "") + text,
+                      last.loc)
+
+
+def _generic_text(op: Operation) -> str:
+    """``op`` as MLIR prints it in a diagnostic: generic form, values named in the scope of
+    the closest op isolated from above."""
+    from .printer import Printer     # the printer imports the dialects, which import us
+    scope = op.parent_op
+    while scope is not None and not is_isolated_from_above(scope) and \
+            scope.parent_op is not None:
+        scope = scope.parent_op
+    class InlineMaps(Printer):      # a diagnostic has no alias section: maps print inline
+        def alias(self, value):
+            kind = "affine_map" if isinstance(value, AffineMap) else "affine_set"
+            return f"{kind}<{value}>"
+
+    p = InlineMaps(generic=True)
+    if scope is not None:
+        p._assign_names(scope)
+    p.print_op(op)
+    return p.out.getvalue()
+
+
+def _verify_region_block_counts(op: Operation) -> None:
+    """MLIR's ``SingleBlock`` trait."""
+    if op.name in _MULTI_BLOCK_OPS or op.name not in OP_REGISTRY:
+        return
+    for i, region in enumerate(op.regions):
+        if len(region.blocks) > 1:
+            raise op.error(f"expects region #{i} to have 0 or 1 blocks")
+
+
+def _verify_region_terminators(op: Operation) -> None:
+    """MLIR's ``SingleBlockImplicitTerminator`` trait, a region rule (checked after the
+    nested ops)."""
+    expected = _TERMINATORS.get(op.name)
+    if expected is None or op.name == "func.func":
+        return
+    for region in op.regions:
+        for block in region.blocks:
+            term = block.ops[-1] if block.ops else None
+            if term is None or term.name != expected:
+                found = f"'{term.name}'" if term is not None else "nothing"
+                raise op.error(f"expects regions to end with '{expected}', found {found}")
+
+
+def _verify_terminator_position(op: Operation) -> None:
+    """MLIR's ``IsTerminator`` trait, checked after the op's own rules (its parent op) as
+    mlir-opt does."""
+    if _is_terminator(op) and op.name in OP_REGISTRY and op.parent is not None \
+            and op.parent.ops[-1] is not op:
+        raise op.error("must be the last operation in the parent block")
+
+
+def _verify_isolation(isolated: Operation) -> None:
+    """MLIR's ``IsolatedFromAbove`` trait: no op inside uses a value defined outside."""
+    for region in isolated.regions:
+        for inner in _ops_under(region):
+            for v in inner.operands:
+                home = _defining_region(v)
+                if home is None:
+                    raise VerifyError("operation's operand is unlinked", inner.loc)
+                if not _region_is_ancestor(region, home):
+                    raise inner.error("using value defined outside the region")
+
+
+def _ops_under(region: Region):
+    for block in region.blocks:
+        for op in block.ops:
+            yield op
+            for r in op.regions:
+                yield from _ops_under(r)
+
+
+def _defining_region(v: Value):
+    if isinstance(v, OpResult):
+        return v.op.parent.parent if v.op.parent is not None else None
+    if isinstance(v, BlockArgument):
+        return v.block.parent
+    return None
+
+
+def _region_is_ancestor(region: Region, other: Region) -> bool:
+    cur = other
+    while cur is not None:
+        if cur is region:
+            return True
+        parent_op = cur.parent
+        if parent_op is None or parent_op.parent is None:
+            return False
+        cur = parent_op.parent.parent
+    return False
+
+
+# -- dominance ---------------------------------------------------------------------------------
+
+def _verify_dominance_in(op: Operation, positions, dominance) -> None:
+    """MLIR's ``verifyDominanceOfContainedRegions``: each operand of each op in ``op``'s
+    regions, in program order, then the regions nested in that op (not in ops isolated from
+    above, which are checked on their own).  The module's region is a graph region: no
+    dominance there."""
+    if op.name == "builtin.module":
+        for block in op.regions[0].blocks if op.regions else ():
+            for inner in block.ops:
+                if inner.regions and not is_isolated_from_above(inner):
+                    _verify_dominance_in(inner, positions, dominance)
+        return
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.ops:
+                for i, v in enumerate(inner.operands):
+                    _verify_dominance(inner, i, v, positions, dominance)
+                if inner.regions and not is_isolated_from_above(inner):
+                    _verify_dominance_in(inner, positions, dominance)
+
+
+def _index_in_block(op: Operation, positions: dict[int, dict[int, int]]) -> int:
+    block = op.parent
+    table = positions.get(id(block))
+    if table is None or id(op) not in table or len(table) != len(block.ops):
+        table = {id(o): i for i, o in enumerate(block.ops)}
+        positions[id(block)] = table
+    return table[id(op)]
+
+
+def _ancestor_in_region(op: Operation, region) -> Operation | None:
+    """The op enclosing ``op`` (or ``op`` itself) that lives directly in a block of
+    ``region``, if any."""
+    cur = op
+    while cur is not None:
+        if cur.parent is not None and cur.parent.parent is region:
+            return cur
+        cur = cur.parent_op
+    return None
+
+
+def _dominates(def_block, use_block, dominance: dict) -> bool:
+    if def_block is use_block:
+        return True
+    region = def_block.parent
+    info = dominance.get(id(region))
+    if info is None:
+        info = dominance[id(region)] = DominanceInfo(region)
+    return info.dominates(def_block, use_block)
+
+
+def _verify_dominance(op: Operation, index: int, v: Value, positions, dominance) -> None:
+    """MLIR's ``diagnoseInvalidOperandDominance`` (an error without the op-name prefix)."""
+    bad = VerifyError(f"operand #{index} does not dominate this use", op.loc)
+    if isinstance(v, OpResult):
+        def_op = v.op
+        if def_op.parent is None:
+            raise op.error(f"operand #{index} is defined by an op that is not in the IR")
+        anc = _ancestor_in_region(op, def_op.parent.parent)
+        if anc is None or anc is def_op:
+            raise bad
+        if anc.parent is def_op.parent:
+            if _index_in_block(def_op, positions) >= _index_in_block(anc, positions):
+                raise bad
+        elif not _dominates(def_op.parent, anc.parent, dominance):
+            raise bad
+    elif isinstance(v, BlockArgument):
+        anc = _ancestor_in_region(op, v.block.parent)
+        if anc is None or not _dominates(v.block, anc.parent, dominance):
+            raise bad
+    else:
+        raise VerifyError(f"operand #{index} of '{op.name}' is not an SSA value", op.loc)
+
+
+# -- polyopt's own restrictions ----------------------------------------------------------------
+
+def _verify_polyopt_restrictions(root: Operation) -> None:
+    for op in _walk(root):
+        _verify_memref_layouts(op)
+        _verify_function_return(op)
+
+
+def _walk(root: Operation):
+    yield root
+    for region in root.regions:
+        yield from _ops_under(region)
+
+
+def _verify_function_return(op: Operation) -> None:
+    """mlir-opt-22 takes a function whose body ends in an unregistered op (which might be a
+    terminator); polyopt takes no unregistered ops there, so a function body ends in
+    ``func.return`` (or a branch, when it has several blocks)."""
+    if op.name != "func.func" or len(op.regions[0].blocks) != 1:
+        return
+    term = op.regions[0].blocks[0].ops[-1] if op.regions[0].blocks[0].ops else None
+    if term is None or term.name != "func.return":
+        found = f"'{term.name}'" if term is not None else "nothing"
+        raise op.error(f"expects regions to end with 'func.return', found {found}")
 
 
 def _layout_error(t) -> str | None:
@@ -91,111 +366,3 @@ def _verify_memref_layouts(op: Operation) -> None:
                 msg = _layout_error(a.type)
                 if msg:
                     raise op.error(f"block argument #{i}: {msg}")
-
-
-def _verify_blocks(op: Operation) -> None:
-    """The rules of regions with several blocks: which ops may have them, each block ends in
-    a terminator, the entry block has no predecessors, successors end their block."""
-    if op.successors and op.parent is not None and op.parent.ops[-1] is not op:
-        raise VerifyError("operation with block successors must terminate its parent block",
-                          op.loc)
-    for i, region in enumerate(op.regions):
-        if len(region.blocks) <= 1:
-            if region.blocks and region.blocks[0].predecessors():
-                raise VerifyError("entry block of region may not have predecessors", op.loc)
-            continue
-        if op.name not in _MULTI_BLOCK_OPS and op.name in OP_REGISTRY:
-            raise op.error(f"expects region #{i} to have 0 or 1 blocks")
-        if region.blocks[0].predecessors():
-            raise VerifyError("entry block of region may not have predecessors", op.loc)
-        for block in region.blocks:
-            term = block.terminator
-            if term is None:
-                raise VerifyError("empty block: expect at least a terminator", op.loc)
-            for inner in block.ops[:-1]:    # before the terminator, as MLIR's verifyOnEntrance
-                if inner.successors:
-                    raise VerifyError("operation with block successors must terminate its "
-                                      "parent block", inner.loc)
-            if term.name not in TERMINATOR_OPS and term.name in OP_REGISTRY:
-                raise VerifyError(f"block with no terminator, has '{term.name}'", term.loc)
-
-
-def _verify_structure(op: Operation) -> None:
-    expected = _TERMINATORS.get(op.name)
-    if expected is None or op.name == "func.func" and len(op.regions[0].blocks) > 1:
-        return      # a function's blocks joined by branches: _verify_blocks
-    for region in op.regions:
-        for block in region.blocks:
-            term = block.terminator
-            if op.name == "func.func" and term is not None and term.name in _BRANCHES:
-                continue
-            if term is None or term.name != expected:
-                found = f"'{term.name}'" if term is not None else "nothing"
-                raise op.error(f"expects regions to end with '{expected}', found {found}")
-            for inner in block.ops[:-1]:
-                if inner.name == expected:
-                    raise inner.error("must be the last operation in the parent block")
-
-
-def _verify_terminator_position(op: Operation) -> None:
-    """MLIR's ``IsTerminator`` trait, checked after the op's own rules (its parent op) as
-    mlir-opt does."""
-    if op.name in TERMINATOR_OPS and op.parent is not None and op.parent.ops[-1] is not op:
-        raise op.error("must be the last operation in the parent block")
-
-
-def _index_in_block(op: Operation, positions: dict[int, dict[int, int]]) -> int:
-    block = op.parent
-    table = positions.get(id(block))
-    if table is None or id(op) not in table or len(table) != len(block.ops):
-        table = {id(o): i for i, o in enumerate(block.ops)}
-        positions[id(block)] = table
-    return table[id(op)]
-
-
-def _ancestor_in_region(op: Operation, region) -> Operation | None:
-    """The op enclosing ``op`` (or ``op`` itself) that lives directly in a block of
-    ``region``, if any.
-
-    The search stops at the enclosing function: functions are isolated from above.
-    """
-    cur = op
-    while cur is not None:
-        if cur.parent is not None and cur.parent.parent is region:
-            return cur
-        parent = cur.parent_op
-        if parent is not None and parent.name == "func.func":
-            return None
-        cur = parent
-    return None
-
-
-def _dominates(def_block, use_block, dominance: dict) -> bool:
-    if def_block is use_block:
-        return True
-    region = def_block.parent
-    info = dominance.get(id(region))
-    if info is None:
-        info = dominance[id(region)] = DominanceInfo(region)
-    return info.dominates(def_block, use_block)
-
-
-def _verify_dominance(op: Operation, index: int, v: Value, positions, dominance) -> None:
-    if isinstance(v, OpResult):
-        def_op = v.op
-        if def_op.parent is None:
-            raise op.error(f"operand #{index} is defined by an op that is not in the IR")
-        anc = _ancestor_in_region(op, def_op.parent.parent)
-        if anc is None or anc is def_op:
-            raise op.error(f"operand #{index} does not dominate this use")
-        if anc.parent is def_op.parent:
-            if _index_in_block(def_op, positions) >= _index_in_block(anc, positions):
-                raise op.error(f"operand #{index} does not dominate this use")
-        elif not _dominates(def_op.parent, anc.parent, dominance):
-            raise VerifyError(f"operand #{index} does not dominate this use", op.loc)
-    elif isinstance(v, BlockArgument):
-        anc = _ancestor_in_region(op, v.block.parent)
-        if anc is None or not _dominates(v.block, anc.parent, dominance):
-            raise op.error(f"operand #{index} (a block argument) is not visible at this use")
-    else:
-        raise VerifyError(f"operand #{index} of '{op.name}' is not an SSA value", op.loc)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..attributes import ArrayAttr, DictAttr, StringAttr, SymbolRefAttr, TypeAttr
-from ..diagnostics import ParseError
+from ..diagnostics import ParseError, VerifyError
 from ..ir import Block, Operation, Region, Value, register_op
 from ..types import FunctionType, Type
 
@@ -224,11 +224,8 @@ class FuncOp(Operation):
         block = self.body
         if [a.type for a in block.args] != list(ft.inputs):
             raise self.error("type of entry block arguments must match the function signature")
-        if len(self.regions[0].blocks) > 1:
-            return      # each block's terminator is checked by the verifier
-        term = block.terminator
-        if term is None or term.name != "func.return":
-            raise self.error("expects the body to end with 'func.return'")
+        # the body's terminator is checked by the verifier when it leaves the block, after
+        # the ops in it, as mlir-opt-22 does ("block with no terminator, has ...")
 
 
 def _require(op: Operation, results: int, operands: Optional[int] = None,
@@ -303,8 +300,9 @@ class ReturnOp(Operation):
                              f"(@{func.sym_name}) returns {len(results)}")
         for i, (v, t) in enumerate(zip(self.operands, results)):
             if v.type != t:
-                raise self.error(f"type of return operand {i} ('{v.type}') doesn't match function "
-                                 f"result type ('{t}') in function @{func.sym_name}")
+                raise VerifyError(f"type of return operand {i} ('{v.type}') doesn't match "
+                                  f"function result type ('{t}') in function @{func.sym_name}",
+                                  self.loc)     # MLIR's emitError: no op-name prefix
 
 
 @register_op
