@@ -361,20 +361,24 @@ class ForOp(Operation):
         if len(self.inits) != len(iter_args):
             raise self.error(f"different number of inits and region iter_args: "
                              f"{len(self.inits)} != {len(iter_args)}")
+        term = body.ops[-1] if body.ops else None
+        # MLIR's getYieldedValues: empty when the yield passes nothing, and then not checked
+        yielded = term.operands if term is not None and term.name == "scf.yield" else []
+        if yielded and len(yielded) != len(iter_args):
+            raise self.error(f"different number of region iter_args and yielded values: "
+                             f"{len(iter_args)} != {len(yielded)}")
         for k, (init, arg) in enumerate(zip(self.inits, iter_args)):
             if init.type != arg.type:
                 raise self.error(f"{k}-th init and {k}-th region iter_arg have different type: "
                                  f"'{init.type}' != '{arg.type}'")
+        for k, (arg, v) in enumerate(zip(iter_args, yielded)):
+            if arg.type != v.type:
+                raise self.error(f"{k}-th region iter_arg and {k}-th yielded value have "
+                                 f"different type: '{arg.type}' != '{v.type}'")
         for k, (arg, res) in enumerate(zip(iter_args, self.results)):
             if arg.type != res.type:
                 raise self.error(f"{k}-th region iter_arg and {k}-th loop result have different "
                                  f"type: '{arg.type}' != '{res.type}'")
-        term = body.ops[-1] if body.ops else None
-        if term is not None and term.name == "scf.yield":
-            for k, (arg, v) in enumerate(zip(iter_args, term.operands)):
-                if arg.type != v.type:
-                    raise self.error(f"{k}-th region iter_arg and {k}-th yielded value have "
-                                     f"different type: '{arg.type}' != '{v.type}'")
 
     def verify_regions(self) -> None:
         body = self.body
@@ -603,7 +607,7 @@ class ReduceOp(Operation):
                 raise self.error(f"expected two block arguments with type '{v.type}' in the "
                                  f"{k}-th reduction region")
             if block.ops[-1].name != "scf.reduce.return":
-                raise self.error("reduction bodies must be terminated by an 'scf.reduce.return' "
+                raise self.error("reduction bodies must be terminated with an 'scf.reduce.return' "
                                  "op")
 
 
@@ -911,6 +915,8 @@ class WhileOp(Operation):
             raise self.error("expected 2 regions")
         _check_single_block(self, 0, "before")
         _check_single_block(self, 1, "after")
+        if not self.before_block.ops or not self.after_block.ops:
+            raise self.error("expects a non-empty block")
         for which, block, expected in (("before", self.before_block, "scf.condition"),
                                        ("after", self.after_block, "scf.yield")):
             if not block.ops or block.ops[-1].name != expected:
