@@ -1101,7 +1101,7 @@ class Parser:
         if c == "{":
             return DictAttr(tuple(self.parse_attr_dict_body().items()))
         if c == "@":
-            return SymbolRefAttr(self.parse_symbol_name())
+            return SymbolRefAttr(self._parse_symbol_name())
         if self.peek_keyword("loc") and _LOC_OPEN.match(self.text, self.pos):
             self.expect_keyword("loc")
             self.expect("(")
@@ -1446,9 +1446,14 @@ class Parser:
         return {}
 
     def parse_symbol_name(self) -> str:
+        """``@name`` or ``@"name"`` for an op's custom parser (MLIR's
+        ``OpAsmParser::parseSymbolName``, whose errors name the op)."""
+        return self._parse_symbol_name(self.custom_op_prefix())
+
+    def _parse_symbol_name(self, prefix: str = "") -> str:
         self.skip_ws()
         if not self.optional("@"):
-            raise self.error("expected valid '@'-identifier for symbol name, found "
+            raise self.error(f"{prefix}expected valid '@'-identifier for symbol name, found "
                              f"{self._describe_next()}")
         if self.text.startswith('"', self.pos):
             return self.parse_string()

@@ -13,6 +13,12 @@ CASES = {
     "function_name": "func.func @$invalid_function_name()\n",
     "function_name_digit": "func.func @1f()\n",
     "callee_name": "func.func @f() {\n  func.call @$x() : () -> ()\n  return\n}\n",
+    # a custom op's symbol name: its parser's error names the op
+    "function_without_at": "func.func missing()\n",
+    "global_with_two_visibilities": 'memref.global "private" "public" @foo : memref<2x2xf32>\n',
+    # ... but an attribute's symbol reference is not a custom op's
+    "symbol_reference_attribute": '"func.func"() <{function_type = () -> (), sym_name = "f", '
+                                  'sym_visibility = "private"}> ({}) {a = @ x} : () -> ()\n',
     # a repeated dimension or symbol: at the second name, not the blank before it
     "repeated_dimension": "#m = affine_map<(i, j , i) -> (0)>\n",
     "repeated_symbol": "#m = affine_map<(i)[s0, s1,  s0] -> (0)>\n",
@@ -45,5 +51,8 @@ def test_error_points_where_mlir_opt_points(name):
     if "use of undeclared identifier" in upstream:
         # the same place and words; polyopt names the identifier too
         assert ours.startswith(upstream + " '"), (ours, upstream)
+    elif "expected valid '@'-identifier" in upstream:
+        # the same place and words; polyopt says what it found
+        assert ours.startswith(upstream + ", found "), (ours, upstream)
     else:
         assert ours == upstream
