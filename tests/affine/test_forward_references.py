@@ -107,9 +107,10 @@ def test_runs_as_numpy(flags, n):
     assert nest_fn(A.copy(), n) == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
 
-def test_runs_as_mlir_runner():
-    """polyopt run of a main whose loop counter is used before its header block, against
-    mlir-runner-22 on the same text."""
+def test_runs_as_mlir_runner(tmp_path, capfd):
+    """polyopt run of a main whose loop counter and sum are used before their header block,
+    against mlir-runner-22 on the same text."""
+    from run_helpers import polyopt_run
     text = """func.func @main() {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -131,8 +132,9 @@ def test_runs_as_mlir_runner():
 }
 """
     upstream = lower_and_run(text, ["--convert-vector-to-llvm", "--convert-to-llvm"])
-    assert upstream == "0\n1\n5\n14\n30\n"
-    assert polyopt.compile(text)["main"]() is None
+    assert polyopt_run(tmp_path, capfd, text) == upstream == "0\n1\n5\n14\n30\n"
+    canonical = mlir_opt(text, "--canonicalize")
+    assert polyopt_run(tmp_path, capfd, canonical, name="canonical.mlir") == upstream
 
 
 def test_polyopt_run_prints_as_mlir_runner(tmp_path, capfd):
