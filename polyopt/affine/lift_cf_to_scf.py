@@ -45,13 +45,14 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from .attributes import DenseArrayAttr, IntegerAttr
+from .attributes import DenseArrayAttr, FloatAttr, IntegerAttr
+from .dialects.cf import BranchOp, CondBranchOp, SwitchOp
 from .dialects.scf import ConditionOp, ForOp, IfOp, IndexSwitchOp, WhileOp, YieldOp
 from .dominance import DominanceInfo, PostDominanceInfo
 from .ir import Block, Operation, Region, Value
-from .types import IndexType, i64
+from .types import FloatType, IndexType, IntegerType, i1, i32, i64
 
-__all__ = ["lift_cf_to_scf"]
+__all__ = ["lift_cf_to_scf", "route_loop_exits"]
 
 Remark = Optional[Callable[[object, str], None]]
 
@@ -70,6 +71,7 @@ def lift_cf_to_scf(module: Operation, remark: Remark = None) -> None:
             continue
         copy = func.clone()     # lifted on a copy: a shape met halfway leaves `func` intact
         try:
+            route_loop_exits(copy.regions[0])
             lifted = _Lifter(copy.regions[0], list(func.function_type.results)).run()
         except _NotStructured as e:
             if remark is not None:
@@ -84,6 +86,186 @@ def lift_cf_to_scf(module: Operation, remark: Remark = None) -> None:
         lifted.parent = func
         if remark is not None:
             remark(func.loc, "lift-cf-to-scf: branches lifted to scf.for/scf.while/scf.if")
+
+
+def route_loop_exits(region: Region, max_rounds: int = 1000) -> None:
+    """Give every loop of ``region`` (a function's body, as branches) one exit on every path
+    round it, as MLIR's CFGToSCF does with its multiplexer blocks: the back edges and the
+    exits of a loop that leaves from several places (a ``break``, a return inside it), or from
+    one place that some path round it skips, all go to a new latch, told by an ``i32``
+    selector which one was taken (0: round again)::
+
+        ^latch(%sel: i32, <header args>, <each exit's args>, <loop values read after it>):
+          %again = arith.cmpi eq, %sel, %c0 : i32
+          cf.cond_br %again, ^header(<header args>), ^exits(%sel, ...)
+        ^exits(%sel: i32, ...):
+          cf.switch %sel : i32, [default: ^exitN(...), 1: ^exit1(...), ...]
+
+    A slot an edge does not fill gets a zero; the loop's values read after it are read from
+    ``^exits``' arguments. A loop carrying a value that is not an integer or a float (no zero
+    to fill its slot with) is left as it is. Raises nothing: the lifting refuses what is left.
+    """
+    for _ in range(max_rounds):
+        if not _route_one_loop(region):
+            return
+
+
+def _route_one_loop(region: Region) -> bool:
+    """Reroute the first loop that needs it (see :func:`route_loop_exits`); False when none
+    does."""
+    dom = DominanceInfo(region)
+    preds: dict[int, list[Block]] = {id(b): [] for b in region.blocks}
+    for b in region.blocks:
+        if dom.reachable(b):
+            for succ in b.successors:
+                preds[id(succ)].append(b)
+    for header in region.blocks:
+        latches = [p for p in preds[id(header)] if dom.dominates(header, p)]
+        if not latches or not dom.reachable(header):
+            continue
+        loop = {id(header): header}
+        work = list(latches)
+        while work:
+            b = work.pop()
+            if id(b) not in loop and dom.dominates(header, b):
+                loop[id(b)] = b
+                work.extend(preds[id(b)])
+        exits = [(b, i) for b in loop.values() for i, s in enumerate(b.successors)
+                 if id(s) not in loop]
+        exiting = {id(b) for b, _ in exits}
+        if not exits:
+            continue
+        leave = exits[0][0]
+        if len(exiting) == 1 and len(exits) == 1 and leave.terminator.name == "cf.cond_br" \
+                and all(dom.dominates(leave, la) for la in latches):
+            continue        # already one exit on every path round the loop
+        if _reroute(region, dom, header, latches, loop, exits):
+            return True
+    return False
+
+
+def _zero(t, loc) -> Optional[Operation]:
+    if isinstance(t, (IntegerType, IndexType)):
+        return Operation.create("arith.constant", result_types=[t],
+                                attributes={"value": IntegerAttr(0, t)}, loc=loc)
+    if isinstance(t, FloatType):
+        return Operation.create("arith.constant", result_types=[t],
+                                attributes={"value": FloatAttr(0.0, t)}, loc=loc)
+    return None
+
+
+def _reroute(region: Region, dom: DominanceInfo, header: Block, latches: list[Block],
+             loop: dict[int, Block], exits: list[tuple[Block, int]]) -> bool:
+    """Send the back edges and exits of the loop at ``header`` through a new latch and a
+    dispatch block (see :func:`route_loop_exits`); False, changing nothing, when a slot has no
+    zero. ``dom``: the dominance before the change."""
+    def top_block(op: Operation) -> Optional[Block]:
+        while op.parent is not None and op.parent.parent is not region:
+            parent = op.parent_op
+            if parent is None:
+                return None
+            op = parent
+        return op.parent
+    # the loop's values read after it
+    escaping: list[Value] = []
+    for b in loop.values():
+        for v in list(b.args) + [r for op in b.ops for r in op.results]:
+            if any(id(top_block(u.op)) not in loop for u in v.uses):
+                escaping.append(v)
+    targets: list[Block] = []      # the exits' blocks, each once (its selector: index + 1)
+    for b, i in exits:
+        if all(t is not b.successors[i] for t in targets):
+            targets.append(b.successors[i])
+    header_types = [a.type for a in header.args]
+    exit_types = [a.type for t in targets for a in t.args]
+    slot_types = header_types + exit_types + [v.type for v in escaping]
+    loc = header.terminator.loc
+    entry = region.blocks[0]
+    zeros: dict = {}
+    for t in slot_types:
+        if t not in zeros:
+            z = _zero(t, loc)
+            if z is None:
+                return False
+            zeros[t] = z
+    for z in zeros.values():
+        entry.insert(0, z)
+    latch = Block([i32] + slot_types)
+    dispatch = Block([i32] + exit_types + [v.type for v in escaping])
+    region.add_block(latch)
+    region.add_block(dispatch)
+    c0 = Operation.create("arith.constant", result_types=[i32],
+                          attributes={"value": IntegerAttr(0, i32)}, loc=loc)
+    again = Operation.create("arith.cmpi", [latch.args[0], c0.results[0]], [i1],
+                             attributes={"predicate": IntegerAttr(0, i64)}, loc=loc)
+    n_h, n_e = len(header_types), len(exit_types)
+    latch.append(c0)
+    latch.append(again)
+    latch.append(CondBranchOp.build(again.results[0], header, latch.args[1:1 + n_h], dispatch,
+                                    [latch.args[0]] + latch.args[1 + n_h:], loc=loc))
+    cases = []
+    start = 1
+    for j, t in enumerate(targets):
+        cases.append((j + 1, t, dispatch.args[start:start + len(t.args)]))
+        start += len(t.args)
+    default = cases.pop()
+    if cases:
+        dispatch.append(SwitchOp.build(dispatch.args[0], (default[1], default[2]), cases,
+                                       loc=loc))
+    else:
+        dispatch.append(BranchOp.build(default[1], default[2], loc=loc))
+    # after the loop, its values come from the dispatch block (which every exit now passes)
+    for k, v in enumerate(escaping):
+        for u in list(v.uses):
+            if id(top_block(u.op)) not in loop:
+                u.op.set_operand(u.index, dispatch.args[1 + n_e + k])
+
+    def fill(selector: int, header_vals, exit_j: Optional[int], exit_vals, src: Block):
+        sel = Operation.create("arith.constant", result_types=[i32],
+                               attributes={"value": IntegerAttr(selector, i32)}, loc=loc)
+        src.insert(len(src.ops) - 1, sel)
+        vals = [sel.results[0]]
+        vals += list(header_vals) if header_vals is not None else \
+            [zeros[t].results[0] for t in header_types]
+        for j, t in enumerate(targets):
+            if j == exit_j:
+                vals += list(exit_vals)
+            else:
+                vals += [zeros[a.type].results[0] for a in t.args]
+        # a loop value reaches this edge when its block dominates the edge's source; else
+        # the edge leads to no use of it
+        for v in escaping:
+            home = v.owner_block if v.defining_op is None else v.defining_op.parent
+            vals.append(v if dom.dominates(home, src) else zeros[v.type].results[0])
+        return vals
+
+    edges = [(b, i, None) for b in latches for i, s in enumerate(b.successors) if s is header]
+    edges += [(b, i, next(j for j, t in enumerate(targets) if t is b.successors[i]))
+              for b, i in exits]
+    new_succ: dict[int, dict[int, tuple[Block, list]]] = {}
+    for b, i, j in edges:
+        term = b.terminator
+        old = list(term.successor_operands(i))
+        if j is None:
+            new_succ.setdefault(id(b), {})[i] = (latch, fill(0, old, None, [], b))
+        else:
+            new_succ.setdefault(id(b), {})[i] = (latch, fill(j + 1, None, j, old, b))
+    for b in {id(b): b for b, _, _ in edges}.values():
+        term = b.terminator
+        succ = [new_succ[id(b)].get(i, (s, list(term.successor_operands(i))))
+                for i, s in enumerate(term.successors)]
+        if term.name == "cf.br":
+            new = BranchOp.build(succ[0][0], succ[0][1], loc=term.loc)
+        elif term.name == "cf.cond_br":
+            new = CondBranchOp.build(term.condition, succ[0][0], succ[0][1], succ[1][0],
+                                     succ[1][1], loc=term.loc)
+        else:
+            new = SwitchOp.build(term.flag, succ[0], [(v, d, vals) for v, (d, vals)
+                                                      in zip(term.case_values, succ[1:])],
+                                 loc=term.loc)
+        term.erase()
+        b.append(new)
+    return True
 
 
 # the ``stop`` of the paths of a conditional that meet only at the function's returns

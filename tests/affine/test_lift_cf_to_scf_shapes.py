@@ -604,3 +604,123 @@ def test_paths_that_meet_only_at_returns_are_conditionals_with_the_returned_resu
         for n in (0, 2, 5):
             for lim in (2, 100):
                 assert tuple(map(int, f(A, n, lim))) == _clamped_sum(A, n, lim), (n, lim)
+
+
+# a search loop that leaves from three places: its header (not found), a return (found) and
+# a break (too many negatives): the back edge and the exits go through one latch, a selector
+# telling them apart (0: round again), the loop's values read after it (%i) passed along;
+# after the scf.while an scf.index_switch on the selector runs the exit taken
+MULTI_EXIT = """func.func @find(%A: memref<?xi64>, %n: index, %key: i64) -> i64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0 : i64
+  %none = arith.constant -1 : i64
+  %c1_i64 = arith.constant 1 : i64
+  cf.br ^bb1(%c0, %z : index, i64)
+^bb1(%i: index, %neg: i64):
+  %more = arith.cmpi slt, %i, %n : index
+  cf.cond_br %more, ^bb2, ^bb5(%none : i64)
+^bb2:
+  %v = memref.load %A[%i] : memref<?xi64>
+  %hit = arith.cmpi eq, %v, %key : i64
+  cf.cond_br %hit, ^bb6, ^bb3
+^bb3:
+  %stop = arith.cmpi sgt, %neg, %c1_i64 : i64
+  cf.cond_br %stop, ^bb5(%neg : i64), ^bb4
+^bb4:
+  %isneg = arith.cmpi slt, %v, %z : i64
+  %one = arith.extui %isneg : i1 to i64
+  %neg2 = arith.addi %neg, %one : i64
+  %i2 = arith.addi %i, %c1 : index
+  cf.br ^bb1(%i2, %neg2 : index, i64)
+^bb5(%r: i64):
+  %r2 = arith.muli %r, %none : i64
+  return %r2 : i64
+^bb6:
+  %iv = arith.index_cast %i : index to i64
+  return %iv : i64
+}
+"""
+
+EXPECTED_MULTI_EXIT = """\
+  func.func @find(%arg0: memref<?xi64>, %arg1: index, %arg2: i64) -> i64 {
+    %c0_i64 = arith.constant 0 : i64
+    %c0 = arith.constant 0 : index
+    %c0_0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c0_i64_1 = arith.constant 0 : i64
+    %c-1_i64 = arith.constant -1 : i64
+    %c1_i64 = arith.constant 1 : i64
+    %0:5 = scf.while (%arg3 = %c0_0, %arg4 = %c0_i64_1) : (index, i64) -> (index, i64, i32, i64, index) {
+      %3 = arith.cmpi slt, %arg3, %arg1 : index
+      %c1_i32 = arith.constant 1 : i32
+      %4:5 = scf.if %3 -> (i32, index, i64, i64, index) {
+        %6 = memref.load %arg0[%arg3] : memref<?xi64>
+        %7 = arith.cmpi eq, %6, %arg2 : i64
+        %c2_i32 = arith.constant 2 : i32
+        %8:5 = scf.if %7 -> (i32, index, i64, i64, index) {
+          scf.yield %c2_i32, %c0, %c0_i64, %c0_i64, %arg3 : i32, index, i64, i64, index
+        } else {
+          %9 = arith.cmpi sgt, %arg4, %c1_i64 : i64
+          %c1_i32_2 = arith.constant 1 : i32
+          %10:5 = scf.if %9 -> (i32, index, i64, i64, index) {
+            scf.yield %c1_i32_2, %c0, %c0_i64, %arg4, %arg3 : i32, index, i64, i64, index
+          } else {
+            %11 = arith.cmpi slt, %6, %c0_i64_1 : i64
+            %12 = arith.extui %11 : i1 to i64
+            %13 = arith.addi %arg4, %12 : i64
+            %14 = arith.addi %arg3, %c1 : index
+            %c0_i32_3 = arith.constant 0 : i32
+            scf.yield %c0_i32_3, %14, %13, %c0_i64, %arg3 : i32, index, i64, i64, index
+          }
+          scf.yield %10#0, %10#1, %10#2, %10#3, %10#4 : i32, index, i64, i64, index
+        }
+        scf.yield %8#0, %8#1, %8#2, %8#3, %8#4 : i32, index, i64, i64, index
+      } else {
+        scf.yield %c1_i32, %c0, %c0_i64, %c-1_i64, %arg3 : i32, index, i64, i64, index
+      }
+      %c0_i32 = arith.constant 0 : i32
+      %5 = arith.cmpi eq, %4#0, %c0_i32 : i32
+      scf.condition(%5) %4#1, %4#2, %4#0, %4#3, %4#4 : index, i64, i32, i64, index
+    } do {
+    ^bb0(%arg3: index, %arg4: i64, %arg5: i32, %arg6: i64, %arg7: index):
+      scf.yield %arg3, %arg4 : index, i64
+    }
+    %1 = arith.index_cast %0#2 : i32 to index
+    %2 = scf.index_switch %1 -> i64 
+    case 1 {
+      %3 = arith.muli %0#3, %c-1_i64 : i64
+      scf.yield %3 : i64
+    }
+    default {
+      %3 = arith.index_cast %0#4 : index to i64
+      scf.yield %3 : i64
+    }
+    return %2 : i64
+  }
+"""
+
+
+def _find(A, n: int, key: int) -> int:
+    neg = 0
+    for i in range(n):
+        if A[i] == key:
+            return i
+        if neg > 1:
+            return -neg
+        neg += int(A[i] < 0)
+    return 1
+
+
+def test_a_loop_leaving_from_three_places_goes_through_one_latch_and_a_selector():
+    module, remarks = _lift(MULTI_EXIT)
+    assert remarks == [LIFTED]
+    lifted = str(module)
+    assert _function(lifted, "find") == EXPECTED_MULTI_EXIT
+    mlir_opt(lifted)
+    A = np.array([3, -1, 4, -1, 5, -9, 2, 6], dtype=np.int64)
+    for text, hopt in ((MULTI_EXIT, False), (lifted, True)):
+        f = polyopt.compile(text, hopt=hopt)["find"]
+        for n in (0, 3, 8):
+            for key in (4, 6, 7, 3):
+                assert f(A, n, key) == _find(A, n, key), (n, key)
