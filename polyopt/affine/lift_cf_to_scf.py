@@ -34,11 +34,16 @@ branch may enter a loop directly and a loop's body be an inner loop's header: a 
 followed edge by edge, and an edge that reaches a loop header, the merge block of the
 conditional being built or the back edge of the loop being built ends the structure there.
 
+A loop that leaves from several places (a ``break``, a return inside it) is first given one
+latch and a selector (:func:`route_loop_exits`, the multiplexer of MLIR's CFGToSCF), and
+conditionals whose paths meet only at the returns yield the values returned.
+
 Upstream's pass turns every loop into ``scf.while`` (a do-while) and adds multiplexer blocks
 for any shape; this one gives the counted loops back as ``scf.for``, the form the polyhedral
-passes read, and leaves a function with anything else (a return or a second exit inside a
-loop, a loop entered at two places, paths that meet only at the returns) as it was, all of
-it: it runs as written, through the branches, and the remark says what stopped the lifting.
+passes read, and leaves a function with anything else (a loop entered at two places, a block
+two paths reach that no conditional joins, a loop carrying a memref through an exit) as it
+was, all of it: it runs as written, through the branches, and the remark says what stopped
+the lifting.
 """
 
 from __future__ import annotations
