@@ -57,6 +57,10 @@ CASES = {
                 "7"),
     "insert": (["%e = vector.insert %f, %z[] : f32 into vector<f32>",
                 "vector.print %e : vector<f32>"], "( 2.5 )"),
+    "broadcast and transpose to itself": (["%b = vector.broadcast %z : vector<f32> to vector<f32>",
+                                           "%t = vector.transpose %b, [] : vector<f32> to "
+                                           "vector<f32>",
+                                           "vector.print %t : vector<f32>"], "( 7 )"),
     "shape_cast to 1-D": (["%s = vector.shape_cast %z : vector<f32> to vector<1xf32>",
                            "vector.print %s : vector<1xf32>"], "( 7 )"),
     "shape_cast from 1-D": (["%o = arith.constant dense<3.0> : vector<1xf32>",
@@ -166,6 +170,19 @@ def test_0d_masks_refused_as_mlir_opt_refuses_them(op):
     from polyopt.affine.diagnostics import VerifyError
     from upstream_mlir import mlir_opt_error
     text = f"func.func @f(%c1: index) -> vector<i1> {{\n  %m = {op}\n  return %m : vector<i1>\n}}\n"
+    want = mlir_opt_error(text)
+    with pytest.raises(VerifyError) as e:
+        _parse_or_xfail(text)
+    assert str(e.value).splitlines()[0].endswith(want)
+
+
+@pytest.mark.parametrize("op", ["%e = vector.extract %v[1] : vector<f32> from vector<3xf32>",
+                                "%e = vector.insert %z, %v[2] : vector<f32> into vector<3xf32>"])
+def test_a_0d_vector_where_a_scalar_belongs_is_refused_as_mlir_opt_does(op):
+    from polyopt.affine.diagnostics import VerifyError
+    from upstream_mlir import mlir_opt_error
+    text = ("func.func @f(%v: vector<3xf32>, %z: vector<f32>) {\n"
+            f"  {op}\n  return\n}}\n")
     want = mlir_opt_error(text)
     with pytest.raises(VerifyError) as e:
         _parse_or_xfail(text)

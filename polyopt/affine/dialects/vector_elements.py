@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Sequence, Union
 
 from ..attributes import ArrayAttr, DenseArrayAttr, IntegerAttr
+from ..diagnostics import VerifyError
 from ..ir import Operation, Value, register_op
 from ..types import IndexType, IntegerType, Type, VectorType, element_type_of, i64, index
 from .memref import parse_cast_like, print_cast_like
@@ -155,7 +156,9 @@ class ExtractOp(_PositionOp):
         if element_type_of(rt) != vt.element_type:
             raise self.error("failed to verify that operand and result have same element type")
         if isinstance(rt, VectorType) and not rt.shape:
-            raise self.error("expected a scalar instead of a 0-d vector as the result type")
+            # upstream emits this one without the op name
+            raise VerifyError("expected a scalar instead of a 0-d vector as the result type",
+                              self.loc)
         self._verify_positions(vt, dest=False)
         self._verify_static_ranges(vt, dest=False)
         rest = vt.shape[len(self.static_position):]
@@ -229,7 +232,9 @@ class InsertOp(_PositionOp):
             raise self.error("failed to verify that source operand and result have same element "
                              "type")
         if isinstance(st, VectorType) and not st.shape:
-            raise self.error("expected a scalar instead of a 0-d vector as the source operand")
+            # upstream emits this one without the op name
+            raise VerifyError("expected a scalar instead of a 0-d vector as the source operand",
+                              self.loc)
         self._verify_positions(dt, dest=True)
         n = len(self.static_position)
         if isinstance(st, VectorType) and len(st.shape) + n != len(dt.shape):
