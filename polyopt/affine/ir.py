@@ -395,6 +395,16 @@ class Region:
         for b, nb in zip(self.blocks, new.blocks):
             for op in b.ops:
                 nb.append(op.clone(mapping))
+        if len(self.blocks) > 1:
+            # a value may be used in a block written before the one defining it (blocks need
+            # not come in dominance order): such operands were cloned before their definition
+            # was, and are mapped now (MLIR's Region::cloneInto remaps after cloning too)
+            for b, nb in zip(self.blocks, new.blocks):
+                for op, nop in zip(b.ops, nb.ops):
+                    for old, cloned in zip(op.walk(), nop.walk()):
+                        for i, v in enumerate(old._operands):
+                            if cloned._operands[i] is v and v in mapping:
+                                cloned.set_operand(i, mapping[v])
         return new
 
 

@@ -392,3 +392,19 @@ def test_the_pipeline_takes_forward_uses(flags):
     A = np.random.default_rng(3).uniform(-1, 1, 9)
     fn = polyopt.compile(mlir_opt(COUNT, *flags), hopt=True)["count"]
     assert fn(A.copy(), 9) == pytest.approx(float(np.sum(A)), rel=1e-12, abs=1e-12)
+
+
+def test_clone_maps_uses_written_before_their_definitions():
+    """Region.clone (used by the passes that work on a copy, e.g. lift-cf-to-scf) maps an
+    operand defined in a later block to the clone of its definition, not to the original."""
+    module = polyopt.parse(SUM)
+    region = module.body.ops[0].regions[0]
+    mapping: dict = {}
+    copy = region.clone(mapping)
+    originals = {id(v) for b in region.blocks for v in b.args} | \
+        {id(r) for b in region.blocks for op in b.ops for r in op.results}
+    for b in copy.blocks:
+        for op in b.ops:
+            assert not any(id(v) in originals for v in op.operands), op.name
+    body, header = copy.blocks[1], copy.blocks[2]
+    assert body.ops[1].operands[1] is header.ops[0].results[0]   # affine.load %A[%lim - 1]
