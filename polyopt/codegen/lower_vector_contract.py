@@ -107,8 +107,37 @@ def _promote(L: FunctionLowering, x: ir.Value, src: Type, dst: Type) -> ir.Value
     raise Unsupported(f"a contraction of '{src}' operands into '{dst}' is not supported")
 
 
+@handles("vector.mask")
+def _lower_mask(L: FunctionLowering, op: Operation) -> None:
+    """A masked ``vector.contract``: the iterations whose bit of the mask (shaped as the loops)
+    is off are left out, so a result element none of whose iterations is on keeps the
+    accumulator (upstream's masked contraction lowering)."""
+    inner = op.masked_op
+    if inner is None or inner.name != "vector.contract":
+        raise Unsupported(f"only a masked 'vector.contract' is supported, got "
+                          f"'{inner.name if inner is not None else 'vector.yield'}'")
+    if op.passthru is not None:
+        raise Unsupported("a masked 'vector.contract' with a pass-through value is not "
+                          "supported")
+    L.ml.type(op.mask.type)
+    result = _contract(L, inner, (L.get(op.mask), tuple(op.mask.type.shape)))
+    L.bind(inner.results[0], result)
+    L.bind(op.results[0], result)
+
+
 @handles("vector.contract")
 def _lower_contract(L: FunctionLowering, op: Operation) -> None:
+    L.bind(op.results[0], _contract(L, op, None))
+
+
+def _mask_bit(L: FunctionLowering, mask: ir.Value, pos: tuple) -> ir.Value:
+    row = L.b.extract_value(mask, list(pos[:-1])) if len(pos) > 1 else mask
+    return L.b.extract_element(row, ir.Constant(ir.IntType(32), pos[-1]))
+
+
+def _contract(L: FunctionLowering, op: Operation, mask) -> ir.Value:
+    """The result of ``vector.contract`` ``op``; ``mask``: None or (the mask's LLVM value, its
+    shape, one dim a loop)."""
     lhs_t, rhs_t, acc_t = op.lhs.type, op.rhs.type, op.acc.type
     for t in (lhs_t, rhs_t, acc_t):
         if isinstance(t, VectorType):
@@ -154,12 +183,14 @@ def _lower_contract(L: FunctionLowering, op: Operation) -> None:
     rhs = [_promote(L, x, _element(rhs_t), elem) for x in rhs]
     out = list(acc)
     pick = [[e.position for e in m.results] for m in maps]
+    if mask is not None and mask[1] != tuple(space):
+        raise Unsupported(f"a mask of shape {mask[1]} for a contraction of loops {tuple(space)}")
     for it in index_space(tuple(space)):
         x = lhs[offset(lhs_shape, [it[d] for d in pick[0]])]
         y = rhs[offset(rhs_shape, [it[d] for d in pick[1]])]
         k = offset(acc_shape, [it[d] for d in pick[2]])
-        out[k] = combine(L, kind, out[k], _multiply(L, x, y, is_float), is_float)
+        new = combine(L, kind, out[k], _multiply(L, x, y, is_float), is_float)
+        out[k] = new if mask is None else L.b.select(_mask_bit(L, mask[0], it), new, out[k])
     if isinstance(acc_t, VectorType):
-        L.bind(op.results[0], _from_elements(L, out, acc_t))
-    else:
-        L.bind(op.results[0], out[0])
+        return _from_elements(L, out, acc_t)
+    return out[0]

@@ -195,3 +195,40 @@ def test_what_is_not_lowered_is_a_located_error(tmp_path, capfd):
     assert capfd.readouterr().err.splitlines()[0] == (
         f"{path}:2:8: error: 'vector.contract': a contraction into 'vector<2xf16>' is not "
         "supported (16-bit floats)")
+
+
+@pytest.mark.parametrize("case", ["matmul", "matvec", "dot", "batched", "two reductions"])
+@pytest.mark.parametrize("elem", ["f32", "i32"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_masked_contract_as_upstream_and_numpy(tmp_path, capfd, case, elem, seed):
+    dims, lhs, rhs, acc, iters, sizes, einsum = CONTRACTS[case]
+    iters = ["parallel" if t == "p" else "reduction" for t in iters]
+    text, x, y, z = _contract_program(dims, lhs, rhs, acc, iters, sizes, "add", elem, elem, 5)
+    mask = np.random.default_rng(seed).integers(0, 2, sizes).astype(bool)
+    mask_t = vector_type(sizes, "i1")
+    text = text.replace("  %r = vector.contract", constant("%mask", mask, "i1") +
+                        "\n  %r = vector.mask %mask { vector.contract")
+    acc_t = vector_type([dict(zip(dims, sizes))[d] for d in acc], elem) if acc else elem
+    text = text.replace(f"into {acc_t}\n", f"into {acc_t} }} : {mask_t} -> {acc_t}\n", 1)
+    out = assert_runs_as_upstream(tmp_path, capfd, text)
+    # numpy: the masked-off iterations contribute nothing
+    full = np.einsum(f"{lhs},{rhs}->{dims}", x, y) * mask
+    want = z + np.einsum(f"{dims}->{acc}", full)
+    assert _numbers(out) == list(np.ravel(want).astype(float))
+
+
+def test_masked_ops_other_than_contract_are_a_located_error(tmp_path, capfd):
+    from polyopt.cli import main
+    text = """func.func @main(%A: memref<8xf32>, %m: vector<4xi1>) {
+  %c0 = arith.constant 0 : index
+  %p = arith.constant 0.0 : f32
+  %r = vector.mask %m { vector.transfer_read %A[%c0], %p : memref<8xf32>, vector<4xf32> } : vector<4xi1> -> vector<4xf32>
+  return
+}
+"""
+    path = tmp_path / "masked.mlir"
+    path.write_text(text)
+    assert main(["run", str(path)]) == 1
+    assert capfd.readouterr().err.splitlines()[0] == (
+        f"{path}:4:8: error: 'vector.mask': only a masked 'vector.contract' is supported, got "
+        "'vector.transfer_read'")
