@@ -157,6 +157,49 @@ func.func @f(%lb: index, %x: f32) {
 }
 """, "6:12: error: block with no terminator, has "
      "%2 = \"arith.addf\"(%arg3, %arg4) : (f32, f32) -> f32"),
+    # the module's symbol rules run after everything inside it is verified
+    "nested_error_before_symbol_redefinition": ("""\
+func.func @f(%a: i32) {
+  %1 = arith.addf %a, %a : i32
+  return
+}
+func.func @f(%a: i32) {
+  return
+}
+""", "2:8: error: 'arith.addf' op operand #0 must be floating-point-like, but got 'i32'"),
+    "symbol_redefinition": ("""\
+func.func @f(%a: i32) {
+  return
+}
+func.func @f(%a: i32) {
+  return
+}
+""", "4:1: error: redefinition of symbol named 'f'"),
+    "later_error_before_bad_callee": ("""\
+func.func @f(%a: i32) {
+  %1 = call @nope(%a) : (i32) -> i32
+  %2 = arith.addf %a, %a : i32
+  return
+}
+""", "3:8: error: 'arith.addf' op operand #0 must be floating-point-like, but got 'i32'"),
+    # symbol uses: all ops of a region, then the regions nested in them
+    "call_after_loop_checked_first": ("""\
+func.func @f(%a: i32) {
+  affine.for %i = 0 to 3 {
+    %1 = func.call @nope(%a) : (i32) -> i32
+  }
+  call @f(%a, %a) : (i32, i32) -> ()
+  return
+}
+""", "5:3: error: 'func.call' op incorrect number of operands for callee"),
+    "bad_callee_in_a_later_block": ("""\
+func.func @f(%a: i32) {
+  cf.br ^bb1
+^bb1:
+  %1 = call @nope(%a) : (i32) -> i32
+  return
+}
+""", "4:8: error: 'func.call' op 'nope' does not reference a valid function"),
 }
 
 # polyopt's generic form does not print an op's <{...}> properties yet (printer.py); where

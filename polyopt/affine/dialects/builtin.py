@@ -97,7 +97,11 @@ class ModuleOp(Operation):
                              "1 blocks")
         if self.body.args:
             raise self.error("region should have no arguments")
-        # a module is a symbol table: the symbols directly in it have distinct names
+
+    def verify_regions(self) -> None:
+        """MLIR's ``SymbolTable`` trait, a region rule (checked once the ops inside are): the
+        symbols directly in the module have distinct names, then each symbol user nested in
+        it (not in a nested module, which checks its own) refers to a valid symbol."""
         seen: dict[str, Operation] = {}
         for op in self.body.ops:
             name = op.attributes.get("sym_name")
@@ -106,6 +110,17 @@ class ModuleOp(Operation):
             if name.value in seen:
                 raise VerifyError(f"redefinition of symbol named '{name.value}'", op.loc)
             seen[name.value] = op
+        # MLIR's walkSymbolTable: all ops of a region, then the region pushed last (a call
+        # after a loop is checked before the calls in the loop)
+        worklist = list(self.regions)
+        while worklist:
+            region = worklist.pop()
+            for op in (op for block in region.blocks for op in block.ops):
+                check = getattr(op, "verify_symbol_uses", None)
+                if check is not None:
+                    check()
+                if op.name != "builtin.module":
+                    worklist.extend(op.regions)
 
 
 def _print_module_body(p, region: Region) -> None:

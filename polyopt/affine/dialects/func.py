@@ -351,6 +351,10 @@ class CallOp(Operation):
     def verify_op(self) -> None:
         _require_attr(self, "callee", lambda a: isinstance(a, SymbolRefAttr),
                       "flat symbol reference attribute")
+
+    def verify_symbol_uses(self) -> None:
+        """MLIR's ``SymbolUserOpInterface``: run by the enclosing module once everything in it
+        is verified (so an error inside a function comes before a bad callee)."""
         module = self.parent_op
         while module is not None and module.name != "builtin.module":
             module = module.parent_op
