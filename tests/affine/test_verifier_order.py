@@ -266,3 +266,51 @@ func.func @f(%lb: index, %x: f32) {
                 "'scf.reduce.return' op")
     assert _first_error(text) == expected
     assert mlir_opt_error(text, "--allow-unregistered-dialect") == expected
+
+
+# generic-form ops with the wrong number of operands or results: the messages of MLIR's count
+# traits (results checked first), and the Terminator trait before affine.yield's own verify
+ONE_OP = {
+    "addi_1op": ('%r = "arith.addi"(%a) : (i32) -> i32',
+                 "2:8: error: 'arith.addi' op expected 2 operands, but found 1"),
+    "addi_0res": ('"arith.addi"(%a, %a) : (i32, i32) -> ()',
+                  "2:3: error: 'arith.addi' op requires one result"),
+    "addi_2res": ('%r:2 = "arith.addi"(%a, %a) : (i32, i32) -> (i32, i32)',
+                  "2:10: error: 'arith.addi' op requires one result"),
+    "constant_op": ('%r = "arith.constant"(%a) {value = 1 : i32} : (i32) -> i32',
+                    "2:8: error: 'arith.constant' op requires zero operands"),
+    "constant_nores": ('"arith.constant"() {value = 1 : i32} : () -> ()',
+                       "2:3: error: 'arith.constant' op requires one result"),
+    "extsi_2op": ('%r = "arith.extsi"(%a, %a) : (i32, i32) -> i64',
+                  "2:8: error: 'arith.extsi' op requires a single operand"),
+    "negf_2op": ('%r = "arith.negf"(%f, %f) : (f32, f32) -> f32',
+                 "2:8: error: 'arith.negf' op requires a single operand"),
+    "select_2op": ('%r = "arith.select"(%c, %a) : (i1, i32) -> i32',
+                   "2:8: error: 'arith.select' op expected 3 operands, but found 2"),
+    "cmpi_1op": ('%r = "arith.cmpi"(%a) {predicate = 0 : i64} : (i32) -> i1',
+                 "2:8: error: 'arith.cmpi' op expected 2 operands, but found 1"),
+    "fma_2op": ('%r = "math.fma"(%f, %f) : (f32, f32) -> f32',
+                "2:8: error: 'math.fma' op expected 3 operands, but found 2"),
+    "sqrt_2op": ('%r = "math.sqrt"(%f, %f) : (f32, f32) -> f32',
+                 "2:8: error: 'math.sqrt' op requires a single operand"),
+    "ctlz_0res": ('"math.ctlz"(%a) : (i32) -> ()',
+                  "2:3: error: 'math.ctlz' op requires one result"),
+    "powf_1op": ('%r = "math.powf"(%f) : (f32) -> f32',
+                 "2:8: error: 'math.powf' op expected 2 operands, but found 1"),
+    "yield_in_func": ('"affine.yield"() : () -> ()', "2:3: error: 'affine.yield' op must be "
+                      "the last operation in the parent block"),
+}
+
+
+def _in_function(line: str) -> str:
+    return ("func.func @f(%a: i32, %f: f32, %c: i1) {\n"
+            f"  {line}\n"
+            "  return\n"
+            "}\n")
+
+
+@pytest.mark.parametrize("name", sorted(ONE_OP))
+def test_count_and_terminator_traits(name):
+    line, expected = ONE_OP[name]
+    assert _first_error(_in_function(line)) == expected
+    assert mlir_opt_error(_in_function(line)) == expected

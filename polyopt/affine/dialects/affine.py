@@ -241,6 +241,9 @@ class AffineYieldOp(Operation):
             p.print_types(v.type for v in self.operands)
 
     def verify_op(self) -> None:
+        # the Terminator trait comes before AffineYieldOp::verify in MLIR
+        if self.parent is not None and self.parent.ops[-1] is not self:
+            raise self.error("must be the last operation in the parent block")
         parent = self.parent_op
         if parent is None or parent.name not in ("affine.for", "affine.if", "affine.parallel"):
             raise self.error("only terminates affine.if/for/parallel regions")

@@ -17,6 +17,7 @@ from typing import Optional
 from ..attributes import DenseElementsAttr, FloatAttr, IntegerAttr, StringAttr, UnitAttr
 from ..diagnostics import ParseError
 from ..ir import Operation, register_op
+from ..ods_counts import check_counts
 from ..types import (FloatType, IndexType, IntegerType, MemRefType, Type, VectorType,
                      element_type_of, i1, i32, i64)
 from .arith_attributes import (ROUNDING_MODES, FastMathAttr,  # noqa: F401 (API)
@@ -173,8 +174,7 @@ class ConstantOp(Operation):
         return "cst"
 
     def verify_op(self) -> None:
-        if self.operands or len(self.results) != 1:
-            raise self.error("expects no operands and one result")
+        check_counts(self, 0)
         a = self.attributes.get("value")
         if a is None:
             raise self.error("requires attribute 'value'")
@@ -254,8 +254,7 @@ class _ElementwiseOp(Operation):
         p.print(" : " + p.type_str(self.results[0].type))
 
     def verify_op(self) -> None:
-        if len(self.operands) != self.ARITY or len(self.results) != 1:
-            raise self.error(f"expects {self.ARITY} operands and one result")
+        check_counts(self, self.ARITY)
         if self.FLAG == "overflow":
             verify_flags(self, "overflowFlags", OverflowAttr, "Integer overflow arith flags")
         if self.FLAG == "fastmath":
@@ -451,8 +450,7 @@ class _CmpOp(Operation):
         p.print(" : " + p.type_str(self.operands[0].type))
 
     def verify_op(self) -> None:
-        if len(self.operands) != 2 or len(self.results) != 1:
-            raise self.error("expects 2 operands and one result")
+        check_counts(self, 2)
         pred = self.attributes.get("predicate")
         if pred is None:
             raise self.error("requires attribute 'predicate'")
@@ -527,8 +525,7 @@ class SelectOp(Operation):
         p.print(p.type_str(self.results[0].type))
 
     def verify_op(self) -> None:
-        if len(self.operands) != 3 or len(self.results) != 1:
-            raise self.error("expects 3 operands and one result")
+        check_counts(self, 3)
         c, a, b = self.operands
         if not is_bool_like(c.type):
             raise self.error(f"operand #0 must be bool-like, but got '{c.type}'")
@@ -639,8 +636,7 @@ class _CastOp(Operation):
         p.print(f" : {p.type_str(self.operands[0].type)} to {p.type_str(self.results[0].type)}")
 
     def verify_op(self) -> None:
-        if len(self.operands) != 1 or len(self.results) != 1:
-            raise self.error("expects one operand and one result")
+        check_counts(self, 1)
         if "overflow" in self.FLAGS:
             verify_flags(self, "overflowFlags", OverflowAttr, "Integer overflow arith flags")
         if "fastmath" in self.FLAGS:
@@ -769,8 +765,7 @@ class _ScalingCastOp(Operation):
                 f"{p.type_str(self.results[0].type)}")
 
     def verify_op(self) -> None:
-        if len(self.operands) != 2 or len(self.results) != 1:
-            raise self.error("expects 2 operands and one result")
+        check_counts(self, 2)
         verify_flags(self, "fastmath", FastMathAttr, "Floating point fast math flags")
         for i, v in enumerate(self.operands):
             if not is_float_like(v.type):

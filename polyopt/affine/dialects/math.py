@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ..diagnostics import ParseError
 from ..ir import Operation, Value, register_op
+from ..ods_counts import check_counts
 from .arith import (check_operand_types, i1_same_shape, is_bool_like, is_float_like,
                     is_signless_int_like, operand_values, parse_operands, vector_shape)
 from .arith_attributes import (FastMathAttr, normalize_flags, parse_fastmath, print_fastmath,
@@ -77,8 +78,7 @@ class _MathOp(_FastMathOp):
         p.print(" : " + p.type_str(self.results[0].type))
 
     def verify_op(self) -> None:
-        if len(self.operands) != self.ARITY or len(self.results) != 1:
-            raise self.error(f"expects {self.ARITY} operands and one result")
+        check_counts(self, self.ARITY)
         verify_flags(self, "fastmath", FastMathAttr, "Floating point fast math flags")
         ok, what = _FLOAT if self.KIND == "float" else _INT
         for i, v in enumerate(self.operands):
@@ -182,8 +182,7 @@ class FPowIOp(_FastMathOp):
         p.print(f" : {p.type_str(self.operands[0].type)}, {p.type_str(self.operands[1].type)}")
 
     def verify_op(self) -> None:
-        if len(self.operands) != 2 or len(self.results) != 1:
-            raise self.error("expects 2 operands and one result")
+        check_counts(self, 2)
         verify_flags(self, "fastmath", FastMathAttr, "Floating point fast math flags")
         x, n = self.operands
         if not is_float_like(x.type):
@@ -226,8 +225,7 @@ class _ClassifyOp(_FastMathOp):
         p.print(" : " + p.type_str(self.operands[0].type))
 
     def verify_op(self) -> None:
-        if len(self.operands) != 1 or len(self.results) != 1:
-            raise self.error("expects one operand and one result")
+        check_counts(self, 1)
         verify_flags(self, "fastmath", FastMathAttr, "Floating point fast math flags")
         x = self.operands[0].type
         if not is_float_like(x):
