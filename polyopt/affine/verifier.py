@@ -167,12 +167,15 @@ def _generic_text(op: Operation) -> str:
 
 
 def _verify_region_block_counts(op: Operation) -> None:
-    """MLIR's ``SingleBlock`` trait."""
+    """MLIR's ``SingleBlock`` trait: at most one block per region, and (unless the op has
+    ``NoTerminator``) not an empty one."""
     if op.name in _MULTI_BLOCK_OPS or op.name not in OP_REGISTRY:
         return
     for i, region in enumerate(op.regions):
         if len(region.blocks) > 1:
             raise op.error(f"expects region #{i} to have 0 or 1 blocks")
+        if region.blocks and not region.blocks[0].ops and op.name not in _NO_TERMINATOR_OPS:
+            raise op.error("expects a non-empty block")
 
 
 def _verify_region_terminators(op: Operation) -> None:

@@ -314,3 +314,53 @@ def test_count_and_terminator_traits(name):
     line, expected = ONE_OP[name]
     assert _first_error(_in_function(line)) == expected
     assert mlir_opt_error(_in_function(line)) == expected
+
+
+# MLIR's SingleBlock trait: an op's empty block is the op's error, before the block's own
+EMPTY_BLOCK = {
+    "affine_for": '"affine.for"() <{lowerBoundMap = affine_map<() -> (0)>, operandSegmentSizes '
+                  '= array<i32: 0, 0, 0>, step = 1 : index, upperBoundMap = affine_map<() -> '
+                  '(10)>}> ({\n  ^bb0(%k: index):\n  }) : () -> ()',
+    "affine_if": '"affine.if"() ({\n  ^bb0:\n  }, {\n  }) '
+                 '{condition = affine_set<() : (0 == 0)>} : () -> ()',
+    "scf_for": '"scf.for"(%i, %i, %i) ({\n  ^bb0(%k: index):\n  }) '
+               ': (index, index, index) -> ()',
+    "scf_if": '"scf.if"(%c) ({\n  ^bb0:\n  }, {\n  }) : (i1) -> ()',
+    "scf_parallel": '"scf.parallel"(%i, %i, %i) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> '
+                    '({\n  ^bb0(%k: index):\n  }) : (index, index, index) -> ()',
+    "alloca_scope": '"memref.alloca_scope"() ({\n  ^bb0:\n  }) : () -> ()',
+    "index_switch": '"scf.index_switch"(%i) <{cases = array<i64>}> ({\n  ^bb0:\n  }) '
+                    ': (index) -> ()',
+}
+
+
+def _with_index(line: str) -> str:
+    return f"func.func @f(%c: i1, %i: index) {{\n  {line}\n  return\n}}\n"
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY_BLOCK))
+def test_empty_block_of_a_single_block_op(name):
+    text = _with_index(EMPTY_BLOCK[name])
+    op = EMPTY_BLOCK[name].split('"')[1]
+    expected = f"2:3: error: '{op}' op expects a non-empty block"
+    assert _first_error(text) == expected
+    assert mlir_opt_error(text) == expected
+
+
+def test_an_empty_block_of_a_multi_block_op_is_the_blocks_error():
+    text = _with_index('"scf.execute_region"() ({\n  ^bb0:\n  }) : () -> ()')
+    expected = "2:3: error: empty block: expect at least a terminator"
+    assert _first_error(text) == expected
+    assert mlir_opt_error(text) == expected
+
+
+@pytest.mark.parametrize("attr, message", [
+    ("", "requires attribute 'condition'"),
+    (" {condition = 3 : i64}",
+     "attribute 'condition' failed to satisfy constraint: IntegerSet attribute"),
+])
+def test_affine_if_condition_attribute(attr, message):
+    text = _with_index(f'"affine.if"() ({{\n    "affine.yield"() : () -> ()\n  }}, {{\n  }})'
+                       f'{attr} : () -> ()')
+    assert _first_error(text) == f"2:3: error: 'affine.if' op {message}"
+    assert mlir_opt_error(text) == f"2:3: error: 'affine.if' op {message}"

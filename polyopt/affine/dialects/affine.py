@@ -708,8 +708,11 @@ class AffineIfOp(Operation):
 
     def verify_op(self) -> None:
         cond = self.attributes.get("condition")
+        if cond is None:
+            raise self.error("requires attribute 'condition'")
         if not isinstance(cond, IntegerSetAttr):
-            raise self.error("requires an integer set attribute named 'condition'")
+            raise self.error("attribute 'condition' failed to satisfy constraint: IntegerSet "
+                             "attribute")
         cond = cond.value
         if self.num_operands != cond.num_inputs:
             raise self.error("operand count and condition integer set dimension and symbol count "
