@@ -11,6 +11,8 @@
   (upstream's default ``dot`` lowering reduces in the same order, from the accumulator, with
   the multiplications not fused).  Operands narrower than the accumulator are extended to it
   first, integers signed (``arith.extsi``), as upstream promotes them.
+* ``vector.mask`` around them: a contraction leaves out the iterations whose bit of the mask
+  (shaped as its loops) is off; an outer product keeps the accumulator's element where it is.
 """
 
 from __future__ import annotations
@@ -62,6 +64,10 @@ def _is_float(t: Type) -> bool:
 
 @handles("vector.outerproduct")
 def _lower_outerproduct(L: FunctionLowering, op: Operation) -> None:
+    L.bind(op.results[0], _outerproduct(L, op))
+
+
+def _outerproduct(L: FunctionLowering, op: Operation) -> ir.Value:
     b = L.b
     rt = op.results[0].type
     L.ml.type(rt)
@@ -84,15 +90,14 @@ def _lower_outerproduct(L: FunctionLowering, op: Operation) -> None:
         return combine(L, kind, acc_row, _multiply(L, lhs_row, rhs_row, is_float), is_float)
 
     if len(rt.shape) == 1:   # AXPY: a * splat(b)
-        L.bind(op.results[0], row_of(a, L.splat(rhs, rt.shape[0]), acc))
-        return
+        return row_of(a, L.splat(rhs, rt.shape[0]), acc)
     agg = ir.Constant(L.ml.type(rt), ir.Undefined)
     for i in range(rt.shape[0]):
         ai = b.extract_element(a, ir.Constant(ir.IntType(32), i))
         row = row_of(L.splat(ai, rt.shape[1]), rhs,
                      b.extract_value(acc, [i]) if acc is not None else None)
         agg = b.insert_value(agg, row, [i])
-    L.bind(op.results[0], agg)
+    return agg
 
 
 def _promote(L: FunctionLowering, x: ir.Value, src: Type, dst: Type) -> ir.Value:
@@ -111,16 +116,25 @@ def _promote(L: FunctionLowering, x: ir.Value, src: Type, dst: Type) -> ir.Value
 def _lower_mask(L: FunctionLowering, op: Operation) -> None:
     """A masked ``vector.contract``: the iterations whose bit of the mask (shaped as the loops)
     is off are left out, so a result element none of whose iterations is on keeps the
-    accumulator (upstream's masked contraction lowering)."""
+    accumulator (upstream's masked contraction lowering).  A masked ``vector.outerproduct``:
+    the accumulator's element where the bit is off; without an accumulator those elements are
+    undefined, and upstream leaves the product there, as here."""
     inner = op.masked_op
-    if inner is None or inner.name != "vector.contract":
-        raise Unsupported(f"only a masked 'vector.contract' is supported, got "
-                          f"'{inner.name if inner is not None else 'vector.yield'}'")
+    if inner is None or inner.name not in ("vector.contract", "vector.outerproduct"):
+        raise Unsupported(f"only a masked 'vector.contract' or 'vector.outerproduct' is "
+                          f"supported, got '{inner.name if inner is not None else 'vector.yield'}'")
     if op.passthru is not None:
-        raise Unsupported("a masked 'vector.contract' with a pass-through value is not "
-                          "supported")
+        raise Unsupported(f"a masked '{inner.name}' with a pass-through value is not supported")
     L.ml.type(op.mask.type)
-    result = _contract(L, inner, (L.get(op.mask), tuple(op.mask.type.shape)))
+    mask = L.get(op.mask)
+    if inner.name == "vector.outerproduct":
+        result = _outerproduct(L, inner)
+        if inner.acc is not None:
+            rt = inner.results[0].type
+            result = L.map_nd(rt, lambda m, r, a: L.b.select(m, r, a), mask, result,
+                              L.get(inner.acc))
+    else:
+        result = _contract(L, inner, (mask, tuple(op.mask.type.shape)))
     L.bind(inner.results[0], result)
     L.bind(op.results[0], result)
 
