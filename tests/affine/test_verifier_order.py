@@ -297,6 +297,8 @@ ONE_OP = {
                   "2:3: error: 'math.ctlz' op requires one result"),
     "powf_1op": ('%r = "math.powf"(%f) : (f32) -> f32',
                  "2:8: error: 'math.powf' op expected 2 operands, but found 1"),
+    "return_before_return": ('return %a : i32', "2:3: error: 'func.return' op must be the "
+                             "last operation in the parent block"),
     "yield_in_func": ('"affine.yield"() : () -> ()', "2:3: error: 'affine.yield' op must be "
                       "the last operation in the parent block"),
 }

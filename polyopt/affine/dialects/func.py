@@ -294,6 +294,9 @@ class ReturnOp(Operation):
         func = self.parent_op
         if not isinstance(func, FuncOp):
             raise self.error("expects parent op 'func.func'")
+        # the Terminator trait, after HasParent and before ReturnOp::verify in MLIR
+        if self.parent.ops[-1] is not self:
+            raise self.error("must be the last operation in the parent block")
         results = func.function_type.results
         if len(results) != len(self.operands):
             raise self.error(f"has {len(self.operands)} operands, but enclosing function "
