@@ -45,6 +45,9 @@ _MULTI_BLOCK_OPS = frozenset({"func.func", "scf.execute_region", "builtin.module
 _BRANCHES = frozenset({"cf.br", "cf.cond_br", "cf.switch"})
 # MLIR's ``NoTerminator`` trait: the blocks of these ops need not end in a terminator.
 _NO_TERMINATOR_OPS = frozenset({"builtin.module"})
+# Ops whose regions hold one block by an ODS ``SizedRegion<1>`` constraint, not by the
+# ``SingleBlock`` trait: the op's verify (scf.while) or the block rule reports an empty block.
+_SIZED_REGION_OPS = frozenset({"scf.reduce", "scf.while"})
 # Terminators besides ir.TERMINATOR_OPS (which codegen relies on for what it lowers).
 _OTHER_TERMINATORS = frozenset({"transform.yield"})
 
@@ -174,7 +177,8 @@ def _verify_region_block_counts(op: Operation) -> None:
     for i, region in enumerate(op.regions):
         if len(region.blocks) > 1:
             raise op.error(f"expects region #{i} to have 0 or 1 blocks")
-        if region.blocks and not region.blocks[0].ops and op.name not in _NO_TERMINATOR_OPS:
+        if region.blocks and not region.blocks[0].ops and op.name not in _NO_TERMINATOR_OPS \
+                and op.name not in _SIZED_REGION_OPS:
             raise op.error("expects a non-empty block")
 
 

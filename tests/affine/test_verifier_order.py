@@ -123,6 +123,18 @@ func.func @f(%a: i32) {
   }
 }
 """, "2:3: error: 'scf.while' op expects the 'after' region to terminate with 'scf.yield'"),
+    # scf.reduce's regions are one block by an ODS constraint, not the SingleBlock trait
+    "reduce_empty_block": ("""\
+func.func @f(%lb: index, %x: f32) {
+  %zero = arith.constant 0.0 : f32
+  %r = scf.parallel (%i) = (%lb) to (%lb) step (%lb) init (%zero) -> f32 {
+    scf.reduce(%x : f32) {
+    ^bb0(%l : f32, %r : f32):
+    }
+  }
+  return
+}
+""", "4:5: error: empty block: expect at least a terminator"),
     "for_yielded_count": ("""\
 func.func @f(%arg0: index, %init: f32) {
   %x, %x2 = "scf.for"(%arg0, %arg0, %arg0, %init, %init) ({
