@@ -25,7 +25,7 @@ from .types import Type
 # Ops with MLIR's ``IsTerminator`` trait: each ends a block, and only there.
 TERMINATOR_OPS = frozenset({
     "func.return", "affine.yield", "scf.yield", "scf.condition", "scf.reduce",
-    "scf.reduce.return", "linalg.yield", "memref.alloca_scope.return",
+    "scf.reduce.return", "linalg.yield", "memref.alloca_scope.return", "vector.yield",
     "cf.br", "cf.cond_br", "cf.switch",
 })
 
