@@ -681,8 +681,6 @@ class Parser:
         if any(isinstance(d, list) for d in dims):
             raise self.error("scalable vector types are not supported by polyopt (fixed-size "
                              "vectors only)", start)
-        if not dims:
-            raise self.error("0-D vector types are not supported by polyopt", start)
         if any(d <= 0 for d in dims):
             raise self.error("vector types must have positive constant sizes but got "
                              + ", ".join(map(str, dims)), start)

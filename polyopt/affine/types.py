@@ -73,7 +73,8 @@ class NoneType(Type):
 
 @dataclass(frozen=True)
 class VectorType(Type):
-    """``vector<4xf64>``, ``vector<2x8xf32>`` (fixed-size only)."""
+    """``vector<4xf64>``, ``vector<2x8xf32>``, 0-D ``vector<f32>`` (shape ``()``, one element);
+    fixed-size only."""
 
     shape: tuple[int, ...]
     element_type: Type
