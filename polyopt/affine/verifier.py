@@ -32,9 +32,8 @@ from .ir import (OP_REGISTRY, TERMINATOR_OPS, Block, BlockArgument, Operation, O
                  Value)
 from .types import FunctionType, MemRefType
 
-# The terminator each region-holding op expects at the end of its blocks.
+# MLIR's ``SingleBlockImplicitTerminator``: the terminator these ops' blocks end with.
 _TERMINATORS = {
-    "func.func": "func.return",
     "affine.for": "affine.yield",
     "affine.if": "affine.yield",
 }
@@ -42,7 +41,6 @@ _TERMINATORS = {
 # Ops whose regions may hold several blocks joined by branches (MLIR: those without the
 # ``SingleBlock`` trait); unregistered ops may too.
 _MULTI_BLOCK_OPS = frozenset({"func.func", "scf.execute_region", "builtin.module"})
-_BRANCHES = frozenset({"cf.br", "cf.cond_br", "cf.switch"})
 # MLIR's ``NoTerminator`` trait: the blocks of these ops need not end in a terminator.
 _NO_TERMINATOR_OPS = frozenset({"builtin.module"})
 # Ops whose regions hold one block by an ODS ``SizedRegion<1>`` constraint, not by the
@@ -106,10 +104,11 @@ def _leave_op(op: Operation) -> None:
             for inner in block.ops:
                 if inner.regions and is_isolated_from_above(inner):
                     _verify_op_and_dominance(inner)
+    # MLIR's verifyRegionInvariants: the region traits, then the op's verifyRegions
     _verify_region_terminators(op)
-    op.verify_regions()
     if is_isolated_from_above(op):
         _verify_isolation(op)
+    op.verify_regions()
 
 
 def _may_lack_terminator(block: Block) -> bool:
@@ -186,7 +185,7 @@ def _verify_region_terminators(op: Operation) -> None:
     """MLIR's ``SingleBlockImplicitTerminator`` trait, a region rule (checked after the
     nested ops)."""
     expected = _TERMINATORS.get(op.name)
-    if expected is None or op.name == "func.func":
+    if expected is None:
         return
     for region in op.regions:
         for block in region.blocks:
