@@ -309,12 +309,14 @@ class ForOp(Operation):
         t: Type = index
         if p.optional(":"):
             t = p.parse_type()
-        operands = [_resolve(p, u, t) for u in (lb, ub, step)]
-        operands += [_resolve(p, u, rt) for u, rt in zip(init_uses, result_types)]
         body = Block([t] + result_types)
         entry = [(iv[0], body.args[0])] + [(n, a) for (n, _), a in zip(arg_names, body.args[1:])]
         region = p.parse_region(entry_args=entry)
         _ensure_terminator(region, _yield(loc))
+        # the operands are resolved after the region, as MLIR's ForOp::parse does: a bound
+        # naming the induction variable or a value of the body is then an undeclared name
+        operands = [_resolve(p, u, t) for u in (lb, ub, step)]
+        operands += [_resolve(p, u, rt) for u, rt in zip(init_uses, result_types)]
         attrs = p.parse_optional_attr_dict()
         if unsigned:
             attrs["unsignedCmp"] = UnitAttr()
