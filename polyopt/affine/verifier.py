@@ -36,6 +36,7 @@ from .types import FunctionType, MemRefType
 _TERMINATORS = {
     "affine.for": "affine.yield",
     "affine.if": "affine.yield",
+    "affine.parallel": "affine.yield",
 }
 
 # Ops whose regions may hold several blocks joined by branches (MLIR: those without the

@@ -378,3 +378,30 @@ def test_affine_if_condition_attribute(attr, message):
                        f'{attr} : () -> ()')
     assert _first_error(text) == f"2:3: error: 'affine.if' op {message}"
     assert mlir_opt_error(text) == f"2:3: error: 'affine.if' op {message}"
+
+
+GENERIC_PARALLEL = """\
+func.func @f(%a: i32) {
+  "affine.parallel"() <{lowerBoundsGroups = dense<1> : tensor<1xi32>, lowerBoundsMap = \
+affine_map<() -> (0)>, reductions = [], steps = [1], upperBoundsGroups = dense<1> : \
+tensor<1xi32>, upperBoundsMap = affine_map<() -> (10)>}> ({
+  ^bb0(%arg1: index):
+BODY
+    "test.end"() : () -> ()
+  }) : () -> ()
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("body, expected", [
+    # the implicit-terminator rule is a region rule: the body's ops are verified first
+    ("    %x = arith.addf %a, %a : i32",
+     "4:10: error: 'arith.addf' op operand #0 must be floating-point-like, but got 'i32'"),
+    ("", "2:3: error: 'affine.parallel' op expects regions to end with 'affine.yield', "
+         "found 'test.end'"),
+])
+def test_affine_parallel_terminator_after_its_body(body, expected):
+    text = GENERIC_PARALLEL.replace("BODY\n", body + "\n" if body else "")
+    assert _first_error(text) == expected
+    assert mlir_opt_error(text, "--allow-unregistered-dialect") == expected

@@ -1077,13 +1077,8 @@ class AffineParallelOp(Operation):
             raise self.error("region #0 ('region') failed to verify constraint: region with 1 "
                              "blocks")
         body = self.body
-        term = body.terminator
-        if term is None or term.name != "affine.yield":
-            found = f"'{term.name}'" if term is not None else "nothing"
-            raise self.error(f"expects regions to end with 'affine.yield', found {found}")
-        for inner in body.ops[:-1]:
-            if inner.name == "affine.yield":
-                raise inner.error("must be the last operation in the parent block")
+        # the body's terminator is a region rule (SingleBlockImplicitTerminator), checked by
+        # the verifier after the ops in the body
         n = self.num_dims
         lgroups, ugroups = self.lower_groups, self.upper_groups
         if len(lgroups) != n or len(ugroups) != n or len(body.args) != n:
