@@ -11,7 +11,8 @@ constants, sizes).  The rules, as in ``mlir/lib/Dialect/Affine/IR/AffineOps.cpp`
   ``affine.apply``, ``affine.min``, casts, ...) whose operands are all valid symbols;
 * ``memref.dim`` of a top-level memref (or of an ``alloc`` whose size is a valid symbol);
 * a valid dimension is a valid symbol, an ``affine.for``/``affine.parallel`` induction
-  variable, or an ``affine.apply`` whose operands are all valid dimensions.
+  variable, or a result of ``affine.apply``, ``affine.delinearize_index`` or
+  ``affine.linearize_index`` whose operands are all valid dimensions.
 
 So ``%k = arith.addi %i, %j`` inside a loop nest (``%i``, ``%j`` induction variables) is neither,
 and cannot subscript an ``affine.load``; ``%i`` itself is a dimension but not a symbol.
@@ -41,6 +42,7 @@ _CONSTANT_OPS = frozenset({"arith.constant"})
 # Ops MLIR marks ``Pure`` (no memory effects, always speculatable) beyond the arith dialect.
 _PURE_OPS = frozenset({
     "affine.apply", "affine.min", "affine.max",
+    "affine.delinearize_index", "affine.linearize_index",
     "memref.cast", "memref.reinterpret_cast", "memref.collapse_shape", "memref.expand_shape",
     "vector.broadcast", "vector.splat", "vector.extract", "vector.insert", "vector.fma",
     "vector.shuffle", "vector.extractelement", "vector.insertelement",
@@ -274,11 +276,18 @@ def _is_parallel_iv(value: Value) -> bool:
         region.parent.name == "affine.parallel"
 
 
+# ``affine.apply`` and its special forms: a result is a valid dimension when all the operands
+# (indices and basis alike) are
+_APPLY_LIKE_OPS = frozenset({"affine.apply", "affine.delinearize_index",
+                             "affine.linearize_index"})
+
+
 def is_valid_dim(value: Value, region=_UNSET) -> bool:
     """May ``value`` be used as an affine dimension?
 
-    Valid symbols, ``affine.for``/``affine.parallel`` induction variables, and ``affine.apply``
-    results whose operands are valid dimensions.  ``region`` as in :func:`is_valid_symbol`.
+    Valid symbols, ``affine.for``/``affine.parallel`` induction variables, and the results of
+    ``affine.apply``, ``affine.delinearize_index`` or ``affine.linearize_index`` whose operands
+    are valid dimensions.  ``region`` as in :func:`is_valid_symbol`.
     """
     if not isinstance(value.type, IndexType):
         return False
@@ -306,7 +315,7 @@ def _valid_dim(value: Value, region: Optional[Region], memo: dict, sym_memo: dic
         op = value.defining_op
         if op is None:
             result = is_affine_induction_var(value) or _is_parallel_iv(value)
-        elif op.name == "affine.apply":
+        elif op.name in _APPLY_LIKE_OPS:
             result = all(_valid_dim(v, region, memo, sym_memo) for v in op.operands)
         elif op.name == "memref.dim":
             result = is_top_level_value(op.operands[0])
