@@ -688,7 +688,9 @@ class Parser:
             raise self.error(f"vector types of more than {MAX_VECTOR_ELEMENTS} elements are not "
                              "supported by polyopt (LLVM's code generator fails on them)", start)
         if not (elem.is_int_or_index or elem.is_float):
-            raise self.error(f"vector elements must be int/index/float type but got '{elem}'", start)
+            # MLIR's words: the element type lacks VectorElementTypeInterface
+            raise self.error("failed to verify 'elementType': VectorElementTypeInterface "
+                             "instance", start)
         self.expect(">", "in vector type")
         return VectorType(tuple(dims), elem)
 

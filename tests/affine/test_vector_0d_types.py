@@ -39,3 +39,13 @@ def test_empty_vector_types_refused_as_mlir_opt(spelling):
     with pytest.raises(ParseError) as e:
         polyopt.parse(text)
     assert str(e.value).splitlines()[0].endswith(want)
+
+
+@pytest.mark.parametrize("shape", ["4x", ""])
+@pytest.mark.parametrize("element", ["memref<f32>", "vector<f32>", "vector<2xf32>", "none"])
+def test_non_element_types_refused_as_mlir_opt(shape, element):
+    text = f"func.func private @f(%a: vector<{shape}{element}>)\n"
+    want = mlir_opt_error(text)
+    with pytest.raises(ParseError) as e:
+        polyopt.parse(text)
+    assert str(e.value).splitlines()[0].endswith(want)
