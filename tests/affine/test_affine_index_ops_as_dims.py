@@ -120,3 +120,34 @@ def test_index_op_of_a_dim_is_not_a_symbol():
     with pytest.raises(VerifyError) as e:
         polyopt.parse(text)
     assert str(e.value).splitlines()[0].endswith(want)
+
+
+def test_index_op_of_a_parallel_iv_in_if_and_for_bounds_prints_as_mlir_opt():
+    text = """func.func @f(%A: memref<100xf32>) {
+  affine.parallel (%i) = (0) to (100) {
+    %q:2 = affine.delinearize_index %i into (10, 10) : index, index
+    affine.if affine_set<(d0) : (d0 - 5 >= 0)>(%q#1) {
+      %v = affine.load %A[%q#0 * 10] : memref<100xf32>
+    }
+    affine.for %j = affine_map<(d0) -> (d0)>(%q#0) to 10 {
+    }
+  }
+  return
+}
+"""
+    assert str(polyopt.parse(text)) == mlir_opt(text)
+
+
+def test_index_op_of_a_dim_in_a_symbol_position_of_affine_apply_is_refused():
+    text = """func.func @f() {
+  affine.for %i = 0 to 100 {
+    %q:2 = affine.delinearize_index %i into (10, 10) : index, index
+    %a = affine.apply affine_map<()[s0] -> (s0 + 1)>()[%q#0]
+  }
+  return
+}
+"""
+    want = mlir_opt_error(text)
+    with pytest.raises(VerifyError) as e:
+        polyopt.parse(text)
+    assert str(e.value).splitlines()[0].endswith(want)
