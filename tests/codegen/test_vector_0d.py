@@ -2,16 +2,11 @@
 vector is a vector of one element in LLVM; broadcast to and from it, extract/insert without a
 position, shape_cast, load/store, transfers (masked by a ``vector<1xi1>``), reductions, masks,
 arith/math on it and printing, against mlir-runner-22 or (where upstream does not lower the
-op) the expected values.
-
-polyopt's parser (polyopt/affine/parser.py, not changed in this commit) still refuses 0-D
-vector types: until it reads them, each test stops at that refusal as an expected failure
-(``pytest.xfail``, which names it); past it, every check below runs."""
+op) the expected values."""
 
 import pytest
 
 import polyopt
-from polyopt.affine.diagnostics import ParseError
 from run_helpers import polyopt_run
 from vector_programs import assert_runs_as_upstream
 
@@ -28,15 +23,14 @@ _PROLOGUE = """func.func @main() {
 """
 
 
-def _parse_or_xfail(text: str):
-    """``polyopt.parse(text)``: the parser reads 0-D vector types, so any error fails the test
-    (the name is from when it xfailed on their refusal)."""
+def _parse(text: str):
+    """``polyopt.parse(text)``: any error fails the test."""
     return polyopt.parse(text)
 
 
 def _program(*lines: str) -> str:
     text = _PROLOGUE + "".join(f"  {ln}\n" for ln in lines) + "  return\n}\n"
-    _parse_or_xfail(text)
+    _parse(text)
     return text
 
 
@@ -167,7 +161,7 @@ def test_0d_masks_refused_as_mlir_opt_refuses_them(op):
     text = f"func.func @f(%c1: index) -> vector<i1> {{\n  %m = {op}\n  return %m : vector<i1>\n}}\n"
     want = mlir_opt_error(text)
     with pytest.raises(VerifyError) as e:
-        _parse_or_xfail(text)
+        _parse(text)
     assert str(e.value).splitlines()[0].endswith(want)
 
 
@@ -180,5 +174,5 @@ def test_a_0d_vector_where_a_scalar_belongs_is_refused_as_mlir_opt_does(op):
             f"  {op}\n  return\n}}\n")
     want = mlir_opt_error(text)
     with pytest.raises(VerifyError) as e:
-        _parse_or_xfail(text)
+        _parse(text)
     assert str(e.value).splitlines()[0].endswith(want)
