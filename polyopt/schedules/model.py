@@ -42,7 +42,7 @@ from typing import Callable, Iterable, Optional, Sequence, Union
 import islpy as isl
 
 from ..affine.affine_expr import (AffineConstantExpr, AffineDimExpr, AffineExpr, AffineExprKind,
-                                  AffineMap, AffineSymbolExpr, IntegerSet)
+                                  AffineMap, AffineSymbolExpr, IntegerSet, dim)
 from ..affine.affine_rules import is_constant_like, is_pure
 from ..affine.diagnostics import Location, ScheduleError
 from ..affine.dialects.affine import (AffineForOp, AffineIfOp, AffineLoadOp, AffineStoreOp,
@@ -273,6 +273,37 @@ def _constant_index(v: Value) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _index_op_map(op: Operation, v: Value) -> Optional[tuple[AffineMap, list]]:
+    """``v``, a result of ``affine.delinearize_index`` or ``affine.linearize_index`` whose basis
+    entries are constants, as ``(map, operands)``: coordinate ``k`` of ``x`` is
+    ``(x floordiv stride_k) mod b_k`` (the first without the ``mod``), the linear index
+    ``sum(i_k * stride_k)``, ``stride_k`` the product of the entries after ``k`` (MLIR's
+    ``AffineDelinearizeIndexOp``/``AffineLinearizeIndexOp`` lowering).  None when an entry is
+    not a constant."""
+    basis = [b if isinstance(b, int) else _constant_index(b) for b in op.basis()]
+    if any(b is None for b in basis):
+        return None
+    if op.name == "affine.delinearize_index":
+        entries = basis if len(op.results) == len(basis) else [None] + basis
+        k = list(op.results).index(v)
+        stride = 1
+        for b in entries[k + 1:]:
+            stride *= b
+        e = dim(0).floordiv(stride) if stride != 1 else dim(0)
+        if k > 0:
+            e = e % entries[k]
+        return AffineMap.get(1, 0, (e,)), [op.operands[0]]
+    indices = list(op.multi_index)
+    entries = basis if len(basis) == len(indices) else [None] + basis
+    total, stride = None, 1
+    for pos in range(len(indices) - 1, -1, -1):
+        term = dim(pos) * stride
+        total = term if total is None else total + term
+        if pos > 0:
+            stride *= entries[pos]
+    return AffineMap.get(len(indices), 0, (total,)), indices
+
+
 class _Resolver:
     """Turns SSA index values into ISL terms: induction variables in ``ivs`` become their
     dimension names, constants fold, ``affine.apply`` folds into its map, values for which
@@ -302,6 +333,10 @@ class _Resolver:
         op = v.defining_op
         if op is not None and op.name == "affine.apply":
             return self.map(op.map, op.operands, ivs, op, "map")[0]
+        if op is not None and op.name in ("affine.delinearize_index", "affine.linearize_index"):
+            form = _index_op_map(op, v)
+            if form is not None:
+                return self.map(form[0], form[1], ivs, op, "basis")[0]
         if self.inside(v):
             if isinstance(v, BlockArgument):
                 raise ScheduleError(f"'{user.name}' op {what} uses a block argument of "

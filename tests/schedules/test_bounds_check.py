@@ -361,3 +361,41 @@ def test_packing_and_blis_refuse_out_of_bounds_nests(monkeypatch, switches, memr
     assert str(err.value) == (f"mm.mlir:2:3: error: 'affine.load' op out-of-bounds access to "
                               f"{memref} ({operand}) in dimension 1: index 11 at iteration "
                               f"{iteration}")
+
+
+_INDEX_OPS = """
+    func.func @f(%A: memref<10x10xf32>, %B: memref<100xf32>) {{
+      %n = arith.constant 10 : index
+      affine.for %x = 0 to 100 {{
+        %q:2 = affine.delinearize_index %x into (10, 10) : index, index
+        %v = affine.load %A[{a}, %x floordiv 10] : memref<10x10xf32>
+        affine.store %v, %B[%x] : memref<100xf32>
+      }}
+      affine.for %i = 0 to 10 {{
+        affine.for %j = 0 to 10 {{
+          %l = affine.linearize_index [%j, %i] by (%n, {inner}) : index
+          %w = affine.load %B[%l] : memref<100xf32>
+          affine.store %w, %A[%i, %j] : memref<10x10xf32>
+        }}
+      }}
+      return
+    }}
+"""
+
+
+def test_index_ops_are_their_floordiv_mod_and_sum():
+    """``affine.delinearize_index`` results are ``x floordiv 10`` and ``x mod 10``, the
+    ``affine.linearize_index`` result ``j * 10 + i`` (constant basis entries, as MLIR lowers
+    them): in bounds here, where they had been unknown symbols that might be 10."""
+    check_bounds(func_of(parse(_INDEX_OPS.format(a="%q#0", inner=10))))
+    check_bounds(func_of(parse(_INDEX_OPS.format(a="%q#1", inner="%n"))))
+
+
+@pytest.mark.parametrize("a,inner,where", [
+    ("%q#1 + 1", 10, "index 10 at iteration (%arg2 = 9)"),
+    ("%q#0", 11, "memref<100xf32> (%arg1) in dimension 0: index 100 at iteration "
+               "(%arg2 = 1, %arg3 = 9)"),   # l = 9 * 11 + 1
+])
+def test_index_ops_out_of_bounds(a, inner, where):
+    msg = bounds_error(func_of(parse(_INDEX_OPS.format(a=a, inner=inner))))
+    assert "out-of-bounds access" in msg and where in msg, msg
