@@ -164,8 +164,6 @@ def _remainder_lower_bound(r_loop, full_ub: AffineMap):
     return amap, ordered
 
 
-
-
 def prefetch_panel_rows(p_loop, rows_ahead: int, line_bytes: int = 64) -> bool:
     """In a copy nest ``for r { for p { for cr { buf[p, r, cr] = I[r, p * n_r + cr] }}}``
     (after :func:`panelize_columns`), prefetch the source's row ``r + rows_ahead`` before each
@@ -175,7 +173,7 @@ def prefetch_panel_rows(p_loop, rows_ahead: int, line_bytes: int = 64) -> bool:
     when the rows are 4 KiB or more apart; the hardware prefetchers start again on every
     row, and each load of the copy waits for memory.  Returns whether prefetches were
     inserted (only for that nest shape, one load of a rank-2 source)."""
-    from ..affine.affine_expr import AffineMap, constant, dim
+    from ..affine.affine_expr import AffineConstantExpr, AffineMap, constant, dim
     from ..affine.dialects.affine import AffineForOp, AffineLoadOp, AffinePrefetchOp
     cr_loops = [op for op in p_loop.body.ops if isinstance(op, AffineForOp)]
     row_loop = p_loop.parent_op
@@ -186,7 +184,7 @@ def prefetch_panel_rows(p_loop, rows_ahead: int, line_bytes: int = 64) -> bool:
     if len(loads) != 1 or loads[0].memref.type.rank != 2:
         return False
     load = loads[0]
-    widths = [e.value for e in cr_loop.upper_map.results if hasattr(e, "value")]
+    widths = [e.value for e in cr_loop.upper_map.results if isinstance(e, AffineConstantExpr)]
     if not widths or cr_loop.lower_map.results[0] != constant(0):
         return False
     elem = max(1, load.memref.type.element_type.width // 8)
