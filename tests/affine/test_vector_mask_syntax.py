@@ -45,3 +45,17 @@ def test_two_ops_under_a_mask_are_refused_as_mlir_opt_refuses_them():
     with pytest.raises(VerifyError) as e:
         polyopt.parse(text)
     assert str(e.value).splitlines()[0].endswith(want)
+
+
+def test_a_yield_with_more_values_than_types_is_refused():
+    """``vector.yield %a, %b : T``: mlir-opt-22 refuses it (2 operands, 1 type); it was read,
+    the second value unchecked."""
+    from polyopt.affine.diagnostics import ParseError
+    text = """func.func @f(%m: vector<4xi1>, %a: vector<4xf32>, %b: vector<4xf32>) -> vector<4xf32> {
+  %r = vector.mask %m { vector.yield %a, %b : vector<4xf32> } : vector<4xi1> -> vector<4xf32>
+  return %r : vector<4xf32>
+}
+"""
+    assert "error" in mlir_opt_error(text)
+    with pytest.raises(ParseError, match="2 operands present, but expected 1"):
+        polyopt.parse(text)

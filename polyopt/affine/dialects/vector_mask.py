@@ -102,20 +102,12 @@ class VectorYieldOp(Operation):
 
     @classmethod
     def parse_custom(cls, p, loc, name):
+        from .scf import _parse_typed_operands
         attrs = p.parse_optional_attr_dict()
-        values = []
-        if p.peek("%"):
-            values = p.parse_operand_list()
-            p.expect(":")
-            types = p.parse_type_list()
-            for v, t in zip(values, types):
-                p.check_type(v, t)
-        return cls(operands=values, attributes=attrs, loc=loc)
+        return cls(operands=_parse_typed_operands(p, cls.OP_NAME), attributes=attrs, loc=loc)
 
     def print_custom(self, p) -> None:
+        from .scf import _print_typed_operands
         p.print("vector.yield")
         p.print_attr_dict(self.attributes)
-        if self.operands:
-            p.print(" ")
-            p.print_operands(self.operands)
-            p.print(" : " + ", ".join(p.type_str(v.type) for v in self.operands))
+        _print_typed_operands(p, self.operands)
