@@ -1830,8 +1830,11 @@ class Parser:
             if successors:
                 raise self.error(f"'{name}' takes no successors", tstart)
             return klass.from_generic(self, loc, operands, list(ftype.results), attrs, regions)
-        return Operation.create(name, operands, ftype.results, attrs, regions, loc,
-                                successors=successors)
+        op = Operation.create(name, operands, ftype.results, attrs, regions, loc,
+                              successors=successors)
+        if klass is None and properties:   # printed back as they were written
+            op.generic_property_names = tuple(properties)
+        return op
 
     def parse_custom_op(self, loc: Location) -> Operation:
         self.skip_ws()

@@ -19,6 +19,7 @@ from typing import Iterable, Optional, Sequence
 from .affine_expr import AffineMap, IntegerSet
 from .attributes import Attribute, escape_string, format_named_attr
 from .ir import Block, Operation, Region, Value
+from .op_properties import inherent_names, split_properties
 from .types import FunctionType, Type
 
 
@@ -143,6 +144,43 @@ class Printer:
                     self.used_names = set(level[3])
                     self._assign_names(inner, None if inner is full else path, full)
             self.next_value, self.next_arg, self.next_conflict, self.used_names = level
+
+    def _assign_unique_names(self, op: Operation) -> None:
+        """Name the values in ``op``'s regions as MLIR's SSANameState does for the generic form,
+        which implies unique SSA ids: the counters run on across regions instead of restarting
+        at each, and the regions are named from a stack (the last region pushed first), so
+        the last function of a module gets ``%arg0``."""
+        stack = list(op.regions)
+        while stack:
+            region = stack.pop()
+            for bi, block in enumerate(region.blocks):
+                if bi == 0:
+                    self.name_region_args(block)
+                else:
+                    for a in block.args:
+                        self.names[a] = self._next_number()
+                for inner in block.ops:
+                    self.name_results(inner)
+            stack.extend(r for block in region.blocks for inner in block.ops
+                         for r in inner.regions)
+
+    def collect_generic_aliases(self, op: Operation) -> None:
+        """Number the ``#map``/``#set`` aliases in the order MLIR's alias initializer meets them
+        in the generic form: an op's regions (block argument types, then the ops), then its
+        operand and result types, its attribute dictionary and last its properties."""
+        for region in op.regions:
+            for block in region.blocks:
+                for a in block.args:
+                    self.type_str(a.type)
+                for inner in block.ops:
+                    self.collect_generic_aliases(inner)
+        for t in [v.type for v in op.operands] + [r.type for r in op.results]:
+            self.type_str(t)
+        properties, attributes = generic_attribute_split(op)
+        if inherent_names(op.name) is None:
+            properties = {}
+        for a in [*attributes.values(), *properties.values()]:
+            self.attr_str(a)
 
     def value_name(self, v: Value) -> str:
         name = self.names.get(v)
@@ -313,10 +351,12 @@ class Printer:
         self.print(")")
         if op.successors:
             self.print("[" + ", ".join(self.block_name(b) for b in op.successors) + "]")
-        properties = getattr(op, "generic_properties", None)  # what must be in <{...}>
-        if properties is not None:
-            self.print(" <{" + ", ".join(format_named_attr(k, v, self.alias)
-                                         for k, v in sorted(properties().items())) + "}>")
+        properties, attributes = generic_attribute_split(op)
+        if properties:
+            # an unregistered op's properties are one opaque attribute to MLIR: no aliases
+            alias = self.alias if inherent_names(op.name) is not None else None
+            self.print(" <{" + ", ".join(format_named_attr(k, v, alias)
+                                         for k, v in properties.items()) + "}>")
         if op.regions:
             self.print(" (")
             for i, r in enumerate(op.regions):
@@ -324,10 +364,24 @@ class Printer:
                     self.print(", ")
                 self.print_region(r, print_entry_args=True, print_empty_block=True)
             self.print(")")
-        generic_attrs = getattr(op, "generic_attributes", None)  # e.g. operandSegmentSizes
-        self.print_attr_dict(generic_attrs() if generic_attrs else op.attributes)
+        self.print_attr_dict(attributes)
         ftype = FunctionType(tuple(v.type for v in op.operands), tuple(r.type for r in op.results))
         self.print(" : " + self.type_str(ftype))
+
+
+def generic_attribute_split(op: Operation) -> tuple[dict[str, Attribute], dict[str, Attribute]]:
+    """``(properties, attributes)``: what the generic form prints in ``<{...}>`` and in the
+    dictionary after the regions, as MLIR's ``printGenericOp`` does.  An op class may give
+    attributes it keeps elsewhere (``generic_attributes``: ``operandSegmentSizes``) and
+    attributes that are properties whatever :mod:`.op_properties` says
+    (``generic_properties``); an op of an unregistered dialect keeps the ``<{...}>`` it was
+    read with."""
+    attrs_of = getattr(op, "generic_attributes", None)
+    props_of = getattr(op, "generic_properties", None)
+    attrs = attrs_of() if attrs_of is not None else op.attributes
+    explicit = props_of() if props_of is not None else {
+        k: attrs[k] for k in getattr(op, "generic_property_names", ()) if k in attrs}
+    return split_properties(op.name, attrs, explicit)
 
 
 def location_text(loc, implicit_module: bool = False) -> str:
@@ -347,7 +401,11 @@ def print_module(module: Operation, generic: bool = False, debuginfo: bool = Fal
     """The module as MLIR text with its ``#map``/``#set`` aliases, ending in a newline; with
     ``debuginfo`` (``--mlir-print-debuginfo``), every op followed by its location."""
     p = Printer(generic=generic, debuginfo=debuginfo)
-    p._assign_names(module)
+    if generic:
+        p._assign_unique_names(module)
+        p.collect_generic_aliases(module)
+    else:
+        p._assign_names(module)
     p.print_op(module)
     body = p.out.getvalue()
     header = "".join(

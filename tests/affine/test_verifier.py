@@ -71,5 +71,5 @@ def test_missing_terminator_is_rejected():
     f.body.terminator.erase()
     with pytest.raises(VerifyError) as e:     # mlir-opt prints the op in generic form
         verify(module)
-    assert e.value.message.startswith('block with no terminator, has \n"affine.for"() ({\n')
+    assert e.value.message.startswith('block with no terminator, has \n"affine.for"() <{')
     assert (e.value.loc.line, e.value.loc.col) == (2, 3)

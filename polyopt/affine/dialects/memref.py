@@ -6,9 +6,10 @@ The paper's 2020 spellings (``alloc()``, ``alloca()``, ``dealloc``, ``load``, ``
 ``alloc() {alignment = 32 : i32}``, which MLIR 22 rejects (it wants ``i64``): we accept any
 integer type and store the alignment as ``i64``.
 
-Only the custom form is kept in ``attributes``: ``operandSegmentSizes`` and default
-``nontemporal = false`` found in MLIR's generic form are dropped on the way in (the split of
+``operandSegmentSizes`` found in MLIR's generic form is dropped on the way in (the split of
 ``memref.alloc`` operands into dynamic sizes and layout symbols follows from the result type).
+A ``nontemporal = false`` written out is kept: the custom form elides it, the generic form
+prints it, as mlir-opt-22 does.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from ..affine_expr import AffineExprKind, AffineMap
 from ..attributes import ArrayAttr, DenseArrayAttr, IntegerAttr
 from ..diagnostics import ParseError
 from ..ir import Operation, Value, register_op
-from ..types import (IndexType, MemRefType, StridedLayout, Type, UnrankedMemRefType, i1, i64, index)
+from ..types import (IndexType, MemRefType, StridedLayout, Type, UnrankedMemRefType, i1, i32, i64,
+                     index)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,11 +92,6 @@ def verify_access_attributes(op: Operation) -> None:
         raise op.error("attribute 'nontemporal' failed to satisfy constraint: bool attribute")
 
 
-def drop_false_nontemporal(attrs: dict) -> dict:
-    nt = attrs.get("nontemporal")
-    if isinstance(nt, IntegerAttr) and not nt.value:
-        attrs = {k: v for k, v in attrs.items() if k != "nontemporal"}
-    return attrs
 
 class IndexedLoadAccessors:
     """``<op> %m[%i, %j]``: operand 0 is the memref, the others its indices."""
@@ -130,7 +127,7 @@ def parse_load_prefix(p):
     start = p.pos
     m = p.parse_operand()
     idx = parse_indices(p)
-    attrs = drop_false_nontemporal(p.parse_optional_attr_dict())
+    attrs = p.parse_optional_attr_dict()
     p.expect(":")
     return m, start, idx, attrs
 
@@ -283,6 +280,10 @@ class _AllocLikeOp(Operation):
         p.print_attr_dict(attrs)
         p.print(" : " + p.type_str(self.results[0].type))
 
+    def generic_attributes(self) -> dict:
+        sizes = (len(self.dynamic_sizes), len(self.symbol_operands))
+        return {**self.attributes, "operandSegmentSizes": DenseArrayAttr(i32, sizes)}
+
     def result_name_hint(self):
         return self.HINT
 
@@ -398,11 +399,6 @@ class MemRefLoadOp(IndexedLoadAccessors, Operation):
         p.check_type(m, t, start)
         return cls(operands=[m, *idx], result_types=[t.element_type], attributes=attrs, loc=loc)
 
-    @classmethod
-    def from_generic(cls, p, loc, operands, result_types, attrs, regions):
-        return cls(operands=operands, result_types=result_types,
-                   attributes=drop_false_nontemporal(attrs), regions=regions, loc=loc)
-
     def print_custom(self, p) -> None:
         p.print("memref.load ")
         print_indexed(p, self.memref, self.indices)
@@ -444,11 +440,6 @@ class MemRefStoreOp(IndexedStoreAccessors, Operation):
         p.check_type(v, t.element_type, vstart)
         p.check_type(m, t, mstart)
         return cls(operands=[v, m, *idx], attributes=attrs, loc=loc)
-
-    @classmethod
-    def from_generic(cls, p, loc, operands, result_types, attrs, regions):
-        return cls(operands=operands, result_types=result_types,
-                   attributes=drop_false_nontemporal(attrs), regions=regions, loc=loc)
 
     def print_custom(self, p) -> None:
         p.print("memref.store ")
