@@ -37,6 +37,9 @@ _TERMINATORS = {
     "affine.for": "affine.yield",
     "affine.if": "affine.yield",
     "affine.parallel": "affine.yield",
+    "linalg.generic": "linalg.yield",
+    "linalg.map": "linalg.yield",
+    "linalg.reduce": "linalg.yield",
 }
 
 # Ops whose regions may hold several blocks joined by branches (MLIR: those without the

@@ -212,15 +212,60 @@ func.func @f(%a: i32) {
   return
 }
 """, "4:8: error: 'func.call' op 'nope' does not reference a valid function"),
+    # linalg.map/reduce/generic: a body that does not end in linalg.yield is reported by the
+    # block rule or by the other terminator's own check, before the op's terminator trait
+    "map_body_without_terminator": ("""\
+func.func @f(%a: memref<4xf32>, %b: memref<4xf32>) {
+  linalg.map ins(%a : memref<4xf32>) outs(%b : memref<4xf32>)
+    (%in: f32, %init: f32) {
+      %s = arith.addf %in, %in : f32
+    }
+  return
 }
-
-# polyopt's generic form does not print an op's <{...}> properties yet (printer.py); where
-# the op in a "block with no terminator" message has some, mlir-opt-22's text has them
-MLIR_OPT_TEXT = {
-    "reduce_body_without_terminator": "6:12: error: block with no terminator, has "
-    "%2 = \"arith.addf\"(%arg3, %arg4) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32",
+""", "4:12: error: block with no terminator, has %0 = \"arith.addf\"(%arg2, %arg2) "
+     "<{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32"),
+    "reduce_body_ending_in_scf_yield": ("""\
+func.func @f(%a: memref<4xf32>, %r: memref<f32>) {
+  linalg.reduce ins(%a : memref<4xf32>) outs(%r : memref<f32>) dimensions = [0]
+    (%in: f32, %init: f32) {
+      %s = arith.addf %in, %init : f32
+      scf.yield %s : f32
+    }
+  return
 }
-
+""", "5:7: error: 'scf.yield' op expects parent op to be one of 'scf.execute_region, scf.for, "
+     "scf.if, scf.index_switch, scf.while'"),
+    "reduce_generic_form_without_terminator": ("""\
+func.func @f(%a: memref<4xf32>, %r: memref<f32>) {
+  "linalg.reduce"(%a, %r) <{dimensions = array<i64: 0>}> ({
+  ^bb0(%in: f32, %init: f32):
+    %s = arith.addf %in, %init : f32
+  }) : (memref<4xf32>, memref<f32>) -> ()
+  return
+}
+""", "4:10: error: block with no terminator, has %0 = \"arith.addf\"(%arg2, %arg3) "
+     "<{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32"),
+    "map_body_ending_in_vector_yield": ("""\
+func.func @f(%a: memref<4xf32>, %b: memref<4xf32>) {
+  "linalg.map"(%a, %b) ({
+  ^bb0(%in: f32, %init: f32):
+    "vector.yield"(%in) : (f32) -> ()
+  }) : (memref<4xf32>, memref<4xf32>) -> ()
+  return
+}
+""", "2:3: error: 'linalg.map' op expects regions to end with 'linalg.yield', found "
+     "'vector.yield'"),
+    "map_yield_of_two_values": ("""\
+func.func @f(%a: memref<4xf32>, %b: memref<4xf32>) {
+  linalg.map ins(%a : memref<4xf32>) outs(%b : memref<4xf32>)
+    (%in: f32, %init: f32) {
+      linalg.yield %in, %in : f32, f32
+    }
+  return
+}
+""", "4:7: error: 'linalg.yield' op expected number of yield values (2) to match the number "
+     "of inits / outs operands of the enclosing LinalgOp (1)"),
+}
 
 def _first_error(text: str) -> str:
     with pytest.raises(PolyoptError) as info:

@@ -612,8 +612,6 @@ class LinalgStructuredOp(Operation):
             if a.type != et:
                 raise self.error(f"expected type of bb argument #{k} ('{a.type}') to match "
                                  f"element or self type of the corresponding operand ('{et}')")
-        if not block.ops or block.ops[-1].name != "linalg.yield":
-            raise self.error("expects its region to end with 'linalg.yield'")
 
     def _verify_payload_types(self) -> None:
         """Named ops: the payload can be built for these element types (else MLIR's message
