@@ -265,6 +265,78 @@ func.func @f(%a: memref<4xf32>, %b: memref<4xf32>) {
 }
 """, "4:7: error: 'linalg.yield' op expected number of yield values (2) to match the number "
      "of inits / outs operands of the enclosing LinalgOp (1)"),
+    # memref.get_global's symbol is looked up with the other symbol uses, when the module is
+    # left: an error further down the function comes first
+    "get_global_of_an_undefined_symbol_after_a_later_error": ("""\
+func.func @f() {
+  %0 = memref.get_global @nope : memref<4xf32>
+  %1 = arith.addf %0, %0 : memref<4xf32>
+  return
+}
+""", "3:8: error: 'arith.addf' op operand #0 must be floating-point-like, but got "
+     "'memref<4xf32>'"),
+    "get_global_of_an_undefined_symbol": ("""\
+func.func @f() {
+  %0 = memref.get_global @nope : memref<4xf32>
+  return
+}
+""", "2:8: error: 'memref.get_global' op 'nope' does not reference a valid global memref"),
+    "get_global_of_a_function": ("""\
+func.func @g() {
+  return
+}
+func.func @f() {
+  %0 = memref.get_global @g : memref<4xf32>
+  return
+}
+""", "5:8: error: 'memref.get_global' op 'g' does not reference a valid global memref"),
+    "get_global_of_another_type": ("""\
+memref.global "private" constant @x : memref<4xf32> = dense<1.0>
+func.func @f() {
+  %0 = memref.get_global @x : memref<4xi32>
+  return
+}
+""", "3:8: error: 'memref.get_global' op result type 'memref<4xi32>' does not match type "
+     "'memref<4xf32>' of the global memref @x"),
+    "get_global_of_a_global_in_a_nested_module": ("""\
+module {
+  module @inner {
+    memref.global "private" @x : memref<4xf32>
+  }
+  func.func @f() {
+    %0 = memref.get_global @x : memref<4xf32>
+    return
+  }
+}
+""", "6:10: error: 'memref.get_global' op 'x' does not reference a valid global memref"),
+    # its own rules come on entering it: counts, then the attribute, then the result type
+    "get_global_without_a_name": ("""\
+func.func @f() {
+  %0 = "memref.get_global"() : () -> memref<4xf32>
+  return
+}
+""", "2:8: error: 'memref.get_global' op requires attribute 'name'"),
+    "get_global_named_by_a_string": ("""\
+func.func @f() {
+  %0 = "memref.get_global"() {name = "x"} : () -> memref<4xf32>
+  return
+}
+""", "2:8: error: 'memref.get_global' op attribute 'name' failed to satisfy constraint: flat "
+     "symbol reference attribute"),
+    "get_global_with_an_operand": ("""\
+func.func @f(%a: index) {
+  %0 = "memref.get_global"(%a) : (index) -> f32
+  return
+}
+""", "2:8: error: 'memref.get_global' op requires zero operands"),
+    "get_global_of_a_dynamic_type": ("""\
+memref.global "private" @x : memref<4xf32>
+func.func @f() {
+  %0 = "memref.get_global"() {name = @x} : () -> memref<?xf32>
+  return
+}
+""", "3:8: error: 'memref.get_global' op result #0 must be statically shaped memref of any "
+     "type values, but got 'memref<?xf32>'"),
 }
 
 def _first_error(text: str) -> str:

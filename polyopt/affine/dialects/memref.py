@@ -19,9 +19,10 @@ from functools import lru_cache
 from typing import Optional, Sequence
 
 from ..affine_expr import AffineExprKind, AffineMap
-from ..attributes import ArrayAttr, DenseArrayAttr, IntegerAttr
+from ..attributes import ArrayAttr, DenseArrayAttr, IntegerAttr, SymbolRefAttr
 from ..diagnostics import ParseError
 from ..ir import Operation, Value, register_op
+from ..ods_counts import check_counts
 from ..types import (IndexType, MemRefType, StridedLayout, Type, UnrankedMemRefType, i1, i32, i64,
                      index)
 
@@ -1298,7 +1299,6 @@ class GetGlobalOp(Operation):
 
     @classmethod
     def parse_custom(cls, p, loc, name):
-        from ..attributes import SymbolRefAttr
         sym = p.parse_symbol_name()
         attrs = p.parse_optional_attr_dict()
         p.expect(":")
@@ -1312,6 +1312,23 @@ class GetGlobalOp(Operation):
         p.print(f" : {p.type_str(self.results[0].type)}")
 
     def verify_op(self) -> None:
+        """The ODS invariants, in the order of the op's traits (counts, then attributes,
+        then the result type)."""
+        check_counts(self, operands=0, results=1)
+        name = self.attributes.get("name")
+        if name is None:
+            raise self.error("requires attribute 'name'")
+        if not isinstance(name, SymbolRefAttr):
+            raise self.error("attribute 'name' failed to satisfy constraint: flat symbol "
+                             "reference attribute")
+        t = self.results[0].type
+        if not isinstance(t, MemRefType) or None in t.shape:
+            raise self.error(f"result #0 must be statically shaped memref of any type values, "
+                             f"but got '{t}'")
+
+    def verify_symbol_uses(self) -> None:
+        """MLIR's ``SymbolUserOpInterface``: run by the enclosing module once everything in it
+        is verified (so an error further down the function comes first)."""
         g = find_global(self, self.global_name)
         if g is None:
             raise self.error(f"'{self.global_name}' does not reference a valid global memref")
