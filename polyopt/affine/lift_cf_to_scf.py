@@ -36,14 +36,21 @@ conditional being built or the back edge of the loop being built ends the struct
 
 A loop that leaves from several places (a ``break``, a return inside it) is first given one
 latch and a selector (:func:`route_loop_exits`, the multiplexer of MLIR's CFGToSCF), and
-conditionals whose paths meet only at the returns yield the values returned.
+conditionals whose paths meet only at the returns yield the values returned. A cycle entered
+at several blocks (irreducible control flow) is first given one entry block that dispatches
+to the entry each edge meant (:func:`route_loop_entries`), and a conditional whose paths go
+on to several blocks (a block two of them reach that is not where they all meet, or some
+return and others go on) has those edges sent to one new block that dispatches to where
+each went: the paths meet there (CFGToSCF's multiplexers, as in Bahmann et al., "Perfect
+Reconstructability of Control Flow from Demand Dependence Graphs", 2015). The slots an edge
+into a multiplexer does not fill get a zero, ``ub.poison`` for a vector, a function argument
+of the type for a memref (:class:`_Fill`).
 
-Upstream's pass turns every loop into ``scf.while`` (a do-while) and adds multiplexer blocks
-for any shape; this one gives the counted loops back as ``scf.for``, the form the polyhedral
-passes read, and leaves a function with anything else (a loop entered at two places, a block
-two paths reach that no conditional joins, a loop carrying a memref through an exit) as it
-was, all of it: it runs as written, through the branches, and the remark says what stopped
-the lifting.
+Upstream's pass turns every loop into ``scf.while`` (a do-while); this one gives the counted
+loops back as ``scf.for``, the form the polyhedral passes read, and leaves a function with
+anything else (a block only a repeated ``cf.switch`` case reaches, a memref no argument of
+the function stands in for, a loop that never ends) as it was, all of it: it runs as
+written, through the branches, and the remark says what stopped the lifting.
 """
 
 from __future__ import annotations
@@ -54,10 +61,11 @@ from .attributes import DenseArrayAttr, FloatAttr, IntegerAttr
 from .dialects.cf import BranchOp, CondBranchOp, SwitchOp
 from .dialects.scf import ConditionOp, ForOp, IfOp, IndexSwitchOp, WhileOp, YieldOp
 from .dominance import DominanceInfo, PostDominanceInfo
+from .dialects.ub import PoisonOp
 from .ir import Block, Operation, Region, Value
-from .types import FloatType, IndexType, IntegerType, i1, i32, i64
+from .types import FloatType, IndexType, IntegerType, VectorType, i1, i32, i64
 
-__all__ = ["lift_cf_to_scf", "route_loop_exits"]
+__all__ = ["lift_cf_to_scf", "route_loop_entries", "route_loop_exits"]
 
 Remark = Optional[Callable[[object, str], None]]
 
@@ -76,6 +84,7 @@ def lift_cf_to_scf(module: Operation, remark: Remark = None) -> None:
             continue
         copy = func.clone()     # lifted on a copy: a shape met halfway leaves `func` intact
         try:
+            route_loop_entries(copy.regions[0])
             route_loop_exits(copy.regions[0])
             lifted = _Lifter(copy.regions[0], list(func.function_type.results)).run()
         except _NotStructured as e:
@@ -106,9 +115,10 @@ def route_loop_exits(region: Region, max_rounds: int = 1000) -> None:
         ^exits(%sel: i32, ...):
           cf.switch %sel : i32, [default: ^exitN(...), 1: ^exit1(...), ...]
 
-    A slot an edge does not fill gets a zero; the loop's values read after it are read from
-    ``^exits``' arguments. A loop carrying a value that is not an integer or a float (no zero
-    to fill its slot with) is left as it is. Raises nothing: the lifting refuses what is left.
+    A slot an edge does not fill gets a :class:`_Fill` value (a zero, ``ub.poison`` for a
+    vector, an argument of the function for a memref); the loop's values read after it are
+    read from ``^exits``' arguments. A loop carrying a value that has none (a memref of a type
+    no argument has) is left as it is. Raises nothing: the lifting refuses what is left.
     """
     for _ in range(max_rounds):
         if not _route_one_loop(region):
@@ -149,14 +159,211 @@ def _route_one_loop(region: Region) -> bool:
     return False
 
 
-def _zero(t, loc) -> Optional[Operation]:
-    if isinstance(t, (IntegerType, IndexType)):
-        return Operation.create("arith.constant", result_types=[t],
-                                attributes={"value": IntegerAttr(0, t)}, loc=loc)
-    if isinstance(t, FloatType):
-        return Operation.create("arith.constant", result_types=[t],
-                                attributes={"value": FloatAttr(0.0, t)}, loc=loc)
+class _Fill:
+    """The values a multiplexer passes in the slots of the edges it does not take (MLIR's
+    CFGToSCF passes ``ub.poison`` in all of them): a zero for an integer, an index or a float
+    (what the polyhedral passes read best), ``ub.poison`` for a vector (lowered as zeros), and
+    for a memref one of the function's arguments of that type (poison may be any value, and
+    the LLVM lowering has no poison memref); None for a type with none of these. Each value
+    is made once, at the top of ``block`` (whose arguments are the function's)."""
+
+    def __init__(self, block: Block, loc):
+        self.block = block
+        self.loc = loc
+        self.values: dict = {}
+
+    def available(self, t) -> bool:
+        return isinstance(t, (IntegerType, IndexType, FloatType, VectorType)) or \
+            any(a.type == t for a in self.block.args)
+
+    def __call__(self, t) -> Value:
+        v = self.values.get(t)
+        if v is not None:
+            return v
+        if isinstance(t, (IntegerType, IndexType)):
+            op = Operation.create("arith.constant", result_types=[t],
+                                  attributes={"value": IntegerAttr(0, t)}, loc=self.loc)
+        elif isinstance(t, FloatType):
+            op = Operation.create("arith.constant", result_types=[t],
+                                  attributes={"value": FloatAttr(0.0, t)}, loc=self.loc)
+        elif isinstance(t, VectorType):
+            op = PoisonOp.build(t, loc=self.loc)
+        else:
+            op = None
+            v = next(a for a in self.block.args if a.type == t)
+        if op is not None:
+            self.block.insert(0, op)
+            v = op.results[0]
+        self.values[t] = v
+        return v
+
+
+def _retarget(b: Block, new_succ: dict) -> Operation:
+    """Rebuild the terminator of ``b`` with the successors ``new_succ`` (successor index ->
+    (block, values)) in place of its own; the new terminator."""
+    term = b.terminator
+    succ = [new_succ.get(i, (s, list(term.successor_operands(i))))
+            for i, s in enumerate(term.successors)]
+    if term.name == "cf.br":
+        new = BranchOp.build(succ[0][0], succ[0][1], loc=term.loc)
+    elif term.name == "cf.cond_br":
+        new = CondBranchOp.build(term.condition, succ[0][0], succ[0][1], succ[1][0],
+                                 succ[1][1], loc=term.loc)
+    else:
+        new = SwitchOp.build(term.flag, succ[0], [(v, d, vals) for v, (d, vals)
+                                                  in zip(term.case_values, succ[1:])],
+                             loc=term.loc)
+    term.erase()
+    b.append(new)
+    return new
+
+
+def _multiplex(region: Region, edges: list[tuple[Block, int]], fill: _Fill, loc,
+               place: Callable[[Operation, Block], None]) -> tuple[Block, list[Operation]]:
+    """Send ``edges`` (block, successor index) to one new block of ``region`` that dispatches
+    to their old targets on an ``i32`` selector (MLIR's EdgeMultiplexer)::
+
+        ^mux(%sel: i32, <args of target 0>, <args of target 1>, ...):
+          cf.switch %sel : i32, [default: ^targetN(...), 0: ^target0(...), ...]
+
+    An edge passes its target's selector (made by ``place(op, source block)``), its values in
+    its target's slots and ``fill`` values in the others. The multiplexer and the ops made
+    (the selectors, the rebuilt terminators, the switch)."""
+    targets: list[Block] = []
+    for b, i in edges:
+        if all(t is not b.successors[i] for t in targets):
+            targets.append(b.successors[i])
+    mux = Block([i32] + [a.type for t in targets for a in t.args])
+    region.add_block(mux)
+    made: list[Operation] = []
+    cases, start = [], 1
+    for j, t in enumerate(targets):
+        cases.append((j, t, mux.args[start:start + len(t.args)]))
+        start += len(t.args)
+    default = cases.pop()
+    switch = SwitchOp.build(mux.args[0], (default[1], default[2]), cases, loc=loc) if cases \
+        else BranchOp.build(default[1], default[2], loc=loc)
+    mux.append(switch)
+    made.append(switch)
+    new_succ: dict[int, dict[int, tuple[Block, list]]] = {}
+    blocks: dict[int, Block] = {}
+    for b, i in edges:
+        term = b.terminator
+        j = next(k for k, t in enumerate(targets) if t is b.successors[i])
+        sel = Operation.create("arith.constant", result_types=[i32],
+                               attributes={"value": IntegerAttr(j, i32)}, loc=loc)
+        place(sel, b)
+        made.append(sel)
+        vals = [sel.results[0]]
+        for k, t in enumerate(targets):
+            vals += list(term.successor_operands(i)) if k == j else \
+                [fill(a.type) for a in t.args]
+        new_succ.setdefault(id(b), {})[i] = (mux, vals)
+        blocks[id(b)] = b
+    for b in blocks.values():
+        made.append(_retarget(b, new_succ[id(b)]))
+    return mux, made
+
+
+def _irreducible_cycle(region: Region) -> Optional[tuple[list[Block], list[Block]]]:
+    """A cycle of ``region`` entered at several blocks: (its blocks, its entry blocks), in
+    the region's order; None when every cycle has one entry. The cycles are the strongly
+    connected components of the blocks the entry reaches, and, once a cycle's entry is put
+    aside, those of the rest of it (the loops nested in it)."""
+    dom = DominanceInfo(region)
+    blocks = [b for b in region.blocks if dom.reachable(b)]
+    preds: dict[int, list[Block]] = {id(b): [] for b in blocks}
+    for b in blocks:
+        for s in b.successors:
+            preds[id(s)].append(b)
+
+    def components(nodes: list[Block]) -> list[list[Block]]:
+        """Tarjan's strongly connected components of ``nodes`` (iterative)."""
+        inside = {id(b) for b in nodes}
+        index: dict[int, int] = {}
+        low: dict[int, int] = {}
+        on_stack: set[int] = set()
+        stack: list[Block] = []
+        out: list[list[Block]] = []
+        for root in nodes:
+            if id(root) in index:
+                continue
+            work = [(root, iter([s for s in root.successors if id(s) in inside]))]
+            index[id(root)] = low[id(root)] = len(index)
+            stack.append(root)
+            on_stack.add(id(root))
+            while work:
+                b, it = work[-1]
+                s = next(it, None)
+                if s is not None:
+                    if id(s) not in index:
+                        index[id(s)] = low[id(s)] = len(index)
+                        stack.append(s)
+                        on_stack.add(id(s))
+                        work.append((s, iter([x for x in s.successors if id(x) in inside])))
+                    elif id(s) in on_stack:
+                        low[id(b)] = min(low[id(b)], index[id(s)])
+                    continue
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[id(parent)] = min(low[id(parent)], low[id(b)])
+                if low[id(b)] == index[id(b)]:
+                    comp = []
+                    while True:
+                        x = stack.pop()
+                        on_stack.discard(id(x))
+                        comp.append(x)
+                        if x is b:
+                            break
+                    out.append(comp)
+        return out
+
+    order = {id(b): k for k, b in enumerate(region.blocks)}
+    todo = [blocks]
+    while todo:
+        for comp in components(todo.pop()):
+            if len(comp) == 1 and all(s is not comp[0] for s in comp[0].successors):
+                continue
+            members = {id(b) for b in comp}
+            comp.sort(key=lambda b: order[id(b)])
+            entries = [b for b in comp if any(id(p) not in members for p in preds[id(b)])]
+            if len(entries) > 1:
+                return comp, entries
+            todo.append([b for b in comp if b is not entries[0]])
     return None
+
+
+def route_loop_entries(region: Region, max_rounds: int = 1000) -> None:
+    """Give every cycle of ``region`` (a function's body, as branches) one entry, as MLIR's
+    CFGToSCF does for irreducible control flow: the edges into a cycle entered at several
+    blocks, and its edges back to those blocks, all go to one new block that dispatches to
+    the entry each one meant on an ``i32`` selector (:func:`_multiplex`); the cycle is then a
+    loop with that block as its header, lifted as any other::
+
+        ^a: cf.cond_br %p, ^x, ^y          ^a: cf.cond_br %p, ^h(%c0), ^h(%c1)
+        ^x: cf.cond_br %q, ^y, ^out   ->   ^h(%sel: i32): cf.switch %sel, [default: ^y, 0: ^x]
+        ^y: cf.cond_br %r, ^x, ^out        ^x: cf.cond_br %q, ^h(%c1), ^out
+                                           ^y: cf.cond_br %r, ^h(%c0), ^out
+
+    A cycle whose entries take a value of a type :class:`_Fill` has nothing for is left as it
+    is (the lifting refuses it)."""
+    for _ in range(max_rounds):
+        found = _irreducible_cycle(region)
+        if found is None:
+            return
+        comp, entries = found
+        is_entry = {id(b) for b in entries}
+        fill = _Fill(region.blocks[0], entries[0].terminator.loc)
+        if not all(fill.available(a.type) for e in entries for a in e.args):
+            return
+        dom = DominanceInfo(region)
+        edges = [(b, i) for b in region.blocks if dom.reachable(b)
+                 for i, s in enumerate(b.successors) if id(s) in is_entry]
+
+        def place(op: Operation, src: Block) -> None:
+            src.insert(len(src.ops) - 1, op)
+        _multiplex(region, edges, fill, entries[0].terminator.loc, place)
 
 
 def _reroute(region: Region, dom: DominanceInfo, header: Block, latches: list[Block],
@@ -186,15 +393,11 @@ def _reroute(region: Region, dom: DominanceInfo, header: Block, latches: list[Bl
     slot_types = header_types + exit_types + [v.type for v in escaping]
     loc = header.terminator.loc
     entry = region.blocks[0]
-    zeros: dict = {}
+    fill = _Fill(entry, loc)
+    if not all(fill.available(t) for t in slot_types):
+        return False
     for t in slot_types:
-        if t not in zeros:
-            z = _zero(t, loc)
-            if z is None:
-                return False
-            zeros[t] = z
-    for z in zeros.values():
-        entry.insert(0, z)
+        fill(t)
     latch = Block([i32] + slot_types)
     dispatch = Block([i32] + exit_types + [v.type for v in escaping])
     region.add_block(latch)
@@ -225,23 +428,23 @@ def _reroute(region: Region, dom: DominanceInfo, header: Block, latches: list[Bl
             if id(top_block(u.op)) not in loop:
                 u.op.set_operand(u.index, dispatch.args[1 + n_e + k])
 
-    def fill(selector: int, header_vals, exit_j: Optional[int], exit_vals, src: Block):
+    def slots(selector: int, header_vals, exit_j: Optional[int], exit_vals, src: Block):
         sel = Operation.create("arith.constant", result_types=[i32],
                                attributes={"value": IntegerAttr(selector, i32)}, loc=loc)
         src.insert(len(src.ops) - 1, sel)
         vals = [sel.results[0]]
         vals += list(header_vals) if header_vals is not None else \
-            [zeros[t].results[0] for t in header_types]
+            [fill(t) for t in header_types]
         for j, t in enumerate(targets):
             if j == exit_j:
                 vals += list(exit_vals)
             else:
-                vals += [zeros[a.type].results[0] for a in t.args]
+                vals += [fill(a.type) for a in t.args]
         # a loop value reaches this edge when its block dominates the edge's source; else
         # the edge leads to no use of it
         for v in escaping:
             home = v.owner_block if v.defining_op is None else v.defining_op.parent
-            vals.append(v if dom.dominates(home, src) else zeros[v.type].results[0])
+            vals.append(v if dom.dominates(home, src) else fill(v.type))
         return vals
 
     edges = [(b, i, None) for b in latches for i, s in enumerate(b.successors) if s is header]
@@ -252,25 +455,29 @@ def _reroute(region: Region, dom: DominanceInfo, header: Block, latches: list[Bl
         term = b.terminator
         old = list(term.successor_operands(i))
         if j is None:
-            new_succ.setdefault(id(b), {})[i] = (latch, fill(0, old, None, [], b))
+            new_succ.setdefault(id(b), {})[i] = (latch, slots(0, old, None, [], b))
         else:
-            new_succ.setdefault(id(b), {})[i] = (latch, fill(j + 1, None, j, old, b))
+            new_succ.setdefault(id(b), {})[i] = (latch, slots(j + 1, None, j, old, b))
     for b in {id(b): b for b, _, _ in edges}.values():
-        term = b.terminator
-        succ = [new_succ[id(b)].get(i, (s, list(term.successor_operands(i))))
-                for i, s in enumerate(term.successors)]
-        if term.name == "cf.br":
-            new = BranchOp.build(succ[0][0], succ[0][1], loc=term.loc)
-        elif term.name == "cf.cond_br":
-            new = CondBranchOp.build(term.condition, succ[0][0], succ[0][1], succ[1][0],
-                                     succ[1][1], loc=term.loc)
-        else:
-            new = SwitchOp.build(term.flag, succ[0], [(v, d, vals) for v, (d, vals)
-                                                      in zip(term.case_values, succ[1:])],
-                                 loc=term.loc)
-        term.erase()
-        b.append(new)
+        _retarget(b, new_succ[id(b)])
     return True
+
+
+def _repeated_cases(term: Operation) -> set[int]:
+    """The successor indices of the edges of a ``cf.switch`` ``term`` that are never taken:
+    cases whose value an earlier case has (the first one wins; an ``i1`` flag's case values
+    are read modulo 2)."""
+    if term is None or term.name != "cf.switch":
+        return set()
+    width = term.flag.type.width
+    seen: set[int] = set()
+    dead: set[int] = set()
+    for i, value in enumerate(term.case_values, start=1):
+        value = value & 1 if width == 1 else value
+        if value in seen:
+            dead.add(i)
+        seen.add(value)
+    return dead
 
 
 # the ``stop`` of the paths of a conditional that meet only at the function's returns
@@ -281,12 +488,19 @@ class _Lifter:
     def __init__(self, region: Region, result_types: list):
         self.region = region
         self.result_types = result_types
-        self.dom = DominanceInfo(region)
-        self.pdom = PostDominanceInfo(region)
         self.visited: set[int] = set()
         # the block each op was written in (the ops move as the lifting goes)
         self.home = {id(inner): block for block in region.blocks for op in block.ops
                      for inner in op.walk()}
+        self.dead_edges: list[tuple[Block, Block]] = []     # a cf.switch's repeated cases
+        self.multiplexers = 0
+        self._analyze()
+
+    def _analyze(self) -> None:
+        """Dominance, post-dominance and predecessors, again after a multiplexer is added."""
+        region = self.region
+        self.dom = DominanceInfo(region)
+        self.pdom = PostDominanceInfo(region)
         # the branches stay in their blocks as the ops move: the edges do not change
         # (Block.predecessors looks at every block: quadratic in a function of many blocks);
         # a block no path reaches is no predecessor (nor a back edge: dominance says every
@@ -297,12 +511,16 @@ class _Lifter:
                 continue
             for succ in b.successors:
                 self.preds[id(succ)].append(b)
+        for b, succ in self.dead_edges:
+            self.preds[id(succ)].remove(b)
+        self.children: Optional[dict[int, list[Block]]] = None     # of the dominator tree
 
     def run(self) -> Region:
         entry = self.region.blocks[0]
         body = Block([a.type for a in entry.args])
         for old, new in zip(entry.args, body.args):
             old.replace_all_uses_with(new)
+        self.fill = _Fill(body, entry.ops[0].loc if entry.ops else None)
         kind, _ = self._emit(entry, body, header=None, stop=None)
         if kind != "return":
             raise _NotStructured("the function does not end in a return")
@@ -343,6 +561,8 @@ class _Lifter:
                 term.drop_all_operand_uses()     # replaced by the structure (its operands stay
                 single = True                    # readable)
             elif term.name in ("cf.cond_br", "cf.switch"):
+                self._join_continuations(block, target)
+                term = block.terminator     # rebuilt when the paths were joined
                 dest = self.pdom.ipdom(block)
                 if dest is None:
                     # the paths meet only at the returns: the conditional's results are the
@@ -405,6 +625,74 @@ class _Lifter:
 
     # -- conditionals ------------------------------------------------------------------------
 
+    def _join_continuations(self, block: Block, target: Block) -> None:
+        """Make the paths of the conditional ending ``block`` meet at one block, as CFGToSCF
+        does: the blocks each successor dominates are that path's; when the edges leaving the
+        paths go to several blocks (a block two paths reach that is not where they meet, the
+        paths of a loop's body entered at several places), or some paths return and others
+        go on, those edges (and the ones into the returns) all go to one new block that
+        dispatches to where each one went (:func:`_multiplex`), where the paths now meet."""
+        if self.children is None:
+            self.children = {}
+            for b in self.region.blocks:
+                parent = self.dom.idom(b)
+                if parent is not None:
+                    self.children.setdefault(id(parent), []).append(b)
+        def live(b: Block) -> list[tuple[int, Block]]:
+            dead = _repeated_cases(b.terminator)
+            return [(i, s) for i, s in enumerate(b.successors) if i not in dead]
+        inside = {id(block)}
+        paths: list[Block] = []
+        mine = live(block)
+        for _, s in mine:
+            # the path's own blocks: those its edge dominates (a loop's back edges aside)
+            if id(s) in inside or sum(t is s for _, t in mine) != 1 or \
+                    any(p is not block and not self.dom.dominates(s, p)
+                        for p in self.preds[id(s)]):
+                continue
+            work = [s]
+            while work:
+                b = work.pop()
+                inside.add(id(b))
+                paths.append(b)
+                work.extend(self.children.get(id(b), ()))
+        edges = [(b, i) for b in [block] + paths for i, s in live(b) if id(s) not in inside]
+        targets = {id(b.successors[i]) for b, i in edges}
+        ipdom = self.pdom.ipdom(block)
+        if ipdom is None:
+            if not targets:
+                return          # the paths all return: their values are the results
+            returns = {id(b) for b in paths if b.terminator.name == "func.return"}
+            edges += [(p, i) for p in [block] + paths for i, s in live(p) if id(s) in returns]
+            targets |= returns
+        if not targets or targets == {id(ipdom)} or \
+                (len(targets) == 1 and ipdom is None) or \
+                self.multiplexers > 4 * len(self.region.blocks) or \
+                (all(b is block for b, _ in edges) and len(edges) == len(targets)):
+            # one target where the paths meet (not one that an edge never taken bypasses);
+            # last, a multiplexer that would dispatch just where the branch does
+            return
+        self.multiplexers += 1
+        # the edges never taken go too: left to their blocks, the paths would meet there too
+        edges += [(b, i) for b in [block] + paths for i in _repeated_cases(b.terminator)
+                  if id(b.successors[i]) not in inside]
+        for t in {id(b.successors[i]): b.successors[i] for b, i in edges}.values():
+            if not all(self.fill.available(a.type) for a in t.args):
+                raise _NotStructured(f"paths that meet only through a value of type "
+                                     f"'{t.args[0].type}' that nothing stands in for")
+
+        def place(op: Operation, src: Block) -> None:
+            if id(src) in self.visited:     # its ops are already in `target`
+                target.append(op)
+            else:
+                src.insert(len(src.ops) - 1, op)
+                self.home[id(op)] = src
+        mux, made = _multiplex(self.region, edges, self.fill, block.terminator.loc, place)
+        for op in made:
+            if op.name != "arith.constant":
+                self.home[id(op)] = op.parent
+        self._analyze()
+
     def _lift_branches(self, term: Operation, merge: Block, target: Block,
                        header: Optional[Block]) -> list[Value]:
         """The ``cf.cond_br`` or ``cf.switch`` ``term`` whose paths meet at ``merge``: an
@@ -448,16 +736,15 @@ class _Lifter:
         cast = "arith.index_castui" if width == 1 else "arith.index_cast"
         to_index = Operation.create(cast, [flag], [IndexType()], loc=term.loc)
         target.append(to_index)
-        cases, paths, seen = [], [0], set()
+        cases, paths = [], [0]
+        dead = _repeated_cases(term)
         for i, value in enumerate(term.case_values, start=1):
-            if width == 1:
-                value &= 1
-            if value not in seen:
-                seen.add(value)
-                cases.append(value)
+            if i not in dead:
+                cases.append(value & 1 if width == 1 else value)
                 paths.append(i)
             else:       # an edge never taken: its target may have no other predecessor
                 self.preds[id(term.successors[i])].remove(term.parent)
+                self.dead_edges.append((term.parent, term.successors[i]))
         op = IndexSwitchOp(operands=[to_index.results[0]], result_types=types,
                            attributes={"cases": DenseArrayAttr(i64, tuple(cases))},
                            regions=[Region([Block()]) for _ in paths], loc=term.loc)

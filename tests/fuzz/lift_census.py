@@ -4,7 +4,9 @@ branches: the fuzzer's programs (:func:`cfg_fuzzer.generate`) through every pipe
 lifted functions compute what the branches do).
 
 ``python3 tests/fuzz/lift_census.py --seeds 0:200`` prints the lifted fraction per pipeline
-and the remarks of the functions left as branches, most frequent first.
+and the remarks of the functions left as branches, most frequent first; ``--cfgs 0:1000``
+does the same for the random CFGs (:func:`cfg_fuzzer.random_cfg`), counting apart those with
+a cycle entered at several blocks (irreducible).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cfg_fuzzer import PIPELINES, generate, mlir_opt, polyopt_lift  # noqa: E402
+from cfg_fuzzer import PIPELINES, generate, mlir_opt, polyopt_lift, random_cfg  # noqa: E402
 
 
 def census(seeds, pipelines=PIPELINES, examples: int = 0):
@@ -49,11 +51,43 @@ def census(seeds, pipelines=PIPELINES, examples: int = 0):
     return lifted, not_lifted, reasons, per
 
 
+def cfg_census(seeds):
+    """(lifted, not lifted, irreducible lifted, irreducible, reasons) over the random CFGs of
+    ``seeds``."""
+    import polyopt
+    from polyopt.affine.lift_cf_to_scf import _irreducible_cycle
+    lifted = not_lifted = irr_lifted = irr = 0
+    reasons: collections.Counter = collections.Counter()
+    for seed in seeds:
+        text = random_cfg(seed).text
+        func = next(op for op in polyopt.parse(text).walk() if op.name == "func.func")
+        is_irr = _irreducible_cycle(func.regions[0]) is not None
+        _, remarks = polyopt_lift(text)
+        bad = [r for r in remarks if "not lifted" in r]
+        irr += is_irr
+        if bad:
+            not_lifted += 1
+            reasons[bad[0].split("to scf: ", 1)[-1].split(";")[0]] += 1
+        else:
+            lifted += 1
+            irr_lifted += is_irr
+    return lifted, not_lifted, irr_lifted, irr, reasons
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", default="0:100", help="START:STOP")
     ap.add_argument("--examples", type=int, default=0, help="seeds to print per reason")
+    ap.add_argument("--cfgs", default=None, help="START:STOP: the random CFGs instead")
     args = ap.parse_args(argv)
+    if args.cfgs:
+        start, stop = map(int, args.cfgs.split(":"))
+        lifted, not_lifted, irr_lifted, irr, reasons = cfg_census(range(start, stop))
+        print(f"{lifted} of {lifted + not_lifted} random CFGs lifted; irreducible: {irr_lifted} "
+              f"of {irr}")
+        for why, k in reasons.most_common():
+            print(f"{k:5d}  {why}")
+        return 0
     start, stop = map(int, args.seeds.split(":"))
     lifted, not_lifted, reasons, per = census(range(start, stop), examples=args.examples)
     total = lifted + not_lifted
