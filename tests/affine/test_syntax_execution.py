@@ -11,7 +11,7 @@ import pytest
 import polyopt
 from polyopt.affine.diagnostics import CodegenError
 from run_helpers import polyopt_run
-from upstream_mlir import lower_and_run
+from upstream_mlir import lower_and_run, mlir_opt
 
 UPSTREAM_PASSES = ["--convert-vector-to-scf", "--convert-scf-to-cf", "--lower-affine",
                    "--convert-vector-to-llvm", "--finalize-memref-to-llvm",
@@ -143,3 +143,49 @@ def test_allocations_whose_size_wraps_around_are_located_codegen_errors(op):
     assert (info.value.loc.line, info.value.loc.col) == (2, 8)
     assert "39999999999200000000004 bytes, more than an address space holds" in \
         info.value.message
+
+
+WHILE_WITHOUT_OPERANDS = """\
+func.func @main() {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %m = memref.alloca() : memref<1xindex>
+  affine.for %k = 0 to 2 {
+    memref.store %c0, %m[%c0] : memref<1xindex>
+    %r = scf.while : () -> index {
+      %i = memref.load %m[%c0] : memref<1xindex>
+      %c = arith.cmpi slt, %i, %c3 : index
+      scf.condition(%c) %i : index
+    } do {
+    ^bb0(%v: index):
+      %n = arith.addi %v, %c1 : index
+      memref.store %n, %m[%c0] : memref<1xindex>
+      scf.yield
+    }
+    vector.print %r : index
+    scf.while : () -> () {
+      %i = memref.load %m[%c0] : memref<1xindex>
+      %c = arith.cmpi sgt, %i, %c0 : index
+      scf.condition(%c)
+    } do {
+      %i = memref.load %m[%c0] : memref<1xindex>
+      vector.print %i : index
+      %n = arith.subi %i, %c1 : index
+      memref.store %n, %m[%c0] : memref<1xindex>
+      scf.yield
+    }
+  }
+  return
+}
+"""
+
+
+def test_scf_while_without_operands_runs_as_upstream(tmp_path, capfd):
+    """``scf.while : () -> () {... scf.condition(%c)} do {... scf.yield}``: no loop-carried
+    values, the state in memory; printed as mlir-opt-22 prints it and run as mlir-runner-22
+    runs it."""
+    assert str(polyopt.parse(WHILE_WITHOUT_OPERANDS)) == mlir_opt(WHILE_WITHOUT_OPERANDS)
+    expected = lower_and_run(WHILE_WITHOUT_OPERANDS, ["--lower-affine", *UPSTREAM_PASSES])
+    assert expected == "3\n3\n2\n1\n" * 2
+    assert polyopt_run(tmp_path, capfd, WHILE_WITHOUT_OPERANDS) == expected

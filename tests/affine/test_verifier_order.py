@@ -337,6 +337,29 @@ func.func @f() {
 }
 """, "3:8: error: 'memref.get_global' op result #0 must be statically shaped memref of any "
      "type values, but got 'memref<?xf32>'"),
+    # scf.while with no operands and no results: the region edges carry no values
+    "while_without_results_forwarding_a_value": ("""\
+func.func @f(%c: i1, %x: i32) {
+  scf.while : () -> () {
+    scf.condition(%c) %x : i32
+  } do {
+    scf.yield
+  }
+  return
+}
+""", "2:3: error: 'scf.while' op along control flow edge from Operation scf.condition to "
+     "parent: region branch point has 1 operands, but region successor needs 0 inputs"),
+    "while_without_operands_yielding_a_value": ("""\
+func.func @f(%c: i1, %x: i32) {
+  scf.while : () -> () {
+    scf.condition(%c)
+  } do {
+    scf.yield %x : i32
+  }
+  return
+}
+""", "2:3: error: 'scf.while' op along control flow edge from Operation scf.yield to Region "
+     "#0: region branch point has 1 operands, but region successor needs 0 inputs"),
 }
 
 def _first_error(text: str) -> str:
