@@ -139,7 +139,6 @@ class Parser:
         # the block names of the regions being parsed, innermost last: name -> (block, offset
         # of its first reference, whether its header has been read)
         self.block_scopes: list[dict[str, list]] = []
-        self.visible_from = 0      # the scopes a use may see (not those outside a func.func)
         self.last_spelled: dict[str, int] = {}    # where each name was last written
         # per op being parsed, innermost last: where each name was first written in it (a
         # region argument is declared before its op's operands may spell the name again)
@@ -380,7 +379,7 @@ class Parser:
         question, as in MLIR."""
         base, _, number = name.partition("#")
         index = int(number) if number else 0
-        for scope in reversed(self.scopes[self.visible_from:]):
+        for scope in reversed(self.scopes):
             group = scope.get(base)
             if group is not None:
                 if index >= len(group):
@@ -1466,13 +1465,17 @@ class Parser:
     # ---------------------------------------------------------------------------------------
     # regions
     def parse_region(self, entry_args: Sequence[tuple[str, Value]] = (),
-                     isolated: bool = False, entry_arg_types: Sequence[Type] = (),
+                     entry_arg_types: Sequence[Type] = (),
                      allow_block_args: bool = True, allow_empty: bool = False) -> Region:
         """``{ ops }``; ``entry_args`` are (name, BlockArgument) pairs the op declared already.
 
         When ``entry_args`` is empty and the region starts with ``^bb0(%a: t, ...):`` those are
         parsed as the entry block's arguments.  With ``allow_empty``, ``{}`` is a region with no
         block (MLIR's generic form of a function declaration).
+
+        The values of enclosing regions are visible even in the region of an op isolated from
+        above (func.func, builtin.module), as in MLIR's parser: such a use is the verifier's
+        "using value defined outside the region", and an inner ``%x`` redefines an outer one.
         """
         counted = not (self.module_region_free and self.op_stack[-1:] == ["builtin.module"])
         self.module_region_free = False
@@ -1483,22 +1486,20 @@ class Parser:
         self.deepest = max(self.deepest, (self.region_depth, self.pos))
         self.depth = 0          # the ops of the region start their own count
         try:
-            return self._parse_region_body(entry_args, isolated, entry_arg_types,
-                                           allow_block_args, allow_empty)
+            return self._parse_region_body(entry_args, entry_arg_types, allow_block_args,
+                                           allow_empty)
         finally:
             self.region_depth -= counted
             self.depth = saved_depth
 
-    def _parse_region_body(self, entry_args, isolated, entry_arg_types, allow_block_args,
+    def _parse_region_body(self, entry_args, entry_arg_types, allow_block_args,
                            allow_empty) -> Region:
         self.expect("{", "to begin a region")
         if allow_empty and not entry_args and self.optional("}"):
             return Region()
-        saved_scopes, saved_visible = self.scopes, self.visible_from
+        saved_scopes = self.scopes
         self.scopes = self.scopes + [{}]
         self.block_scopes.append({})
-        if isolated:     # ops isolated from above (func.func) cannot use values from outside
-            self.visible_from = len(self.scopes) - 1
         region = Region()
         block = None
         try:
@@ -1537,7 +1538,7 @@ class Parser:
                     raise self.error("reference to an undefined block", first_use)
             self.expect("}")
         finally:
-            self.scopes, self.visible_from = saved_scopes, saved_visible
+            self.scopes = saved_scopes
             self.block_scopes.pop()
         return region
 
@@ -1800,8 +1801,7 @@ class Parser:
             save = self.pos
             self.expect("(")
             if self.peek("{"):
-                regions.append(self.parse_region(isolated=name in ("func.func", "builtin.module"),
-                                                 allow_empty=True))
+                regions.append(self.parse_region(allow_empty=True))
                 while self.optional(","):
                     regions.append(self.parse_region(allow_empty=True))
                 self.expect(")")

@@ -360,6 +360,54 @@ func.func @f(%c: i1, %x: i32) {
 }
 """, "2:3: error: 'scf.while' op along control flow edge from Operation scf.yield to Region "
      "#0: region branch point has 1 operands, but region successor needs 0 inputs"),
+    # a func.func inside another function: its parent is no symbol table, checked on entering
+    # it, before anything in its body; MLIR's parser lets the body see the outer values (the
+    # verifier refuses such uses), so an outer %x is no undeclared name in there
+    "function_in_a_function": ("""\
+func.func @f(%x: i32) {
+  func.func @g() {
+    %0 = arith.addi %x, %x : i32
+    return
+  }
+  return
+}
+""", "2:3: error: 'func.func' op symbol's parent must have the SymbolTable trait"),
+    "function_in_a_loop_in_a_function": ("""\
+func.func @f() {
+  affine.for %i = 0 to 3 {
+    func.func private @g()
+  }
+  return
+}
+""", "3:5: error: 'func.func' op symbol's parent must have the SymbolTable trait"),
+    "function_in_a_function_in_generic_form": ("""\
+func.func @f(%x: i32) {
+  "func.func"() <{function_type = () -> (), sym_name = "g"}> ({
+    "func.return"() : () -> ()
+  }) : () -> ()
+  return
+}
+""", "2:3: error: 'func.func' op symbol's parent must have the SymbolTable trait"),
+    "outer_value_in_a_module_nested_in_a_function": ("""\
+func.func @f(%x: i32) {
+  builtin.module {
+    func.func @g() {
+      %0 = arith.addi %x, %x : i32
+      return
+    }
+  }
+  return
+}
+""", "4:12: error: 'arith.addi' op using value defined outside the region"),
+    "outer_name_redefined_in_a_nested_function": ("""\
+func.func @f(%x: i32) {
+  func.func @g() {
+    %x = arith.constant 1 : i32
+    return
+  }
+  return
+}
+""", "3:5: error: redefinition of SSA value '%x'"),
 }
 
 def _first_error(text: str) -> str:

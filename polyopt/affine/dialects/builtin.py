@@ -63,7 +63,7 @@ class ModuleOp(Operation):
         if p.peek("@"):
             sym = p.parse_symbol_name()
         attrs = p.parse_optional_attr_dict_with_keyword()
-        region = p.parse_region(isolated=True, allow_block_args=False)
+        region = p.parse_region(allow_block_args=False)
         op = cls(regions=[region], attributes=attrs, loc=loc)
         if sym is not None:
             op.attributes["sym_name"] = StringAttr(sym)

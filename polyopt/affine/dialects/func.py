@@ -135,7 +135,7 @@ class FuncOp(Operation):
         if p.peek("{") and named is False:
             # ``func.func @f(f32) { ^bb0(%a: f32): ... }``: the entry block names them
             body_at = p.pos
-            region = p.parse_region(isolated=True)
+            region = p.parse_region()
             entry = [a.type for a in region.blocks[0].args] if region.blocks else []
             if len(entry) != len(types):
                 raise p.error(f"entry block must have {len(types)} arguments to match function "
@@ -150,7 +150,7 @@ class FuncOp(Operation):
             body_at = p.pos
             block = Block(types)
             region = p.parse_region(entry_args=[(n, a) for (n, _, _), a in zip(args, block.args)],
-                                    isolated=True, allow_empty=not types)
+                                    allow_empty=not types)
             if not region.blocks:       # `{}` without arguments: upstream's region has no block
                 raise ParseError("custom op 'func.func' expected non-empty function body",
                                  p.loc(body_at))

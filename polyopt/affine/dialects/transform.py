@@ -150,8 +150,7 @@ class NamedSequenceOp(Operation):
         if any(arg_attrs):
             attrs["arg_attrs"] = ArrayAttr(tuple(DictAttr(tuple(a.items())) for a in arg_attrs))
         block = Block(types)
-        region = p.parse_region(entry_args=[(n, a) for (n, _, _), a in zip(args, block.args)],
-                                isolated=True)
+        region = p.parse_region(entry_args=[(n, a) for (n, _, _), a in zip(args, block.args)])
         if not region.blocks:
             region.add_block(block)
         return cls(attributes=attrs, regions=[region], loc=loc)
