@@ -63,7 +63,8 @@ from .dialects.scf import ConditionOp, ForOp, IfOp, IndexSwitchOp, WhileOp, Yiel
 from .dominance import DominanceInfo, PostDominanceInfo
 from .dialects.ub import PoisonOp
 from .ir import Block, Operation, Region, Value
-from .types import FloatType, IndexType, IntegerType, VectorType, i1, i32, i64
+from .types import (FloatType, IndexType, IntegerType, MemRefType, VectorType, i1, i32,
+                    i64)
 
 __all__ = ["lift_cf_to_scf", "route_loop_entries", "route_loop_exits"]
 
@@ -163,9 +164,10 @@ class _Fill:
     """The values a multiplexer passes in the slots of the edges it does not take (MLIR's
     CFGToSCF passes ``ub.poison`` in all of them): a zero for an integer, an index or a float
     (what the polyhedral passes read best), ``ub.poison`` for a vector (lowered as zeros), and
-    for a memref one of the function's arguments of that type (poison may be any value, and
-    the LLVM lowering has no poison memref); None for a type with none of these. Each value
-    is made once, at the top of ``block`` (whose arguments are the function's)."""
+    for a memref of a static shape one of the function's arguments of that type (poison may
+    be any value, and the LLVM lowering has no poison memref); nothing for other types (the
+    lifting refuses them). Each value is made once, at the top of ``block`` (whose arguments
+    are the function's)."""
 
     def __init__(self, block: Block, loc):
         self.block = block
@@ -173,8 +175,12 @@ class _Fill:
         self.values: dict = {}
 
     def available(self, t) -> bool:
-        return isinstance(t, (IntegerType, IndexType, FloatType, VectorType)) or \
-            any(a.type == t for a in self.block.args)
+        if isinstance(t, MemRefType):
+            # a memref of a static shape only: polyopt's LLVM lowering puts the descriptor of
+            # any other between the phis of an scf.if with more results (invalid LLVM IR)
+            return t.layout is None and None not in t.shape and \
+                any(a.type == t for a in self.block.args)
+        return isinstance(t, (IntegerType, IndexType, FloatType, VectorType))
 
     def __call__(self, t) -> Value:
         v = self.values.get(t)
