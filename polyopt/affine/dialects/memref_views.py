@@ -45,8 +45,11 @@ def parse_mixed_list(p) -> tuple[list[Optional[int]], list[Value]]:
         if p.peek("%"):
             values.append(p.parse_operand(index))
             static.append(None)
-        else:
-            static.append(p.parse_integer("integer or SSA value"))
+            return
+        value = p.optional_integer(p.op_stack[-1] if p.op_stack else None)
+        if value is None:       # MLIR's parseDynamicIndexList
+            raise p.error(f"{p.custom_op_prefix()}expected integer value")
+        static.append(value)
     p.parse_comma_separated("[", "]", entry)
     return static, values
 
@@ -76,7 +79,8 @@ def _drop_segments(attrs: dict) -> dict:
 
 
 def _fmt(v: Optional[int]) -> str:
-    return "?" if v is None else str(v)
+    """An expected offset, size or stride as ReinterpretCastOp::verify words it."""
+    return "dynamic" if v is None else str(v)
 
 
 class _OffsetsSizesStrides:
@@ -103,8 +107,13 @@ class _OffsetsSizesStrides:
 
     def _verify_interface(self, max_ranks: tuple[int, int, int]):
         """MLIR's ``verifyOffsetSizeAndStrideOp``, which runs before the op's own verifier:
-        the three lists' lengths (``max_ranks``: how many of each the op takes) and no
-        negative static offset or size.  -> the three ``(static list, dynamic values)``."""
+        as many operands in each segment as dynamic entries in its static list (only the
+        generic form can say otherwise, see :meth:`from_generic`), the three lists' lengths
+        (``max_ranks``: how many of each the op takes) and no negative static offset or size.
+        -> the three ``(static list, dynamic values)``."""
+        mismatch = getattr(self, "segment_mismatch", None)
+        if mismatch is not None:
+            raise VerifyError(mismatch, self.loc)
         mixed = self._mixed()
         (offsets, _), (sizes, _), (strides, _) = mixed
         if not (len(offsets) == 1 and max_ranks[0] == 1) and len(offsets) != len(sizes):
@@ -147,8 +156,29 @@ class _OffsetsSizesStrides:
 
     @classmethod
     def from_generic(cls, p, loc, operands, result_types, attrs, regions):
-        return cls(operands=operands, result_types=result_types, attributes=_drop_segments(attrs),
-                   regions=regions, loc=loc)
+        """The operands are split by the dynamic entries of the static lists; an
+        ``operandSegmentSizes`` that splits them otherwise is remembered for the verifier,
+        which reports it where MLIR does."""
+        op = cls(operands=operands, result_types=result_types, attributes=_drop_segments(attrs),
+                 regions=regions, loc=loc)
+        segments = attrs.get("operandSegmentSizes")
+        if isinstance(segments, DenseArrayAttr) and len(segments.values) == 4:
+            op.segment_mismatch = _segment_mismatch(attrs, segments.values[1:])
+        return op
+
+
+def _segment_mismatch(attrs: dict, counts: Sequence[int]) -> Optional[str]:
+    """MLIR's message for the first of offsets, sizes, strides whose operand count (from
+    ``operandSegmentSizes``) is not the number of dynamic entries in its static list."""
+    for name, count in zip(("offsets", "sizes", "strides"), counts):
+        static = attrs.get(f"static_{name}")
+        if not isinstance(static, DenseArrayAttr):
+            return None
+        dynamic = sum(v == DYNAMIC for v in static.values)
+        if count != dynamic:
+            return (f"expected the number of '{name}' to match the number of dynamic entries "
+                    f"in 'static_{name}' ({count} vs {dynamic})")
+    return None
 
 
 def _merge(static: Sequence[Optional[int]], values: Sequence[Value]) -> list:
@@ -386,25 +416,24 @@ class ReinterpretCastOp(_OffsetsSizesStrides, Operation):
             raise self.error(f"operand #0 must be ranked or unranked memref of any type values, "
                              f"but got '{src}'")
         _check_index_operands(self)
-        if not isinstance(res, MemRefType):
-            raise self.error(f"result #0 must be memref of any type values, but got '{res}'")
+        if not isinstance(res, MemRefType) or strided_of(res) is None:
+            raise self.error(f"result #0 must be strided memref of any type values, but got "
+                             f"'{res}'")
         (offsets, _), (sizes, _), (strides, _) = self._verify_interface((1, res.rank, res.rank))
+        # ReinterpretCastOp::verify words its errors without the op's name (emitError)
         if src.memory_space != res.memory_space:     # checked first, as upstream does
-            raise self.error(f"different memory spaces specified for source type '{src}' and "
-                             f"result memref type '{res}'")
+            raise VerifyError(f"different memory spaces specified for source type '{src}' and "
+                              f"result memref type '{res}'", self.loc)
         if src.element_type != res.element_type:
-            raise self.error(f"different element types specified for source type '{src}' and "
-                             f"result memref type '{res}'")
+            raise VerifyError(f"different element types specified for source type '{src}' and "
+                              f"result memref type '{res}'", self.loc)
         # as upstream's verifier: the result type's static sizes, offset and strides must be
         # the op's; where the type says '?', any value of the op's, static or not, fits
         for k, (size, dim) in enumerate(zip(sizes, res.shape)):
             if dim is not None and size != dim:
                 raise VerifyError(f"expected result type with size = {_fmt(size)} instead of "
                                   f"{_fmt(dim)} in dim = {k}", self.loc)
-        form = strided_of(res)
-        if form is None:
-            raise self.error(f"expected result type to have strided layout but found '{res}'")
-        res_strides, res_offset = form
+        res_strides, res_offset = strided_of(res)
         if res_offset is not None and offsets[0] != res_offset:
             raise VerifyError(f"expected result type with offset = {_fmt(offsets[0])} instead "
                               f"of {_fmt(res_offset)}", self.loc)
