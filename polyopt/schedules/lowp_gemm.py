@@ -45,6 +45,7 @@ from typing import Optional
 from ..affine.builder import Builder
 from .blis_schedule import MachineModel
 from .gemv import MlirLines
+from .register_tile import C_TILE_LEAD
 
 
 @dataclass(frozen=True)
@@ -257,6 +258,7 @@ class LowpGemmText:
                 self.tout_e = str(epilogue.output.type.element_type)
                 self.extra += f", %out: {self.tout}"
         self.last_block = f"affine_set<(d0)[s0] : (d0 + {self.kc} - s0 >= 0)>(%pc)[%K]"
+        self.whole_block = f"affine_set<(d0)[s0] : (s0 - d0 - {self.kc} >= 0)>(%pc)[%K]"
         self.groups_of = f"min affine_map<(d0)[s0] -> ({self.kc // self.g}, " \
                          f"(s0 - d0 + {self.g - 1}) floordiv {self.g})>(%pc)[%K]"
 
@@ -598,14 +600,17 @@ class LowpGemmText:
             t.add(d, f"{out} = arith.addi {acc}, {prod} : {vt}")
         return out
 
-    def kernel(self, d: int) -> list[str]:
+    def kernel(self, d: int, groups: Optional[str] = None,
+               inits: Optional[list[str]] = None) -> list[str]:
         """The k loop of the tile at (ic + ir, jc + jr): per group, N_V vector loads of B,
-        and per row of A a broadcast of its group times each of them."""
+        and per row of A a broadcast of its group times each of them; over ``groups`` (the
+        loop's bounds, by default the whole K_C block) from ``inits`` (by default zero, or
+        B's column sums)."""
         t, g, w, mr, nv, nr, nc = self.t, self.g, self.w, self.mr, self.nv, self.nr, self.nc
         vt, pvt, pt, tap, tbp = self.vt, self.pvt, self.pt, self.tap, self.tbp
         count = mr * nv
         names = [t.fresh("x") for _ in range(count)]
-        if self.engine.offset_a:
+        if inits is None and self.engine.offset_a:
             inits = []
             for v in range(nv):
                 s = t.fresh("bs")
@@ -613,13 +618,13 @@ class LowpGemmText:
                          f"{vt}")
                 inits.append(s)
             inits = inits * mr
-        else:
+        elif inits is None:
             inits = ["%zv"] * count
         res = t.fresh("r")
         types_ = ", ".join([vt] * count)
         init_text = ", ".join(f"{n} = {v}" for n, v in zip(names, inits))
-        t.add(d, f"{res}:{count} = affine.for %p = 0 to {self.groups_of} iter_args("
-                 f"{init_text}) -> ({types_}) {{")
+        t.add(d, f"{res}:{count} = affine.for %p = {groups or '0 to ' + self.groups_of} "
+                 f"iter_args({init_text}) -> ({types_}) {{")
         bs = []
         for v in range(nv):
             b = t.fresh("b")
@@ -653,20 +658,55 @@ class LowpGemmText:
     def tile(self, d: int) -> None:
         t, mr, nv, w, tc, vt = self.t, self.mr, self.nv, self.w, self.tc, self.vt
         t.add(d, f"affine.if {self.inside_c()} {{")
-        # C's tile is read once per K_C block from wherever it sits (L3 or memory): its
-        # lines are on their way while the k loop runs, as in the f32 pipelines
-        for i in range(mr):
-            for col in range(0, self.nr, 16):
-                t.add(d + 1, f"affine.prefetch %C[%ic + %ir + {i}, %jc + %jr + {col}], "
-                             f"write, locality<1>, data : {tc}")
+        # C's tile is read once per K_C block from wherever it sits (L3 or memory), after
+        # the k loop, as in the f32 pipelines (register_tile._c_tile_prefetcher): the tile
+        # M_R rows below to L2 before the loop, this tile's lines to L1 C_TILE_LEAD groups
+        # before a whole block's loop ends; sent at the start, they were gone by the end,
+        # evicted by B's micro-panel streaming through L1 (Zen 4, bf16 2048^3: 5.8% of the
+        # samples on the tile's additions to C)
+        full = self.kc // self.g
+        if full >= 4 * C_TILE_LEAD:
+            self.c_lines(d + 1, range(mr, 2 * mr), 1)
+            t.add(d + 1, f"affine.if {self.whole_block} {{")
+            accs = self.kernel(d + 2, f"0 to {full - C_TILE_LEAD}")
+            self.c_lines(d + 2, range(mr), 3)
+            accs = self.kernel(d + 2, f"{full - C_TILE_LEAD} to {full}", accs)
+            self.add_tile(d + 2, accs)
+            t.add(d + 1, "} else {")
+            self.c_lines(d + 2, range(mr), 3)
+            self.add_tile(d + 2, self.kernel(d + 2))
+            t.add(d + 1, "}")
+        else:
+            self.c_lines(d + 1, range(mr), 3)
+            self.add_tile(d + 1, self.kernel(d + 1))
+        t.add(d, "} else {")
         accs = self.kernel(d + 1)
+        for i in range(mr):
+            for v in range(nv):
+                t.add(d + 1, f"affine.vector_store {accs[i * nv + v]}, %tmp[{i}, {v * w}] : "
+                             f"{self.ttmp}, {vt}")
+        self.add_edge_tile(d + 1)
+        t.add(d, "}")
+
+    def c_lines(self, d: int, rows: range, locality: int) -> None:
+        """Prefetch the lines of C's ``rows`` (of the tile at (ic, ir, jc, jr)) into the cache
+        level of ``locality`` (3: L1, 1: L2)."""
+        for i in rows:
+            for col in range(0, self.nr, 64 // 4):    # C's elements are 4 bytes
+                self.t.add(d, f"affine.prefetch %C[%ic + %ir + {i}, %jc + %jr + {col}], "
+                              f"write, locality<{locality}>, data : {self.tc}")
+
+    def add_tile(self, d: int, accs: list[str]) -> None:
+        """C's tile plus the accumulators ``accs``, stored (through the epilogue after the
+        last K block)."""
+        t, mr, nv, w, tc, vt = self.t, self.mr, self.nv, self.w, self.tc, self.vt
         sums = []
         for i in range(mr):
             for v in range(nv):
                 at = f"%C[%ic + %ir + {i}, %jc + %jr + {v * w}]"
                 c, s = t.fresh("c"), t.fresh("c")
-                t.add(d + 1, f"{c} = affine.vector_load {at} : {tc}, {vt}")
-                t.add(d + 1, f"{s} = {self.add_op} {c}, {accs[i * nv + v]} : {vt}")
+                t.add(d, f"{c} = affine.vector_load {at} : {tc}, {vt}")
+                t.add(d, f"{s} = {self.add_op} {c}, {accs[i * nv + v]} : {vt}")
                 sums.append(s)
 
         def store_sums(dd: int) -> None:
@@ -676,25 +716,18 @@ class LowpGemmText:
                               f"%jc + %jr + {v * w}] : {tc}, {vt}")
 
         if self.epilogue is None:
-            store_sums(d + 1)
-        else:           # C's tile is final after the last K block: the epilogue, then store
-            t.add(d + 1, f"affine.if {self.last_block} {{")
-            for i in range(mr):
-                for v in range(nv):
-                    self.epilogue_store(d + 2, sums[i * nv + v], f"%ic + %ir + {i}",
-                                        f"%jc + %jr + {v * w}")
-            if self.out != "%C":
-                store_sums(d + 2)
-            t.add(d + 1, "} else {")
-            store_sums(d + 2)
-            t.add(d + 1, "}")
-        t.add(d, "} else {")
-        accs = self.kernel(d + 1)
+            store_sums(d)
+            return
+        # C's tile is final after the last K block: the epilogue, then store
+        t.add(d, f"affine.if {self.last_block} {{")
         for i in range(mr):
             for v in range(nv):
-                t.add(d + 1, f"affine.vector_store {accs[i * nv + v]}, %tmp[{i}, {v * w}] : "
-                             f"{self.ttmp}, {vt}")
-        self.add_edge_tile(d + 1)
+                self.epilogue_store(d + 1, sums[i * nv + v], f"%ic + %ir + {i}",
+                                    f"%jc + %jr + {v * w}")
+        if self.out != "%C":
+            store_sums(d + 1)
+        t.add(d, "} else {")
+        store_sums(d + 1)
         t.add(d, "}")
 
     def epilogue_store(self, d: int, value: str, row: str, col: str) -> None:
