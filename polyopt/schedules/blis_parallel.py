@@ -120,13 +120,55 @@ def balance_n_c(params: BlisParams, n: int, threads: int, user_tiles: dict = ()
     return replace(params, N_C=n_c, reasons=tuple(params.reasons) + (why,))
 
 
+#: GEPB's jc split is given up for GEBP's ic split when its busiest thread has this many
+#: times the share of the columns that the busiest thread has of the rows in the ic split.
+#: N = 784 in N_R = 64 panels is 12 whole ones and 16 columns: one thread gets 448 to 512
+#: of them.  On two Zen 4 threads, GEBP's ic split over GEPB's jc split: f32 512x784x256
+#: (65% of the columns on one thread) 1.28x, 256x196x2304 (65%) 1.12x; f64 256x196x2304
+#: (64%) 1.25x, 128x784x1152 (61%) 1.09x, 512x784x256 (57%) 1.10x; f32 128x784x1152 (57%)
+#: 1.00x; at 1000^3 and 2088x2048x2048 the columns split within 2%.
+LOPSIDED_SPLIT = 1.1
+
+
+def busiest_share(size: int, block: int, unit: int, threads: int) -> float:
+    """The share of ``size`` that the busiest of ``threads`` gets when blocks of ``block``
+    are dealt to them in contiguous chunks (OpenMP's static schedule); with ``block`` None,
+    the even split in units of ``unit``."""
+    if block is None:
+        units = -(-size // unit)
+        return min(size, -(-units // threads) * unit) / size
+    blocks = [min(block, size - s) for s in range(0, size, block)]
+    per = -(-len(blocks) // threads)
+    return max(sum(blocks[t * per:(t + 1) * per]) for t in range(threads)) / size
+
+
+def gepb_split_problem(params: BlisParams, m: int, n: int, threads: int) -> Optional[str]:
+    """Why GEPB's jc loop (after :func:`balance_n_c`) should not run on ``threads``, or None:
+    N has fewer micro-panels than threads, or the split of its columns is lopsided
+    (:data:`LOPSIDED_SPLIT`) where the rows would split evenly."""
+    if n < params.N_R * threads:
+        return f"N = {n} has fewer than {threads} GEPB micro-panels of {params.N_R} columns to split"
+    jc = busiest_share(n, params.N_C, params.N_R, threads)
+    ic = busiest_share(m, None, params.M_R, threads)
+    if jc > LOPSIDED_SPLIT * ic:
+        return (f"N = {n} in GEPB blocks of {params.N_C} columns gives one thread "
+                f"{jc:.0%} of them, M = {m} in rows of {params.M_R} {ic:.0%}")
+    return None
+
+
 def balance_for_threads(params: BlisParams, m: int, n: int, threads: int,
-                        user_tiles: dict = ()) -> Optional[BlisParams]:
+                        user_tiles: dict = (), lopsided_to_rows: bool = True
+                        ) -> Optional[BlisParams]:
     """The blocks of the loop that runs on the threads split evenly over them: M_C for GEBP
-    (the ic loop), N_C for GEPB (the jc loop); ``None`` when GEPB's columns cannot be split
-    (the caller then takes GEBP's parameters)."""
+    (the ic loop), N_C for GEPB (the jc loop); ``None`` when GEPB's columns cannot be split,
+    or (with ``lopsided_to_rows``) not evenly (:func:`gepb_split_problem`; the caller then
+    takes GEBP's parameters)."""
     if params.l2_block == "B" and not one_block_of_b(params, n):
-        return balance_n_c(params, n, threads, user_tiles)
+        balanced = balance_n_c(params, n, threads, user_tiles)
+        if balanced is None or threads <= 1 or "l2_block" in dict(user_tiles) or \
+                not lopsided_to_rows:
+            return balanced
+        return None if gepb_split_problem(balanced, m, n, threads) else balanced
     balanced = balance_m_c(params, m, threads, user_tiles)
     if balanced.k_outer and threads > 1:
         # a team keeps the K_C loop inside the M_C loop, one parallel region per call, each

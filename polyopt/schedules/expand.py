@@ -150,7 +150,8 @@ def matmul_blis_params(x, machine: Optional[MachineModel] = None,
                                  c_row_bytes=row_bytes(c.type))
     if threads <= 1:
         return params
-    from .blis_parallel import balance_for_threads, one_block_of_b
+    from .blis_parallel import (balance_for_threads, balance_n_c, gepb_split_problem,
+                                one_block_of_b)
     if params.l2_block == "A" and params.register_form == "row" and \
             not {"l2_block", "M_C", "K_C", "N_C"} & set(given):
         # a short A, which one thread runs in GEBP's order: split over the team its few
@@ -173,13 +174,21 @@ def matmul_blis_params(x, machine: Optional[MachineModel] = None,
                     f"thread's {params.M_R}x{params.N_R} tile and K_C {params.K_C}",))
     balanced = balance_for_threads(params, m, n, threads, con.tile_params)
     if balanced is None:
-        # GEPB's jc loop has fewer blocks than threads: GEBP's ic loop runs on them instead
-        params = default_blis_params(m, n, k, elem_bytes, machine, {**given, "l2_block": "A"},
-                                     c_row_bytes=row_bytes(c.type))
-        balanced = balance_for_threads(params, m, n, threads, con.tile_params)
+        # GEPB's jc loop cannot be split evenly: GEBP's ic loop runs on the threads instead
+        # with one thread's register tile and K_C, so that C's elements are summed as on one
+        # thread (the same bits); GEBP's own, shorter K_C ran slower too (two Zen 4 threads,
+        # f32 256x196x2304: K_C 384 1.35x GEPB's jc split, GEBP's 168 1.13x)
+        why = gepb_split_problem(balance_n_c(params, n, threads, con.tile_params) or params,
+                                 m, n, threads)
+        kept = {"K_C": params.K_C, "M_R": params.M_R, "N_R": params.N_R, "K_U": params.K_U,
+                "register_form": params.register_form}
+        gebp = default_blis_params(m, n, k, elem_bytes, machine,
+                                   {**kept, **given, "l2_block": "A"},
+                                   c_row_bytes=row_bytes(c.type))
+        balanced = balance_for_threads(gebp, m, n, threads, con.tile_params)
         balanced = replace(balanced, reasons=balanced.reasons + (
-            f"l2_block A for {threads} threads: N = {n} has fewer than {threads} GEPB "
-            f"micro-panels of {params.N_R} columns to split",))
+            f"l2_block A for {threads} threads, with one thread's {params.M_R}x{params.N_R} "
+            f"tile and K_C {params.K_C}: {why}",))
     return balanced
 
 
@@ -381,7 +390,10 @@ def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKern
     params = microkernel_params(m, n, k, elem_bytes, machine, given, kernel)
     if threads > 1:
         from .blis_parallel import balance_for_threads
-        balanced = balance_for_threads(params, m, n, threads, con.tile_params)
+        # the library kernel's loop order is the one it was written for (microkernel_params),
+        # kept however its columns split (not measured otherwise)
+        balanced = balance_for_threads(params, m, n, threads, con.tile_params,
+                                       lopsided_to_rows=False)
         if balanced is None:
             params = default_blis_params(m, n, k, elem_bytes, machine,
                                          {**given, "l2_block": "A"})

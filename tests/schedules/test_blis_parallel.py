@@ -292,3 +292,37 @@ def test_a_small_product_on_a_team_runs_unpacked_on_one_thread(t):
     assert np.allclose(one, args[2] + args[0] @ args[1], rtol=0, atol=1e-4)
     large = polyopt.compile(matmul_source(128, 128, 128, t), threads=2, **ALL).module
     assert "affine.parallel" in str(large)
+
+
+def _params(m, n, k, dtype, threads, attrs=None):
+    from polyopt.pipeline import machine_model
+    from polyopt.schedules.expand import matmul_blis_params
+    module = polyopt.parse(matmul_source(m, n, k, dtype, attrs))
+    op = [o for o in module.walk() if o.name == "hop.matmul"][0]
+    return matmul_blis_params(op, machine_model(), threads=threads)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_a_lopsided_column_split_runs_the_rows_on_the_threads(dtype):
+    """N = 196 in GEPB's blocks of N_R-column panels gives one of two threads about two
+    thirds of the columns; M = 256 splits into even halves: GEBP's ic loop runs on the
+    threads, with one thread's tile and K_C."""
+    one, two = _params(256, 196, 2304, dtype, 1), _params(256, 196, 2304, dtype, 2)
+    assert one.l2_block == "B" and two.l2_block == "A", (one, two)
+    assert (two.K_C, two.M_R, two.N_R) == (one.K_C, one.M_R, one.N_R)
+    assert "gives one thread 65% of them, M = 256 in rows of 4 50%" in two.reasons[-1]
+    assert _params(1000, 1000, 1000, dtype, 2).l2_block == "B"     # 8 blocks: even
+    assert _params(256, 196, 2304, dtype, 2, {"l2_block": '"B"'}).l2_block == "B"
+
+
+@pytest.mark.parametrize("m,n,k,dtype", [(130, 196, 300, "f64"), (210, 150, 517, "f32")])
+def test_a_lopsided_column_split_gives_the_same_bits_on_the_rows(m, n, k, dtype):
+    assert _params(m, n, k, dtype, 1).l2_block == "B"
+    assert _params(m, n, k, dtype, 2).l2_block == "A"
+    src = matmul_source(m, n, k, dtype, None)
+    args = _operands(m, n, k, dtype, seed=4)
+    one = _run(src, 1, args, **ALL)
+    ref = args[2].astype(np.float64) + args[0].astype(np.float64) @ args[1].astype(np.float64)
+    assert np.max(np.abs(one - ref)) <= (1e-12 if dtype == "f64" else 1e-4) * k
+    for threads in (2, 3):
+        assert np.array_equal(_run(src, threads, args, **ALL), one), threads
