@@ -45,8 +45,7 @@ def _lower_for(L: FunctionLowering, op: Operation) -> None:
     L.leaf_values[id(iv)] = iv
     hi = None if ub_range[1] is None else ub_range[1] - 1
     L.leaf_ranges[id(iv)] = (lb_range[0], hi)
-    for arg, phi in zip(iter_args, phis):
-        L.bind_llvm(arg, phi)
+    L.bind_phis(iter_args, phis)
     yielded = L.lower_region_block(op.body)
     nxt = b.add(iv, i64(step), name="iv.next", flags=NSW)
     latch = b.block
@@ -57,8 +56,7 @@ def _lower_for(L: FunctionLowering, op: Operation) -> None:
         phi.add_incoming(init, pre)
         phi.add_incoming(y, latch)
     b.position_at_end(exit_)
-    for res, phi in zip(op.results, phis):
-        L.bind_llvm(res, phi)
+    L.bind_phis(op.results, phis)
 
 
 #: The value each reduction of ``affine.parallel`` starts from (MLIR's ``getIdentityValue``;
@@ -300,12 +298,7 @@ def _lower_if(L: FunctionLowering, op: Operation) -> None:
         else_vals = L.lower_region_block(op.else_block)
         else_end = b.block
         b.branch(merge)
-    b.position_at_end(merge)
-    for i, res in enumerate(op.results):
-        phi = b.phi(then_vals[i].type)
-        phi.add_incoming(then_vals[i], then_end)
-        phi.add_incoming(else_vals[i], else_end)
-        L.bind_llvm(res, phi)
+    L.join(op.results, merge, [(then_vals, then_end), (else_vals, else_end)])
 
 
 @handles("affine.apply")

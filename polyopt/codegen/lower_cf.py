@@ -63,8 +63,7 @@ def lower_blocks(L: FunctionLowering, region: Region, first: ir.Block,
         L.b.position_at_end(bb)
         if block is not region.blocks[0]:
             phis[id(block)] = [L.b.phi(L.ml.type(a.type)) for a in block.args]
-            for a, phi in zip(block.args, phis[id(block)]):
-                L.bind_llvm(a, phi)
+            L.bind_phis(block.args, phis[id(block)])
     for block in order:
         L.b.position_at_end(llvm_blocks[id(block)])    # after its phis
         term = L.lower_ops(block)

@@ -119,7 +119,7 @@ def _lower_for(L: FunctionLowering, op: Operation) -> None:
     b.position_at_end(body)
     _bind_iv(L, op.induction_var, iv, op.lower_bound, op.upper_bound, op.step,
              signed=not op.is_unsigned)
-    _bind_all(L, op.region_iter_args, phis)
+    L.bind_phis(op.region_iter_args, phis)
     yielded = L.lower_region_block(op.body)
     nxt = b.add(iv, step, name="iv.next")
     latch = b.block
@@ -132,18 +132,7 @@ def _lower_for(L: FunctionLowering, op: Operation) -> None:
     b.position_at_end(exit_)
     if constant is None:         # from the header, or past the loop when its step failed
         phis = _merged(b, phis, header, inits, skipped)
-    _bind_all(L, op.results, phis)
-
-
-def _join(L: FunctionLowering, results: Sequence[Value], merge: ir.Block,
-          arms: Sequence[tuple[list, ir.Block]]) -> None:
-    """At ``merge``, each result is the phi of the values the arms (values, end block) yield."""
-    L.b.position_at_end(merge)
-    for k, res in enumerate(results):
-        phi = L.b.phi(arms[0][0][k].type)
-        for vals, end in arms:
-            phi.add_incoming(vals[k], end)
-        L.bind_llvm(res, phi)
+    L.bind_phis(op.results, phis)
 
 
 @handles("scf.if")
@@ -162,7 +151,7 @@ def _lower_if(L: FunctionLowering, op: Operation) -> None:
         vals = L.lower_region_block(block)
         arms.append((vals, b.block))
         b.branch(merge)
-    _join(L, op.results, merge, arms)
+    L.join(op.results, merge, arms)
 
 
 @handles("scf.while")
@@ -176,7 +165,7 @@ def _lower_while(L: FunctionLowering, op: Operation) -> None:
     b.branch(before_bb)
     b.position_at_end(before_bb)
     phis = _phis(L, inits)
-    _bind_all(L, op.before_block.args, phis)
+    L.bind_phis(op.before_block.args, phis)
     cond_op = L.lower_ops(op.before_block)
     cond = L.get(cond_op.operands[0])
     passed = [L.get(v) for v in cond_op.operands[1:]]
@@ -361,7 +350,7 @@ def _lower_execute_region(L: FunctionLowering, op: Operation) -> None:
 
     lower_blocks(L, op.regions[0], first, leave)
     if arms:
-        _join(L, op.results, merge, arms)
+        L.join(op.results, merge, arms)
     else:       # every path returns from the function
         L.b.position_at_end(merge)
         L.b.unreachable()
@@ -383,4 +372,4 @@ def _lower_index_switch(L: FunctionLowering, op: Operation) -> None:
         vals = L.lower_region_block(region.blocks[0])
         arms.append((vals, b.block))
         b.branch(merge)
-    _join(L, op.results, merge, arms)
+    L.join(op.results, merge, arms)

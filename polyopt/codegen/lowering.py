@@ -816,6 +816,27 @@ class FunctionLowering(IndexFormLowering, MemRefAccessLowering):
         else:
             self.values[v] = llv
 
+    def bind_phis(self, values: Sequence[Value], phis: Sequence[ir.Value]) -> None:
+        """Bind ``values`` (block arguments, carried values, results) to ``phis``, which must
+        be every phi of their block: binding a memref with a descriptor unpacks it with
+        ``extractvalue``s at the builder, and LLVM wants all the phis of a block before its
+        first other instruction."""
+        for v, phi in zip(values, phis):
+            self.bind_llvm(v, phi)
+
+    def join(self, values: Sequence[Value], merge: ir.Block,
+             arms: Sequence[tuple[Sequence[ir.Value], ir.Block]]) -> None:
+        """At the start of ``merge``, where the ``arms`` (values, end block) meet, bind each of
+        ``values`` to the phi of what the arms give for it (:meth:`bind_phis`)."""
+        self.b.position_at_end(merge)
+        phis = []
+        for k in range(len(values)):
+            phi = self.b.phi(arms[0][0][k].type)
+            for vals, end in arms:
+                phi.add_incoming(vals[k], end)
+            phis.append(phi)
+        self.bind_phis(values, phis)
+
     # -- op dispatch ---------------------------------------------------------------------------
 
     def with_op(self, op: Operation, fn: Callable, *args):
