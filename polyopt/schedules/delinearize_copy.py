@@ -82,13 +82,15 @@ def _form_expr(form: dict, positions: dict) -> AffineExpr:
 
 
 def delinearize_copy_loop(loop) -> bool:
-    """Split the innermost copy loop ``loop`` (step 1 from 0, a body of affine loads and
-    stores) at the multiples of the divisor its subscripts divide ``base + x`` by (the
-    module docstring).  Returns whether it was split: not when no subscript divides, when
-    they disagree on ``base`` or the divisor, or when ``x`` has other uses."""
+    """Split the innermost copy loop ``loop`` (step 1 from one lower bound, a body of
+    affine loads and stores) at the multiples of the divisor its subscripts divide
+    ``base + x`` by (the module docstring, where ``x`` starts at 0; a micro-panel copied
+    inside GEBP's ic loop starts at its first column).  Returns whether it was split: not
+    when no subscript divides, when they disagree on ``base`` or the divisor, or when ``x``
+    has other uses."""
     from ..affine.dialects.affine import AffineForOp, AffineLoadOp, AffineStoreOp
     if not isinstance(loop, AffineForOp) or loop.step != 1 or loop.inits or \
-            loop.lower_map.num_results != 1 or loop.lower_map.results[0] != constant(0):
+            loop.lower_map.num_results != 1 or loop.lower_map.num_symbols:
         return False
     x = loop.induction_var
     body = [op for op in loop.body.ops if op.name != "affine.yield"]
@@ -115,22 +117,24 @@ def delinearize_copy_loop(loop) -> bool:
     ub_operands = list(loop.upper_operands)
     if ub.num_symbols:
         return False
+    lb = loop.lower_map
     base_values = [v for v in base if v is not None]
-    outer_operands = base_values + ub_operands
+    outer_operands = base_values + ub_operands + list(loop.lower_operands)
     pos = {v: i for i, v in enumerate(base_values)}
     base_e = _form_expr(base, pos)
     shift = len(base_values)
     uppers = [u.replace([dim(shift + i) for i in range(ub.num_dims)]) for u in ub.results]
-    oh_lb = AffineMap.get(len(outer_operands), 0, (base_e.floordiv(d),))
+    lower = lb.results[0].replace([dim(shift + ub.num_dims + i) for i in range(lb.num_dims)])
+    oh_lb = AffineMap.get(len(outer_operands), 0, ((base_e + lower).floordiv(d),))
     oh_ub = AffineMap.get(len(outer_operands), 0,
                           tuple((base_e + u - 1).floordiv(d) + 1 for u in uppers))
     b = Builder.before(loop)
     oh_loop = b.create(AffineForOp.build, oh_lb, outer_operands, oh_ub, outer_operands, loc=loc)
     oh = oh_loop.induction_var
-    # x from max(0, oh * D - base) to min(u_i, oh * D + D - base)
+    # x from max(lower, oh * D - base) to min(u_i, oh * D + D - base)
     inner_operands = outer_operands + [oh]
     oh_e = dim(len(outer_operands))
-    x_lb = AffineMap.get(len(inner_operands), 0, (constant(0), oh_e * d - base_e))
+    x_lb = AffineMap.get(len(inner_operands), 0, (lower, oh_e * d - base_e))
     x_ub = AffineMap.get(len(inner_operands), 0, tuple(uppers) + (oh_e * d + d - base_e,))
     x_loop = Builder.before_terminator(oh_loop.body).create(
         AffineForOp.build, x_lb, inner_operands, x_ub, inner_operands, loc=loc)

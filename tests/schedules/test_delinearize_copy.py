@@ -74,6 +74,32 @@ def test_the_split_copy_copies_the_same_elements(rows, d, width):
     np.testing.assert_array_equal(_run(split, inp, panels, width).ravel(), want)
 
 
+@pytest.mark.parametrize("rows,d,width", [(9, 56, 64), (30, 7, 64), (13, 97, 16)])
+def test_a_copy_loop_from_its_panels_first_column_splits_too(rows, d, width):
+    """GEBP packs B's micro-panels inside the ic loop, each copy loop running over the
+    panel's own columns: ``x`` from ``p * W`` to ``min(p * W + W, total)``."""
+    total = rows * d
+    panels = -(-total // width)
+    text = f"""func.func @copy(%I: memref<{rows}x{d}xf32>, %buf: memref<{panels}x{width}xf32>) {{
+  affine.for %p = 0 to {panels} {{
+    affine.for %x = affine_map<(d0) -> (d0 * {width})>(%p) to min affine_map<(d0) -> (d0 * {width} + {width}, {total})>(%p) {{
+      %v = affine.load %I[%x floordiv {d}, %x mod {d}] : memref<{rows}x{d}xf32>
+      affine.store %v, %buf[%p, %x - %p * {width}] : memref<{panels}x{width}xf32>
+    }}
+  }}
+  return
+}}
+"""
+    split, changed = _split(text)
+    assert changed
+    assert f"floordiv {d}" not in split.split("affine.load")[1].split("\n")[0], split
+    inp = np.arange(rows * d, dtype=np.float32).reshape(rows, d)
+    want = np.full(panels * width, -1.0, np.float32)
+    want[:total] = inp.ravel()
+    np.testing.assert_array_equal(_run(split, inp, panels, width).ravel(), want)
+    np.testing.assert_array_equal(_run(text, inp, panels, width).ravel(), want)
+
+
 @pytest.mark.parametrize("load_sub", [
     "(%p * {w} + %x * 2) floordiv {d}, (%p * {w} + %x) mod {d}",   # x scaled inside
     "(%p * {w} + %x) floordiv {d}, (%p * {w} + %x) mod 8",          # two divisors
