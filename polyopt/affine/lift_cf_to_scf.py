@@ -43,13 +43,13 @@ on to several blocks (a block two of them reach that is not where they all meet,
 return and others go on) has those edges sent to one new block that dispatches to where
 each went: the paths meet there (CFGToSCF's multiplexers, as in Bahmann et al., "Perfect
 Reconstructability of Control Flow from Demand Dependence Graphs", 2015). The slots an edge
-into a multiplexer does not fill get a zero, ``ub.poison`` for a vector, a function argument
-of the type for a memref (:class:`_Fill`).
+into a multiplexer does not fill get a zero, ``ub.poison`` for a vector or a memref
+(:class:`_Fill`).
 
 Upstream's pass turns every loop into ``scf.while`` (a do-while); this one gives the counted
 loops back as ``scf.for``, the form the polyhedral passes read, and leaves a function with
-anything else (a block only a repeated ``cf.switch`` case reaches, a memref no argument of
-the function stands in for, a loop that never ends) as it was, all of it: it runs as
+anything else (a block only a repeated ``cf.switch`` case reaches, an unranked memref that
+nothing stands in for, a loop that never ends) as it was, all of it: it runs as
 written, through the branches, and the remark says what stopped the lifting.
 """
 
@@ -117,9 +117,8 @@ def route_loop_exits(region: Region, max_rounds: int = 1000) -> None:
           cf.switch %sel : i32, [default: ^exitN(...), 1: ^exit1(...), ...]
 
     A slot an edge does not fill gets a :class:`_Fill` value (a zero, ``ub.poison`` for a
-    vector, an argument of the function for a memref); the loop's values read after it are
-    read from ``^exits``' arguments. A loop carrying a value that has none (a memref of a type
-    no argument has) is left as it is. Raises nothing: the lifting refuses what is left.
+    vector or a memref); the loop's values read after it are read from ``^exits``' arguments.
+    A loop carrying a value that has none (an unranked memref) is left as it is. Raises nothing: the lifting refuses what is left.
     """
     for _ in range(max_rounds):
         if not _route_one_loop(region):
@@ -163,11 +162,10 @@ def _route_one_loop(region: Region) -> bool:
 class _Fill:
     """The values a multiplexer passes in the slots of the edges it does not take (MLIR's
     CFGToSCF passes ``ub.poison`` in all of them): a zero for an integer, an index or a float
-    (what the polyhedral passes read best), ``ub.poison`` for a vector (lowered as zeros), and
-    for a memref of a static shape one of the function's arguments of that type (poison may
-    be any value, and the LLVM lowering has no poison memref); nothing for other types (the
-    lifting refuses them). Each value is made once, at the top of ``block`` (whose arguments
-    are the function's)."""
+    (what the polyhedral passes read best), ``ub.poison`` for a vector (lowered as zeros) and
+    for a ranked memref of any shape and layout (lowered as a null pointer with a zero
+    descriptor); nothing for other types (the lifting refuses them). Each value is made once,
+    at the top of ``block``."""
 
     def __init__(self, block: Block, loc):
         self.block = block
@@ -175,12 +173,7 @@ class _Fill:
         self.values: dict = {}
 
     def available(self, t) -> bool:
-        if isinstance(t, MemRefType):
-            # a memref of a static shape only: polyopt's LLVM lowering puts the descriptor of
-            # any other between the phis of an scf.if with more results (invalid LLVM IR)
-            return t.layout is None and None not in t.shape and \
-                any(a.type == t for a in self.block.args)
-        return isinstance(t, (IntegerType, IndexType, FloatType, VectorType))
+        return isinstance(t, (IntegerType, IndexType, FloatType, VectorType, MemRefType))
 
     def __call__(self, t) -> Value:
         v = self.values.get(t)
@@ -192,14 +185,10 @@ class _Fill:
         elif isinstance(t, FloatType):
             op = Operation.create("arith.constant", result_types=[t],
                                   attributes={"value": FloatAttr(0.0, t)}, loc=self.loc)
-        elif isinstance(t, VectorType):
-            op = PoisonOp.build(t, loc=self.loc)
         else:
-            op = None
-            v = next(a for a in self.block.args if a.type == t)
-        if op is not None:
-            self.block.insert(0, op)
-            v = op.results[0]
+            op = PoisonOp.build(t, loc=self.loc)
+        self.block.insert(0, op)
+        v = op.results[0]
         self.values[t] = v
         return v
 

@@ -1,8 +1,8 @@
 """lift-cf-to-scf's multiplexers (a loop's one latch, a cycle's one entry) pass every edge's
 values in slots of their own, and an edge fills the slots of the others with a stand-in value
 (``ub.poison`` in MLIR's CFGToSCF): a zero for an integer, an index or a float, ``ub.poison``
-for a vector (lowered as zeros), a function argument of the type for a memref (the LLVM
-lowering has no poison memref). Before, a loop or a cycle carrying a memref or a vector
+for a vector (lowered as zeros) and for a memref of any shape or layout (lowered as a null
+pointer with a zero descriptor). Before, a loop or a cycle carrying a memref or a vector
 through such a slot stayed as branches.
 
 Each function is lifted, accepted by mlir-opt-22, and run as written and lifted (with --hopt
@@ -26,7 +26,7 @@ SWITCHES = [dict(hopt=True), dict(hopt=True, copy=True, unroll=True, scalrep=Tru
 # a search that swaps its two buffers each round and leaves from two places: the exit taken
 # when a value passes the key carries a vector, a float and the buffer it was found in; the
 # other the buffer and a count. The latch's slots for the exit not taken get ub.poison (the
-# vector), %A (the memrefs) and zeros
+# vector and the memrefs) and zeros
 SEARCH = """func.func @search(%A: memref<8xf32>, %B: memref<8xf32>, %n: index, %key: f32) -> (f32, index, i64) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -70,7 +70,7 @@ def _search(A, B, n, key):
 
 
 # a cycle entered at two blocks (^x from the entry, ^y from ^pre), each taking a vector and
-# a memref: the entry multiplexer's slots for the entry not taken get ub.poison and %A
+# a memref: the entry multiplexer's slots for the entry not taken get ub.poison
 IRREDUCIBLE = """func.func @ping(%A: memref<4xf32>, %B: memref<4xf32>, %p: i1, %n: index) -> f32 {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -123,11 +123,13 @@ def _lift(text: str):
     return str(module), remarks
 
 
-def _run_all(text: str, lifted: str, name: str, cases, reference):
+def _run_all(text: str, lifted: str, name: str, cases, reference, copy: bool = True):
+    """``copy=False`` passes the arrays themselves (strided views stay views) to a function
+    that does not write them."""
     for source, switches in [(text, {})] + [(lifted, sw) for sw in SWITCHES]:
         f = polyopt.compile(source, **switches)[name]
         for args in cases:
-            got = f(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+            got = f(*[a.copy() if copy and isinstance(a, np.ndarray) else a for a in args])
             got = tuple(got) if isinstance(got, tuple) else (got,)
             want = reference(*args)
             want = want if isinstance(want, tuple) else (want,)
@@ -139,7 +141,7 @@ def test_a_loop_leaving_with_a_vector_a_memref_an_index_an_integer_and_a_float()
     assert remarks == [LIFTED]
     assert not _CF.search(lifted) and "scf.while" in lifted
     assert "ub.poison : vector<4xf32>" in lifted
-    assert "ub.poison : memref" not in lifted     # %arg0 stands in for the memrefs
+    assert "ub.poison : memref<8xf32>" in lifted
     mlir_opt(lifted)
     A = np.arange(8, dtype=np.float32)
     B = -2 * np.arange(8, dtype=np.float32)
@@ -159,13 +161,16 @@ def test_an_irreducible_cycle_carrying_a_vector_and_a_memref():
     _run_all(IRREDUCIBLE, lifted, "ping", cases, _ping)
 
 
-@pytest.mark.parametrize("where", ["signature", "cast"])
-def test_a_loop_carrying_a_dynamic_memref_through_a_slot_stays_as_branches(where):
-    """The buffers as memref<?xf32> (in the signature, or cast inside): polyopt's LLVM
-    lowering of an scf.if whose results hold such a memref and more is invalid (its
-    descriptor lands between the phis), so no slot of that type is filled and the function
-    runs as written."""
-    text = SEARCH.replace("memref<8xf32>", "memref<?xf32>")
+STRIDED = "memref<?xf32, strided<[?], offset: ?>>"
+
+
+@pytest.mark.parametrize("where", ["signature", "cast", "strided"])
+def test_a_loop_carrying_a_dynamic_memref_through_a_slot(where):
+    """The buffers as memref<?xf32> (in the signature, or cast inside) or with a strided
+    layout of unknown strides and offset: their slots get ub.poison of the type, the
+    function lifts, and runs as written (on strided views in the strided case)."""
+    dyn = STRIDED if where == "strided" else "memref<?xf32>"
+    text = SEARCH.replace("memref<8xf32>", dyn)
     if where == "cast":
         text = text.replace("func.func @search(%A: memref<?xf32>, %B: memref<?xf32>",
                             "func.func @search(%A0: memref<8xf32>, %B0: memref<8xf32>")
@@ -174,9 +179,14 @@ def test_a_loop_carrying_a_dynamic_memref_through_a_slot_stays_as_branches(where
                             "  %A = memref.cast %A0 : memref<8xf32> to memref<?xf32>\n"
                             "  %B = memref.cast %B0 : memref<8xf32> to memref<?xf32>\n", 1)
     lifted, remarks = _lift(text)
-    assert len(remarks) == 1 and "not lifted" in remarks[0], remarks
-    assert _CF.search(lifted)
+    assert remarks == [LIFTED]
+    assert not _CF.search(lifted) and "scf.while" in lifted
+    assert f"ub.poison : {dyn}" in lifted
+    mlir_opt(lifted)
     A = np.arange(8, dtype=np.float32)
     B = -2 * np.arange(8, dtype=np.float32)
-    cases = [(A, B, n, key) for n in (0, 5, 8) for key in (2.5, 100.0)]
-    _run_all(text, text, "search", cases, _search)
+    if where == "strided":
+        A = np.arange(24, dtype=np.float32)[1::3]
+        B = -2 * np.arange(16, dtype=np.float32)[::2]
+    cases = [(A, B, n, key) for n in (0, 3, 5, 8) for key in (2.5, -1.0, 100.0)]
+    _run_all(text, lifted, "search", cases, _search, copy=False)
