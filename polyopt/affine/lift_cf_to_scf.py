@@ -118,7 +118,8 @@ def route_loop_exits(region: Region, max_rounds: int = 1000) -> None:
 
     A slot an edge does not fill gets a :class:`_Fill` value (a zero, ``ub.poison`` for a
     vector or a memref); the loop's values read after it are read from ``^exits``' arguments.
-    A loop carrying a value that has none (an unranked memref) is left as it is. Raises nothing: the lifting refuses what is left.
+    A loop carrying a value that has none (an unranked memref) is left as it is. Raises
+    nothing: the lifting refuses what is left.
     """
     for _ in range(max_rounds):
         if not _route_one_loop(region):
