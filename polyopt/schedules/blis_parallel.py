@@ -123,10 +123,10 @@ def balance_n_c(params: BlisParams, n: int, threads: int, user_tiles: dict = ()
 #: GEPB's jc split is given up for GEBP's ic split when its busiest thread has this many
 #: times the share of the columns that the busiest thread has of the rows in the ic split.
 #: N = 784 in N_R = 64 panels is 12 whole ones and 16 columns: one thread gets 448 to 512
-#: of them.  On two Zen 4 threads, GEBP's ic split over GEPB's jc split: f32 512x784x256
-#: (65% of the columns on one thread) 1.28x, 256x196x2304 (65%) 1.12x; f64 256x196x2304
-#: (64%) 1.25x, 128x784x1152 (61%) 1.09x, 512x784x256 (57%) 1.10x; f32 128x784x1152 (57%)
-#: 1.00x; at 1000^3 and 2088x2048x2048 the columns split within 2%.
+#: of them.  On two Zen 4 threads, GEBP's ic split (with one thread's K_C) over GEPB's jc
+#: split: f32 512x784x256 (65% of the columns on one thread) 1.33x, 256x196x2304 (65%) 1.28x;
+#: f64 256x196x2304 (65%) 1.47x, 128x784x1152 (61%) 1.22x, 512x784x256 (57%) 1.14x; f32
+#: 128x784x1152 (57%) 1.15x; at 1000^3 and 2088x2048x2048 the columns split within 2%.
 LOPSIDED_SPLIT = 1.1
 
 
