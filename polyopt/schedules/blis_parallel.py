@@ -32,7 +32,9 @@ K_C x N_C block of B into its L2, and A's M_C x K_C block, in the shared L3, is 
 team; N_C is shrunk so that the jc blocks split evenly (:func:`balance_n_c`).  When all of N
 is one block of B there is no jc loop: the ic loop runs on the threads, each packing its own
 A blocks, B's block packed by the team when it is packed once before the loop (doitgen's
-21000x160x160), by each thread when it is packed per K_C block inside it.  When N spans
+21000x160x160), by each thread when it is packed per K_C block inside it; the team's region
+then encloses the K_C loop, so that each thread packs B's block once per K_C block before
+its own chunk of the ic blocks (:func:`_team_around_k_blocks`).  When N spans
 several blocks but has fewer N_R-wide micro-panels than there are threads, the nest takes
 GEBP's parameters.
 """
@@ -42,7 +44,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Optional
 
-from ..affine.dialects.affine import AffineForOp, AffineParallelOp
+from ..affine.affine_expr import AffineMap, dim
+from ..affine.dialects.affine import AffineForOp, AffineParallelOp, AffineYieldOp
 from ..affine.dialects.memref import AllocaOp
 from ..affine.ir import Operation
 from .blis_schedule import BlisParams
@@ -208,14 +211,14 @@ def _region_moves_with(info, dim: int, loop: AffineForOp) -> bool:
 
 def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink = None,
                           loc=None, kind: str = "hop.matmul", l2_block: str = "A",
-                          output=None) -> bool:
+                          output=None, threads: int = 2) -> bool:
     """Parallelize the packed BLIS nest among ``nest_ops`` (the generated top-level ops:
     allocations, the nest, deallocations) as the module docstring says; ``copy_infos`` are
     A's and B's :class:`~polyopt.memref_layout.data_copy.CopyInfo` from packing, ``l2_block``
     the nest's order (``"A"``: GEBP, the ic loop is parallel; ``"B"``: GEPB, the jc loop);
     ``output`` is the product's C, which the threads share (each writes its own rows or
     columns of it), also when it is a buffer of the function's (a raised contraction's
-    temporary, copied back after the nest).
+    temporary, copied back after the nest); ``threads`` the team's size.
     Returns whether it did; when the nest is not the expected shape it is left sequential
     with a remark."""
     def skip(why: str) -> bool:
@@ -228,7 +231,7 @@ def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink =
     # the operand whose L2 block each thread packs for itself, and the shared one
     ic = _gepb_ic_loop(copy_infos) if l2_block == "B" else None
     if ic is not None:
-        return _parallelize_gepb_ic(ic, copy_infos[1], output, remark, loc, kind)
+        return _parallelize_gepb_ic(ic, copy_infos[1], output, remark, loc, kind, threads)
     if l2_block == "B":
         own, shared = copy_infos[1], copy_infos[0]
         name, other, loop_name, moving = "B", "A", "loop over N_C blocks (jc)", 1
@@ -288,7 +291,7 @@ def _gepb_ic_loop(copy_infos: list) -> Optional[AffineForOp]:
 
 
 def _parallelize_gepb_ic(loop: AffineForOp, b_info, output, remark: RemarkSink, loc,
-                         kind: str) -> bool:
+                         kind: str, threads: int) -> bool:
     """GEPB with one block of B: the ic loop on the threads, each packing its own A blocks;
     B's block is the team's when packed once before the loop (K in one K_C block), each
     thread's own when packed inside it, once per K_C block."""
@@ -298,15 +301,75 @@ def _parallelize_gepb_ic(loop: AffineForOp, b_info, output, remark: RemarkSink, 
             remark(loc, f"{kind}: left sequential: a buffer written in the loop over M_C "
                         f"blocks (ic) is also used outside it")
         return False
+    # (B's zero padding hoisted before the nest is no shared block: each thread's body
+    # starts with it, :func:`_private_buffers`)
     shared = _packing_outside(b_info, loop)
-    par = _run_on_team(loop, private)
+    if not any(op in shared for op in b_info.copy_in):
+        shared = []
+    team = None if shared else _team_around_k_blocks(loop, b_info, threads)
+    par = _run_on_team(team or loop, private)
     _pack_on_team(shared, par)
     if remark is not None:
         whose = "the team's" if shared else "each thread's own"
+        if team is not None:
+            whose += " packed once per K_C block (the team's region around the K_C loop)"
         remark(loc, f"{kind}: loop over M_C blocks (ic) parallel (all of N in one block of B: "
                     f"no jc loop to split), each thread with its own packed A block; B's "
                     f"block {whose}")
     return True
+
+
+def _team_around_k_blocks(loop: AffineForOp, b_info, threads: int
+                          ) -> Optional[AffineForOp]:
+    """GEPB's ic ``loop`` around the K_C loop that packs B's block: a loop over the
+    ``threads`` threads around that K_C loop, each thread running its contiguous chunk of the
+    ic blocks inside it, after B's packing (None, ``loop`` unchanged, when the nest is not
+    that shape)::
+
+        affine.for %ic = 0 to 14 {            affine.for %t = 0 to 2 {        (the team)
+          affine.for %pc = 0 to 2 {             affine.for %pc = 0 to 2 {
+            B's copy-in (%pc)          -->        B's copy-in (%pc)
+            A's copy-in, tiles (%ic, %pc)         affine.for %ic = 7 * %t to 7 * %t + 7 {
+                                                    A's copy-in, tiles (%ic, %pc)
+
+    Each thread packs B's block once per K_C block instead of once per ic block and K_C
+    block (conv3_x on two threads: 7 times as often, 7% of its time).  Legal: the ic
+    blocks write distinct rows of C, B's copy does not depend on %ic and goes to the
+    thread's own buffer, and each element of C still adds its K_C blocks in order (the same
+    bits).  The chunks are OpenMP's static schedule of the ic loop."""
+    body = [op for op in loop.body.ops if not isinstance(op, AffineYieldOp)]
+    trips = loop.constant_trip_count
+    if len(body) != 1 or not isinstance(body[0], AffineForOp) or body[0].inits or \
+            not loop.has_constant_bounds or trips is None or trips <= threads:
+        return None
+    k_loop = body[0]
+    b_copies = {id(op) for op in list(b_info.copy_in) + list(b_info.zero_fill or [])}
+    ops = [op for op in k_loop.body.ops if not isinstance(op, AffineYieldOp)]
+    prefix = 0
+    while prefix < len(ops) and id(ops[prefix]) in b_copies:
+        prefix += 1
+    iv = loop.induction_var
+    uses_iv = lambda op: any(v is iv for o in op.walk() for v in o.operands)
+    if prefix == 0 or prefix == len(ops) or any(id(op) in b_copies for op in ops[prefix:]) or \
+            any(uses_iv(op) for op in ops[:prefix]):
+        return None
+    chunk = -(-trips // threads) * loop.step
+    lb, ub = loop.constant_lower_bound, loop.constant_upper_bound
+    team = AffineForOp.build_constant(0, -(-trips // (chunk // loop.step)), loc=loop.loc)
+    t = dim(0)
+    inner = AffineForOp.build(AffineMap.get(1, 0, [t * chunk + lb]), [team.induction_var],
+                              AffineMap.get(1, 0, [t * chunk + lb + chunk, ub]),
+                              [team.induction_var], step=loop.step, loc=loop.loc)
+    iv.replace_all_uses_with(inner.induction_var)
+    for op in ops[prefix:]:
+        op.detach()
+        inner.body.insert_before(inner.body.terminator, op)
+    k_loop.body.insert_before(k_loop.body.terminator, inner)
+    k_loop.detach()
+    team.body.insert_before(team.body.terminator, k_loop)
+    loop.parent.insert_before(loop, team)
+    loop.erase()
+    return team
 
 
 def _packing_outside(info, loop: AffineForOp) -> list:

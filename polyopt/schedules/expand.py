@@ -319,7 +319,7 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
     if threads > 1:
         from .blis_parallel import parallelize_blis_nest
         parallelize_blis_nest(_nest_ops(block, before, after), infos, remark, loc, con.kind,
-                              params.l2_block, output=operands[2])
+                              params.l2_block, output=operands[2], threads=threads)
     return _nest_ops(block, before, after)
 
 
@@ -444,7 +444,7 @@ def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKern
     if threads > 1:
         from .blis_parallel import parallelize_blis_nest
         parallelize_blis_nest(_nest_ops(block, before, after), infos, remark, loc, con.kind,
-                              params.l2_block, output=c)
+                              params.l2_block, output=c, threads=threads)
     return _nest_ops(block, before, after)
 
 
@@ -489,7 +489,7 @@ def _with_register_tile(new_ops, operands, params, machine, remark, loc, copy, s
     if threads > 1 and packed:
         from .blis_parallel import parallelize_blis_nest
         parallelize_blis_nest(_nest_ops(block, before, after), infos, remark, loc, kind,
-                              params.l2_block, output=c)
+                              params.l2_block, output=c, threads=threads)
     return _nest_ops(block, before, after)
 
 

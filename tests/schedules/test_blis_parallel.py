@@ -249,6 +249,50 @@ def test_gepb_with_one_block_of_b_runs_its_m_c_blocks_on_the_threads(m, n, k, at
     assert np.array_equal(_run(src, 3, args, **ALL), one)
 
 
+@pytest.mark.parametrize("threads", [2, 3, 4])
+def test_each_thread_packs_b_once_per_k_c_block_around_its_m_c_blocks(threads):
+    """GEPB with all of N in one block of B and K in several K_C blocks: the team's region
+    encloses the K_C loop, and each thread packs B's block there, once per K_C block, then
+    runs its own chunk of the M_C blocks (it had packed B again for each of its M_C
+    blocks).  9 M_C blocks do not split evenly over 2 or 4 threads: the last chunk is cut
+    short (or empty).  The bits are one thread's."""
+    from polyopt.affine.dialects.affine import AffineForOp, AffineParallelOp
+    m, n, k = 997, 61, 150
+    src = matmul_source(m, n, k, "f64", {"l2_block": '"B"', "K_C": "64 : i32",
+                                         "M_C": "112 : i32"})
+    remarks = []
+    compiled = polyopt.compile(src, threads=threads, remark=lambda loc, msg: remarks.append(msg),
+                               **ALL)
+    assert any("packed once per K_C block (the team's region around the K_C loop)" in r
+               for r in remarks), remarks
+    func = next(op for op in compiled.module.walk() if op.name == "func.func")
+    a_arg, b_arg = func.regions[0].blocks[0].args[:2]
+    [par] = [op for op in compiled.module.walk() if isinstance(op, AffineParallelOp)]
+    team = par.body.args[0]
+
+    def loops_between(op):
+        return [l for l in op.ancestors() if isinstance(l, AffineForOp) and
+                any(p is par for p in l.ancestors())]
+
+    def on_thread_chunk(loop):
+        return any(v is team for v in loop.operands)
+
+    reads = {id(a_arg): [], id(b_arg): []}
+    for op in compiled.module.walk():
+        if op.name == "affine.load" and id(op.operands[0]) in reads:
+            reads[id(op.operands[0])].append(op)
+    assert reads[id(b_arg)] and reads[id(a_arg)]
+    # B's copy sits under the K_C loop only, A's under the thread's chunk of M_C blocks
+    assert not any(on_thread_chunk(l) for op in reads[id(b_arg)] for l in loops_between(op))
+    assert all(any(on_thread_chunk(l) for l in loops_between(op)) for op in reads[id(a_arg)])
+    args = _operands(m, n, k, "f64", seed=5)
+    one = _run(src, 1, args, **ALL)
+    assert np.allclose(one, args[2] + args[0] @ args[1], rtol=1e-12, atol=1e-12 * k)
+    out = [a.copy() for a in args]
+    compiled["matmul"](*out)
+    assert np.array_equal(out[2], one)
+
+
 @pytest.mark.parametrize("dtype,attrs", [
     ("f64", {"l2_block": '"B"'}),                                 # GEPB: A's block is shared
     ("f32", {"l2_block": '"B"'}),
