@@ -226,7 +226,15 @@ def parallelize_blis_nest(nest_ops: list, copy_infos: list, remark: RemarkSink =
             remark(loc, f"{kind}: left sequential: {why}")
         return False
 
-    if len(copy_infos) != 2 or any(i.buffer is None for i in copy_infos):
+    if len(copy_infos) == 2 and copy_infos[0] is None and copy_infos[1] is not None and \
+            copy_infos[1].buffer is not None and l2_block == "B":
+        ic = _ic_loop_of_a_in_place(nest_ops, copy_infos[1], output)
+        if ic is None:
+            return skip("A is read in place and no loop over M_C blocks (ic) encloses the "
+                        "tiles (M fits one M_C block)")
+        return _parallelize_gepb_ic(ic, copy_infos[1], output, remark, loc, kind, threads,
+                                    a_packed=False)
+    if len(copy_infos) != 2 or any(i is None or i.buffer is None for i in copy_infos):
         return skip("the product is not packed (parallel BLIS needs --hopt-copy)")
     # the operand whose L2 block each thread packs for itself, and the shared one
     ic = _gepb_ic_loop(copy_infos) if l2_block == "B" else None
@@ -290,11 +298,36 @@ def _gepb_ic_loop(copy_infos: list) -> Optional[AffineForOp]:
     return None
 
 
+def _ic_loop_of_a_in_place(nest_ops: list, b_info, output) -> Optional[AffineForOp]:
+    """GEPB with one block of B and A read in place (not packed): the nest's loop over M_C
+    blocks, the top-level loop around the tiles (the first dimension of BLIS's schedule,
+    so its iterations write distinct rows of C), which B's packing, if inside it, does not
+    depend on; None when there is no such loop (M in one M_C block)."""
+    b_ops = {id(op) for op in list(b_info.copy_in) + list(b_info.zero_fill or [])}
+    loops = [op for op in nest_ops if isinstance(op, AffineForOp) and id(op) not in b_ops
+             and any(o.name in _STORES and o.operands[_STORES[o.name]] is output
+                     for o in op.walk())]
+    if len(loops) != 1 or loops[0].inits:
+        return None
+    loop = loops[0]
+    iv = loop.induction_var
+
+    def uses_iv(op: Operation) -> bool:
+        return any(v is iv for o in op.walk() if o is not loop for v in o.operands)
+
+    if (loop.constant_trip_count or 0) < 2 or not uses_iv(loop) or \
+            any(uses_iv(op) for op in b_info.copy_in if op.parent is not None
+                and _inside(op, loop)):
+        return None
+    return loop
+
+
 def _parallelize_gepb_ic(loop: AffineForOp, b_info, output, remark: RemarkSink, loc,
-                         kind: str, threads: int) -> bool:
-    """GEPB with one block of B: the ic loop on the threads, each packing its own A blocks;
-    B's block is the team's when packed once before the loop (K in one K_C block), each
-    thread's own when packed inside it, once per K_C block."""
+                         kind: str, threads: int, a_packed: bool = True) -> bool:
+    """GEPB with one block of B: the ic loop on the threads, each packing its own A blocks
+    (unless ``a_packed`` is False: A read in place); B's block is the team's when packed
+    once before the loop (K in one K_C block), each thread's own when packed inside it, once
+    per K_C block."""
     private = _private_buffers(loop, output)
     if private is None:
         if remark is not None:
@@ -313,9 +346,9 @@ def _parallelize_gepb_ic(loop: AffineForOp, b_info, output, remark: RemarkSink, 
         whose = "the team's" if shared else "each thread's own"
         if team is not None:
             whose += " packed once per K_C block (the team's region around the K_C loop)"
+        a = "each thread with its own packed A block" if a_packed else "A read in place"
         remark(loc, f"{kind}: loop over M_C blocks (ic) parallel (all of N in one block of B: "
-                    f"no jc loop to split), each thread with its own packed A block; B's "
-                    f"block {whose}")
+                    f"no jc loop to split), {a}; B's block {whose}")
     return True
 
 

@@ -41,7 +41,8 @@ from ..affine.ir import Operation, Value
 from ..affine.types import MemRefType, StridedLayout
 
 __all__ = ["Subscript", "Operand", "Contraction", "contraction_of_op", "to_matrix_form",
-           "STAND_IN_ATTR", "STAND_IN_RUN_ATTR", "STAND_IN_WINDOW_RUN_ATTR", "ROW", "COL",
+           "STAND_IN_ATTR", "STAND_IN_RUN_ATTR", "STAND_IN_WINDOW_RUN_ATTR",
+           "STAND_IN_USER_TILES_ATTR", "ROW", "COL",
            "RED"]
 
 #: marks the im2col stand-in of a convolution (conv_gemm), whose accesses are rewritten later
@@ -51,6 +52,9 @@ STAND_IN_RUN_ATTR = "polyopt.im2col_input_vectors"
 #: on the stand-in: the length of the runs of its columns, aligned from column 0, that are
 #: consecutive elements of the input (a window row's channels, or one window position's)
 STAND_IN_WINDOW_RUN_ATTR = "polyopt.im2col_window_run"
+#: on the stand-in: the convolution's tile parameters were given (attributes, pass options),
+#: not only chosen by the convolution's model
+STAND_IN_USER_TILES_ATTR = "polyopt.im2col_user_tiles"
 
 #: the loop names of a contraction: batch loops are ``"b0"``, ``"b1"``, ...
 ROW, COL, RED = "i", "j", "k"

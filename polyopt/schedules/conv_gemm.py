@@ -30,7 +30,7 @@ from ..affine.dialects.memref import AllocOp
 from ..affine.ir import Operation, Value
 from ..affine.types import MemRefType, StridedLayout, i64
 from .contraction import (COL, RED, ROW, STAND_IN_ATTR, STAND_IN_RUN_ATTR,
-                          STAND_IN_WINDOW_RUN_ATTR, Contraction,
+                          STAND_IN_USER_TILES_ATTR, STAND_IN_WINDOW_RUN_ATTR, Contraction,
                           Operand, Subscript)
 from .blis_schedule import row_bytes
 from .packing_loops import linear_terms, panelize_rows
@@ -595,6 +595,8 @@ def expand_conv_tiled(op, expand_contraction, machine=None, tiles: Optional[dict
         tiles.update(_k_c_and_order(spec, rows, red, channels, tiles, machine,
                                     options.get("threads", 1)))
     con, stand_in, windows = conv_as_matmul(spec, tiles)
+    if given:
+        stand_in.attributes[STAND_IN_USER_TILES_ATTR] = UnitAttr()
     m_r = _register_rows(con, machine)
     expand_contraction(con, machine=machine, **options)
     if spec is not op:

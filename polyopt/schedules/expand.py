@@ -49,7 +49,8 @@ from ..affine.types import FloatType
 from .blis_schedule import (BlisParams, MachineModel, MicroKernelChoice, default_blis_params,
                             microkernel_params, row_bytes, short_a)
 from .blis_parallel import MIN_THREADED_PRODUCT
-from .contraction import STAND_IN_ATTR, Contraction, contraction_of_op, to_matrix_form
+from .contraction import (STAND_IN_ATTR, STAND_IN_USER_TILES_ATTR, STAND_IN_WINDOW_RUN_ATTR,
+                          Contraction, contraction_of_op, to_matrix_form)
 from ..affine.runtime_checks import guard_sizes
 from .nest_building import extent_loops, memref_size, mul_add
 from .parallelize import to_affine_parallel
@@ -288,17 +289,19 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
         if copy:
             remark(loc, f"{con.kind}: packing (--hopt-copy) skipped: it applies to the BLIS "
                         f"schedule (tile attributes or defaults), not to a 'schedule' attribute")
-    in_place = copy and steps.vect and steps.unroll and threads <= 1 and params is not None \
-        and _a_in_place(con, params)
-    if in_place and remark is not None:
-        remark(loc, f"{con.kind}: A not packed: all of N ({con.n}) is one block of B, so each "
-                    f"of A's micro-panels would serve {-(-con.n // params.N_R)} tile(s); the "
-                    f"tile reads A's rows in place")
+    in_place = None
+    if copy and steps.vect and steps.unroll and params is not None:
+        in_place = _a_in_place(con, params, threads)
+    if in_place is not None:
+        if remark is not None:
+            remark(loc, _in_place_remark(con, params, in_place))
+        params = in_place
     loops = expand_matmul(con)
     new_ops = apply_schedule(loops[0], {"S0": schedule}, check=True)
     if params is not None and steps.any:
         new_ops = _with_register_tile(new_ops, operands, params, machine, remark, loc, copy,
-                                      steps, con.kind, threads, a_in_place=in_place)
+                                      steps, con.kind, threads,
+                                      a_in_place=in_place is not None)
         return new_ops
     if not copy or params is None:
         return new_ops
@@ -348,17 +351,90 @@ def _unpacked_small_params(con: Contraction, machine) -> Optional[BlisParams]:
                            c_row_bytes=row_bytes(con.operands[2].type))
 
 
-def _a_in_place(con: Contraction, params: BlisParams) -> bool:
-    """GEPB in the row form on one thread with all of N in one block of B, M and K in whole
-    tiles (M_R divides M, K_C divides K or K is one block; N's edge runs over B's padded
-    panel): A's micro-panels would each serve N / N_R tiles only, and the tile reads A's rows
-    in place at no cost over the packed panel (the ``?x?`` function does so at run time).
-    Zen 4, one thread, f32 2048x64x1024: 90 GFLOPS packing A, 106 reading it in place."""
-    if params.l2_block != "B" or params.N_C is None or params.register_form != "row" or \
-            not _plain_operands(con):
-        return False
+#: A convolution's im2col is read in place only where each micro-panel of it would serve at
+#: most this many register tiles (N / N_R): the window is read again for each.  Two Zen 4
+#: threads, same process, over packing: conv3_x (two tiles) 1.018x, conv3_1 3x3/2 1.026x,
+#: conv4_x (four) 0.947x.
+IN_PLACE_WINDOW_TILES = 2
+
+
+def _a_in_place(con: Contraction, params: BlisParams, threads: int = 1
+                ) -> Optional[BlisParams]:
+    """The parameters to run ``con`` with A read where it is, or None to pack it: GEPB in the
+    row form with all of N in one block of B, M and K in whole tiles (M_R divides M, K_C
+    divides K or K is one block; N's edge runs over B's padded panel).  A's micro-panels
+    would each serve N / N_R tiles only, and the tile reads A's rows in place at no cost over
+    the packed panel (the ``?x?`` function does so at run time).  Zen 4, one thread, f32
+    2048x64x1024: 90 GFLOPS packing A, 106 reading it in place.
+
+    A convolution's im2col (the stand-in) is read in place too, through the input's windows,
+    where K_U divides the window rows' runs of consecutive input elements (the stem's 7 x 3,
+    a 3x3's 3 x C), so that the K_U steps of an unrolled k iteration are one run: one
+    division of k per iteration, the others constant offsets; and where N is at most
+    :data:`IN_PLACE_WINDOW_TILES` register tiles wide.  K_U is lowered to a divisor
+    of the run when it is not one (the stem's 21: 3).  Zen 4, one thread, same process,
+    over packing im2col: the stem 1.058x (K_U 4, its steps crossing runs: 0.95x; K_U 7,
+    28 broadcasts: 0.89x), conv2_x 3x3 1.058x (98.6% of the peak)."""
+    if params.l2_block != "B" or params.N_C is None or params.register_form != "row":
+        return None
+    if _stand_in(con):
+        if not _conv_operands(con) or -(-con.n // params.N_R) > IN_PLACE_WINDOW_TILES:
+            return None
+        params = _k_u_within_runs(params, _window_run(con), min(params.K_C, con.k))
+        if params is None:
+            return None
+    elif threads > 1 or not _plain_operands(con):
+        return None
     m, n, k = con.m, con.n, con.k
-    return params.N_C >= n and m % params.M_R == 0 and (k <= params.K_C or k % params.K_C == 0)
+    whole = params.N_C >= n and m % params.M_R == 0 and (k <= params.K_C or k % params.K_C == 0)
+    return params if whole else None
+
+
+def _in_place_remark(con: Contraction, params: BlisParams, in_place: BlisParams) -> str:
+    what = "A's rows in place"
+    if _stand_in(con):
+        what = "the input's windows (im2col) where they are"
+        if in_place.K_U != params.K_U:
+            what += (f", k unrolled by {in_place.K_U} (a divisor of the window rows' "
+                     f"{_window_run(con)} consecutive elements)")
+    return (f"{con.kind}: A not packed: all of N ({con.n}) is one block of B, so each of A's "
+            f"micro-panels would serve {-(-con.n // params.N_R)} tile(s); the tile reads {what}")
+
+
+def _stand_in(con: Contraction) -> bool:
+    alloc = con.operands[0].defining_op
+    return alloc is not None and STAND_IN_ATTR in alloc.attributes
+
+
+def _window_run(con: Contraction) -> int:
+    attr = con.operands[0].defining_op.attributes.get(STAND_IN_WINDOW_RUN_ATTR)
+    return attr.value if attr is not None else 1
+
+
+def _conv_operands(con: Contraction) -> bool:
+    """:func:`_plain_operands` for a convolution's implicit GEMM: its tile parameters are the
+    convolution model's own (given ones keep the packing), and the stand-in A is read
+    through the input's windows."""
+    from ..memref_layout.data_copy import alias_root
+    operands = con.operands
+    return con.is_matrix_form and con.has_static_shape and \
+        str(con.element_type) in ("f32", "f64") and \
+        STAND_IN_USER_TILES_ATTR not in operands[0].defining_op.attributes and \
+        all(v.type.layout is None for v in operands) and \
+        len({id(alias_root(v)) for v in operands}) == 3
+
+
+def _k_u_within_runs(params: BlisParams, run: int, k_c: int) -> Optional[BlisParams]:
+    """``params`` with K_U, at most the model's, dividing ``run`` and the K_C block ``k_c``;
+    None when only 1 would."""
+    k_u = next((u for u in range(params.K_U, 1, -1) if run % u == 0 and k_c % u == 0), None)
+    if k_u is None:
+        return None
+    if k_u == params.K_U:
+        return params
+    return replace(params, K_U=k_u, reasons=tuple(params.reasons) + (
+        f"K_U {k_u}: divides the window rows' runs of {run} consecutive input elements, "
+        f"which the tile reads in place",))
 
 
 def _expand_for_microkernel(con: Contraction, machine, remark, kernel: MicroKernelChoice,
