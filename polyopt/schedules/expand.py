@@ -291,7 +291,7 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
                         f"schedule (tile attributes or defaults), not to a 'schedule' attribute")
     in_place = None
     if copy and steps.vect and steps.unroll and params is not None:
-        in_place = _a_in_place(con, params, threads)
+        in_place = _a_in_place(con, params)
     if in_place is not None:
         if remark is not None:
             remark(loc, _in_place_remark(con, params, in_place))
@@ -358,14 +358,16 @@ def _unpacked_small_params(con: Contraction, machine) -> Optional[BlisParams]:
 IN_PLACE_WINDOW_TILES = 2
 
 
-def _a_in_place(con: Contraction, params: BlisParams, threads: int = 1
-                ) -> Optional[BlisParams]:
+def _a_in_place(con: Contraction, params: BlisParams) -> Optional[BlisParams]:
     """The parameters to run ``con`` with A read where it is, or None to pack it: GEPB in the
     row form with all of N in one block of B, M and K in whole tiles (M_R divides M, K_C
     divides K or K is one block; N's edge runs over B's padded panel).  A's micro-panels
     would each serve N / N_R tiles only, and the tile reads A's rows in place at no cost over
     the packed panel (the ``?x?`` function does so at run time).  Zen 4, one thread, f32
-    2048x64x1024: 90 GFLOPS packing A, 106 reading it in place.
+    2048x64x1024: 90 GFLOPS packing A, 106 reading it in place.  On a team the loop over M_C
+    blocks runs on the threads (:func:`~polyopt.schedules.blis_parallel.parallelize_blis_nest`);
+    two Zen 4 threads, same process, over packing A: f32 2048x64x1024 1.09x, 3136x64x576
+    1.11x, 784x128x1152 1.05x, 2048x32x2048 1.25x; f64 3136x64x576 1.14x, 2048x32x2048 1.33x.
 
     A convolution's im2col (the stand-in) is read in place too, through the input's windows,
     where K_U divides the window rows' runs of consecutive input elements (the stem's 7 x 3,
@@ -383,7 +385,7 @@ def _a_in_place(con: Contraction, params: BlisParams, threads: int = 1
         params = _k_u_within_runs(params, _window_run(con), min(params.K_C, con.k))
         if params is None:
             return None
-    elif threads > 1 or not _plain_operands(con):
+    elif not _plain_operands(con):
         return None
     m, n, k = con.m, con.n, con.k
     whole = params.N_C >= n and m % params.M_R == 0 and (k <= params.K_C or k % params.K_C == 0)
