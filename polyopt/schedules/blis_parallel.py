@@ -63,14 +63,18 @@ RemarkSink = Optional[Callable[[object, str], None]]
 #: of 392 split evenly, 1.04x-1.07x on 2 Zen 4 threads)
 BALANCE_MAX_BLOCKS = 2
 
-#: A product of at most this many multiply-adds (M x N x K) that the unpacked small path
-#: takes (:func:`~polyopt.schedules.blis_schedule.unpacked_params`) runs it on one thread
-#: whatever the team: forking, splitting the blocks and the team's packing cost more than
-#: the second core gives back.  Zen 4, numpy on two threads in the same run: f32 64^3 on two
-#: threads 27 GFLOPS (0.40x numpy, whose OpenBLAS keeps it on one), unpacked on one 95
-#: (1.40x-1.52x); 96^3 80 -> 100-109 (0.98x -> 1.21x); f64 64^3 0.92x -> 1.28x.  At 128^3
-#: the team wins (f32 on two threads 116, one 96-102).
+#: A product of at most this many multiply-adds (M x N x K) runs on one thread whatever the
+#: team, unpacked where the small path takes it
+#: (:func:`~polyopt.schedules.blis_schedule.unpacked_params`), packed otherwise: forking,
+#: splitting the blocks and the team's packing cost more than the second core gives back.
+#: Zen 4, numpy on two threads in the same run: f32 64^3 on two threads 27 GFLOPS (0.40x
+#: numpy, whose OpenBLAS keeps it on one), unpacked on one 95 (1.40x-1.52x); 96^3 80 ->
+#: 100-109 (0.98x -> 1.21x); f64 64^3 0.92x -> 1.28x.  Packed (no tile of the small path
+#: divides them): f32 24^3 0.69x -> 1.68x, 40^3 0.72x -> 1.33x, 72^3 0.57x -> 1.04x (0.71x
+#: with a bound of 2^17 for the packed ones), 50^3 f32 / f64 0.72x / 0.72x -> 1.11x / 1.00x.
+#: At 128^3 the team wins (f32 on two threads 116, one 96-102).
 MIN_THREADED_PRODUCT = 1 << 20
+
 
 
 def _even_blocks(size: int, tile: int, multiple: int, threads: int) -> int:

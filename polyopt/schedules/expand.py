@@ -270,12 +270,14 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
             steps.unroll and unsplit else None
         if params is not None:
             copy = False
-            if threads > 1 and remark is not None:
+        if threads > 1 and unsplit and (params is not None or copy and not con.tile_params):
+            # (given tile parameters keep the team: a schedule experiment)
+            if remark is not None:
                 remark(loc, f"{con.kind}: {con.m}x{con.n}x{con.k} is too little work for "
                             f"{threads} threads (at most {MIN_THREADED_PRODUCT} multiply-adds): "
-                            f"one thread, unpacked")
+                            f"one thread{', unpacked' if params is not None else ''}")
             threads = 1
-        else:
+        if params is None:
             params = matmul_blis_params(con, machine, threads if copy else 1)
         schedule = params.schedule()
         if _CHOICES.get() is not None:

@@ -37,7 +37,7 @@ def _run(src, threads, args, name="matmul", **switches):
     (301, 250, 170, "f64", {"N_C": "64 : i32", "M_C": "60 : i32", "K_C": "48 : i32"}, ALL),
     (89, 45, 77, "f64", {"M_C": "12 : i32", "K_C": "20 : i32"}, {"hopt": True, "copy": True}),
     (700, 33, 50, "f32", None, dict(ALL, unroll=False)),
-    (42, 7, 45, "f32", None, ALL),      # the stack tile's padding zeroed before the nest
+    (422, 7, 451, "f32", None, ALL),    # the stack tile's padding zeroed before the nest
     (131, 97, 203, "f64", None, {"hopt": True, "blis": True}),     # BLIS's micro-kernel
     (517, 300, 611, "f32", None, {"hopt": True, "blis": True}),
 ])
@@ -115,23 +115,23 @@ def test_convolutions_on_threads(s):
 
 def test_raised_contraction_on_threads():
     gemm = """\
-func.func @gemm(%A: memref<67x45xf64>, %B: memref<45x71xf64>, %C: memref<67x71xf64>) {
-  affine.for %i = 0 to 67 {
-    affine.for %j = 0 to 71 {
-      affine.for %k = 0 to 45 {
-        %a = affine.load %A[%i, %k] : memref<67x45xf64>
-        %b = affine.load %B[%k, %j] : memref<45x71xf64>
-        %c = affine.load %C[%i, %j] : memref<67x71xf64>
+func.func @gemm(%A: memref<131x97xf64>, %B: memref<97x103xf64>, %C: memref<131x103xf64>) {
+  affine.for %i = 0 to 131 {
+    affine.for %j = 0 to 103 {
+      affine.for %k = 0 to 97 {
+        %a = affine.load %A[%i, %k] : memref<131x97xf64>
+        %b = affine.load %B[%k, %j] : memref<97x103xf64>
+        %c = affine.load %C[%i, %j] : memref<131x103xf64>
         %p = arith.mulf %a, %b : f64
         %s = arith.addf %c, %p : f64
-        affine.store %s, %C[%i, %j] : memref<67x71xf64>
+        affine.store %s, %C[%i, %j] : memref<131x103xf64>
       }
     }
   }
   return
 }
 """
-    args = _operands(67, 71, 45, "f64", seed=9)
+    args = _operands(131, 103, 97, "f64", seed=9)
     one = _run(gemm, 1, args, name="gemm", **ALL)
     assert np.allclose(one, args[2] + args[0] @ args[1], rtol=0, atol=1e-12)
     assert "affine.parallel" in str(polyopt.compile(gemm, threads=2, **ALL).module)
@@ -212,7 +212,7 @@ def test_a_raised_contraction_with_a_temporary_output_runs_on_the_team():
     from polyopt.polybench.suite import kernel
     from polyopt.polybench import harness
     k = kernel("doitgen")
-    params = k.params_of("SMALL")
+    params = k.params_of("MEDIUM")   # (SMALL's 500x30x30 is too little work to split)
     remarks = []
     switches = dict(harness.HOPT_SWITCHES, parallel=True)
     outs = []
@@ -315,6 +315,24 @@ def test_every_copy_into_the_shared_block_runs_on_the_team(dtype, attrs):
     compiled["matmul"](*out)
     assert np.array_equal(out[2], _run(matmul_source(m, n, k, dtype, attrs), 1,
                                        _operands(m, n, k, dtype), **ALL))
+
+
+def test_a_small_packed_product_on_a_team_runs_on_one_thread():
+    """f32 24^3 (no tile of the unpacked path divides its 24 columns) and 50^3: packed, on
+    one thread, said, with one thread's bits and numpy's values."""
+    for n in (24, 50):
+        src = matmul_source(n, n, n, "f32")
+        remarks = []
+        module = polyopt.compile(src, threads=2, remark=lambda loc, msg: remarks.append(msg),
+                                 **ALL).module
+        assert any("too little work for 2 threads" in r and r.endswith("one thread")
+                   for r in remarks), remarks
+        assert any("packed A" in r for r in remarks), remarks
+        assert "affine.parallel" not in str(module)
+        args = _operands(n, n, n, "f32", seed=6)
+        one = _run(src, 1, args, **ALL)
+        assert np.allclose(one, args[2] + args[0] @ args[1], rtol=0, atol=1e-5 * n)
+        assert np.array_equal(_run(src, 2, args, **ALL), one)
 
 
 @pytest.mark.parametrize("t", ["f32", "f64"])
