@@ -332,15 +332,17 @@ def _plain_operands(con: Contraction) -> bool:
     """A row-major f32/f64 product of static, contiguous, distinct matrices with no tile
     attributes, not a convolution's im2col stand-in (which only packing reads): one whose
     operands the register tile can read where they are."""
+    return not con.tile_params and _plain_matrices(con) and not _stand_in(con)
+
+
+def _plain_matrices(con: Contraction) -> bool:
+    """Static, row-major, distinct f32/f64 matrices (A perhaps an im2col stand-in)."""
     from ..memref_layout.data_copy import alias_root
     operands = con.operands
-    if con.tile_params or not con.is_matrix_form or not con.has_static_shape or \
-            str(con.element_type) not in ("f32", "f64") or \
-            any(v.type.layout is not None for v in operands) or \
-            len({id(alias_root(v)) for v in operands}) != 3:
-        return False
-    alloc = operands[0].defining_op
-    return alloc is None or STAND_IN_ATTR not in alloc.attributes
+    return con.is_matrix_form and con.has_static_shape and \
+        str(con.element_type) in ("f32", "f64") and \
+        all(v.type.layout is None for v in operands) and \
+        len({id(alias_root(v)) for v in operands}) == 3
 
 
 def _unpacked_small_params(con: Contraction, machine) -> Optional[BlisParams]:
@@ -419,13 +421,8 @@ def _conv_operands(con: Contraction) -> bool:
     """:func:`_plain_operands` for a convolution's implicit GEMM: its tile parameters are the
     convolution model's own (given ones keep the packing), and the stand-in A is read
     through the input's windows."""
-    from ..memref_layout.data_copy import alias_root
-    operands = con.operands
-    return con.is_matrix_form and con.has_static_shape and \
-        str(con.element_type) in ("f32", "f64") and \
-        STAND_IN_USER_TILES_ATTR not in operands[0].defining_op.attributes and \
-        all(v.type.layout is None for v in operands) and \
-        len({id(alias_root(v)) for v in operands}) == 3
+    return _plain_matrices(con) and \
+        STAND_IN_USER_TILES_ATTR not in con.operands[0].defining_op.attributes
 
 
 def _k_u_within_runs(params: BlisParams, run: int, k_c: int) -> Optional[BlisParams]:
