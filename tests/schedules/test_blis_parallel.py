@@ -5,6 +5,8 @@ the same order) at 2 and 3 threads, on shapes that are multiples of nothing, for
 the N_C-tiled nest, f32, BLIS's micro-kernels (--hopt-blis), convolutions and raised
 contractions."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -60,7 +62,9 @@ def test_printed_nest_shows_the_parallel_loops_and_upstream_accepts_it():
     text = str(module)
     # B's copy (and its zero padding) on the team, then the ic loop with per-thread buffers
     assert text.count("affine.parallel") >= 2
-    ic = text[text.index("affine.parallel (%arg5) = (0) to (6)"):]
+    # the ic loop: ceil(301 / M_C) blocks, whatever the K_C loop around it (none where the
+    # model's K_C holds all of K = 170, as on Zen 5)
+    ic = text[re.search(r"affine.parallel \(%arg\d+\) = \(0\) to \(6\)", text).start():]
     assert ic.split("\n")[1].strip().startswith("%alloca = memref.alloca() {alignment = 64")
     assert mlir_opt(text) == text
 

@@ -161,13 +161,13 @@ def test_k_c_follows_l2(monkeypatch, machine_l2, k_c):
     """expand_conv_tiled gives B's K_C x N_C block half of L2: a 3x3 on 64 channels and 16
     filters (q = 576, f32) gets all of q with 1 MiB, 288 with 64 KiB, 192 with 32 KiB; with 16
     KiB, 144, the split of q nearest the model's own K_C (168: GEBP's micro-panel of B in two
-    thirds of L1), below which the limit never goes; checked by running it."""
-    import dataclasses
-
+    thirds of L1), below which the limit never goes; checked by running it.  The model is Zen
+    4's with the L2 changed, whatever the host: on Zen 5's (48 KiB L1d, 2 FMAs a cycle) the
+    model runs this small image in GEPB's order, whose K_C is A's micro-panel's in L1."""
     import polyopt.pipeline
-    host = polyopt.pipeline.machine_model()
-    monkeypatch.setattr(polyopt.pipeline, "machine_model",
-                        lambda target=None: dataclasses.replace(host, l2_bytes=machine_l2))
+    from polyopt.schedules.blis_schedule import MachineModel
+    machine = MachineModel(**{**ZEN4, "l2_bytes": machine_l2})
+    monkeypatch.setattr(polyopt.pipeline, "machine_model", lambda target=None: machine)
     remarks = []
     si, sk, so = shapes("conv2d", 1, (7, 6), 64, 16, (3, 3), (1, 1), (1, 1))
     text = conv_text("conv2d", si, sk, so, (1, 1), (1, 1), "f32", hop=True)
