@@ -388,6 +388,11 @@ def _choose_bound(region: isl.Set, d: int, sp: _Isl, usable) -> tuple[AffineExpr
     candidates = []
     for dom, aff in region.dim_min(d).get_pieces():
         candidates += [aff.gist(dom), aff]      # gist: 16 * floor(i / 16) is i for i in 16Z
+    # A loop of few iterations splits the minimum into constant pieces: an edge tile's columns
+    # start at 0 where only its rows are cut (j block 0) and at 64 where its columns are (j
+    # block 1); no piece bounds both, but the convex hull's minimum 64 j does.
+    hull = isl.Set.from_basic_set(region.convex_hull())
+    candidates += [aff for _, aff in hull.dim_min(d).get_pieces()]
     for aff in candidates:
         try:
             e = _aff_to_expr(aff)

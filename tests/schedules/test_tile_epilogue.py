@@ -84,6 +84,31 @@ def test_bias_relu(m, n, k, t, threads):
     assert (np.abs(c - np.maximum(exact + bias, 0)) <= bound).all()
 
 
+@pytest.mark.parametrize("t", ["f32", "f64"])
+def test_an_edge_tile_in_a_block_of_two_panels_buffers_one_tile(t):
+    """N_C = 128 holds two 64-column panels of N = 101: the tiles cut by an edge (the 37
+    columns of panel 1, and the last row of panel 0) buffer their own M_R x N_R of C, which
+    starts at column 64 j (the convex hull's minimum; the pieces 0 and 64 bound one panel
+    each).  The copy had been all 101 columns of the tile's rows, for every panel: each
+    element stored once per panel, so the proof refused the epilogue (Zen 5's model picks
+    these tiles for this shape)."""
+    m, n, k = 97, 101, 103
+    attrs = (" {M_C = 100 : i32, K_C = 104 : i32, N_C = 128 : i32, M_R = 4 : i32, "
+             "N_R = 64 : i32}")
+    src = matmul_source(m, n, k, t, bias_relu(m, n, t), f", %bias: memref<{n}x{t}>", attrs)
+    remarks = []
+    compiled = polyopt.compile(src, remark=lambda loc, msg: remarks.append(msg), **ALL)
+    assert any(FUSED.format("hop.matmul") in r for r in remarks), remarks
+    fn = compiled["f"]
+    allocs = [op.result.type.shape for op in compiled.module.walk()
+              if op.name == "memref.alloc"]
+    assert (4, 64) in allocs and not any(s[-1] == 128 for s in allocs if len(s) == 2), allocs
+    a, b, c, exact, bound = operands(m, n, k, t)
+    bias = np.random.default_rng(1).standard_normal(n).astype(DTYPES[t])
+    fn(a, b, c, bias)
+    assert (np.abs(c - np.maximum(exact + bias, 0)) <= bound).all()
+
+
 @settings(max_examples=16, deadline=None)
 @given(st.integers(1, 300), st.integers(1, 300), st.integers(1, 700), st.sampled_from(["f32", "f64"]))
 def test_sizes_1_to_300(m, n, k, t):
