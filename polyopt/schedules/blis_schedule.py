@@ -527,6 +527,8 @@ def unpacked_params(m: int, n: int, k: int, elem_bytes: int,
     if tile is None:
         return None
     mr, nr = tile
+    if b_panel_thrashes_l1(n, k, nr, mr, elem_bytes, machine):
+        return None
     params = default_blis_params(m, n, k, elem_bytes, machine, {"M_R": mr, "N_R": nr},
                                  c_row_bytes=c_row_bytes)
     reasons = tuple(r for r in params.reasons if not r.endswith("given by the op")) + (
@@ -535,6 +537,37 @@ def unpacked_params(m: int, n: int, k: int, elem_bytes: int,
         f"unpacked path)",)
     return replace(params, reasons=reasons, origin={**params.origin, "M_R": "model",
                                                     "N_R": "model"})
+
+
+def l1_set_load(row_bytes: int, rows: int, width_bytes: int, machine: MachineModel) -> int:
+    """The most lines that ``rows`` rows of ``width_bytes`` each, ``row_bytes`` apart (from an
+    aligned start), put in one set of L1: rows a power-of-two stride apart share their sets."""
+    line = max(1, machine.line_bytes)
+    sets = max(1, machine.l1d_bytes // max(1, machine.l1d_ways) // line)
+    load = [0] * sets
+    for r in range(rows):
+        first, last = r * row_bytes // line, (r * row_bytes + width_bytes - 1) // line
+        for x in range(first, last + 1):
+            load[x % sets] += 1
+    return max(load)
+
+
+def b_panel_thrashes_l1(n: int, k: int, nr: int, mr: int, elem_bytes: int,
+                        machine: MachineModel) -> bool:
+    """Whether an unpacked B's K x N_R panel, which every tile of a column of tiles reads
+    again, overflows the L1 sets it maps to (:func:`l1_set_load` at least the ways: rows of a
+    power-of-two length share sets), on a core whose tile would then stream B from L2 at more
+    than half of L2's measured bandwidth (``vector bytes x FMAs per cycle / M_R``).  Zen 5 (2
+    full-width FMAs a cycle: 32 of 48 bytes a cycle), one thread, same process, packed over
+    unpacked: f64 128^3 1.30x, 192^3 1.24x, 256^3 1.27x, 128x128x64 1.33x, 2048x2048x32 2.9x;
+    f32 128^3 1.06x, 192^3 1.02x-1.04x, 256^3 1.03x, 2048x2048x32 1.9x; where the panel fits
+    its sets, unpacked stays ahead (f64 64^3 1.09x, 96^3 1.07x, f32 128x128x64 1.04x).  Zen 4
+    (one 512-bit FMA a cycle: 16 of 32 bytes) ran f32 128^3 and 256^3 and f64 192^3 unpacked
+    1.05x-1.07x faster: its tile waits less on B's misses."""
+    stream = machine.vector_bits // 8 * machine.fma_per_cycle / max(1, mr)
+    if stream <= 0.5 * machine.l2_bytes_per_cycle:
+        return False
+    return l1_set_load(n * elem_bytes, k, nr * elem_bytes, machine) >= machine.l1d_ways
 
 
 def _dividing_tile(machine: MachineModel, elem_bytes: int, m: int, n: int
