@@ -754,6 +754,12 @@ def gepb_m_c_bound(machine: MachineModel, kc: int, elem_bytes: int, mr: int) -> 
     return max(mr, t - t % mr)
 
 
+#: B's block may take this much more than GEPB's quarter of L2 where that holds all of N:
+#: a second block of a few columns costs a second sweep over A and its own edge tiles (Zen
+#: 5, f32 255x257x253: N_C 192 + 65 ran 0.93x numpy, one block of 257 columns 1.05x).
+GEPB_N_C_SLACK = 1.1
+
+
 def _gepb_blocking(m, n, k, elem_bytes, machine, mr, nr, given) -> tuple:
     """K_C, M_C, N_C and their reasons for GEPB: A's M_R x K_C micro-panel in a quarter of L1
     (:func:`_gepb_k_c`, fitted to K by :func:`_fit_k_c`); B's K_C x N_C block in a quarter of
@@ -766,8 +772,14 @@ def _gepb_blocking(m, n, k, elem_bytes, machine, mr, nr, given) -> tuple:
     reasons.append(f"K_C {kc}" + (" (given)" if "K_C" in given else
                    f": A's micro-panel {mr}x{kc} = {mr * kc * elem_bytes / 1024:.1f} KiB in a "
                    f"quarter of L1 ({machine.l1d_bytes // 1024} KiB)"))
-    nc = given.get("N_C", _cache_tile(n, machine.l2_bytes / 4, kc * elem_bytes, nr))
+    quarter = machine.l2_bytes / 4
+    stretched = quarter < n * kc * elem_bytes <= GEPB_N_C_SLACK * quarter
+    nc = given.get("N_C", _balanced(n, -(-n // nr) * nr, nr) if stretched else
+                   _cache_tile(n, quarter, kc * elem_bytes, nr))
     reasons.append(f"N_C {nc}" + (" (given)" if "N_C" in given else
+                   f": all of N in B's block {kc}x{n} = {kc * n * elem_bytes / 1024:.0f} KiB, "
+                   f"up to {GEPB_N_C_SLACK:g} of a quarter of L2 ({machine.l2_bytes // 1024} "
+                   f"KiB)" if stretched else
                    f": B's block {kc}x{nc} = {kc * nc * elem_bytes / 1024:.0f} KiB in a "
                    f"quarter of L2 ({machine.l2_bytes // 1024} KiB)"))
     if nc < n:

@@ -367,3 +367,18 @@ def test_one_whole_block_of_b_reads_a_in_place(m, n, k, dtype, in_place):
                                    * k * 4)
         outs.append(c)
     assert np.array_equal(outs[0], outs[1])
+
+
+def test_gepb_holds_all_of_n_in_one_block_of_b_slightly_over_a_quarter_of_l2():
+    """255x257x253 f32 on Zen 5's model: B's 256 x 257 block is 257 KiB, a quarter of L2 and
+    one column: one block of B (N_C >= N), not 192 + 65 columns; 300 columns (300 KiB) take
+    two blocks, within the quarter each."""
+    import dataclasses
+
+    from polyopt.schedules.blis_schedule import default_blis_params
+    zen5 = dataclasses.replace(ZEN5, l2_bytes_per_cycle=48.0)
+    p = default_blis_params(255, 257, 253, 4, zen5, {})
+    assert p.l2_block == "B" and p.K_C == 256 and p.N_C >= 257, p.describe()
+    assert any("all of N in B's block 256x257" in r for r in p.reasons), p.reasons
+    q = default_blis_params(255, 300, 253, 4, zen5, {})
+    assert q.N_C < 300 and q.N_C * q.K_C * 4 <= zen5.l2_bytes / 4, q.describe()
