@@ -613,7 +613,9 @@ def _k_c_and_order(spec: ConvSpec, rows: int, red: int, channels: int, tiles: di
     and K_C by :func:`conv_k_c` from the model's K_C, B's K_C x N_C block taking at most half
     of L2 (it is packed once per K_C block and read again for every M_C block of A).  A team
     runs GEPB with B as one block (N_C = N) where a K_C x N block takes at most half of L2,
-    so that the threads split the M_C blocks, each packing its own im2col'd A; otherwise
+    K_C lowered below the model's where that makes it fit (Zen 5's model K_C of 1152 for
+    conv4_x, 384 on its team: 1.05x-1.26x over GEBP on two threads), so that the threads
+    split the M_C blocks, each packing its own im2col'd A; otherwise
     GEBP: GEPB's team would split N, each thread then packing the whole of A (on two Zen 4
     threads, GFLOPS against GEBP's: split by N, conv3_x 0.86x and the strided conv3_1 0.55x;
     B as one block, conv2_x's 3x3 1.07x, conv3_x 1.03x, conv4_x 1.07x, the 1x1 256->64
@@ -635,7 +637,10 @@ def _k_c_and_order(spec: ConvSpec, rows: int, red: int, channels: int, tiles: di
     if threads > 1 and order == "B" and "l2_block" not in tiles:
         n_c = tiles.get("N_C")
         if n_c is None:
-            whole = k_c_of(model, n)             # B as one block, in half of L2
+            # B as one block, in half of L2, even where that takes K_C below the model's
+            # (whose deeper A micro-panel is for one thread's N_C block)
+            cap = int(budget / (n * elem_bytes))
+            whole = conv_k_c(channels, red, max(8, min(model.K_C, cap)), cap)
             if whole * n * elem_bytes <= budget:
                 return {"K_C": whole, "l2_block": "B", "N_C": n}
             n_c = model_for({"K_C": k_c, "l2_block": "B"}).N_C

@@ -184,14 +184,15 @@ ZEN4 = dict(vector_bits=512, num_vector_registers=32, l1d_bytes=32 << 10, l2_byt
 @pytest.mark.parametrize("l2, channels, threads, order, k_c", [
     (1 << 20, 64, 1, "B", 576), (1 << 20, 64, 2, "B", 576), (1 << 20, 128, 1, "B", 576),
     (1 << 20, 128, 2, "B", 576), (1 << 20, 128, 3, "B", 576),
-    (256 << 10, 128, 1, "B", 384), (256 << 10, 128, 2, "A", 192)])
+    (256 << 10, 128, 1, "B", 384), (256 << 10, 128, 2, "B", 192)])
 def test_the_loop_order_is_the_models(monkeypatch, l2, channels, threads, order, k_c):
     """3x3 convolutions at 28x28 (784 rows) on a Zen 4 model, ResNet-50's conv2_x (64
     channels and filters, q = 576) and conv3_x (128, q = 1152): one thread runs GEPB, the
     order the model picks for their GEMMs (A's 4-row micro-panel in L1, B's K_C x N_C block
-    in L2); a team too where B can be one block in half of L2 (the threads then split the
-    M_C blocks, each packing its own im2col'd A), GEBP where it cannot (with 256 KiB of L2:
-    GEPB's team would split N, each thread packing all of A).  Zen 4, 2026-11-27, GFLOPS
+    in L2); a team too, with B as one block in half of L2 (the threads then split the
+    M_C blocks, each packing its own im2col'd A), its K_C lowered to fit (with 256 KiB of L2,
+    192 for conv3_x, where the model's 384 would have needed two blocks of B, GEPB's team
+    then splitting N, each thread packing all of A: it had run GEBP).  Zen 4, 2026-11-27, GFLOPS
     GEPB / GEBP at 56x56 x 64: 109.5 / 102.1 on one thread, 212.8 / 199.6 on two; conv3_x,
     B as one block, 204.4 / 197.9 on two (split by N, 0.86x GEBP)."""
     import polyopt.pipeline
@@ -210,6 +211,32 @@ def test_the_loop_order_is_the_models(monkeypatch, l2, channels, threads, order,
     if threads > 1 and order == "B":
         assert f"N_C={channels}," in chosen[0]
     check_within_bound(compiled, random_operands(si, sk, so, DTYPES["f32"], 5), q)
+
+
+def test_a_team_lowers_k_c_to_keep_b_one_block_on_zen5():
+    """ResNet-50's conv4_x (14x14 output, 256 channels and filters, q = 2304) on two threads
+    with Zen 5's model: GEPB's K_C for one thread is 1152 (A's 4-row micro-panel in a quarter
+    of 48 KiB), whose 1152 x 256 block of B would overflow half of L2; the team takes K_C 384
+    (6 blocks) with B as one block, not GEBP.  Zen 5, two threads, same process: 1.05x-1.26x
+    over GEBP with K_C 384 (0.97x-0.98x torch's two threads before, 1.01x-1.03x after)."""
+    import polyopt.pipeline
+    from polyopt.schedules.blis_schedule import MachineModel
+    machine = MachineModel(**{**ZEN4, "l1d_bytes": 48 << 10, "l1d_ways": 12, "l2_ways": 16,
+                              "fma_per_cycle": 2, "full_width_fma": True,
+                              "l2_bytes_per_cycle": 48.0})
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(polyopt.pipeline, "machine_model", lambda target=None: machine)
+    try:
+        si, sk, so = shapes("conv2d", 1, (16, 16), 256, 256, (3, 3), (1, 1), (1, 1))
+        remarks = []
+        compiled = polyopt.compile(conv_text("conv2d", si, sk, so, (1, 1), (1, 1), "f32"),
+                                   threads=2, remark=lambda loc, m: remarks.append(m), **ALL)
+    finally:
+        monkeypatch.undo()
+    chosen = [m for m in remarks if "BLIS schedule" in m]
+    assert len(chosen) == 1 and "l2_block=B" in chosen[0] and "K_C=384," in chosen[0] and \
+        "N_C=256," in chosen[0], chosen
+    check_within_bound(compiled, random_operands(si, sk, so, DTYPES["f32"], 7), 2304)
 
 
 def test_the_pass_options_reach_convolutions():
