@@ -756,7 +756,7 @@ def gepb_m_c_bound(machine: MachineModel, kc: int, elem_bytes: int, mr: int) -> 
 
 #: B's block may take this much more than GEPB's quarter of L2 where that holds all of N:
 #: a second block of a few columns costs a second sweep over A and its own edge tiles (Zen
-#: 5, f32 255x257x253: N_C 192 + 65 ran 0.93x numpy, one block of 257 columns 1.05x).
+#: 5, f32 255x257x253: N_C 192 + 65 ran 0.93x numpy, one block of 320 1.00x-1.01x).
 GEPB_N_C_SLACK = 1.1
 
 
