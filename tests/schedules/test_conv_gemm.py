@@ -213,7 +213,7 @@ def test_the_loop_order_is_the_models(monkeypatch, l2, channels, threads, order,
     check_within_bound(compiled, random_operands(si, sk, so, DTYPES["f32"], 5), q)
 
 
-def test_a_team_lowers_k_c_to_keep_b_one_block_on_zen5():
+def test_a_team_lowers_k_c_to_keep_b_one_block_on_zen5(monkeypatch):
     """ResNet-50's conv4_x (14x14 output, 256 channels and filters, q = 2304) on two threads
     with Zen 5's model: GEPB's K_C for one thread is 1152 (A's 4-row micro-panel in a quarter
     of 48 KiB), whose 1152 x 256 block of B would overflow half of L2; the team takes K_C 384
@@ -224,15 +224,11 @@ def test_a_team_lowers_k_c_to_keep_b_one_block_on_zen5():
     machine = MachineModel(**{**ZEN4, "l1d_bytes": 48 << 10, "l1d_ways": 12, "l2_ways": 16,
                               "fma_per_cycle": 2, "full_width_fma": True,
                               "l2_bytes_per_cycle": 48.0})
-    monkeypatch = pytest.MonkeyPatch()
     monkeypatch.setattr(polyopt.pipeline, "machine_model", lambda target=None: machine)
-    try:
-        si, sk, so = shapes("conv2d", 1, (16, 16), 256, 256, (3, 3), (1, 1), (1, 1))
-        remarks = []
-        compiled = polyopt.compile(conv_text("conv2d", si, sk, so, (1, 1), (1, 1), "f32"),
-                                   threads=2, remark=lambda loc, m: remarks.append(m), **ALL)
-    finally:
-        monkeypatch.undo()
+    si, sk, so = shapes("conv2d", 1, (16, 16), 256, 256, (3, 3), (1, 1), (1, 1))
+    remarks = []
+    compiled = polyopt.compile(conv_text("conv2d", si, sk, so, (1, 1), (1, 1), "f32"),
+                               threads=2, remark=lambda loc, m: remarks.append(m), **ALL)
     chosen = [m for m in remarks if "BLIS schedule" in m]
     assert len(chosen) == 1 and "l2_block=B" in chosen[0] and "K_C=384," in chosen[0] and \
         "N_C=256," in chosen[0], chosen
