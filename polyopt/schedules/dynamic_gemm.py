@@ -25,7 +25,7 @@ from typing import Optional
 
 from ..affine.builder import Builder
 from ..affine.ir import Operation
-from ..affine.types import FloatType
+from ..affine.types import FloatType, IndexType
 from .blis_schedule import (GEPB_MIN_PANELS_OF_A, BlisParams, MachineModel, default_blis_params,
                             gepb_m_c_bound)
 from .gemm_templates import product_extents, splice_template
@@ -88,8 +88,10 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
                         alpha: bool, threads: int = 1, stream_lanes: int = 0,
                         short: Optional[BlisParams] = None, short_rows: int = 0,
                         l2_bytes: int = 0) -> str:
-    """``func.func @gemm(%A, %B, %C, %M, %N, %K[, %alpha])``: ``C += alpha * A * B`` for the
-    run-time sizes M, N, K (the operands' types may have ``?`` anywhere), with ``p``'s tiles
+    """``func.func @gemm(%A, %B, %C, %M, %N, %K, %Aaddr[, %alpha])``: ``C += alpha * A * B``
+    for the run-time sizes M, N, K (``%Aaddr``: A's aligned pointer as an index, a value of
+    the function's top level, where the dot form's rows reach a vector boundary; the
+    operands' types may have ``?`` anywhere), with ``p``'s tiles
     and loop order, or ``short``'s when M is below ``short_rows``.  With
     ``threads > 1`` the packing loops over micro-panels and the outer loop over register
     tiles are ``affine.parallel`` (each thread its panels and its tiles of C, with its own edge
@@ -101,7 +103,7 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     vt = f"vector<{w}x{etype}>"
     zero = "0.000000e+00"
     t = _Text()
-    args = f"%A: {ta}, %B: {tb}, %C: {tc}, %M: index, %N: index, %K: index"
+    args = f"%A: {ta}, %B: {tb}, %C: {tc}, %M: index, %N: index, %K: index, %Aaddr: index"
     t.add(0, f"func.func @gemm({args}{', %alpha: ' + etype if alpha else ''}) {{")
     t.add(1, f"%zero = arith.constant {zero} : {etype}")
     t.add(1, f"%zv = arith.constant dense<{zero}> : {vt}")
@@ -608,9 +610,10 @@ def _dot(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
     vectors one at a time, then the rows past the last group of R one at a time.  With
     ``l2_bytes``, R and P are the streaming ones when A is larger than L2 at run time
     (:func:`~polyopt.schedules.gemv.dot_shape`)."""
-    from .gemv import (DOT_ACCUMULATORS, DOT_ROWS, STREAM_DOT_ACCUMULATORS, STREAM_DOT_ROWS,
-                       dot_rows)
+    from .gemv import (ALIGN_MIN_VECTORS, DOT_ACCUMULATORS, DOT_ROWS, STREAM_DOT_ACCUMULATORS,
+                       STREAM_DOT_ROWS, aligned_dot_rows, aligned_edges, dot_rows)
     vt = f"vector<{w}x{etype}>"
+    tv = f"memref<?x{etype}>"
     t.add(2, f"%Bv = memref.collapse_shape %B [[0, 1]] : {tb} into memref<?x{etype}>")
     zero = t.fresh("zs")      # the GEMM's %zv may be wider (MachineModel.stream_lanes)
     t.add(2, f"{zero} = arith.constant dense<0.000000e+00> : {vt}")
@@ -619,8 +622,7 @@ def _dot(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
         k_vec = f"affine_map<()[s0] -> ((s0 floordiv {w * p}) * {w * p})>()[%K]"
         t.add(d, f"affine.{bounds} {{")
         sums = []
-        for total in dot_rows(t, d + 1, rows, p, w, etype, ta, f"memref<?x{etype}>", k_vec,
-                              zero):
+        for total in dot_rows(t, d + 1, rows, p, w, etype, ta, tv, k_vec, zero):
             sr = t.fresh("s")
             t.add(d + 1, f"{sr} = vector.reduction <add>, {total} : {vt} into {etype}")
             sums.append(sr)
@@ -640,27 +642,55 @@ def _dot(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
             nexts.append(nx)
         t.add(d + 2, f"affine.yield {', '.join(nexts)} : {types}")
         t.add(d + 1, "}")
-        for r in range(rows):
-            total = f"{tail}#{r}" if rows > 1 else tail
-            if alpha:
-                scaled = t.fresh("sa")
-                t.add(d + 1, f"{scaled} = arith.mulf %alpha, {total} : {etype}")
-                total = scaled
-            c = t.fresh("c")
-            t.add(d + 1, f"{c} = affine.load %C[%i + {r}, 0] : {tc}")
-            nc = t.fresh("c")
-            t.add(d + 1, f"{nc} = arith.addf {c}, {total} : {etype}")
-            t.add(d + 1, f"affine.store {nc}, %C[%i + {r}, 0] : {tc}")
+        add_to_c(d + 1, [f"{tail}#{r}" if rows > 1 else tail for r in range(rows)])
         t.add(d, "}")
 
-    def rows_loops(d: int, rows: int, p: int) -> None:
+    def add_to_c(d: int, totals: list[str]) -> None:
+        """C[i + r, 0] += (alpha *) totals[r]."""
+        for r, total in enumerate(totals):
+            if alpha:
+                scaled = t.fresh("sa")
+                t.add(d, f"{scaled} = arith.mulf %alpha, {total} : {etype}")
+                total = scaled
+            c = t.fresh("c")
+            t.add(d, f"{c} = affine.load %C[%i + {r}, 0] : {tc}")
+            nc = t.fresh("c")
+            t.add(d, f"{nc} = arith.addf {c}, {total} : {etype}")
+            t.add(d, f"affine.store {nc}, %C[%i + {r}, 0] : {tc}")
+
+    def aligned_rows_loop(d: int, bounds: str, rows: int, p: int, edges) -> None:
+        """The same rows in the aligned form (gemv.aligned_dot_rows): masked head and
+        tail, no scalar loop."""
+        t.add(d, f"affine.{bounds} {{")
+        sums = []
+        for total in aligned_dot_rows(t, d + 1, rows, p, w, etype, ta, tv, edges):
+            sr = t.fresh("s")
+            t.add(d + 1, f"{sr} = vector.reduction <add>, {total} : {vt} into {etype}")
+            sums.append(sr)
+        add_to_c(d + 1, sums)
+        t.add(d, "}")
+
+    def plain_or_aligned_rows(d: int, rows: int, p: int, loop, edges) -> None:
         m_full = f"affine_map<()[s0] -> ((s0 floordiv {rows}) * {rows})>()[%M]"
+        extra = (edges,) if edges is not None else ()
         if threads > 1:   # groups of rows on the threads
-            rows_loop(d, f"parallel (%i) = (0) to ((symbol(%M) floordiv {rows}) * {rows}) "
-                         f"step ({rows})", rows, p)
+            loop(d, f"parallel (%i) = (0) to ((symbol(%M) floordiv {rows}) * {rows}) "
+                    f"step ({rows})", rows, p, *extra)
         else:
-            rows_loop(d, f"for %i = 0 to {m_full} step {rows}", rows, p)
-        rows_loop(d, f"for %i = {m_full} to %M", 1, p)
+            loop(d, f"for %i = 0 to {m_full} step {rows}", rows, p, *extra)
+        loop(d, f"for %i = {m_full} to %M", 1, p, *extra)
+
+    def rows_loops(d: int, rows: int, p: int) -> None:
+        """The rows in the aligned form when K is a whole number of vectors of at least
+        ALIGN_MIN_VECTORS groups (every row then starts at the same offset from a vector
+        boundary, :func:`polyopt.schedules.gemv.gemv_form`), else in the plain one."""
+        t.add(d, f"affine.if affine_set<()[s0] : (s0 mod {w} == 0, "
+                 f"s0 - {ALIGN_MIN_VECTORS * w * p} >= 0)>()[%K] {{")
+        edges = aligned_edges(t, d + 1, "%K", etype, w, p, ta, tv, "%Aaddr", zero)
+        plain_or_aligned_rows(d + 1, rows, p, aligned_rows_loop, edges)
+        t.add(d, "} else {")
+        plain_or_aligned_rows(d + 1, rows, p, rows_loop, None)
+        t.add(d, "}")
 
     if not l2_bytes:
         rows_loops(2, DOT_ROWS, DOT_ACCUMULATORS)
@@ -674,6 +704,19 @@ def _dot(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
     t.add(2, "} else {")
     rows_loops(3, DOT_ROWS, DOT_ACCUMULATORS)
     t.add(2, "}")
+
+
+def _aligned_pointer_at_top_level(op: Operation, memref, loc):
+    """``memref.extract_aligned_pointer_as_index`` of ``memref`` in front of ``op``'s ancestor
+    at the function's top level (the size check puts the product inside an ``affine.if``, and
+    only a value of the top level may be an affine symbol)."""
+    from ..affine.dialects.func import FuncOp
+    from ..affine.dialects.memref_meta import ExtractAlignedPointerAsIndexOp
+    top = op
+    while not isinstance(top.parent_op, FuncOp):
+        top = top.parent_op
+    return Builder.before(top).insert(
+        ExtractAlignedPointerAsIndexOp([memref], [IndexType()], loc=loc)).results[0]
 
 
 def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None,
@@ -713,8 +756,10 @@ def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None,
     text = dynamic_gemm_source(tuple(str(t) for t in types), str(etype), params, lanes,
                                alpha is not None, threads, machine.stream_lanes(elem_bytes),
                                short, short_rows, machine.l2_bytes)
+    address = _aligned_pointer_at_top_level(product, operands[0], con.loc)
     new_ops = splice_template(b, text, "<dynamic gemm>",
-                              [*operands, m, n, k] + ([alpha] if alpha else []), con.loc)
+                              [*operands, m, n, k, address] + ([alpha] if alpha else []),
+                              con.loc)
     product.erase()
     if remark is not None:
         remark(con.loc, f"{con.kind} with '?' operands: one GEMM for every size, BLIS's loops "

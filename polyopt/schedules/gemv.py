@@ -61,6 +61,8 @@ class GemvForm:
     block: int = 0     # J_B (axpy)
     accumulators: int = 1
     threads: int = 1   # > 1: the outer loop (column blocks, or rows) is an affine.parallel
+    aligned: bool = False   # dot form: each row's vector loop starts at a vector boundary
+
 
     def describe(self) -> str:
         on = f", {'column blocks' if self.kind == 'axpy' else 'rows'} split over " \
@@ -68,8 +70,9 @@ class GemvForm:
         if self.kind == "axpy":
             return (f"axpy form (row times matrix): {self.rows} rows of B per step, blocks of "
                     f"{self.block} columns, {self.lanes}-lane vectors{on}")
+        peel = ", the rows' vectors aligned (masked head and tail)" if self.aligned else ""
         return (f"dot form (matrix times column): {self.rows} rows of A per step, "
-                f"{self.accumulators} accumulators of {self.lanes} lanes per row{on}")
+                f"{self.accumulators} accumulators of {self.lanes} lanes per row{peel}{on}")
 
 
 #: The matrix must be at least this large for a matrix-vector product to run on the team:
@@ -77,10 +80,24 @@ class GemvForm:
 PARALLEL_MIN_BYTES = 256 * 1024
 
 
+#: The dot form aligns its rows' vectors when a row holds at least this many vectors: the
+#: masked head and tail cost about two vectors' work per row.
+ALIGN_MIN_VECTORS = 8
+
+
 def gemv_form(m: int, n: int, k: int, elem_bytes: int, lanes: int,
-              threads: int = 1, l2_bytes: Optional[int] = None) -> GemvForm | None:
+              threads: int = 1, l2_bytes: Optional[int] = None,
+              can_align: bool = True) -> GemvForm | None:
     """The form for an M x N x K product, or None when neither side is a vector
-    (``l2_bytes``: the dot form's rows and accumulators, :func:`dot_shape`)."""
+    (``l2_bytes``: the dot form's rows and accumulators, :func:`dot_shape`; ``can_align``:
+    A's address can bound a loop, i.e. the product is at the top level of its function).
+
+    The dot form starts its vector loop at the first vector boundary of the row, after a
+    masked head, when every row starts at the same offset from one (K elements a multiple of
+    a vector): numpy's large arrays start 16 bytes into a cache line, and a full-line vector
+    load there touches two lines, every one of them (Zen 5, f32 2048x1x2048 from L3: 45 GFLOPS
+    at an offset of 16 bytes, 53 at 0, numpy 53 at both).  The sum's order then depends on
+    where A sits in memory, as with MKL outside its CNR mode."""
     if m * n * k * elem_bytes < PARALLEL_MIN_BYTES:
         threads = 1
     if m == 1 and n >= lanes:
@@ -95,7 +112,10 @@ def gemv_form(m: int, n: int, k: int, elem_bytes: int, lanes: int,
         rows, accumulators = dot_shape(m * k * elem_bytes, l2_bytes)
         if m < 2 * rows:
             threads = 1
-        return GemvForm("dot", lanes, rows, accumulators=accumulators, threads=threads)
+        aligned = can_align and lanes > 1 and k % lanes == 0 \
+            and k >= ALIGN_MIN_VECTORS * lanes * accumulators
+        return GemvForm("dot", lanes, rows, accumulators=accumulators, threads=threads,
+                        aligned=aligned)
     return None
 
 
@@ -264,10 +284,16 @@ def _dot(t: MlirLines, m: int, k: int, etype: str, f: GemvForm, alpha: bool, ta,
     pieces = _pieces(k_vec, k, w)
     zero = "0.000000e+00"
     tv = f"memref<{k}x{etype}>"
-    if k_vec or any(width > 1 for _, width in pieces):
+    if f.aligned:
+        k_vec, pieces = 0, []
+    if k_vec or f.aligned or any(width > 1 for _, width in pieces):
         t.add(1, f"%Bv = memref.collapse_shape %B [[0, 1]] : {tb} into {tv}")
-    if k_vec:
+    if k_vec or f.aligned:
         t.add(1, f"%zero = arith.constant dense<{zero}> : {vt}")
+    edges = None
+    if f.aligned:
+        t.add(1, f"%Aaddr = memref.extract_aligned_pointer_as_index %A : {ta} -> index")
+        edges = aligned_edges(t, 1, k, etype, w, p, ta, tv, "%Aaddr", "%zero")
 
     def rows_loop(lo: int, hi: int, rows: int) -> None:
         if hi <= lo:
@@ -276,8 +302,12 @@ def _dot(t: MlirLines, m: int, k: int, etype: str, f: GemvForm, alpha: bool, ta,
             t.add(1, f"affine.parallel (%i) = ({lo}) to ({hi}) step ({rows}) {{")
         else:
             t.add(1, f"affine.for %i = {lo} to {hi} step {rows} {{")
-        totals = dot_rows(t, 2, rows, p, w, etype, ta, tv, str(k_vec), "%zero") if k_vec \
-            else []
+        if edges is not None:
+            totals = aligned_dot_rows(t, 2, rows, p, w, etype, ta, tv, edges)
+        elif k_vec:
+            totals = dot_rows(t, 2, rows, p, w, etype, ta, tv, str(k_vec), "%zero")
+        else:
+            totals = []
         # the k past the last group of accumulators: full vectors into the accumulator,
         # then halves, quarters, ... reduced on their own, then single elements
         b_pieces = {}
@@ -341,6 +371,125 @@ def _dot(t: MlirLines, m: int, k: int, etype: str, f: GemvForm, alpha: bool, ta,
     rows_loop(m_full, m, 1)
 
 
+@dataclass(frozen=True)
+class _AlignedEdges:
+    """The SSA names the aligned dot form's rows share: where the vector loops start and end
+    (``head``: A's first vector boundary, in elements; ``main``: the end of the loop over
+    groups of accumulators; ``vec``: the end of whole vectors) and B's masked head and tail."""
+
+    head: str
+    main: str
+    vec: str
+    head_mask: str
+    tail_mask: str
+    b_head: str
+    b_tail: str
+    c0: str
+    zero: str
+
+
+def aligned_edges(t: MlirLines, depth: int, k: int | str, etype: str, w: int, p: int,
+                  ta: str, tv: str, address: str, zero: str) -> _AlignedEdges:
+    """The ops in front of the aligned dot form's rows loop: where A's rows reach a vector
+    boundary (``address``: A's aligned pointer as an index, a value of the function's top
+    level) and where their vector loops end for ``k`` elements (a number, or the name of a
+    symbol), and B's masked head and tail (the lanes past the row's ends are masked off and
+    read as zero)."""
+    elem, wp = int(etype[1:]) // 8, w * p
+    vt, mt = f"vector<{w}x{etype}>", f"vector<{w}xi1>"
+    head, main, vec, tail = (t.fresh(h) for h in ("head", "kmain", "kvec", "ktail"))
+    if isinstance(k, int):
+        syms, k_sym = "()[s0]", str(k)
+        operands = lambda first: f"[{first}]"
+    else:
+        syms, k_sym = "()[s0, s1]", "s1"
+        operands = lambda first: f"[{first}, {k}]"
+    t.add(depth, f"{head} = affine.apply affine_map<()[s0] -> ((s0 * -1) mod {w * elem} "
+                 f"floordiv {elem})>()[{address}]")
+    t.add(depth, f"{main} = affine.apply affine_map<{syms} -> (s0 + ((s0 * -1 + {k_sym}) "
+                 f"floordiv {wp}) * {wp})>(){operands(head)}")
+    t.add(depth, f"{vec} = affine.apply affine_map<{syms} -> (s0 + ((s0 * -1 + {k_sym}) "
+                 f"floordiv {w}) * {w})>(){operands(head)}")
+    t.add(depth, f"{tail} = affine.apply affine_map<{syms} -> (s0 * -1 + {k_sym})>()"
+                 f"{operands(vec)}")
+    head_mask, tail_mask, c0 = t.fresh("headmask"), t.fresh("tailmask"), t.fresh("c")
+    t.add(depth, f"{head_mask} = vector.create_mask {head} : {mt}")
+    t.add(depth, f"{tail_mask} = vector.create_mask {tail} : {mt}")
+    t.add(depth, f"{c0} = arith.constant 0 : index")
+    b_head, b_tail = t.fresh("bhead"), t.fresh("btail")
+    t.add(depth, f"{b_head} = vector.maskedload %Bv[{c0}], {head_mask}, {zero} : {tv}, {mt}, "
+                 f"{vt} into {vt}")
+    t.add(depth, f"{b_tail} = vector.maskedload %Bv[{vec}], {tail_mask}, {zero} : {tv}, {mt}, "
+                 f"{vt} into {vt}")
+    return _AlignedEdges(head, main, vec, head_mask, tail_mask, b_head, b_tail, c0, zero)
+
+
+def aligned_dot_rows(t: MlirLines, depth: int, rows: int, p: int, w: int, etype: str,
+                      ta: str, tv: str, e: _AlignedEdges) -> list[str]:
+    """The aligned dot form's rows ``%i + r``: the masked head into each row's first
+    accumulator, the loop over groups of ``p`` aligned vectors from ``e.head``, the whole
+    vectors left into the first accumulator, the masked tail; one vector per row."""
+    vt, mt = f"vector<{w}x{etype}>", f"vector<{w}xi1>"
+    firsts, row_index = [], []
+    for r in range(rows):
+        ir, a, acc = "%i" if r == 0 else t.fresh("ir"), t.fresh("ah"), t.fresh("acc")
+        if r:
+            t.add(depth, f"{ir} = affine.apply affine_map<(d0) -> (d0 + {r})>(%i)")
+        t.add(depth, f"{a} = vector.maskedload %A[{ir}, {e.c0}], {e.head_mask}, {e.zero} : {ta}, {mt},"
+                     f" {vt} into {vt}")
+        t.add(depth, f"{acc} = vector.fma {a}, {e.b_head}, {e.zero} : {vt}")
+        row_index.append(ir)
+        firsts.append(acc)
+    count = rows * p
+    types = ", ".join([vt] * count)
+    res = t.fresh("r")
+    names = [t.fresh("acc") for _ in range(count)]
+    inits = ", ".join(f"{n} = {firsts[i // p] if i % p == 0 else e.zero}"
+                      for i, n in enumerate(names))
+    t.add(depth, f"{_results(res, count)} = affine.for %k = {e.head} to {e.main} step {w * p} "
+                 f"iter_args({inits}) -> ({types}) {{")
+    bs = []
+    for q in range(p):
+        b = t.fresh("b")
+        t.add(depth + 1, f"{b} = affine.vector_load %Bv[%k + {q * w}] : {tv}, {vt}")
+        bs.append(b)
+    nexts = []
+    for r in range(rows):
+        for q in range(p):
+            a, na = t.fresh("a"), t.fresh("acc")
+            t.add(depth + 1, f"{a} = affine.vector_load %A[%i + {r}, %k + {q * w}] : {ta}, {vt}")
+            t.add(depth + 1, f"{na} = vector.fma {a}, {bs[q]}, {names[r * p + q]} : {vt}")
+            nexts.append(na)
+    t.add(depth + 1, f"affine.yield {', '.join(nexts)} : {types}")
+    t.add(depth, "}")
+    totals = []
+    for r in range(rows):
+        first = _result(res, count, r * p)
+        if p > 1:    # the whole vectors past the last group of p
+            row_types = vt
+            left, acc = t.fresh("left"), t.fresh("acc")
+            t.add(depth, f"{left} = affine.for %k = {e.main} to {e.vec} step {w} "
+                         f"iter_args({acc} = {first}) -> ({row_types}) {{")
+            a, na = t.fresh("a"), t.fresh("acc")
+            t.add(depth + 1, f"{a} = affine.vector_load %A[%i + {r}, %k] : {ta}, {vt}")
+            b = t.fresh("b")
+            t.add(depth + 1, f"{b} = affine.vector_load %Bv[%k] : {tv}, {vt}")
+            t.add(depth + 1, f"{na} = vector.fma {a}, {b}, {acc} : {vt}")
+            t.add(depth + 1, f"affine.yield {na} : {vt}")
+            t.add(depth, "}")
+            first = left
+        a, total = t.fresh("at"), t.fresh("v")
+        t.add(depth, f"{a} = vector.maskedload %A[{row_index[r]}, {e.vec}], {e.tail_mask}, {e.zero} :"
+                     f" {ta}, {mt}, {vt} into {vt}")
+        t.add(depth, f"{total} = vector.fma {a}, {e.b_tail}, {first} : {vt}")
+        for q in range(1, p):
+            v = t.fresh("v")
+            t.add(depth, f"{v} = arith.addf {total}, {_result(res, count, r * p + q)} : {vt}")
+            total = v
+        totals.append(total)
+    return totals
+
+
 def _pieces(lo: int, hi: int, widest: int) -> list[tuple[int, int]]:
     """[lo, hi) as (offset, width) pieces: as many of ``widest`` as fit, then halves,
     quarters, ... down to single elements (``widest`` a power of two)."""
@@ -382,7 +531,9 @@ def expand_gemv(con, lanes_of, remark=None, threads: int = 1,
             and len({id(alias_root(v)) for v in operands}) == 3):
         return None
     (m, k), n = types[0].shape, types[1].shape[1]
-    form = gemv_form(m, n, k, etype.width // 8, lanes_of(etype.width // 8), threads, l2_bytes)
+    at_top = con.anchor.parent_op is not None and con.anchor.parent_op.name == "func.func"
+    form = gemv_form(m, n, k, etype.width // 8, lanes_of(etype.width // 8), threads, l2_bytes,
+                     can_align=at_top)
     if form is None or k < 1:
         return None
     loops = expand_matmul(con)

@@ -144,7 +144,7 @@ def test_threads_give_bitwise_the_same_result(dtype):
     rng = np.random.default_rng(1)
     t = np.float64 if dtype == "f64" else np.float32
     for m, n, k in ((97, 101, 103), (300, 70, 290), (1, 3000, 70), (3001, 1, 70), (5, 2, 1),
-                    (33, 65, 50), (41, 131, 77), (33, 65, 150), (7, 130, 9)):
+                    (33, 65, 50), (41, 131, 77), (33, 65, 150), (7, 130, 9), (1003, 1, 1024)):
         a, b, c0 = (rng.uniform(-1, 1, s).astype(t) for s in ((m, k), (k, n), (m, n)))
         results = []
         for threads, fn in fns.items():
@@ -155,6 +155,30 @@ def test_threads_give_bitwise_the_same_result(dtype):
                                    atol=(1e-12 if dtype == "f64" else 1e-3))
         for other in results[1:]:
             assert np.array_equal(results[0], other)
+
+
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+def test_a_column_product_aligns_its_rows_wherever_a_starts(dtype):
+    """With N = 1 and K a whole number of vectors (every row of A then starts at the same
+    offset from a vector boundary), the dot form starts each row's vector loop at the
+    boundary, after a masked head, and ends with a masked tail, as the static one does: right
+    for every start of A, in A's L2 shape and in its streaming one."""
+    fn = (F64 if dtype == "f64" else F32)["mm"]
+    text = str((F64 if dtype == "f64" else F32).module)
+    assert "memref.extract_aligned_pointer_as_index" in text and "vector.maskedload" in text
+    t = np.float64 if dtype == "f64" else np.float32
+    rng = np.random.default_rng(3)
+    for m, k in ((37, 512), (9, 2048), (1003, 1024), (300, 272), (5, 4096)):
+        for offset in range(0, 64, 3 * t(0).itemsize):
+            raw = np.empty(m * k * t(0).itemsize + 128, np.uint8)
+            start = (-raw.ctypes.data) % 64 + offset
+            a = raw[start:start + m * k * t(0).itemsize].view(t).reshape(m, k)
+            a[:] = rng.uniform(-1, 1, (m, k))
+            b, c = rng.uniform(-1, 1, (k, 1)).astype(t), rng.uniform(-1, 1, (m, 1)).astype(t)
+            want = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+            fn(a, b, c)
+            tol = (1e-13 if dtype == "f64" else 3e-6) * (k + 1) * 4
+            np.testing.assert_allclose(c, want, rtol=0, atol=tol)
 
 
 def test_upstream_accepts_the_nest():

@@ -155,3 +155,83 @@ def test_a_vector_op_costs_its_lanes():
     lo, hi = par.lower_map.single_constant_result, par.upper_map.single_constant_result
     trips = (hi - lo) // par.steps[0]
     assert trips * iteration_cost(par.body) >= MIN_PARALLEL_WORK
+
+
+def _at_offset(shape, dtype, offset, seed):
+    """A C-contiguous array whose data starts ``offset`` bytes past a 64-byte boundary."""
+    t = np.float64 if dtype == "f64" else np.float32
+    nbytes = int(np.prod(shape)) * np.dtype(t).itemsize
+    raw = np.empty(nbytes + 128, np.uint8)
+    start = (-raw.ctypes.data) % 64 + offset
+    a = raw[start:start + nbytes].view(t).reshape(shape)
+    a[:] = np.random.default_rng(seed).uniform(-1, 1, shape)
+    return a
+
+
+@pytest.mark.parametrize("m,k", [(37, 512), (1003, 1024), (9, 2048)])
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+def test_the_dot_form_aligns_its_rows_wherever_a_starts(m, k, dtype):
+    """Rows of a whole number of vectors share their offset from a vector boundary: the dot
+    form starts each row's vector loop there, after a masked head, and ends with a masked
+    tail.  Right for every start of A (numpy's large arrays start 16 bytes into a line), and
+    bitwise the same on 1 to 3 threads for one A."""
+    results = {}
+    for threads in (1, 2, 3):
+        compiled, remarks = _compile(matmul_source(m, 1, k, dtype), threads=threads)
+        assert any("vectors aligned (masked head and tail)" in r for r in remarks), remarks
+        text = str(compiled.module)
+        assert "memref.extract_aligned_pointer_as_index" in text and "vector.maskedload" in text
+        elem = 8 if dtype == "f64" else 4
+        for offset in range(0, 64, elem * 3):
+            a = _at_offset((m, k), dtype, offset, seed=offset)
+            b = _at_offset((k, 1), dtype, 8, seed=1)
+            c = _at_offset((m, 1), dtype, 0, seed=2)
+            want = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+            compiled["matmul"](a, b, c)
+            tol = (1e-12 if dtype == "f64" else 2e-5) * k * 4
+            np.testing.assert_allclose(c, want, rtol=0, atol=tol)
+            results.setdefault(offset, []).append(c.copy())
+    for same_a in results.values():
+        assert all(np.array_equal(same_a[0], other) for other in same_a[1:])
+
+
+def test_rows_of_a_part_of_a_vector_or_few_vectors_are_not_aligned():
+    """The head and tail cost about two vectors a row: rows of fewer than
+    ALIGN_MIN_VECTORS groups of accumulators, or whose starts differ from row to row (K not a
+    whole number of vectors), run the plain form."""
+    from polyopt.schedules.gemv import ALIGN_MIN_VECTORS
+    assert gemv_form(100, 1, 2048, 4, 16).aligned
+    assert not gemv_form(100, 1, 2040, 4, 16).aligned
+    form = gemv_form(100, 1, 256, 4, 16, l2_bytes=1 << 20)
+    assert form.accumulators == 2 and form.aligned == (256 >= ALIGN_MIN_VECTORS * 32)
+    assert not gemv_form(100, 1, 64, 4, 16).aligned
+    assert not gemv_form(100, 1, 2048, 4, 16, can_align=False).aligned
+
+
+def test_a_product_inside_a_loop_is_not_aligned():
+    """A's address bounds the aligned loops, and only a value of the function's top level may
+    (an affine symbol): a product inside a loop keeps the plain form, and is right."""
+    src = """
+func.func @twice(%A: memref<24x512xf32>, %B: memref<512x1xf32>, %C: memref<24x1xf32>) {
+  affine.for %t = 0 to 2 {
+    hop.matmul %A, %B, %C : (memref<24x512xf32>, memref<512x1xf32>, memref<24x1xf32>)
+  }
+  return
+}
+"""
+    compiled, remarks = _compile(src)
+    assert any("dot form" in r for r in remarks), remarks
+    assert not any("aligned" in r for r in remarks), remarks
+    a, b = _at_offset((24, 512), "f32", 16, 0), _at_offset((512, 1), "f32", 0, 1)
+    c = _at_offset((24, 1), "f32", 0, 2)
+    want = c.astype(np.float64) + 2 * (a.astype(np.float64) @ b.astype(np.float64))
+    compiled["twice"](a, b, c)
+    np.testing.assert_allclose(c, want, rtol=0, atol=2e-5 * 512 * 8)
+
+
+def test_upstream_accepts_the_aligned_dot_form():
+    for threads in (1, 2):
+        compiled, remarks = _compile(matmul_source(1003, 1, 512, "f32"), threads=threads)
+        assert any("aligned" in r for r in remarks), remarks
+        text = str(compiled.module)
+        assert mlir_opt(text) == text
