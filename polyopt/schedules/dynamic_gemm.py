@@ -88,10 +88,11 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
                         alpha: bool, threads: int = 1, stream_lanes: int = 0,
                         short: Optional[BlisParams] = None, short_rows: int = 0,
                         l2_bytes: int = 0) -> str:
-    """``func.func @gemm(%A, %B, %C, %M, %N, %K, %Aaddr[, %alpha])``: ``C += alpha * A * B``
-    for the run-time sizes M, N, K (``%Aaddr``: A's aligned pointer as an index, a value of
-    the function's top level, where the dot form's rows reach a vector boundary; the
-    operands' types may have ``?`` anywhere), with ``p``'s tiles
+    """``func.func @gemm(%A, %B, %C, %M, %N, %K, %Aaddr, %Baddr[, %alpha])``:
+    ``C += alpha * A * B`` for the run-time sizes M, N, K (``%Aaddr``, ``%Baddr``: A's and
+    B's aligned pointers as indices, values of the function's top level, where the GEMV
+    forms' rows reach a vector boundary; the operands' types may have ``?`` anywhere), with
+    ``p``'s tiles
     and loop order, or ``short``'s when M is below ``short_rows``.  With
     ``threads > 1`` the packing loops over micro-panels and the outer loop over register
     tiles are ``affine.parallel`` (each thread its panels and its tiles of C, with its own edge
@@ -103,7 +104,8 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     vt = f"vector<{w}x{etype}>"
     zero = "0.000000e+00"
     t = _Text()
-    args = f"%A: {ta}, %B: {tb}, %C: {tc}, %M: index, %N: index, %K: index, %Aaddr: index"
+    args = (f"%A: {ta}, %B: {tb}, %C: {tc}, %M: index, %N: index, %K: index, %Aaddr: index, "
+            f"%Baddr: index")
     t.add(0, f"func.func @gemm({args}{', %alpha: ' + etype if alpha else ''}) {{")
     t.add(1, f"%zero = arith.constant {zero} : {etype}")
     t.add(1, f"%zv = arith.constant dense<{zero}> : {vt}")
@@ -542,31 +544,59 @@ def _axpy(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
     """C[0, :] += A[0, k] * B[k, :] for U rows of B at a time, on blocks of C's row (the
     static path's axpy form, :mod:`polyopt.schedules.gemv`, with run-time N and K); the
     columns past the last full vector one at a time."""
-    from .gemv import AXPY_BLOCK_BYTES, AXPY_ROWS
+    from .gemv import ALIGN_MIN_VECTORS, AXPY_BLOCK_BYTES, AXPY_ROWS, aligned_axpy
     u = AXPY_ROWS
     elem = int(etype[1:]) // 8
     block = max(w, AXPY_BLOCK_BYTES // elem // threads // w * w)
     vt = f"vector<{w}x{etype}>"
     n_vec = f"affine_map<()[s0] -> ((s0 floordiv {w}) * {w})>()[%N]"
     k_full = f"affine_map<()[s0] -> ((s0 floordiv {u}) * {u})>()[%K]"
+
+    def coefficients(d: int, k: str, count: int) -> list[str]:
+        coeffs = []
+        for r in range(count):
+            a = t.fresh("a")
+            t.add(d, f"{a} = affine.load %A[0, {k} + {r}] : {ta}")
+            if alpha:
+                scaled = t.fresh("as")
+                t.add(d, f"{scaled} = arith.mulf %alpha, {a} : {etype}")
+                a = scaled
+            av = t.fresh("av")
+            t.add(d, f"{av} = vector.broadcast {a} : {etype} to {vt}")
+            coeffs.append(av)
+        return coeffs
+
+    def over_k(d: int, body) -> None:
+        t.add(d, f"affine.for %k = 0 to {k_full} step {u} {{")
+        body(d + 1, "%k", u)
+        t.add(d, "}")
+        t.add(d, f"affine.for %k = {k_full} to %K {{")
+        body(d + 1, "%k", 1)
+        t.add(d, "}")
+
+    # the aligned form (gemv.aligned_axpy) when every row of B starts at the same offset from
+    # a vector boundary, as the static path's
+    t.add(2, f"affine.if affine_set<()[s0] : (s0 mod {w} == 0, "
+             f"s0 - {ALIGN_MIN_VECTORS * w} >= 0)>()[%N] {{")
+    aligned_axpy(t, 3, "%N", etype, w, block, threads, tb, tc, "%Baddr", coefficients, over_k)
+    t.add(2, "} else {")
+    _plain_axpy(t, ta, tb, tc, etype, w, alpha, block, threads, n_vec, coefficients, over_k)
+    t.add(2, "}")
+
+
+def _plain_axpy(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
+                block: int, threads: int, n_vec: str, coefficients, over_k) -> None:
+    """The axpy form's blocks of whole vectors from column 0, then the columns past the
+    last whole vector one at a time."""
+    vt = f"vector<{w}x{etype}>"
     if threads > 1:   # blocks of C's row on the threads
         t.add(2, f"affine.parallel (%j0) = (0) to ((symbol(%N) floordiv {w}) * {w}) "
                  f"step ({block}) {{")
     else:
         t.add(2, f"affine.for %j0 = 0 to {n_vec} step {block} {{")
 
-    def rows(k: str, count: int) -> None:
-        coeffs = []
-        for r in range(count):
-            a = t.fresh("a")
-            t.add(4, f"{a} = affine.load %A[0, {k} + {r}] : {ta}")
-            if alpha:
-                scaled = t.fresh("as")
-                t.add(4, f"{scaled} = arith.mulf %alpha, {a} : {etype}")
-                a = scaled
-            av = t.fresh("av")
-            t.add(4, f"{av} = vector.broadcast {a} : {etype} to {vt}")
-            coeffs.append(av)
+    def rows(d: int, k: str, count: int) -> None:
+        coeffs = coefficients(d, k, count)
         t.add(4, f"affine.for %j = affine_map<(d0) -> (d0)>(%j0) to min "
                  f"affine_map<(d0)[s0] -> (d0 + {block}, (s0 floordiv {w}) * {w})>(%j0)[%N] "
                  f"step {w} {{")
@@ -581,12 +611,7 @@ def _axpy(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
         t.add(5, f"affine.vector_store {c}, %C[0, %j] : {tc}, {vt}")
         t.add(4, "}")
 
-    t.add(3, f"affine.for %k = 0 to {k_full} step {u} {{")
-    rows("%k", u)
-    t.add(3, "}")
-    t.add(3, f"affine.for %k = {k_full} to %K {{")
-    rows("%k", 1)
-    t.add(3, "}")
+    over_k(3, rows)
     t.add(2, "}")
     t.add(2, "affine.for %k = 0 to %K {")
     t.add(3, f"%ta = affine.load %A[0, %k] : {ta}")
@@ -756,9 +781,9 @@ def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None,
     text = dynamic_gemm_source(tuple(str(t) for t in types), str(etype), params, lanes,
                                alpha is not None, threads, machine.stream_lanes(elem_bytes),
                                short, short_rows, machine.l2_bytes)
-    address = _aligned_pointer_at_top_level(product, operands[0], con.loc)
+    addresses = [_aligned_pointer_at_top_level(product, v, con.loc) for v in operands[:2]]
     new_ops = splice_template(b, text, "<dynamic gemm>",
-                              [*operands, m, n, k, address] + ([alpha] if alpha else []),
+                              [*operands, m, n, k, *addresses] + ([alpha] if alpha else []),
                               con.loc)
     product.erase()
     if remark is not None:

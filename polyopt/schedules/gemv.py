@@ -61,16 +61,16 @@ class GemvForm:
     block: int = 0     # J_B (axpy)
     accumulators: int = 1
     threads: int = 1   # > 1: the outer loop (column blocks, or rows) is an affine.parallel
-    aligned: bool = False   # dot form: each row's vector loop starts at a vector boundary
+    aligned: bool = False   # the vector loops start at a vector boundary of A's (B's) rows
 
 
     def describe(self) -> str:
         on = f", {'column blocks' if self.kind == 'axpy' else 'rows'} split over " \
              f"{self.threads} threads" if self.threads > 1 else ""
+        peel = ", the rows' vectors aligned (masked head and tail)" if self.aligned else ""
         if self.kind == "axpy":
             return (f"axpy form (row times matrix): {self.rows} rows of B per step, blocks of "
-                    f"{self.block} columns, {self.lanes}-lane vectors{on}")
-        peel = ", the rows' vectors aligned (masked head and tail)" if self.aligned else ""
+                    f"{self.block} columns, {self.lanes}-lane vectors{peel}{on}")
         return (f"dot form (matrix times column): {self.rows} rows of A per step, "
                 f"{self.accumulators} accumulators of {self.lanes} lanes per row{peel}{on}")
 
@@ -107,7 +107,9 @@ def gemv_form(m: int, n: int, k: int, elem_bytes: int, lanes: int,
             block = min(block, -(-n_vec // threads // lanes) * lanes or lanes)
         if n_vec <= lanes:
             threads = 1
-        return GemvForm("axpy", lanes, AXPY_ROWS, block, threads=threads)
+        aligned = can_align and lanes > 1 and n % lanes == 0 \
+            and n >= ALIGN_MIN_VECTORS * lanes
+        return GemvForm("axpy", lanes, AXPY_ROWS, block, threads=threads, aligned=aligned)
     if n == 1 and m >= 1:
         rows, accumulators = dot_shape(m * k * elem_bytes, l2_bytes)
         if m < 2 * rows:
@@ -245,6 +247,12 @@ def _axpy(t: MlirLines, n: int, k: int, etype: str, f: GemvForm, alpha: bool, ta
             body(depth + 1, "%k", 1)
             t.add(depth, "}")
 
+    if f.aligned:
+        t.add(1, f"%Baddr = memref.extract_aligned_pointer_as_index %B : {tb} -> index")
+        aligned_axpy(t, 1, n, etype, w, f.block, f.threads, tb, tc, "%Baddr",
+                     lambda d, k_from, rows: [c[w] for c in coefficients(d, k_from, rows, [w])],
+                     over_k)
+        return
     if n_vec:
         j0 = None
         depth = 1
@@ -275,6 +283,74 @@ def _axpy(t: MlirLines, n: int, k: int, etype: str, f: GemvForm, alpha: bool, ta
             for off, wd in pieces:
                 update(d, str(off), wd, k_from, coeffs)
         over_k(1, tail)
+
+
+def aligned_axpy(t: MlirLines, depth: int, n: int | str, etype: str, w: int, block: int,
+                 threads: int, tb: str, tc: str, address: str, coefficients, over_k) -> None:
+    """The axpy form with its vectors aligned on B's rows (every row of B starts at the same
+    offset from a vector boundary; ``address``: B's aligned pointer as an index, a value of
+    the function's top level; ``n``: a number or the name of a symbol): the blocks of
+    columns from B's first boundary to its last; the block that starts there also updates
+    the masked head (the columns before the first boundary) and the block that ends there
+    the masked tail (those past the last whole vector), in the same pass over the rows of B,
+    whose lines they continue.  ``coefficients(depth, k, rows)``: the broadcast A[0, k + r]
+    (times alpha) of each row; ``over_k(depth, body)``: ``body(depth, k, rows)`` over the
+    groups of rows of B."""
+    elem = int(etype[1:]) // 8
+    vt, mt = f"vector<{w}x{etype}>", f"vector<{w}xi1>"
+    head, nvec, ntail = t.fresh("head"), t.fresh("nvec"), t.fresh("ntail")
+    syms, n_sym, n_ops = ("()[s0]", str(n), "") if isinstance(n, int) else \
+        ("()[s0, s1]", "s1", f", {n}")
+    t.add(depth, f"{head} = affine.apply affine_map<()[s0] -> ((s0 * -1) mod {w * elem} "
+                 f"floordiv {elem})>()[{address}]")
+    t.add(depth, f"{nvec} = affine.apply affine_map<{syms} -> (s0 + ((s0 * -1 + {n_sym}) "
+                 f"floordiv {w}) * {w})>()[{head}{n_ops}]")
+    t.add(depth, f"{ntail} = affine.apply affine_map<{syms} -> (s0 * -1 + {n_sym})>()"
+                 f"[{nvec}{n_ops}]")
+    head_mask, tail_mask = t.fresh("headmask"), t.fresh("tailmask")
+    c0, zero = t.fresh("c"), t.fresh("zero")
+    t.add(depth, f"{head_mask} = vector.create_mask {head} : {mt}")
+    t.add(depth, f"{tail_mask} = vector.create_mask {ntail} : {mt}")
+    t.add(depth, f"{c0} = arith.constant 0 : index")
+    t.add(depth, f"{zero} = arith.constant dense<0.000000e+00> : {vt}")
+    loop = f"affine.parallel (%j0) = ({head}) to ({nvec}) step ({block})" if threads > 1 \
+        else f"affine.for %j0 = {head} to {nvec} step {block}"
+    t.add(depth, f"{loop} {{")
+
+    def masked_update(d: int, k_from: str, coeffs: list[str], column: str, mask: str) -> None:
+        c = t.fresh("c")
+        t.add(d, f"{c} = vector.maskedload %C[{c0}, {column}], {mask}, {zero} : {tc}, {mt}, "
+                 f"{vt} into {vt}")
+        for r, coeff in enumerate(coeffs):
+            row, b, nc = t.fresh("row"), t.fresh("b"), t.fresh("c")
+            t.add(d, f"{row} = affine.apply affine_map<(d0) -> (d0 + {r})>({k_from})")
+            t.add(d, f"{b} = vector.maskedload %B[{row}, {column}], {mask}, {zero} : {tb}, "
+                     f"{mt}, {vt} into {vt}")
+            t.add(d, f"{nc} = vector.fma {coeff}, {b}, {c} : {vt}")
+            c = nc
+        t.add(d, f"vector.maskedstore %C[{c0}, {column}], {mask}, {c} : {tc}, {mt}, {vt}")
+
+    def one_block(d: int, k_from: str, rows: int) -> None:
+        coeffs = coefficients(d, k_from, rows)
+        t.add(d, f"affine.if affine_set<(d0)[s0] : (d0 - s0 == 0)>(%j0)[{head}] {{")
+        masked_update(d + 1, k_from, coeffs, c0, head_mask)
+        t.add(d, "}")
+        t.add(d, f"affine.for %j = affine_map<(d0) -> (d0)>(%j0) to min "
+                 f"affine_map<(d0)[s0] -> (d0 + {block}, s0)>(%j0)[{nvec}] step {w} {{")
+        c = t.fresh("c")
+        t.add(d + 1, f"{c} = affine.vector_load %C[0, %j] : {tc}, {vt}")
+        for r, coeff in enumerate(coeffs):
+            b, nc = t.fresh("b"), t.fresh("c")
+            t.add(d + 1, f"{b} = affine.vector_load %B[{k_from} + {r}, %j] : {tb}, {vt}")
+            t.add(d + 1, f"{nc} = vector.fma {coeff}, {b}, {c} : {vt}")
+            c = nc
+        t.add(d + 1, f"affine.vector_store {c}, %C[0, %j] : {tc}, {vt}")
+        t.add(d, "}")
+        t.add(d, f"affine.if affine_set<(d0)[s0] : (d0 - s0 + {block} >= 0)>(%j0)[{nvec}] {{")
+        masked_update(d + 1, k_from, coeffs, nvec, tail_mask)
+        t.add(d, "}")
+    over_k(depth + 1, one_block)
+    t.add(depth, "}")
 
 
 def _dot(t: MlirLines, m: int, k: int, etype: str, f: GemvForm, alpha: bool, ta, tb, tc) -> None:

@@ -144,7 +144,8 @@ def test_threads_give_bitwise_the_same_result(dtype):
     rng = np.random.default_rng(1)
     t = np.float64 if dtype == "f64" else np.float32
     for m, n, k in ((97, 101, 103), (300, 70, 290), (1, 3000, 70), (3001, 1, 70), (5, 2, 1),
-                    (33, 65, 50), (41, 131, 77), (33, 65, 150), (7, 130, 9), (1003, 1, 1024)):
+                    (33, 65, 50), (41, 131, 77), (33, 65, 150), (7, 130, 9), (1003, 1, 1024),
+                    (1, 4096, 300)):
         a, b, c0 = (rng.uniform(-1, 1, s).astype(t) for s in ((m, k), (k, n), (m, n)))
         results = []
         for threads, fn in fns.items():
@@ -175,6 +176,26 @@ def test_a_column_product_aligns_its_rows_wherever_a_starts(dtype):
             a = raw[start:start + m * k * t(0).itemsize].view(t).reshape(m, k)
             a[:] = rng.uniform(-1, 1, (m, k))
             b, c = rng.uniform(-1, 1, (k, 1)).astype(t), rng.uniform(-1, 1, (m, 1)).astype(t)
+            want = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+            fn(a, b, c)
+            tol = (1e-13 if dtype == "f64" else 3e-6) * (k + 1) * 4
+            np.testing.assert_allclose(c, want, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+def test_a_row_product_aligns_on_b_wherever_b_starts(dtype):
+    """With M = 1 and N a whole number of vectors, the axpy form's blocks run from B's first
+    vector boundary to its last, with a masked head and tail, as the static one does."""
+    fn = (F64 if dtype == "f64" else F32)["mm"]
+    t = np.float64 if dtype == "f64" else np.float32
+    rng = np.random.default_rng(4)
+    for n, k in ((512, 37), (2048, 300), (272, 9), (4096, 3)):
+        for offset in range(0, 64, 3 * t(0).itemsize):
+            raw = np.empty(n * k * t(0).itemsize + 128, np.uint8)
+            start = (-raw.ctypes.data) % 64 + offset
+            b = raw[start:start + n * k * t(0).itemsize].view(t).reshape(k, n)
+            b[:] = rng.uniform(-1, 1, (k, n))
+            a, c = rng.uniform(-1, 1, (1, k)).astype(t), rng.uniform(-1, 1, (1, n)).astype(t)
             want = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
             fn(a, b, c)
             tol = (1e-13 if dtype == "f64" else 3e-6) * (k + 1) * 4

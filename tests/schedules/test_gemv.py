@@ -195,10 +195,36 @@ def test_the_dot_form_aligns_its_rows_wherever_a_starts(m, k, dtype):
         assert all(np.array_equal(same_a[0], other) for other in same_a[1:])
 
 
+@pytest.mark.parametrize("n,k", [(512, 37), (1024, 9), (2048, 300)])
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+def test_the_axpy_form_aligns_on_b_wherever_b_starts(n, k, dtype):
+    """Rows of B of a whole number of vectors share their offset from a vector boundary:
+    the axpy form's blocks run from B's first boundary to its last, the first block adding
+    the masked head and the last the masked tail.  Right for every start of B and of C (C's
+    offset differs from B's), bitwise the same on 1 to 3 threads for one B."""
+    results = {}
+    for threads in (1, 2, 3):
+        compiled, remarks = _compile(matmul_source(1, n, k, dtype), threads=threads)
+        assert any("axpy form" in r and "vectors aligned (masked head and tail)" in r
+                   for r in remarks), remarks
+        elem = 8 if dtype == "f64" else 4
+        for offset in range(0, 64, elem * 3):
+            a = _at_offset((1, k), dtype, 8, seed=1)
+            b = _at_offset((k, n), dtype, offset, seed=offset)
+            c = _at_offset((1, n), dtype, (offset + 24) % 64, seed=2)
+            want = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+            compiled["matmul"](a, b, c)
+            tol = (1e-12 if dtype == "f64" else 2e-5) * k * 4
+            np.testing.assert_allclose(c, want, rtol=0, atol=tol)
+            results.setdefault(offset, []).append(c.copy())
+    for same_b in results.values():
+        assert all(np.array_equal(same_b[0], other) for other in same_b[1:])
+
+
 def test_rows_of_a_part_of_a_vector_or_few_vectors_are_not_aligned():
     """The head and tail cost about two vectors a row: rows of fewer than
-    ALIGN_MIN_VECTORS groups of accumulators, or whose starts differ from row to row (K not a
-    whole number of vectors), run the plain form."""
+    ALIGN_MIN_VECTORS groups of accumulators, or whose starts differ from row to row (K, or
+    N for the axpy form, not a whole number of vectors), run the plain form."""
     from polyopt.schedules.gemv import ALIGN_MIN_VECTORS
     assert gemv_form(100, 1, 2048, 4, 16).aligned
     assert not gemv_form(100, 1, 2040, 4, 16).aligned
@@ -206,6 +232,9 @@ def test_rows_of_a_part_of_a_vector_or_few_vectors_are_not_aligned():
     assert form.accumulators == 2 and form.aligned == (256 >= ALIGN_MIN_VECTORS * 32)
     assert not gemv_form(100, 1, 64, 4, 16).aligned
     assert not gemv_form(100, 1, 2048, 4, 16, can_align=False).aligned
+    assert gemv_form(1, 2048, 100, 4, 16).aligned
+    assert not gemv_form(1, 2040, 100, 4, 16).aligned
+    assert not gemv_form(1, 64, 100, 4, 16).aligned
 
 
 def test_a_product_inside_a_loop_is_not_aligned():
@@ -229,9 +258,10 @@ func.func @twice(%A: memref<24x512xf32>, %B: memref<512x1xf32>, %C: memref<24x1x
     np.testing.assert_allclose(c, want, rtol=0, atol=2e-5 * 512 * 8)
 
 
-def test_upstream_accepts_the_aligned_dot_form():
+def test_upstream_accepts_the_aligned_forms():
     for threads in (1, 2):
-        compiled, remarks = _compile(matmul_source(1003, 1, 512, "f32"), threads=threads)
-        assert any("aligned" in r for r in remarks), remarks
-        text = str(compiled.module)
-        assert mlir_opt(text) == text
+        for m, n in ((1003, 1), (1, 3008)):
+            compiled, remarks = _compile(matmul_source(m, n, 512, "f32"), threads=threads)
+            assert any("aligned" in r for r in remarks), remarks
+            text = str(compiled.module)
+            assert mlir_opt(text) == text
