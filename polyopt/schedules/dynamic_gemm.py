@@ -552,7 +552,8 @@ def _axpy(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
     n_vec = f"affine_map<()[s0] -> ((s0 floordiv {w}) * {w})>()[%N]"
     k_full = f"affine_map<()[s0] -> ((s0 floordiv {u}) * {u})>()[%K]"
 
-    def coefficients(d: int, k: str, count: int) -> list[str]:
+    def coefficients(d: int, k: str, count: int, vt: str = vt) -> list[str]:
+        """A[0, k + r] (times alpha) broadcast to ``vt``, for each row r of B."""
         coeffs = []
         for r in range(count):
             a = t.fresh("a")
@@ -575,13 +576,21 @@ def _axpy(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
         t.add(d, "}")
 
     # the aligned form (gemv.aligned_axpy) when every row of B starts at the same offset from
-    # a vector boundary, as the static path's
-    t.add(2, f"affine.if affine_set<()[s0] : (s0 mod {w} == 0, "
-             f"s0 - {ALIGN_MIN_VECTORS * w} >= 0)>()[%N] {{")
-    aligned_axpy(t, 3, "%N", etype, w, block, threads, tb, tc, "%Baddr", coefficients, over_k)
-    t.add(2, "} else {")
+    # a vector boundary, as the static path's: of whole vectors, else of half vectors
+    # (gemv.axpy_lanes), else the plain form
+    widths = [w] + ([w // 2] if w // 2 >= 4 else [])
+    for depth, width in enumerate(widths, start=2):
+        def width_coefficients(d: int, k: str, count: int, width=width) -> list[str]:
+            return coefficients(d, k, count, f"vector<{width}x{etype}>")
+        whole_vectors_not = f", s0 mod {w} - 1 >= 0" if width < w else ""
+        t.add(depth, f"affine.if affine_set<()[s0] : (s0 mod {width} == 0, "
+                     f"s0 - {ALIGN_MIN_VECTORS * width} >= 0{whole_vectors_not})>()[%N] {{")
+        aligned_axpy(t, depth + 1, "%N", etype, width, max(width, block // width * width),
+                     threads, tb, tc, "%Baddr", width_coefficients, over_k)
+        t.add(depth, "} else {")
     _plain_axpy(t, ta, tb, tc, etype, w, alpha, block, threads, n_vec, coefficients, over_k)
-    t.add(2, "}")
+    for depth in reversed(range(2, 2 + len(widths))):
+        t.add(depth, "}")
 
 
 def _plain_axpy(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,

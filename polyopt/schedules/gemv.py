@@ -85,6 +85,20 @@ PARALLEL_MIN_BYTES = 256 * 1024
 ALIGN_MIN_VECTORS = 8
 
 
+def axpy_aligns(n: int, lanes: int) -> bool:
+    """Does the axpy form align its vectors of ``lanes`` on rows of B of ``n`` elements?"""
+    return lanes > 1 and n % lanes == 0 and n >= ALIGN_MIN_VECTORS * lanes
+
+
+def axpy_lanes(n: int, lanes: int) -> int:
+    """The vector width of the axpy form on rows of ``n`` elements: ``lanes``, or half of it
+    where only half-width vectors align (:func:`gemv_form`)."""
+    half = lanes // 2
+    if n % lanes and half >= 4 and axpy_aligns(n, half):
+        return half
+    return lanes
+
+
 def gemv_form(m: int, n: int, k: int, elem_bytes: int, lanes: int,
               threads: int = 1, l2_bytes: Optional[int] = None,
               can_align: bool = True) -> GemvForm | None:
@@ -97,18 +111,22 @@ def gemv_form(m: int, n: int, k: int, elem_bytes: int, lanes: int,
     a vector): numpy's large arrays start 16 bytes into a cache line, and a full-line vector
     load there touches two lines, every one of them (Zen 5, f32 2048x1x2048 from L3: 45 GFLOPS
     at an offset of 16 bytes, 53 at 0, numpy 53 at both).  The sum's order then depends on
-    where A sits in memory, as with MKL outside its CNR mode."""
+    where A sits in memory, as with MKL outside its CNR mode.  The axpy form does the same
+    on B's rows, with vectors of half the width when only those divide N (f32 1x1000x1000
+    on Zen 5: 4000-byte rows are a whole number of 32-byte vectors, not of 64-byte ones;
+    1.08x numpy with 16 lanes, 1.16x with 8 aligned; 1x3000x1000 1.01x -> 1.06x; the dot
+    form gained nothing from the same at 1000x1x1000)."""
     if m * n * k * elem_bytes < PARALLEL_MIN_BYTES:
         threads = 1
     if m == 1 and n >= lanes:
+        lanes = axpy_lanes(n, lanes) if can_align else lanes
         block = max(lanes, AXPY_BLOCK_BYTES // elem_bytes // lanes * lanes)
         n_vec = n - n % lanes
         if threads > 1:   # at least one block per thread
             block = min(block, -(-n_vec // threads // lanes) * lanes or lanes)
         if n_vec <= lanes:
             threads = 1
-        aligned = can_align and lanes > 1 and n % lanes == 0 \
-            and n >= ALIGN_MIN_VECTORS * lanes
+        aligned = can_align and axpy_aligns(n, lanes)
         return GemvForm("axpy", lanes, AXPY_ROWS, block, threads=threads, aligned=aligned)
     if n == 1 and m >= 1:
         rows, accumulators = dot_shape(m * k * elem_bytes, l2_bytes)

@@ -184,12 +184,13 @@ def test_a_column_product_aligns_its_rows_wherever_a_starts(dtype):
 
 @pytest.mark.parametrize("dtype", ["f64", "f32"])
 def test_a_row_product_aligns_on_b_wherever_b_starts(dtype):
-    """With M = 1 and N a whole number of vectors, the axpy form's blocks run from B's first
-    vector boundary to its last, with a masked head and tail, as the static one does."""
+    """With M = 1 and N a whole number of vectors (or of half vectors), the axpy form's
+    blocks run from B's first vector boundary to its last, with a masked head and tail, as
+    the static one does."""
     fn = (F64 if dtype == "f64" else F32)["mm"]
     t = np.float64 if dtype == "f64" else np.float32
     rng = np.random.default_rng(4)
-    for n, k in ((512, 37), (2048, 300), (272, 9), (4096, 3)):
+    for n, k in ((512, 37), (2048, 300), (272, 9), (4096, 3), (1000, 11), (1004, 6)):
         for offset in range(0, 64, 3 * t(0).itemsize):
             raw = np.empty(n * k * t(0).itemsize + 128, np.uint8)
             start = (-raw.ctypes.data) % 64 + offset
