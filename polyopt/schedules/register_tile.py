@@ -274,6 +274,9 @@ def optimize_register_tile(top: Operation, c: Value, *, m_r: int, n_r: int, k_c:
                 versions[-1] = (ck, ci)
                 column_acc = (ck, column_buf)
                 lanes[id(ci)] = m_r
+                if _compact_edge_columns_of_b(ck, ci, column_buf, func):
+                    note(f"N's edge: its {column_edge} column(s) of packed B copied "
+                         f"contiguously once per panel")
         except ScheduleError as e:
             note(f"partial register tiles stay partial: {e.message}")
 
@@ -459,6 +462,54 @@ def _accumulate_from_zero(k_loop: AffineForOp, c: Value) -> None:
         block.insert_before(stores[0], add)
         st.set_operand(0, add.results[0])
 
+
+
+def _compact_edge_columns_of_b(ck: AffineForOp, ci: AffineForOp, column_buf: Value,
+                               func) -> bool:
+    """The column form's edge tiles read one element of B's packed panel per k and column,
+    each in its own line: ``N_R`` elements apart (N = 65 f32 on 4x64 tiles: 256 bytes, so the
+    panel's 513 lines of K fall in 16 of Zen 5's 64 L1 sets and miss L1 on every tile; 33 of
+    the 212 us of 513x65x513).  Copy those ``N mod N_R`` columns into a buffer of their own,
+    contiguous along k, once, before the outermost loop around the tiles that neither writes
+    the packed panel nor moves the copied columns (MLIR's ``affineDataCopyGenerate`` with the
+    copy hoisted).  Returns whether it did; nothing changes when no such loop exists."""
+    from ..memref_layout.data_copy import generate_copy
+    iv = ci.induction_var
+    b_loads = [op for op in ck.walk() if isinstance(op, AffineLoadOp)
+               and op.memref is not column_buf and iv not in list(op.map_operands)]
+    memrefs = {id(op.memref): op.memref for op in b_loads}
+    if len(memrefs) != 1:
+        return False
+    b = next(iter(memrefs.values()))
+
+    def defined_inside(v: Value, op: Operation) -> bool:
+        owner = v.defining_op if v.defining_op is not None else v.block.parent.parent
+        return owner is op or op.is_proper_ancestor_of(owner)
+
+    # the indices of B's loads that do not run inside the k loop (the panel's): the copy can
+    # go before the outermost loop around the tiles that defines none of them and holds no
+    # write of B (the panel is packed outside it)
+    outer = [v for op in b_loads for v in op.map_operands if not defined_inside(v, ck)]
+    dest = None
+    for anc in ck.ancestors():
+        if anc is func or any(defined_inside(v, anc) for v in outer) or any(
+                b in list(op.operands) and not isinstance(op, AffineLoadOp)
+                for op in anc.walk()):
+            break
+        if isinstance(anc, AffineForOp):
+            dest = anc
+    if dest is None:
+        return False
+    block = ck.parent
+    index = block.ops.index(ck)
+    info = generate_copy((block, index, index + 1), b, depth=0, hoist_alloc_to=func,
+                         copy_out=False)
+    nests = list(info.copy_in) + list(info.zero_fill)
+    if info.buffer is None:
+        return False
+    for nest in nests:
+        nest.move_before(dest)
+    return True
 
 
 def _transposed_tile_buffer(k_loop: AffineForOp, c: Value, m_r: int, n_r: int, func) -> Value:

@@ -164,6 +164,21 @@ def test_n_edge_narrower_than_m_r_runs_in_the_column_form(t, edge):
     # one accumulator per column, each as K_U partial sums (the k loops of the remainder of
     # K_C by K_U have one)
     assert loops and max(len(loop.inits) for loop in loops) == 4 * edge
+    # B's edge columns are read from a buffer of their own, contiguous along k ([.., k, edge]),
+    # filled outside the loop over the row tiles around the edge's k loops, not once per tile
+    module = _optimized(text)
+    loops = _column_edge_loops(module, 4, t)
+    b_reads = {id(op.memref): op.memref for loop in loops for op in loop.walk()
+               if isinstance(op, AffineLoadOp)}
+    assert len(b_reads) == 1
+    column_of_b = next(iter(b_reads.values()))
+    assert column_of_b.type.shape[-1] == edge
+    fills = [op for op in module.walk() if isinstance(op, AffineStoreOp)
+             and op.memref is column_of_b]
+    tile_loops = [next(a for a in edge_loop.ancestors() if isinstance(a, AffineForOp))
+                  for edge_loop in loops]
+    assert fills and not any(tile.is_proper_ancestor_of(fill) for fill in fills
+                             for tile in tile_loops)
     for seed in range(2):
         check_matmul(polyopt.compile(text, hopt=True, copy=True, unroll=True, scalrep=True,
                                      vect=True)["matmul"], m, n, k, t, seed=seed)
