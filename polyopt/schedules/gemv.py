@@ -15,7 +15,11 @@ in memory order, with explicit vectors (the ``vector`` dialect; MLIR's counterpa
   does; the result differs from the sequential order in the last bits.
 
 The remainders (the columns past the last full vector, the k past the last group of ``U``,
-the rows past the last group of ``R``) run as plain scalar loops.  The nest is built as MLIR
+the rows past the last group of ``R``) run as plain scalar loops.  Where every row the form
+streams (A's in the dot form, B's in the axpy form) starts at the same offset from a vector
+boundary, the vector loops start at that boundary instead, and the part of the row before it
+and after the last whole vector is one masked vector each (``vector.maskedload``): see
+:func:`gemv_form`.  The nest is built as MLIR
 text for the operands' static types and spliced in place of the naive product nest.
 """
 
