@@ -166,13 +166,31 @@ def dot_rows(t: MlirLines, depth: int, rows: int, p: int, w: int, etype: str, ta
     (type ``ta``) times ``%Bv`` (type ``tv``) into ``p`` accumulators of ``w`` lanes per row,
     starting from ``zero``; returns one vector per row, its accumulators added."""
     vt = f"vector<{w}x{etype}>"
+    accs = _dot_loop(t, depth, rows, p, w, etype, ta, tv, "0", k_vec, [zero] * (rows * p))
+    totals = []
+    for r in range(rows):
+        total = accs[r * p]
+        for q in range(1, p):
+            v = t.fresh("v")
+            t.add(depth, f"{v} = arith.addf {total}, {accs[r * p + q]} : {vt}")
+            total = v
+        totals.append(total)
+    return totals
+
+
+def _dot_loop(t: MlirLines, depth: int, rows: int, p: int, w: int, etype: str, ta: str,
+              tv: str, lower: str, upper: str, inits: list[str]) -> list[str]:
+    """``affine.for %k = lower to upper step w * p`` over rows ``%i + r`` of A times ``%Bv``
+    into ``p`` accumulators of ``w`` lanes per row, starting from ``inits`` (row-major: row
+    r's accumulator q is ``inits[r * p + q]``); returns the accumulators in the same order."""
+    vt = f"vector<{w}x{etype}>"
     count = rows * p
     types = ", ".join([vt] * count)
     res = t.fresh("r")
     names = [t.fresh("acc") for _ in range(count)]
-    inits = ", ".join(f"{n} = {zero}" for n in names)
-    t.add(depth, f"{_results(res, count)} = affine.for %k = 0 to {k_vec} step {w * p} "
-                 f"iter_args({inits}) -> ({types}) {{")
+    init_text = ", ".join(f"{n} = {v}" for n, v in zip(names, inits))
+    t.add(depth, f"{_results(res, count)} = affine.for %k = {lower} to {upper} step {w * p} "
+                 f"iter_args({init_text}) -> ({types}) {{")
     bs = []
     for q in range(p):
         b = t.fresh("b")
@@ -187,15 +205,7 @@ def dot_rows(t: MlirLines, depth: int, rows: int, p: int, w: int, etype: str, ta
             nexts.append(na)
     t.add(depth + 1, f"affine.yield {', '.join(nexts)} : {types}")
     t.add(depth, "}")
-    totals = []
-    for r in range(rows):
-        total = _result(res, count, r * p)
-        for q in range(1, p):
-            v = t.fresh("v")
-            t.add(depth, f"{v} = arith.addf {total}, {_result(res, count, r * p + q)} : {vt}")
-            total = v
-        totals.append(total)
-    return totals
+    return [_result(res, count, n) for n in range(count)]
 
 
 def gemv_source(m: int, n: int, k: int, etype: str, form: GemvForm, alpha: str | None) -> str:
@@ -533,41 +543,20 @@ def aligned_dot_rows(t: MlirLines, depth: int, rows: int, p: int, w: int, etype:
         ir, a, acc = "%i" if r == 0 else t.fresh("ir"), t.fresh("ah"), t.fresh("acc")
         if r:
             t.add(depth, f"{ir} = affine.apply affine_map<(d0) -> (d0 + {r})>(%i)")
-        t.add(depth, f"{a} = vector.maskedload %A[{ir}, {e.c0}], {e.head_mask}, {e.zero} : {ta}, {mt},"
-                     f" {vt} into {vt}")
+        t.add(depth, f"{a} = vector.maskedload %A[{ir}, {e.c0}], {e.head_mask}, {e.zero} : "
+                     f"{ta}, {mt}, {vt} into {vt}")
         t.add(depth, f"{acc} = vector.fma {a}, {e.b_head}, {e.zero} : {vt}")
         row_index.append(ir)
         firsts.append(acc)
-    count = rows * p
-    types = ", ".join([vt] * count)
-    res = t.fresh("r")
-    names = [t.fresh("acc") for _ in range(count)]
-    inits = ", ".join(f"{n} = {firsts[i // p] if i % p == 0 else e.zero}"
-                      for i, n in enumerate(names))
-    t.add(depth, f"{_results(res, count)} = affine.for %k = {e.head} to {e.main} step {w * p} "
-                 f"iter_args({inits}) -> ({types}) {{")
-    bs = []
-    for q in range(p):
-        b = t.fresh("b")
-        t.add(depth + 1, f"{b} = affine.vector_load %Bv[%k + {q * w}] : {tv}, {vt}")
-        bs.append(b)
-    nexts = []
-    for r in range(rows):
-        for q in range(p):
-            a, na = t.fresh("a"), t.fresh("acc")
-            t.add(depth + 1, f"{a} = affine.vector_load %A[%i + {r}, %k + {q * w}] : {ta}, {vt}")
-            t.add(depth + 1, f"{na} = vector.fma {a}, {bs[q]}, {names[r * p + q]} : {vt}")
-            nexts.append(na)
-    t.add(depth + 1, f"affine.yield {', '.join(nexts)} : {types}")
-    t.add(depth, "}")
+    inits = [firsts[n // p] if n % p == 0 else e.zero for n in range(rows * p)]
+    accs = _dot_loop(t, depth, rows, p, w, etype, ta, tv, e.head, e.main, inits)
     totals = []
     for r in range(rows):
-        first = _result(res, count, r * p)
+        first = accs[r * p]
         if p > 1:    # the whole vectors past the last group of p
-            row_types = vt
             left, acc = t.fresh("left"), t.fresh("acc")
             t.add(depth, f"{left} = affine.for %k = {e.main} to {e.vec} step {w} "
-                         f"iter_args({acc} = {first}) -> ({row_types}) {{")
+                         f"iter_args({acc} = {first}) -> ({vt}) {{")
             a, na = t.fresh("a"), t.fresh("acc")
             t.add(depth + 1, f"{a} = affine.vector_load %A[%i + {r}, %k] : {ta}, {vt}")
             b = t.fresh("b")
@@ -577,12 +566,12 @@ def aligned_dot_rows(t: MlirLines, depth: int, rows: int, p: int, w: int, etype:
             t.add(depth, "}")
             first = left
         a, total = t.fresh("at"), t.fresh("v")
-        t.add(depth, f"{a} = vector.maskedload %A[{row_index[r]}, {e.vec}], {e.tail_mask}, {e.zero} :"
-                     f" {ta}, {mt}, {vt} into {vt}")
+        t.add(depth, f"{a} = vector.maskedload %A[{row_index[r]}, {e.vec}], {e.tail_mask}, "
+                     f"{e.zero} : {ta}, {mt}, {vt} into {vt}")
         t.add(depth, f"{total} = vector.fma {a}, {e.b_tail}, {first} : {vt}")
         for q in range(1, p):
             v = t.fresh("v")
-            t.add(depth, f"{v} = arith.addf {total}, {_result(res, count, r * p + q)} : {vt}")
+            t.add(depth, f"{v} = arith.addf {total}, {accs[r * p + q]} : {vt}")
             total = v
         totals.append(total)
     return totals
