@@ -19,7 +19,7 @@ the tensor world).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from ..affine.affine_expr import AffineExpr, AffineMap, dim
@@ -619,7 +619,10 @@ def _k_c_and_order(spec: ConvSpec, rows: int, red: int, channels: int, tiles: di
     GEBP: GEPB's team would split N, each thread then packing the whole of A (on two Zen 4
     threads, GFLOPS against GEBP's: split by N, conv3_x 0.86x and the strided conv3_1 0.55x;
     B as one block, conv2_x's 3x3 1.07x, conv3_x 1.03x, conv4_x 1.07x, the 1x1 256->64
-    1.06x)."""
+    1.06x).  A short image, whose few rows one thread runs in GEBP's order
+    (:func:`~polyopt.schedules.blis_parallel.split_short_a`), is the exception: its team
+    splits N, each thread packing all of its little A and its own blocks of B."""
+    from .blis_parallel import split_short_a
     from .blis_schedule import MachineModel, default_blis_params
     elem_bytes = spec.output.type.element_type.width // 8
     n = spec.output.type.shape[-1]
@@ -634,6 +637,13 @@ def _k_c_and_order(spec: ConvSpec, rows: int, red: int, channels: int, tiles: di
 
     model = model_for({})
     k_c, order = k_c_of(model, min(n, model.N_C or n)), model.l2_block
+    if threads > 1 and order == "A" and model.register_form == "row" and \
+            not {"l2_block", "M_C", "N_C"} & set(tiles):
+        split = split_short_a(replace(model, K_C=k_c), model_for({"l2_block": "B", "K_C": k_c}), rows, n,
+                              red, elem_bytes, machine or MachineModel(), threads, tiles)
+        if split is not None:
+            return {"K_C": split.K_C, "l2_block": "B", "N_C": split.N_C, "M_C": split.M_C,
+                    "M_R": split.M_R, "N_R": split.N_R}
     if threads > 1 and order == "B" and "l2_block" not in tiles:
         n_c = tiles.get("N_C")
         if n_c is None:

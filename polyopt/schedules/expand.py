@@ -47,7 +47,7 @@ from ..affine.diagnostics import ScheduleError
 from ..affine.ir import Operation, Value
 from ..affine.types import FloatType
 from .blis_schedule import (BlisParams, MachineModel, MicroKernelChoice, default_blis_params,
-                            microkernel_params, row_bytes, short_a)
+                            microkernel_params, row_bytes)
 from .blis_parallel import MIN_THREADED_PRODUCT
 from .contraction import (STAND_IN_ATTR, STAND_IN_USER_TILES_ATTR, STAND_IN_WINDOW_RUN_ATTR,
                           Contraction, contraction_of_op, to_matrix_form)
@@ -152,27 +152,15 @@ def matmul_blis_params(x, machine: Optional[MachineModel] = None,
     if threads <= 1:
         return params
     from .blis_parallel import (balance_for_threads, balance_n_c, gepb_split_problem,
-                                one_block_of_b)
+                                split_short_a)
     if params.l2_block == "A" and params.register_form == "row" and \
             not {"l2_block", "M_C", "K_C", "N_C"} & set(given):
-        # a short A, which one thread runs in GEBP's order: split over the team its few
-        # micro-panels would serve each thread's pass over B fewer still; the team splits
-        # N instead, each thread with its own block of B, with one thread's register tile
-        # and K_C, so that C's elements are summed as on one thread (the same bits)
-        # (32x2048x2048 f64 on 2 Zen 4 threads: GEBP's ic 40-42 GFLOPS, GEPB's jc 58-60)
         gepb = default_blis_params(m, n, k, elem_bytes, machine, {**given, "l2_block": "B"},
                                    c_row_bytes=row_bytes(c.type))
-        if short_a(m, n, k, elem_bytes, machine or MachineModel(), gepb.M_R):
-            gepb = replace(gepb, M_R=params.M_R, N_R=params.N_R, K_C=params.K_C,
-                           K_U=params.K_U, register_order=params.register_order,
-                           M_C=-(-m // params.M_R) * params.M_R,
-                           N_C=max(params.N_R, gepb.N_C // params.N_R * params.N_R))
-            split = balance_for_threads(gepb, m, n, threads, con.tile_params)
-            if split is not None and not one_block_of_b(split, n):
-                return replace(split, reasons=split.reasons + (
-                    f"l2_block B for {threads} threads: M = {m} is too few rows to split; "
-                    f"the threads split N (jc), each with its own block of B, with one "
-                    f"thread's {params.M_R}x{params.N_R} tile and K_C {params.K_C}",))
+        split = split_short_a(params, gepb, m, n, k, elem_bytes, machine or MachineModel(),
+                              threads, con.tile_params)
+        if split is not None:
+            return split
     balanced = balance_for_threads(params, m, n, threads, con.tile_params)
     if balanced is None:
         # GEPB's jc loop cannot be split evenly: GEBP's ic loop runs on the threads instead

@@ -6,6 +6,7 @@ of shapes."""
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -233,6 +234,42 @@ def test_a_team_lowers_k_c_to_keep_b_one_block_on_zen5(monkeypatch):
     assert len(chosen) == 1 and "l2_block=B" in chosen[0] and "K_C=384," in chosen[0] and \
         "N_C=256," in chosen[0], chosen
     check_within_bound(compiled, random_operands(si, sk, so, DTYPES["f32"], 7), 2304)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_a_short_image_splits_the_filters_on_the_team(monkeypatch, threads):
+    """A 3x3 convolution with a 7x7 output (ResNet-50's conv5_x, scaled down: 49 rows of its
+    implicit GEMM, fewer than GEPB's 16 micro-panels, and a filter larger than L2) runs in
+    GEBP's order on one thread; a team splits N, the filters, each thread packing its own
+    block of them with one thread's register tile and K_C (its 49 rows in blocks of 32 and
+    17 had left one thread 4 micro-panels and the other 2 and an edge row: conv5_x on two
+    Zen 5 threads 250 -> 308-326 GFLOPS), and gives one thread's bits."""
+    import polyopt.pipeline
+    from polyopt.schedules.blis_schedule import MachineModel
+    machine = MachineModel(**{**ZEN4, "l1d_bytes": 48 << 10, "l1d_ways": 12, "l2_ways": 16,
+                              "l2_bytes": 256 << 10, "fma_per_cycle": 2,
+                              "full_width_fma": True, "l2_bytes_per_cycle": 48.0})
+    monkeypatch.setattr(polyopt.pipeline, "machine_model", lambda target=None: machine)
+    si, sk, so = shapes("conv2d", 1, (9, 9), 64, 256, (3, 3), (1, 1), (1, 1))
+    text = conv_text("conv2d", si, sk, so, (1, 1), (1, 1), "f32")
+    operands = random_operands(si, sk, so, DTYPES["f32"], 8)
+    outs, chosen = [], []
+    for team in (1, threads):
+        remarks = []
+        compiled = polyopt.compile(text, threads=team, remark=lambda loc, m: remarks.append(m),
+                                   **ALL)
+        chosen.append(next(m for m in remarks if "BLIS schedule" in m))
+        work = [a.copy() for a in operands]
+        compiled["conv"](*work)
+        outs.append(work[-1])
+        if team > 1:
+            assert any("loop over N_C blocks (jc) parallel" in m for m in remarks), remarks
+    one, team = chosen
+    assert "l2_block=A" in one and "l2_block=B" in team and "M_C=56," in team, chosen
+    tile = lambda m: re.findall(r"\b(?:K_C|M_R|N_R|K_U)=\d+", m)
+    assert tile(team) == tile(one) and len(tile(one)) == 4, chosen
+    assert np.array_equal(outs[0], outs[1])
+    check_within_bound(compiled, operands, 576)
 
 
 def test_the_pass_options_reach_convolutions():
