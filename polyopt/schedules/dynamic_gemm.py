@@ -12,7 +12,10 @@ BLIS's configuration does); the sizes M, N, K are only known when the function r
   ``[N_C/N_R][K_C][N_R]``), the rows or columns past the matrix's edge set to zero, so that
   the register tile always computes a full M_R x N_R tile, k unrolled by K_U;
 * a tile wholly inside C is added to C with vector loads and stores; a tile on C's edge is
-  stored to a small buffer first and only its part inside C is added (BLIS's edge case).
+  stored to a small buffer first and only its part inside C is added (BLIS's edge case);
+* a small product (every side at most :data:`SMALL_ON_ONE_THREAD`) packs neither A nor B, as
+  the static pipeline's small path does: its tiles read A's rows and B's rows in place, a
+  vector of B that crosses N's edge masked, and add their rows inside M to C directly.
 
 The nest is built as MLIR text for the operands' types and spliced in place of the naive
 product nest (inside the run-time check that the sizes agree).
@@ -41,10 +44,13 @@ PACK_B_PANELS_UNBLOCKED = 4
 #: (B of 128 x 128 f64 is 128 KiB, four times a 32 KiB L1)
 SHORT_A_MIN_N_K = 128
 
-#: On a team, a product whose M, N and K are all at most this runs on one thread: the
+#: A product whose M, N and K are all at most this runs on one thread, even on a team: the
 #: largest cube within :data:`~polyopt.schedules.blis_parallel.MIN_THREADED_PRODUCT` (Zen 4,
 #: numpy on 2 threads in the same run: ``?x?`` f32 64^3 on the team 0.41x numpy, on one
-#: thread 1.05x; 96^3 0.50x -> 0.98x; f64 64^3 0.28x -> 1.02x, 96^3 0.75x -> 0.97x)
+#: thread 1.05x; 96^3 0.50x -> 0.98x; f64 64^3 0.28x -> 1.02x, 96^3 0.75x -> 0.97x), and
+#: unpacked, in GEBP's order (B's panel in L1 while the tiles go down A), where it had packed
+#: both (Zen 5, one thread, unpacked over packed: f64 96^3 1.16x, 50^3 1.19x, 8^3 1.22x,
+#: 5x101x101 1.72x, 101x101x5 1.06x; f32 96^3 1.15x, 63x65x64 1.14x, 101x5x101 1.28x)
 SMALL_ON_ONE_THREAD = 101
 
 #: The problem size whose model parameters the dynamic GEMM uses.
@@ -93,7 +99,8 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     B's aligned pointers as indices, values of the function's top level, where the GEMV
     forms' rows reach a vector boundary; the operands' types may have ``?`` anywhere), with
     ``p``'s tiles
-    and loop order, or ``short``'s when M is below ``short_rows``.  With
+    and loop order, or ``short``'s when M is below ``short_rows``, or unpacked on one
+    thread when every side is at most :data:`SMALL_ON_ONE_THREAD`.  With
     ``threads > 1`` the packing loops over micro-panels and the outer loop over register
     tiles are ``affine.parallel`` (each thread its panels and its tiles of C, with its own edge
     buffer; every element of C summed in the same order: the same bits at every thread
@@ -113,10 +120,13 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     if alpha:
         t.add(1, f"%alphav = vector.broadcast %alpha : {etype} to {vt}")
 
-    def blis_nest(p: BlisParams, par: bool, a_in_place: bool = False) -> None:
+    def blis_nest(p: BlisParams, par: bool, a_in_place: bool = False,
+                  b_in_place: bool = False) -> None:
         """BLIS's five loops with ``p``'s tiles and order, their packed panels allocated
         and freed around them; with ``par``, split over the team.  With ``a_in_place`` the
-        register tile reads A's rows where they are, not packed (see the caller)."""
+        register tile reads A's rows where they are, not packed (see the caller); with
+        ``b_in_place`` too, B's rows, the vectors that cross N's edge masked
+        (``vector.maskedload``)."""
         mr, nr, kc, ku = p.M_R, p.N_R, p.K_C, p.K_U
         mc = max(mr, p.M_C // mr * mr)
         nc = _block_of_b(p)
@@ -129,7 +139,8 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
             t.add(1, f"%panels_of_a = affine.min affine_map<()[s0] -> ({mc // mr}, "
                      f"(s0 + {mr - 1}) floordiv {mr})>()[%M]")
             t.add(1, f"%Ap = memref.alloc(%panels_of_a) {{alignment = 64 : i64}} : {tap}")
-        t.add(1, f"%Bp = memref.alloc() {{alignment = 64 : i64}} : {tbp}")
+        if not b_in_place:
+            t.add(1, f"%Bp = memref.alloc() {{alignment = 64 : i64}} : {tbp}")
         # N's edge tiles narrower than M_R columns run in the column form (one vector of A's
         # packed column times a broadcast of B per column), accumulated in %ctmp[column, row]
         column = 1 < mr <= w and not mr & (mr - 1) and not a_in_place
@@ -225,12 +236,24 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
             """The M_R x N_R tile at (ic + ir, jc + jr): k unrolled by K_U, then the rest."""
             edge_rows = False     # A read in place through rows clamped to M's last
 
-            def step(depth: int, k: str, accs: list[str], vecs: int) -> list[str]:
+            def step(depth: int, k: str, accs: list[str], vecs: int, mask: str = "") -> list[str]:
                 bs = []
                 for v in range(vecs):
                     b = t.fresh("b")
-                    t.add(depth, f"{b} = affine.vector_load %Bp[%jr floordiv {nr}, {k}, {v * w}] : "
-                                 f"{tbp}, {vt}")
+                    if not b_in_place:
+                        t.add(depth, f"{b} = affine.vector_load %Bp[%jr floordiv {nr}, {k}, "
+                                     f"{v * w}] : {tbp}, {vt}")
+                    elif mask and v == vecs - 1:   # the vector that crosses N's edge
+                        row, col = t.fresh("brow"), t.fresh("bcol")
+                        t.add(depth, f"{row} = affine.apply affine_map<(d0, d1) -> "
+                                     f"(d0 + {k.replace('%k', 'd1')})>(%pc, %k)")
+                        t.add(depth, f"{col} = affine.apply affine_map<(d0, d1) -> "
+                                     f"(d0 + d1 + {v * w})>(%jc, %jr)")
+                        t.add(depth, f"{b} = vector.maskedload %B[{row}, {col}], {mask}, %zv : "
+                                     f"{tb}, vector<{w}xi1>, {vt} into {vt}")
+                    else:
+                        t.add(depth, f"{b} = affine.vector_load %B[%pc + {k}, %jc + %jr + "
+                                     f"{v * w}] : {tb}, {vt}")
                     bs.append(b)
                 out = []
                 for i in range(mr):
@@ -255,7 +278,7 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
                 return out
 
             def loop(depth: int, bounds: str, step_size: int, inits: list[str], unroll: int,
-                     vecs: int) -> list[str]:
+                     vecs: int, mask: str = "") -> list[str]:
                 count = mr * vecs
                 types = ", ".join([vt] * count)
                 res = t.fresh("r")
@@ -265,16 +288,17 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
                              f"{bounds} step {step_size} iter_args({init_text}) -> ({types}) {{")
                 accs = names
                 for u in range(unroll):
-                    accs = step(depth + 1, f"%k + {u}" if u else "%k", accs, vecs)
+                    accs = step(depth + 1, f"%k + {u}" if u else "%k", accs, vecs, mask)
                 t.add(depth + 1, f"affine.yield {', '.join(accs)} : {types}")
                 t.add(depth, "}")
                 return [f"{res}#{q}" for q in range(count)] if count > 1 else [res]
 
 
-            def kernel(depth: int, vecs: int) -> list[str]:
-                accs = loop(depth, f"0 to min {full_k}", ku, ["%zv"] * (mr * vecs), ku, vecs)
+            def kernel(depth: int, vecs: int, mask: str = "") -> list[str]:
+                accs = loop(depth, f"0 to min {full_k}", ku, ["%zv"] * (mr * vecs), ku, vecs,
+                            mask)
                 return loop(depth, f"affine_map<(d0)[s0] -> (((s0 - d0) floordiv {ku}) * {ku})>"
-                                   f"(%pc)[%K] to {kc_of}", 1, accs, 1, vecs)
+                                   f"(%pc)[%K] to {kc_of}", 1, accs, 1, vecs, mask)
 
             def c_at(i: int, v: int) -> str:
                 return f"%C[%ic + %ir + {i}, %jc + %jr + {v * w}]"
@@ -345,8 +369,16 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
                     t.add(depth, f"affine.if affine_set<(d0, d1)[s0] : (s0 - d0 - d1 - "
                                  f"{widths[level + 1] * w} - 1 >= 0)>(%jc, %jr)[%N] {{")
                     depth += 1
-                accs = kernel(depth, vecs)
-                for i in range(mr):
+                mask = ""
+                if b_in_place:     # B's columns in the last vector that are inside N
+                    count, mask = t.fresh("bcount"), t.fresh("bmask")
+                    t.add(depth, f"{count} = affine.min affine_map<(d0, d1)[s0] -> ({w}, s0 - d0 "
+                                 f"- d1 - {(vecs - 1) * w})>(%jc, %jr)[%N]")
+                    t.add(depth, f"{mask} = vector.create_mask {count} : vector<{w}xi1>")
+                accs = kernel(depth, vecs, mask)
+                if b_in_place:
+                    add_rows_to_c(depth, accs, vecs, mask)
+                for i in range(mr if not b_in_place else 0):
                     for v in range(vecs):
                         value = accs[i * vecs + v]
                         if alpha:
@@ -358,12 +390,46 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
                     t.add(depth - 1, "} else {")
             for level in range(len(widths) - 2, -1, -1):
                 t.add(d + 1 + level, "}")
-            add_to_c(d + 1, f"%tmp[%i, %j] : {ttmp}")
+            if not b_in_place:
+                add_to_c(d + 1, f"%tmp[%i, %j] : {ttmp}")
             if column:
                 t.add(d + 1, "} else {")
                 column_edge(d + 2)
                 t.add(d + 1, "}")
             t.add(d, "}")
+
+        def add_rows_to_c(d: int, accs: list[str], vecs: int, mask: str) -> None:
+            """The rows of an edge tile that are inside M added to C with vectors, the last
+            masked to N's edge (the unpacked path's; the packed one's go through %tmp)."""
+            mt = f"vector<{w}xi1>"
+            for i in range(mr):
+                t.add(d, f"affine.if affine_set<(d0, d1)[s0] : (s0 - d0 - d1 - {i + 1} >= 0)>"
+                         f"(%ic, %ir)[%M] {{")
+                for v in range(vecs):
+                    value = accs[i * vecs + v]
+                    c, total = t.fresh("c"), t.fresh("c")
+                    if v < vecs - 1:
+                        t.add(d + 1, f"{c} = affine.vector_load %C[%ic + %ir + {i}, %jc + %jr + "
+                                     f"{v * w}] : {tc}, {vt}")
+                    else:
+                        row, col = t.fresh("crow"), t.fresh("ccol")
+                        t.add(d + 1, f"{row} = affine.apply affine_map<(d0, d1) -> (d0 + d1 + "
+                                     f"{i})>(%ic, %ir)")
+                        t.add(d + 1, f"{col} = affine.apply affine_map<(d0, d1) -> (d0 + d1 + "
+                                     f"{v * w})>(%jc, %jr)")
+                        t.add(d + 1, f"{c} = vector.maskedload %C[{row}, {col}], {mask}, %zv : "
+                                     f"{tc}, {mt}, {vt} into {vt}")
+                    if alpha:
+                        t.add(d + 1, f"{total} = vector.fma %alphav, {value}, {c} : {vt}")
+                    else:
+                        t.add(d + 1, f"{total} = arith.addf {c}, {value} : {vt}")
+                    if v < vecs - 1:
+                        t.add(d + 1, f"affine.vector_store {total}, %C[%ic + %ir + {i}, %jc + %jr + "
+                                     f"{v * w}] : {tc}, {vt}")
+                    else:
+                        t.add(d + 1, f"vector.maskedstore %C[{row}, {col}], {mask}, {total} : "
+                                     f"{tc}, {mt}, {vt}")
+                t.add(d, "}")
 
         def column_edge(d: int) -> None:
             """The 1 to M_R - 1 columns of a tile on N's edge in the column form: C's column of
@@ -474,7 +540,7 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
 
         # GEPB: ic, pc (pack A), jc (pack B), ir, jr; GEBP: jc, pc (pack B), ic (pack A), jr, ir
         blocks = {"ic": ("%M", mc, (lambda d: None) if a_in_place else pack_a),
-                  "jc": ("%N", nc, pack_b)}
+                  "jc": ("%N", nc, (lambda d: None) if b_in_place else pack_b)}
         outer, inner = ("ic", "jc") if p.l2_block == "B" else ("jc", "ic")
         size, step, _ = blocks[outer]
         t.add(1, f"affine.for %{outer} = 0 to {size} step {step} {{")
@@ -489,7 +555,8 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
         t.add(1, "}")
         if not a_in_place:
             t.add(1, f"memref.dealloc %Ap : {tap}")
-        t.add(1, f"memref.dealloc %Bp : {tbp}")
+        if not b_in_place:
+            t.add(1, f"memref.dealloc %Bp : {tbp}")
 
     # a row (M = 1) or a column (N = 1): BLAS level 2 (polyopt.schedules.gemv), chosen by
     # the sizes when the function runs; else the GEMM
@@ -498,6 +565,14 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     t.add(1, "} else {")
     t.add(1, "affine.if affine_set<()[s0] : (s0 - 1 == 0)>()[%N] {")
     _dot(t, ta, tb, tc, etype, stream_lanes or w, alpha, threads, l2_bytes)
+    t.add(1, "} else {")
+    # a small product, on one thread, neither A nor B packed (BLIS's "sup" path, the static
+    # pipeline's :func:`~polyopt.schedules.blis_schedule.unpacked_params`): the copies would
+    # cost more than the reuse they buy
+    side = SMALL_ON_ONE_THREAD
+    t.add(1, f"affine.if affine_set<()[s0, s1, s2] : ({side} - s0 >= 0, {side} - s1 >= 0, "
+             f"{side} - s2 >= 0)>()[%M, %N, %K] {{")
+    blis_nest(replace(p, l2_block="A"), False, a_in_place=True, b_in_place=True)
     t.add(1, "} else {")
     # GEPB, or GEBP for an A of few micro-panels against a B larger than L1 when the model
     # says so (``short``): the order is chosen by the sizes when the function runs (32^3 f64
@@ -520,18 +595,10 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
         blis_nest(p, par)
         t.add(1, "}")
 
-    if par:
-        # a product too small to split runs on one thread (as the static pipeline's)
-        side = SMALL_ON_ONE_THREAD
-        t.add(1, f"affine.if affine_set<()[s0, s1, s2] : ({side} - s0 >= 0, {side} - s1 >= 0, "
-                 f"{side} - s2 >= 0)>()[%M, %N, %K] {{")
-        main_nest(False)
-        t.add(1, "} else {")
     main_nest(par)
-    if par:
-        t.add(1, "}")
     if short is not None:
         t.add(1, "}")
+    t.add(1, "}")
     t.add(1, "}")
     t.add(1, "}")
     t.add(1, "return")
@@ -805,7 +872,8 @@ def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None,
                            f"time: GEBP, M_C={short.M_C}, K_C={short.K_C}, N_C={short.N_C}, "
                            f"M_R={short.M_R}, N_R={short.N_R}" if short is not None else "")
                         + "; edge tiles through a buffer; M or N = 1 at run time: the GEMV "
-                          "forms"
+                          f"forms; every side at most {SMALL_ON_ONE_THREAD} at run time: A and B "
+                          "read in place (not packed), on one thread"
                         + (f"; panels and tiles split over {threads} threads" if threads > 1
                            else ""))
     return new_ops

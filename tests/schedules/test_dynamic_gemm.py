@@ -224,10 +224,35 @@ def test_what_the_dynamic_gemm_does_not_take_runs_naive_and_says_why():
     np.testing.assert_allclose(c, want, rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+def test_a_small_product_reads_a_and_b_in_place(dtype):
+    """Every side at most SMALL_ON_ONE_THREAD: the tiles read A and B where they are, B's
+    vectors masked at N's edge (no read past B's last element: B is the tail of a larger
+    buffer), the rows past M not stored; alpha scales the tiles; the remark says so."""
+    from polyopt.schedules.dynamic_gemm import SMALL_ON_ONE_THREAD as side
+    t = f"memref<?x?x{dtype}>"
+    remarks = []
+    mm = polyopt.compile(_source(t, t, t, f" {{alpha = -1.5 : {dtype}}}"),
+                         remark=lambda loc, msg: remarks.append(msg), **ALL)["mm"]
+    assert any(f"every side at most {side} at run time: A and B read in place" in r
+               for r in remarks), remarks
+    tp = np.float64 if dtype == "f64" else np.float32
+    for m, n, k in ((side, side, side), (5, side, side), (side, 5, side), (side, side, 5),
+                    (3, 17, 2), (63, 65, 64), (4, 8, 1), (7, 47, 33)):
+        rng = np.random.default_rng(m + n + k)
+        a = rng.uniform(-1, 1, (m, k)).astype(tp)
+        b = rng.uniform(-1, 1, k * n + 5).astype(tp)[5:].reshape(k, n)
+        c = rng.uniform(-1, 1, (m, n)).astype(tp)
+        want = c.astype(np.float64) - 1.5 * (a.astype(np.float64) @ b.astype(np.float64))
+        mm(a, b, c)
+        tol = (1e-13 if dtype == "f64" else 3e-6) * (k + 1) * 4
+        np.testing.assert_allclose(c, want, rtol=0, atol=tol, err_msg=str((m, n, k)))
+
+
 def test_a_small_product_on_a_team_runs_on_one_thread():
     """On a team, the ?x? function runs a product with every side at most
-    SMALL_ON_ONE_THREAD on one thread: the sequential nest sits beside the parallel one,
-    under the run-time test of the sizes."""
+    SMALL_ON_ONE_THREAD on one thread (unpacked): the sequential nest sits beside the
+    parallel one, under the run-time test of the sizes."""
     from polyopt.schedules.dynamic_gemm import SMALL_ON_ONE_THREAD
     from polyopt.schedules.blis_parallel import MIN_THREADED_PRODUCT
     assert SMALL_ON_ONE_THREAD ** 3 <= MIN_THREADED_PRODUCT < (SMALL_ON_ONE_THREAD + 1) ** 3
