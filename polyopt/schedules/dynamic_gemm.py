@@ -29,8 +29,8 @@ from typing import Optional
 from ..affine.builder import Builder
 from ..affine.ir import Operation
 from ..affine.types import FloatType, IndexType
-from .blis_schedule import (GEPB_MIN_PANELS_OF_A, BlisParams, MachineModel, default_blis_params,
-                            gepb_m_c_bound)
+from .blis_schedule import (GEPB_MIN_PANELS_OF_A, BlisParams, MachineModel, _accumulators_needed,
+                            default_blis_params, gepb_m_c_bound)
 from .gemm_templates import product_extents, splice_template
 from .gemv import MlirLines as _Text
 from .register_tile import C_TILE_LEAD
@@ -93,7 +93,7 @@ def _block_of_b(p: BlisParams) -> int:
 def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, lanes: int,
                         alpha: bool, threads: int = 1, stream_lanes: int = 0,
                         short: Optional[BlisParams] = None, short_rows: int = 0,
-                        l2_bytes: int = 0) -> str:
+                        l2_bytes: int = 0, accumulators: int = 8) -> str:
     """``func.func @gemm(%A, %B, %C, %M, %N, %K, %Aaddr, %Baddr[, %alpha])``:
     ``C += alpha * A * B`` for the run-time sizes M, N, K (``%Aaddr``, ``%Baddr``: A's and
     B's aligned pointers as indices, values of the function's top level, where the GEMV
@@ -105,7 +105,9 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     tiles are ``affine.parallel`` (each thread its panels and its tiles of C, with its own edge
     buffer; every element of C summed in the same order: the same bits at every thread
     count); the GEMV forms split their column blocks or rows (``l2_bytes``: the dot form's
-    shape for a matrix larger than L2, chosen at run time)."""
+    shape for a matrix larger than L2, chosen at run time); ``accumulators``: the independent
+    FMA chains that keep the FMA pipes busy (latency x FMAs per cycle), which narrow edge
+    tiles make up with several sets of accumulators."""
     ta, tb, tc = types
     w = lanes
     vt = f"vector<{w}x{etype}>"
@@ -215,17 +217,26 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
             t.add(d + 4, f"affine.store %vb, %Bp[%q, %p, %j] : {tbp}")
             t.add(d + 3, "}")
             t.add(d + 2, "}")
+            # the micro-panel on N's edge: each vector of its row a masked load (the columns
+            # past N zero); element by element, its copy and zero padding had cost more than
+            # the tiles that read it (f32 128x65x256: 64 stores per row of B for 1 column)
             t.add(d + 1, "} else {")
+            masks = []
+            for v in range(nv):
+                count, mask, col = t.fresh("pcount"), t.fresh("pmask"), t.fresh("pcol")
+                t.add(d + 2, f"{count} = affine.min affine_map<(d0, d1)[s0] -> ({w}, s0 - d0 - "
+                             f"d1 * {nr} - {v * w})>(%jc, %q)[%N]")
+                t.add(d + 2, f"{mask} = vector.create_mask {count} : vector<{w}xi1>")
+                t.add(d + 2, f"{col} = affine.apply affine_map<(d0, d1) -> (d0 + d1 * {nr} + "
+                             f"{v * w})>(%jc, %q)")
+                masks.append((mask, col))
             t.add(d + 2, f"affine.for %p = {prange} {{")
-            t.add(d + 3, f"affine.for %j = 0 to min affine_map<(d0, d1)[s0] -> ({nr}, "
-                         f"s0 - d0 - d1 * {nr})>(%jc, %q)[%N] {{")
-            t.add(d + 4, f"%vb = affine.load %B[%pc + %p, %jc + %q * {nr} + %j] : {tb}")
-            t.add(d + 4, f"affine.store %vb, %Bp[%q, %p, %j] : {tbp}")
-            t.add(d + 3, "}")
-            t.add(d + 3, f"affine.for %j = max affine_map<(d0, d1)[s0] -> (0, s0 - d0 - d1 * {nr})>"
-                         f"(%jc, %q)[%N] to {nr} {{")
-            t.add(d + 4, f"affine.store %zero, %Bp[%q, %p, %j] : {tbp}")
-            t.add(d + 3, "}")
+            t.add(d + 3, f"%prow = affine.apply affine_map<(d0, d1) -> (d0 + d1)>(%pc, %p)")
+            for v, (mask, col) in enumerate(masks):
+                vb = t.fresh("vb")
+                t.add(d + 3, f"{vb} = vector.maskedload %B[%prow, {col}], {mask}, %zv : {tb}, "
+                             f"vector<{w}xi1>, {vt} into {vt}")
+                t.add(d + 3, f"affine.vector_store {vb}, %Bp[%q, %p, {v * w}] : {tbp}, {vt}")
             t.add(d + 2, "}")
             t.add(d + 1, "}")
             t.add(d, "}")
@@ -278,25 +289,47 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
                 return out
 
             def loop(depth: int, bounds: str, step_size: int, inits: list[str], unroll: int,
-                     vecs: int, mask: str = "") -> list[str]:
-                count = mr * vecs
+                     vecs: int, mask: str = "", sets: int = 1) -> list[str]:
+                """The k loop carrying ``inits`` (``sets`` of them, the unrolled steps taking
+                the sets in turn)."""
+                count = len(inits)
                 types = ", ".join([vt] * count)
                 res = t.fresh("r")
                 names = [t.fresh("x") for _ in range(count)]
                 init_text = ", ".join(f"{n} = {v}" for n, v in zip(names, inits))
                 t.add(depth, f"{res}{':' + str(count) if count > 1 else ''} = affine.for %k = "
                              f"{bounds} step {step_size} iter_args({init_text}) -> ({types}) {{")
-                accs = names
+                per_set = count // sets
+                accs = [names[q * per_set:(q + 1) * per_set] for q in range(sets)]
                 for u in range(unroll):
-                    accs = step(depth + 1, f"%k + {u}" if u else "%k", accs, vecs, mask)
-                t.add(depth + 1, f"affine.yield {', '.join(accs)} : {types}")
+                    accs[u % sets] = step(depth + 1, f"%k + {u}" if u else "%k", accs[u % sets],
+                                          vecs, mask)
+                t.add(depth + 1, f"affine.yield {', '.join(sum(accs, []))} : {types}")
                 t.add(depth, "}")
                 return [f"{res}#{q}" for q in range(count)] if count > 1 else [res]
 
 
             def kernel(depth: int, vecs: int, mask: str = "") -> list[str]:
-                accs = loop(depth, f"0 to min {full_k}", ku, ["%zv"] * (mr * vecs), ku, vecs,
-                            mask)
+                # a narrow edge tile has fewer accumulators than the FMA pipes keep in
+                # flight: the unrolled k steps take turns on several sets of them, summed
+                # after the loop (f32 128x65x256 on Zen 5: one vector of 4 rows waited on
+                # the FMA latency, a quarter of the time for 1.5% of the FMAs)
+                sets = max(1, min(ku, -(-accumulators // (mr * vecs))))
+                while ku % sets:
+                    sets -= 1
+                accs = loop(depth, f"0 to min {full_k}", ku, ["%zv"] * (mr * vecs * sets), ku,
+                            vecs, mask, sets)
+                per_set = mr * vecs
+                while sets > 1:
+                    half = sets // 2
+                    summed = []
+                    for q in range(half * per_set):
+                        v = t.fresh("ks")
+                        t.add(depth, f"{v} = arith.addf {accs[q]}, {accs[q + half * per_set]} : "
+                                     f"{vt}")
+                        summed.append(v)
+                    accs = summed + accs[2 * half * per_set:]
+                    sets -= half
                 return loop(depth, f"affine_map<(d0)[s0] -> (((s0 - d0) floordiv {ku}) * {ku})>"
                                    f"(%pc)[%K] to {kc_of}", 1, accs, 1, vecs, mask)
 
@@ -856,7 +889,8 @@ def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None,
         alpha = _scalar(b, con.alpha, etype, con.loc)
     text = dynamic_gemm_source(tuple(str(t) for t in types), str(etype), params, lanes,
                                alpha is not None, threads, machine.stream_lanes(elem_bytes),
-                               short, short_rows, machine.l2_bytes)
+                               short, short_rows, machine.l2_bytes,
+                               _accumulators_needed(machine))
     addresses = [_aligned_pointer_at_top_level(product, v, con.loc) for v in operands[:2]]
     new_ops = splice_template(b, text, "<dynamic gemm>",
                               [*operands, m, n, k, *addresses] + ([alpha] if alpha else []),
