@@ -35,6 +35,8 @@ def test_bench_threads_run_numpy_on_as_many(monkeypatch):
     assert proc.returncode == 0, proc.stderr
     assert "polyopt and numpy on 2 threads" in proc.stdout
     assert "2 thread(s)" in proc.stdout     # threadpoolctl's view of numpy's OpenBLAS
+    # the peak is the team's: one core's FMA loop times the cores the threads run on
+    assert "GFLOPS on 2 cores" in proc.stdout
     # OpenBLAS runs at most one thread per core (2 here): the report says so
     proc = _run("bench", "matmul", "--m", "23", "--n", "19", "--k", "11", "--reps", "1",
                 "--threads", "3")
