@@ -5,8 +5,8 @@
 Writes to DIR (default ``experiments/results/<date>-<short git hash>/``, with ``-quick``
 appended in quick mode):
 
-* ``report.md``: one table per experiment (ours beside the paper's), the plots, the machine
-  and the command that reproduces it;
+* ``report.md``: one table per experiment (ours beside the paper's; the last, polyopt and
+  numpy on two threads), the plots, the machine and the command that reproduces it;
 * ``dgemm_ladder.png``, ``sgemm_ladder.png``, ``size_sweep.png``, ``conv_layers.png``,
   ``polybench.png``, ``shape_sweep.png``, ``low_precision.png``, ``tuning.png``;
 * ``results.json``: every step's configuration and the harness's raw results;
@@ -38,7 +38,7 @@ from typing import Optional, Sequence  # noqa: E402
 
 from experiments import (ablations, by_cpu, conv_layers, dgemm_ladder,  # noqa: E402
                          low_precision, polybench, sgemm_ladder, shape_sweep, size_sweep,
-                         tuning)
+                         threads, tuning)
 from experiments.common import (PAPER_MACHINE, PAPER_PEAK_GFLOPS, Progress,  # noqa: E402
                                 gflops_text, markdown_table, percent_text, run_steps,
                                 steps_notes, steps_table)
@@ -69,6 +69,7 @@ class Mode:
     low_precision_sizes: tuple = low_precision.SIZES
     tuning_size: tuple = tuning.SIZE
     tuning_trials: int = tuning.TRIALS
+    threads_sizes: tuple = threads.SIZES
 
 
 FULL = Mode("full", dgemm_ladder.PAPER_SIZE, dgemm_ladder.PAPER_SIZE, size_sweep.SIZES, 5,
@@ -77,14 +78,15 @@ QUICK = Mode("quick", (1024, 1024, 1024), (768, 768, 768),
              (256, 257, 500, 1000, 1023, 1500, 2088), 3, RESNET50_LAYERS, 2,
              polybench_dataset="MEDIUM", shapes=shape_sweep.QUICK_SHAPES, shape_samples=5,
              low_precision_sizes=low_precision.QUICK_SIZES, tuning_size=tuning.QUICK_SIZE,
-             tuning_trials=tuning.QUICK_TRIALS)
+             tuning_trials=tuning.QUICK_TRIALS, threads_sizes=threads.QUICK_SIZES)
 # tiny matrices and convolutions for the tests: every step and every file, in seconds
 TESTS = Mode("tests", (24, 20, 16), (9, 7, 5), (8, 13), 1, conv_layers.TEST_LAYERS, 1,
              peak_reps=1, peak_seconds=0.01, polybench_dataset="MINI",
              polybench_kernels=",".join(polybench.TEST_KERNELS), polybench_reps=1,
              by_cpu_workloads=by_cpu.TEST_WORKLOADS, shapes=shape_sweep.TEST_SHAPES,
              shape_samples=1, low_precision_sizes=low_precision.TEST_SIZES,
-             tuning_size=tuning.TEST_SIZE, tuning_trials=tuning.TEST_TRIALS)
+             tuning_size=tuning.TEST_SIZE, tuning_trials=tuning.TEST_TRIALS,
+             threads_sizes=threads.TEST_SIZES)
 
 
 def default_out(mode: Mode, git: dict) -> Path:
@@ -235,6 +237,7 @@ def write_markdown(path: Path, *, mode: Mode, reps: int, command: str, machine: 
     out.append(_tuned_summary(sg, None, "f32"))
     out.append(_conv_summary(cv, exps["conv_layers"]["dtype"]))
     out.append(polybench.suite_summary(pb))
+    out.append(threads.summary(exps["threads"]))
     out.append("")
 
     out.append(f"## 1. {dgemm_ladder.TITLE}\n")
@@ -330,6 +333,11 @@ def write_markdown(path: Path, *, mode: Mode, reps: int, command: str, machine: 
     out.append(f"The best as a pipeline: `{tuned['best_pipeline']}`\n")
     out.append("![Autotuning](tuning.png)\n")
 
+    team = exps["threads"]
+    out.append(f"## 11. {threads.TITLE}\n")
+    out.append(threads.describe_method(team) + "\n")
+    out.append(threads.table(team) + "\n")
+
     out.append("## Machine\n")
     out.append(_machine_section(machine) + "\n")
     out.append("## Reproduce\n")
@@ -391,6 +399,8 @@ def run_report(mode: Mode, *, reps: Optional[int] = None, out: Optional[Path] = 
     progress.note(f"tuning: {mode.tuning_trials} trials")
     results["experiments"]["tuning"] = tuning.run(mode.tuning_size, mode.tuning_trials,
                                                   samples=min(reps, 3), progress=progress.note)
+    results["experiments"]["threads"] = dict(
+        threads.run(mode.threads_sizes, reps=reps, progress=progress.note), title=threads.TITLE)
     # by CPU: merged into the kept table in full mode; other modes (other sizes) merge into a
     # copy in the report folder
     identity = by_cpu.cpu_identity()

@@ -12,7 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 EXPERIMENTS = ("dgemm_ladder", "ablations", "sgemm_ladder", "size_sweep", "conv_layers",
-               "polybench", "shape_sweep", "low_precision", "tuning")
+               "polybench", "shape_sweep", "low_precision", "tuning", "threads")
 PLOTS = ("dgemm_ladder.png", "sgemm_ladder.png", "size_sweep.png", "conv_layers.png",
          "polybench.png", "shape_sweep.png", "low_precision.png", "tuning.png")
 def _torch_importable() -> bool:
@@ -316,3 +316,23 @@ def test_tuning_section(report):
     text = (out / "report.md").read_text()
     assert "## 10. Autotuning: the BLIS parameters searched by timing (one thread)" in text
     assert "| model's choice (trial 1) |" in text and "![Autotuning](tuning.png)" in text
+
+
+def test_threads_section(report):
+    """Every core (issue 15): polyopt on one and two threads and numpy on two, in a process of
+    its own (the report's numpy is pinned to one thread), both types, checked results; the
+    section's table and the summary's line."""
+    out, _ = report
+    team = json.loads((out / "results.json").read_text())["experiments"]["threads"]
+    assert team["threads"] == 2 and team["reps"] == 1
+    records = team["records"]
+    assert [(r["m"], r["n"], r["k"], r["dtype"]) for r in records] == [
+        (24, 20, 16, "f64"), (24, 20, 16, "f32")]
+    for r in records:
+        assert min(r["polyopt_1"], r["polyopt"], r["numpy"], r["numpy_1"]) > 0
+        assert r["max_abs_error"] < 1e-3 and "2 thread" in r["blas"]
+    text = (out / "report.md").read_text()
+    assert "## 11. Every core: polyopt on one and two threads, numpy on two (issue 15)" in text
+    assert ("| size | type | polyopt, 1 thread (GFLOPS) | polyopt, 2 threads | scaling | "
+            "numpy, 1 thread | numpy, 2 threads | polyopt vs numpy on 2 |") in text
+    assert "- 2 threads: f64 24x20x16 " in text
