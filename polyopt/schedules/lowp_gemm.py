@@ -130,9 +130,11 @@ class LowpParams:
 #: Bytes of k per packed row of A and column of B in a block.  C's tile is read and
 #: written once per K_C block from where C sits (L3 or memory): at 2048^3 on Zen 4, K_C of
 #: 256 bytes ran bf16 at 198 GFLOPS, 1 KiB at 211-214, 2 KiB at 214-218 (i8: 415-419 ->
-#: 433 GOP/s); B's micro-panel then lives in L2, whose bandwidth covers one vector load per
-#: M_R dot instructions.
-K_C_BYTES = 2048
+#: 433 GOP/s); on Zen 5, bf16 with 4 KiB (all of K = 2048 in one block, A's block 252 rows)
+#: 1.03x-1.04x 2 KiB (two passes over C's 16 MiB, 510 rows) in three alternating runs.  B's
+#: micro-panel then lives in L2, whose bandwidth covers one vector load per M_R dot
+#: instructions.
+K_C_BYTES = 4096
 #: The dot engines' A panels are row-major (each row's K_C elements contiguous), copied from A
 #: (or a convolution's input, whose channels are contiguous) by vectors of this many bytes.
 A_ROW_VECTOR_BYTES = 64
