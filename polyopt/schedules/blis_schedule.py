@@ -185,7 +185,7 @@ class TileChoice:
     reasons: tuple = ()
 
 
-def _accumulators_needed(machine: MachineModel) -> int:
+def accumulators_needed(machine: MachineModel) -> int:
     """Independent accumulators that keep every FMA pipe busy: latency x FMAs per cycle."""
     return max(1, int(-(-machine.fma_latency * machine.fma_per_cycle // 1)))
 
@@ -277,7 +277,7 @@ def _register_tile(machine: MachineModel, elem_bytes: int,
     1.05x); ask for it with ``register_form = "col"`` (:func:`_column_tile`)."""
     lanes = machine.lanes(elem_bytes)
     regs = machine.num_vector_registers
-    need = _accumulators_needed(machine)
+    need = accumulators_needed(machine)
     ways = max(1, machine.l1d_ways)
     wide = regs >= 32
     set_rows = max(1, round(ways / 3))
@@ -576,7 +576,7 @@ def _dividing_tile(machine: MachineModel, elem_bytes: int, m: int, n: int
     first among those dividing ``m`` x ``n`` (whole vectors of B's row), None if none does."""
     lanes = machine.lanes(elem_bytes)
     regs = machine.num_vector_registers
-    need = _accumulators_needed(machine)
+    need = accumulators_needed(machine)
     wide = regs >= 32
     target = max(need, regs // 2)
     order = "ji" if wide else "ij"

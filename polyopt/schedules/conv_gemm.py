@@ -639,8 +639,9 @@ def _k_c_and_order(spec: ConvSpec, rows: int, red: int, channels: int, tiles: di
     k_c, order = k_c_of(model, min(n, model.N_C or n)), model.l2_block
     if threads > 1 and order == "A" and model.register_form == "row" and \
             not {"l2_block", "M_C", "N_C"} & set(tiles):
-        split = split_short_a(replace(model, K_C=k_c), model_for({"l2_block": "B", "K_C": k_c}), rows, n,
-                              red, elem_bytes, machine or MachineModel(), threads, tiles)
+        gepb = model_for({"l2_block": "B", "K_C": k_c})
+        split = split_short_a(replace(model, K_C=k_c), gepb, rows, n, red, elem_bytes,
+                              machine or MachineModel(), threads, tiles)
         if split is not None:
             return {"K_C": split.K_C, "l2_block": "B", "N_C": split.N_C, "M_C": split.M_C,
                     "M_R": split.M_R, "N_R": split.N_R}

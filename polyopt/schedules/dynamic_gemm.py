@@ -29,7 +29,7 @@ from typing import Optional
 from ..affine.builder import Builder
 from ..affine.ir import Operation
 from ..affine.types import FloatType, IndexType
-from .blis_schedule import (GEPB_MIN_PANELS_OF_A, BlisParams, MachineModel, _accumulators_needed,
+from .blis_schedule import (GEPB_MIN_PANELS_OF_A, BlisParams, MachineModel, accumulators_needed,
                             default_blis_params, gepb_m_c_bound)
 from .gemm_templates import product_extents, splice_template
 from .gemv import MlirLines as _Text
@@ -457,8 +457,8 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
                     else:
                         t.add(d + 1, f"{total} = arith.addf {c}, {value} : {vt}")
                     if v < vecs - 1:
-                        t.add(d + 1, f"affine.vector_store {total}, %C[%ic + %ir + {i}, %jc + %jr + "
-                                     f"{v * w}] : {tc}, {vt}")
+                        t.add(d + 1, f"affine.vector_store {total}, %C[%ic + %ir + {i}, "
+                                     f"%jc + %jr + {v * w}] : {tc}, {vt}")
                     else:
                         t.add(d + 1, f"vector.maskedstore %C[{row}, {col}], {mask}, {total} : "
                                      f"{tc}, {mt}, {vt}")
@@ -890,7 +890,7 @@ def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None,
     text = dynamic_gemm_source(tuple(str(t) for t in types), str(etype), params, lanes,
                                alpha is not None, threads, machine.stream_lanes(elem_bytes),
                                short, short_rows, machine.l2_bytes,
-                               _accumulators_needed(machine))
+                               accumulators_needed(machine))
     addresses = [_aligned_pointer_at_top_level(product, v, con.loc) for v in operands[:2]]
     new_ops = splice_template(b, text, "<dynamic gemm>",
                               [*operands, m, n, k, *addresses] + ([alpha] if alpha else []),

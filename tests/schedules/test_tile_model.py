@@ -4,7 +4,7 @@ and every choice carries the numbers behind it."""
 
 import pytest
 
-from polyopt.schedules.blis_schedule import (GEBP_MIN_K_C, MachineModel, _accumulators_needed,
+from polyopt.schedules.blis_schedule import (GEBP_MIN_K_C, MachineModel, accumulators_needed,
                                              _gebp_k_c, _register_tile, _row_need,
                                              default_blis_params, row_bytes, rows_in_one_l1_set)
 from polyopt.affine.types import MemRefType, StridedLayout, f32, f64
@@ -34,7 +34,7 @@ def test_model_reproduces_the_measured_tiles(machine, elem, measured):
 def test_tile_fits_the_registers_and_covers_the_latency(machine, elem):
     t = _register_tile(machine, elem)
     vecs = t.n_r // machine.lanes(elem)
-    assert t.m_r * vecs >= _accumulators_needed(machine)
+    assert t.m_r * vecs >= accumulators_needed(machine)
     folded = machine.embedded_broadcast and vecs == 1
     assert _row_need(t.m_r, vecs, t.order, folded) <= machine.num_vector_registers
 
