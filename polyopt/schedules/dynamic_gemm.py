@@ -32,7 +32,7 @@ from ..affine.types import FloatType, IndexType
 from .blis_schedule import (GEPB_MIN_PANELS_OF_A, BlisParams, MachineModel, accumulators_needed,
                             default_blis_params, gepb_m_c_bound)
 from .gemm_templates import product_extents, splice_template
-from .gemv import MlirLines as _Text
+from .gemv import MlirLines as _Text, dot_streams_past
 from .register_tile import C_TILE_LEAD
 
 #: Rows of B each sweep over a block's micro-panels packs (one thread), when the block has
@@ -93,7 +93,7 @@ def _block_of_b(p: BlisParams) -> int:
 def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, lanes: int,
                         alpha: bool, threads: int = 1, stream_lanes: int = 0,
                         short: Optional[BlisParams] = None, short_rows: int = 0,
-                        l2_bytes: int = 0, accumulators: int = 8) -> str:
+                        streams_past: int = 0, accumulators: int = 8) -> str:
     """``func.func @gemm(%A, %B, %C, %M, %N, %K, %Aaddr, %Baddr[, %alpha])``:
     ``C += alpha * A * B`` for the run-time sizes M, N, K (``%Aaddr``, ``%Baddr``: A's and
     B's aligned pointers as indices, values of the function's top level, where the GEMV
@@ -104,8 +104,9 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     ``threads > 1`` the packing loops over micro-panels and the outer loop over register
     tiles are ``affine.parallel`` (each thread its panels and its tiles of C, with its own edge
     buffer; every element of C summed in the same order: the same bits at every thread
-    count); the GEMV forms split their column blocks or rows (``l2_bytes``: the dot form's
-    shape for a matrix larger than L2, chosen at run time); ``accumulators``: the independent
+    count); the GEMV forms split their column blocks or rows (``streams_past``: the size of A
+    past which the dot form streams more rows at a time, checked at run time, 0 for never:
+    :func:`~polyopt.schedules.gemv.dot_streams_past`); ``accumulators``: the independent
     FMA chains that keep the FMA pipes busy (latency x FMAs per cycle), which narrow edge
     tiles make up with several sets of accumulators."""
     ta, tb, tc = types
@@ -597,7 +598,7 @@ def dynamic_gemm_source(types: tuple[str, str, str], etype: str, p: BlisParams, 
     _axpy(t, ta, tb, tc, etype, stream_lanes or w, alpha, threads)
     t.add(1, "} else {")
     t.add(1, "affine.if affine_set<()[s0] : (s0 - 1 == 0)>()[%N] {")
-    _dot(t, ta, tb, tc, etype, stream_lanes or w, alpha, threads, l2_bytes)
+    _dot(t, ta, tb, tc, etype, stream_lanes or w, alpha, threads, streams_past)
     t.add(1, "} else {")
     # a small product, on one thread, neither A nor B packed (BLIS's "sup" path, the static
     # pipeline's :func:`~polyopt.schedules.blis_schedule.unpacked_params`): the copies would
@@ -677,7 +678,7 @@ def _axpy(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
 
     # the aligned form (gemv.aligned_axpy) when every row of B starts at the same offset from
     # a vector boundary, as the static path's: of whole vectors, else of half vectors
-    # (gemv.axpy_lanes), else the plain form
+    # (gemv.aligning_lanes), else the plain form
     widths = [w] + ([w // 2] if w // 2 >= 4 else [])
     for depth, width in enumerate(widths, start=2):
         def width_coefficients(d: int, k: str, count: int, width=width) -> list[str]:
@@ -738,11 +739,11 @@ def _plain_axpy(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: 
 
 
 def _dot(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
-         threads: int, l2_bytes: int = 0) -> None:
+         threads: int, streams_past: int = 0) -> None:
     """C[i, 0] += A[i, :] . B[:, 0] for R rows at a time with P vector accumulators each
     (the static path's dot form, with run-time M and K); the k past the last group of
     vectors one at a time, then the rows past the last group of R one at a time.  With
-    ``l2_bytes``, R and P are the streaming ones when A is larger than L2 at run time
+    ``streams_past``, R and P are the streaming ones when A is larger than that at run time
     (:func:`~polyopt.schedules.gemv.dot_shape`)."""
     from .gemv import (ALIGN_MIN_VECTORS, DOT_ACCUMULATORS, DOT_ROWS, STREAM_DOT_ACCUMULATORS,
                        STREAM_DOT_ROWS, aligned_dot_rows, aligned_edges, dot_rows)
@@ -826,12 +827,12 @@ def _dot(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
         plain_or_aligned_rows(d + 1, rows, p, rows_loop, None)
         t.add(d, "}")
 
-    if not l2_bytes:
+    if not streams_past:
         rows_loops(2, DOT_ROWS, DOT_ACCUMULATORS)
         return
     elem = int(etype[1:]) // 8
     t.add(2, "%elements_of_a = arith.muli %M, %K : index")
-    t.add(2, f"%l2_elements = arith.constant {l2_bytes // elem} : index")
+    t.add(2, f"%l2_elements = arith.constant {streams_past // elem} : index")
     t.add(2, "%streamed = arith.cmpi ugt, %elements_of_a, %l2_elements : index")
     t.add(2, "scf.if %streamed {")
     rows_loops(3, STREAM_DOT_ROWS, STREAM_DOT_ACCUMULATORS)
@@ -889,7 +890,7 @@ def expand_dynamic_gemm(con, machine: Optional[MachineModel], remark=None,
         alpha = _scalar(b, con.alpha, etype, con.loc)
     text = dynamic_gemm_source(tuple(str(t) for t in types), str(etype), params, lanes,
                                alpha is not None, threads, machine.stream_lanes(elem_bytes),
-                               short, short_rows, machine.l2_bytes,
+                               short, short_rows, dot_streams_past(machine) or 0,
                                accumulators_needed(machine))
     addresses = [_aligned_pointer_at_top_level(product, v, con.loc) for v in operands[:2]]
     new_ops = splice_template(b, text, "<dynamic gemm>",

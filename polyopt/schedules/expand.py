@@ -245,9 +245,10 @@ def expand_matmul_tiled(op, machine: Optional[MachineModel] = None,
         return _expand_for_microkernel(con, machine, remark, microkernel, steps, threads)
     if schedule is None and steps.vect and not con.tile_params:
         # a vector operand: BLAS level 2 instead of a packed GEMM
-        from .gemv import expand_gemv
+        from .gemv import dot_streams_past, expand_gemv
         model = machine or MachineModel()
-        new_ops = expand_gemv(con, model.stream_lanes, remark, threads, model.l2_bytes)
+        new_ops = expand_gemv(con, model.stream_lanes, remark, threads,
+                              dot_streams_past(model))
         if new_ops is not None:
             return new_ops
     if schedule is None:

@@ -40,17 +40,32 @@ AXPY_BLOCK_BYTES = 8 * 1024
 #: Rows of A per step of the dot form, and vector accumulators per row, for a matrix in L2.
 DOT_ROWS = 4
 DOT_ACCUMULATORS = 2
-#: The same for a matrix larger than L2, read from L3 or memory: more rows in flight keep more
-#: lines coming (Zen 4, one thread, against numpy in the same run, 4 x 2 -> 8 x 1: 2048x1x2048
-#: f32 1.02x -> 1.13x, f64 1.03x -> 1.27x, 1000x1x1000 f64 1.04x -> 1.16x; in L2, f32 256x1x256
-#: 1.53x -> 1.40x, 100x1x300 1.81x -> 1.60x)
+#: The same for a matrix larger than L2, read from L3 or memory, on a core that splits 512-bit
+#: loads in halves or has 256-bit vectors (:func:`dot_streams_past`): more rows in flight keep
+#: more lines coming (Zen 4, one thread, against numpy in the same run, 4 x 2 -> 8 x 1:
+#: 2048x1x2048 f32 1.02x -> 1.13x, f64 1.03x -> 1.27x, 1000x1x1000 f64 1.04x -> 1.16x; in L2,
+#: f32 256x1x256 1.53x -> 1.40x, 100x1x300 1.81x -> 1.60x)
 STREAM_DOT_ROWS = 8
 STREAM_DOT_ACCUMULATORS = 1
 
 
-def dot_shape(matrix_bytes: int, l2_bytes: Optional[int]) -> tuple[int, int]:
-    """(rows, accumulators per row) of the dot form for a matrix of ``matrix_bytes``."""
-    if l2_bytes is not None and matrix_bytes > l2_bytes:
+def dot_streams_past(machine) -> Optional[int]:
+    """The size of A in bytes past which the dot form reads :data:`STREAM_DOT_ROWS` rows at a
+    time (:func:`dot_shape`): L2's, or None (never) on a core whose 512-bit loads are whole.
+    There 4 rows x 2 accumulators measured as fast or faster from L3 and memory too (Zen 5,
+    one thread, against numpy in the same runs, medians of three runs of 21 samples, 8 x 1 ->
+    4 x 2: f32 1000x1x1000 0.96x -> 1.03x and 4000x1x1000 0.95x -> 1.02x, both with 8-lane
+    aligned vectors; f64 1000x1x1000 1.16x -> 1.21x; f32 2048x1x2048 1.01x -> 1.03x;
+    f32 1000x1x3000 1.08x -> 1.01x, the one loss)."""
+    if machine.vector_bits > 256 and machine.full_width_fma:
+        return None
+    return machine.l2_bytes
+
+
+def dot_shape(matrix_bytes: int, streams_past: Optional[int]) -> tuple[int, int]:
+    """(rows, accumulators per row) of the dot form for a matrix of ``matrix_bytes``
+    (``streams_past``: :func:`dot_streams_past`)."""
+    if streams_past is not None and matrix_bytes > streams_past:
         return STREAM_DOT_ROWS, STREAM_DOT_ACCUMULATORS
     return DOT_ROWS, DOT_ACCUMULATORS
 
@@ -89,25 +104,27 @@ PARALLEL_MIN_BYTES = 256 * 1024
 ALIGN_MIN_VECTORS = 8
 
 
-def axpy_aligns(n: int, lanes: int) -> bool:
-    """Does the axpy form align its vectors of ``lanes`` on rows of B of ``n`` elements?"""
-    return lanes > 1 and n % lanes == 0 and n >= ALIGN_MIN_VECTORS * lanes
+def rows_align(length: int, lanes: int, group: int = 1) -> bool:
+    """Do the forms align their vectors of ``lanes`` on rows of ``length`` elements (read in
+    groups of ``group`` vectors)?  Every row then starts at the same offset from a vector
+    boundary, and the row is long enough to pay for the masked head and tail."""
+    return lanes > 1 and length % lanes == 0 and length >= ALIGN_MIN_VECTORS * lanes * group
 
 
-def axpy_lanes(n: int, lanes: int) -> int:
-    """The vector width of the axpy form on rows of ``n`` elements: ``lanes``, or half of it
-    where only half-width vectors align (:func:`gemv_form`)."""
+def aligning_lanes(length: int, lanes: int, group: int = 1) -> int:
+    """The vector width on rows of ``length`` elements: ``lanes``, or half of it where only
+    half-width vectors align (:func:`gemv_form`)."""
     half = lanes // 2
-    if n % lanes and half >= 4 and axpy_aligns(n, half):
+    if length % lanes and half >= 4 and rows_align(length, half, group):
         return half
     return lanes
 
 
 def gemv_form(m: int, n: int, k: int, elem_bytes: int, lanes: int,
-              threads: int = 1, l2_bytes: Optional[int] = None,
+              threads: int = 1, streams_past: Optional[int] = None,
               can_align: bool = True) -> GemvForm | None:
     """The form for an M x N x K product, or None when neither side is a vector
-    (``l2_bytes``: the dot form's rows and accumulators, :func:`dot_shape`; ``can_align``:
+    (``streams_past``: the dot form's rows and accumulators, :func:`dot_shape`; ``can_align``:
     A's address can bound a loop, i.e. the product is at the top level of its function).
 
     The dot form starts its vector loop at the first vector boundary of the row, after a
@@ -118,26 +135,27 @@ def gemv_form(m: int, n: int, k: int, elem_bytes: int, lanes: int,
     where A sits in memory, as with MKL outside its CNR mode.  The axpy form does the same
     on B's rows, with vectors of half the width when only those divide N (f32 1x1000x1000
     on Zen 5: 4000-byte rows are a whole number of 32-byte vectors, not of 64-byte ones;
-    1.08x numpy with 16 lanes, 1.16x with 8 aligned; 1x3000x1000 1.01x -> 1.06x; the dot
-    form gained nothing from the same at 1000x1x1000)."""
+    1.08x numpy with 16 lanes, 1.16x with 8 aligned; 1x3000x1000 1.01x -> 1.06x), and the
+    dot form on A's rows (f32 1000x1x1000 on Zen 5, 4 rows x 2 accumulators, medians of
+    three runs: 0.96x numpy with 16 lanes, 1.03x-1.05x with 8 aligned)."""
     if m * n * k * elem_bytes < PARALLEL_MIN_BYTES:
         threads = 1
     if m == 1 and n >= lanes:
-        lanes = axpy_lanes(n, lanes) if can_align else lanes
+        lanes = aligning_lanes(n, lanes) if can_align else lanes
         block = max(lanes, AXPY_BLOCK_BYTES // elem_bytes // lanes * lanes)
         n_vec = n - n % lanes
         if threads > 1:   # at least one block per thread
             block = min(block, -(-n_vec // threads // lanes) * lanes or lanes)
         if n_vec <= lanes:
             threads = 1
-        aligned = can_align and axpy_aligns(n, lanes)
+        aligned = can_align and rows_align(n, lanes)
         return GemvForm("axpy", lanes, AXPY_ROWS, block, threads=threads, aligned=aligned)
     if n == 1 and m >= 1:
-        rows, accumulators = dot_shape(m * k * elem_bytes, l2_bytes)
+        rows, accumulators = dot_shape(m * k * elem_bytes, streams_past)
         if m < 2 * rows:
             threads = 1
-        aligned = can_align and lanes > 1 and k % lanes == 0 \
-            and k >= ALIGN_MIN_VECTORS * lanes * accumulators
+        lanes = aligning_lanes(k, lanes, accumulators) if can_align else lanes
+        aligned = can_align and rows_align(k, lanes, accumulators)
         return GemvForm("dot", lanes, rows, accumulators=accumulators, threads=threads,
                         aligned=aligned)
     return None
@@ -600,13 +618,13 @@ def _result(name: str, count: int, index: int) -> str:
 
 
 def expand_gemv(con, lanes_of, remark=None, threads: int = 1,
-                l2_bytes: Optional[int] = None) -> Optional[list[Operation]]:
+                streams_past: Optional[int] = None) -> Optional[list[Operation]]:
     """Expand a matrix-form contraction with M = 1 or N = 1 into its GEMV nest, in front of
     ``con.anchor`` (after the ``C *= beta`` nest when there is one); returns the new top-level
     ops, or None (nothing built) when the product is not a matrix-vector one this path
     handles: dynamic or non-row-major operands, integer elements, operands sharing memory.
     ``lanes_of(elem_bytes)``: the vector width; ``threads > 1``: the outer loop runs on the
-    team when the matrix is large enough (:data:`PARALLEL_MIN_BYTES`); ``l2_bytes``: see
+    team when the matrix is large enough (:data:`PARALLEL_MIN_BYTES`); ``streams_past``: see
     :func:`dot_shape`."""
     from ..memref_layout.data_copy import alias_root
     from .expand import _is_one, _scalar, expand_matmul
@@ -619,8 +637,8 @@ def expand_gemv(con, lanes_of, remark=None, threads: int = 1,
         return None
     (m, k), n = types[0].shape, types[1].shape[1]
     at_top = con.anchor.parent_op is not None and con.anchor.parent_op.name == "func.func"
-    form = gemv_form(m, n, k, etype.width // 8, lanes_of(etype.width // 8), threads, l2_bytes,
-                     can_align=at_top)
+    form = gemv_form(m, n, k, etype.width // 8, lanes_of(etype.width // 8), threads,
+                     streams_past, can_align=at_top)
     if form is None or k < 1:
         return None
     loops = expand_matmul(con)

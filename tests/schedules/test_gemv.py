@@ -70,6 +70,10 @@ def test_alpha_and_beta(m, n, k):
 @pytest.mark.parametrize("m,n,k,dtype", [(1, 3000, 200, "f64"), (1, 4100, 70, "f32"),
                                          (1001, 1, 300, "f64"), (517, 1, 250, "f32")])
 def test_threads_give_bitwise_the_same_result(m, n, k, dtype):
+    """The same operands at 1, 2 and 3 threads (the aligned forms' sum order depends on where
+    A's or B's rows sit in memory, not on the threads)."""
+    a, b, c = _operands(m, n, k, dtype)
+    want = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
     results = []
     for threads in (1, 2, 3):
         compiled, remarks = _compile(matmul_source(m, n, k, dtype), threads=threads)
@@ -77,21 +81,36 @@ def test_threads_give_bitwise_the_same_result(m, n, k, dtype):
         assert ("affine.parallel" in text) == (threads > 1), remarks
         if threads > 1:
             assert any(f"split over {threads} threads" in r for r in remarks), remarks
-        results.append(_check(compiled["matmul"], m, n, k, dtype))
+        out = c.copy()
+        compiled["matmul"](a, b, out)
+        np.testing.assert_allclose(out, want, rtol=0,
+                                   atol=(1e-12 if dtype == "f64" else 2e-5) * k * 4)
+        results.append(out)
     for other in results[1:]:
         assert np.array_equal(results[0], other)
 
 
-def test_a_matrix_past_l2_streams_more_rows_at_a_time():
+def test_a_matrix_past_l2_streams_more_rows_at_a_time(monkeypatch):
     """The dot form reads 4 rows of A at a time with 2 accumulators each while A fits in L2,
-    8 rows with 1 accumulator each past it (more lines in flight from L3 or memory)."""
-    from polyopt.schedules.gemv import dot_shape
+    8 rows with 1 accumulator each past it (more lines in flight from L3 or memory) on a core
+    that splits 512-bit loads in halves (Zen 4) or has 256-bit vectors; 4 x 2 at every size
+    where 512-bit loads are whole (Zen 5)."""
+    import dataclasses
+
+    import polyopt.pipeline
+    from polyopt.schedules.gemv import dot_shape, dot_streams_past
+    from tests.schedules.test_tile_model import ZEN4, ZEN5
     l2 = 1 << 20
     assert dot_shape(l2, l2) == (4, 2) and dot_shape(l2 + 8, l2) == (8, 1)
-    assert gemv_form(2048, 1, 2048, 4, 8, l2_bytes=l2).rows == 8
-    assert gemv_form(256, 1, 256, 4, 8, l2_bytes=l2).rows == 4
-    l2 = polyopt.pipeline.machine_model().l2_bytes
-    k = l2 // 8 // 100                               # 100 rows of f64 fit, 103 do not
+    assert dot_shape(l2 + 8, None) == (4, 2)
+    avx2 = dataclasses.replace(ZEN4, vector_bits=256, full_width_fma=True)
+    assert dot_streams_past(ZEN4) == dot_streams_past(avx2) == ZEN4.l2_bytes
+    assert dot_streams_past(ZEN5) is None
+    assert gemv_form(2048, 1, 2048, 4, 8, streams_past=l2).rows == 8
+    assert gemv_form(256, 1, 256, 4, 8, streams_past=l2).rows == 4
+    assert gemv_form(2048, 1, 2048, 4, 16, streams_past=None).rows == 4
+    monkeypatch.setattr(polyopt.pipeline, "machine_model", lambda target=None: ZEN4)
+    k = ZEN4.l2_bytes // 8 // 100                    # 100 rows of f64 fit, 103 do not
     for m, rows, accumulators in ((100, 4, 2), (103, 8, 1)):
         compiled, remarks = _compile(matmul_source(m, 1, k, "f64"))
         assert any(f"dot form (matrix times column): {rows} rows of A per step, "
@@ -168,13 +187,14 @@ def _at_offset(shape, dtype, offset, seed):
     return a
 
 
-@pytest.mark.parametrize("m,k", [(37, 512), (1003, 1024), (9, 2048)])
+@pytest.mark.parametrize("m,k", [(37, 512), (1003, 1024), (9, 2048), (101, 1000)])
 @pytest.mark.parametrize("dtype", ["f64", "f32"])
 def test_the_dot_form_aligns_its_rows_wherever_a_starts(m, k, dtype):
     """Rows of a whole number of vectors share their offset from a vector boundary: the dot
     form starts each row's vector loop there, after a masked head, and ends with a masked
-    tail.  Right for every start of A (numpy's large arrays start 16 bytes into a line), and
-    bitwise the same on 1 to 3 threads for one A."""
+    tail (of half vectors where only those divide K: 1000 f32 on 16 lanes).  Right for every
+    start of A (numpy's large arrays start 16 bytes into a line), and bitwise the same on 1
+    to 3 threads for one A."""
     results = {}
     for threads in (1, 2, 3):
         compiled, remarks = _compile(matmul_source(m, 1, k, dtype), threads=threads)
@@ -230,8 +250,12 @@ def test_rows_of_a_part_of_a_vector_or_few_vectors_are_not_aligned():
     N for the axpy form, not a whole number of vectors), run the plain form."""
     from polyopt.schedules.gemv import ALIGN_MIN_VECTORS
     assert gemv_form(100, 1, 2048, 4, 16).aligned
-    assert not gemv_form(100, 1, 2040, 4, 16).aligned
-    form = gemv_form(100, 1, 256, 4, 16, l2_bytes=1 << 20)
+    assert not gemv_form(100, 1, 2044, 4, 16).aligned
+    # rows of A a whole number of half vectors: the dot form aligns half vectors
+    form = gemv_form(100, 1, 2040, 4, 16)
+    assert form.aligned and form.lanes == 8
+    assert gemv_form(100, 1, 2040, 4, 16, can_align=False).lanes == 16
+    form = gemv_form(100, 1, 256, 4, 16, streams_past=1 << 20)
     assert form.accumulators == 2 and form.aligned == (256 >= ALIGN_MIN_VECTORS * 32)
     assert not gemv_form(100, 1, 64, 4, 16).aligned
     assert not gemv_form(100, 1, 2048, 4, 16, can_align=False).aligned
