@@ -135,6 +135,15 @@ class LowpParams:
 #: micro-panel then lives in L2, whose bandwidth covers one vector load per M_R dot
 #: instructions.
 K_C_BYTES = 4096
+#: Rows of A's block on one thread: a few micro-panels, not a block that fills L2.  B's
+#: micro-panel (K_C x N_R, 256 KiB for bf16 at K_C 2048) is read from L2 by every tile of the
+#: block, and A's block has to share L2 with it; a small block also walks C's tiles along
+#: C's rows.  Zen 5, one thread, alternating with torch in one process, A's block of 252 rows
+#: (L2's 1 MiB) -> 24-36 rows: bf16 2048^3 1.04x-1.06x, s8 1.04x-1.07x, f16 (converted)
+#: 1.06x; ResNet-50 conv2_x's implicit GEMM in bf16 (3136x64x576) 1.02x; flat from 12 to 48
+#: rows.  On a team the block keeps filling L2: a block is a fork and a join for its packing
+#: and its tiles (3136x64x576 on two threads: 906 rows 825 GFLOPS, 24 rows 548).
+ONE_THREAD_A_ROWS = 32
 #: The dot engines' A panels are row-major (each row's K_C elements contiguous), copied from A
 #: (or a convolution's input, whose channels are contiguous) by vectors of this many bytes.
 A_ROW_VECTOR_BYTES = 64
@@ -157,12 +166,13 @@ def run_pieces(run: int, widest: int) -> list[int]:
 
 
 def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None,
-                a_run: Optional[int] = None) -> LowpParams:
+                a_run: Optional[int] = None, threads: int = 1) -> LowpParams:
     """The register tile uses most vector registers (M_R x N_V accumulators, N_V loads of B,
     one broadcast of A); K_C is :data:`K_C_BYTES` of k (with a static ``k``: one block up to
     a quarter more, else blocks of equal size, so that a convolution's K = 576 is not a block
-    of 512 and one of 64), A's block (M_C x K_C) fills L2 (measured: M_C 510 ran i8 at 433
-    GOP/s, 252 at 423-426) and B's block (K_C x N_C) a quarter of L3.  AMX has its own
+    of 512 and one of 64); A's block (M_C x K_C) is :data:`ONE_THREAD_A_ROWS` rows on one
+    thread, on a team it fills L2 (Zen 4, K_C of 2 KiB: M_C 510 ran i8 at 433 GOP/s, 252 at
+    423-426); B's block (K_C x N_C) fills a quarter of L3.  AMX has its own
     (:func:`~polyopt.schedules.amx_gemm.amx_params`)."""
     if engine.amx:
         from .amx_gemm import amx_params
@@ -186,7 +196,8 @@ def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None,
             kc = -(-k // (blocks * unit)) * unit
     else:
         kc = max(step, kc // step * step)
-    mc = max(mr, (machine.l2_bytes // (kc * esize)) // mr * mr)
+    rows = machine.l2_bytes // (kc * esize) if threads > 1 else ONE_THREAD_A_ROWS
+    mc = max(mr, rows // mr * mr)
     nc = max(nr, min(4096, machine.l3_bytes // 4 // (kc * esize)) // nr * nr)
     return LowpParams(mr, nv, kc, mc, nc)
 
@@ -801,7 +812,8 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
     machine = machine or MachineModel()
     engine, missing = choose_engine(types, machine)
     a_run = a_row_run(con, engine)
-    params = lowp_params(engine, machine, con.k if isinstance(con.k, int) else None, a_run)
+    params = lowp_params(engine, machine, con.k if isinstance(con.k, int) else None, a_run,
+                         threads)
     epilogue = None
     if isinstance(con.m, int) and isinstance(con.n, int):
         from .epilogue import epilogue_of, memrefs_read_by
