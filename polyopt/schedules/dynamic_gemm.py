@@ -832,8 +832,8 @@ def _dot(t: _Text, ta: str, tb: str, tc: str, etype: str, w: int, alpha: bool,
         return
     elem = int(etype[1:]) // 8
     t.add(2, "%elements_of_a = arith.muli %M, %K : index")
-    t.add(2, f"%l2_elements = arith.constant {streams_past // elem} : index")
-    t.add(2, "%streamed = arith.cmpi ugt, %elements_of_a, %l2_elements : index")
+    t.add(2, f"%streamed_past = arith.constant {streams_past // elem} : index")
+    t.add(2, "%streamed = arith.cmpi ugt, %elements_of_a, %streamed_past : index")
     t.add(2, "scf.if %streamed {")
     rows_loops(3, STREAM_DOT_ROWS, STREAM_DOT_ACCUMULATORS)
     t.add(2, "} else {")

@@ -142,7 +142,8 @@ K_C_BYTES = 4096
 #: (L2's 1 MiB) -> 24-36 rows: bf16 2048^3 1.04x-1.06x, s8 1.04x-1.07x, f16 (converted)
 #: 1.06x; ResNet-50 conv2_x's implicit GEMM in bf16 (3136x64x576) 1.02x; flat from 12 to 48
 #: rows.  On a team the block keeps filling L2: a block is a fork and a join for its packing
-#: and its tiles (3136x64x576 on two threads: 906 rows 825 GFLOPS, 24 rows 548).
+#: and its tiles (3136x64x576 on two threads: 906 rows 825 GFLOPS, 24 rows 548).  Not yet
+#: measured on Zen 4, where blocks of 252 and 510 rows were the ones compared (K_C of 2 KiB).
 ONE_THREAD_A_ROWS = 32
 #: The dot engines' A panels are row-major (each row's K_C elements contiguous), copied from A
 #: (or a convolution's input, whose channels are contiguous) by vectors of this many bytes.

@@ -260,3 +260,20 @@ def test_a_small_product_on_a_team_runs_on_one_thread():
     side = SMALL_ON_ONE_THREAD
     assert f"(-s0 + {side} >= 0, -s1 + {side} >= 0, -s2 + {side} >= 0)" in text
     assert "affine.parallel" in text
+
+
+def test_a_column_product_streams_more_rows_past_l2_on_a_split_core(monkeypatch):
+    """On a core that splits 512-bit loads (Zen 4's model) the dot form checks at run time
+    whether A is larger than L2 and then reads 8 rows with one accumulator each
+    (gemv.dot_streams_past): right on both sides of that size and with K not a whole number
+    of vectors; on a core whose 512-bit loads are whole there is no such branch."""
+    import polyopt.pipeline
+    from tests.schedules.test_tile_model import ZEN4, ZEN5
+    for model, streams in ((ZEN4, True), (ZEN5, False)):
+        monkeypatch.setattr(polyopt.pipeline, "machine_model", lambda target=None, m=model: m)
+        mm = _compiled("f64")
+        assert str(mm.module).count("arith.cmpi ugt") == (1 if streams else 0)
+        k = ZEN4.l2_bytes // 8 // 100            # 100 rows of f64 fit in L2, 203 do not
+        for m in (100, 203):
+            _check(mm["mm"], m, 1, k, "f64")
+            _check(mm["mm"], m, 1, k - 3, "f64")
