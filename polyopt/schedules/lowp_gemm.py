@@ -780,20 +780,27 @@ class LowpGemmText:
         t.add(d, "}")
 
 
-def a_row_run(con, engine: Engine) -> int:
+def a_row_run(con, engine: Engine, k_c: Optional[int] = None) -> int:
     """The runs (elements, aligned from column 0) in which the template copies A's rows by
     vectors: 64 bytes where A is a matrix or a convolution's im2col stand-in whose aligned
     64-byte runs are vectors of the input; else the stand-in's window runs (the stem's 21);
-    1 (element by element) when it has none."""
+    1 (element by element) when it has none.  Given the block's ``k_c`` (a multiple of that
+    run), a stand-in's window runs of whole vectors where K_C holds whole ones: the window
+    position (a division of the column by the window's extents) is then computed once per
+    run, not once per vector (ResNet-50's conv2_x 3x3 in bf16, runs of 192 instead of 32:
+    1.06x; conv4_x 1.04x; the others within 1%)."""
     from .contraction import STAND_IN_ATTR, STAND_IN_RUN_ATTR, STAND_IN_WINDOW_RUN_ATTR
     vector = A_ROW_VECTOR_BYTES // packed_bytes(engine.packed)
     alloc = con.a.memref.defining_op
     if alloc is None or STAND_IN_ATTR not in alloc.attributes:
         return vector
     run = alloc.attributes.get(STAND_IN_RUN_ATTR)
-    if run is not None and run.value >= vector:
-        return vector
     window = alloc.attributes.get(STAND_IN_WINDOW_RUN_ATTR)
+    if run is not None and run.value >= vector:
+        if k_c is not None and window is not None and window.value % vector == 0 and \
+                k_c % window.value == 0:
+            return window.value
+        return vector
     return window.value if window is not None else 1
 
 
@@ -815,6 +822,7 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
     a_run = a_row_run(con, engine)
     params = lowp_params(engine, machine, con.k if isinstance(con.k, int) else None, a_run,
                          threads)
+    a_run = a_row_run(con, engine, params.K_C)
     epilogue = None
     if isinstance(con.m, int) and isinstance(con.n, int):
         from .epilogue import epilogue_of, memrefs_read_by

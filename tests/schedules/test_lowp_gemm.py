@@ -343,6 +343,40 @@ def test_convolution_of_narrow_types(kind, n, h, w, c, f, s, threads):
         np.testing.assert_array_equal(ref, want)
 
 
+
+@pytest.mark.parametrize("c, kc, run", [(64, 576, 192),      # one K_C block of 3 window rows
+                                        (512, 1536, 1536),   # three blocks of one window row
+                                        (384, 1728, 32)])    # K_C = 1.5 rows: 64-byte vectors
+def test_convolution_copies_whole_window_rows(c, kc, run):
+    """A's rows are copied by whole window rows (KW x C consecutive input elements) where
+    those are whole 64-byte vectors and K_C holds whole rows: one window position per row of
+    the window, then the row's vectors at constant offsets (the packing loop has KW x C / 32
+    vector loads of the input); else by single vectors.  Against numpy, with a K cut into
+    several K_C blocks."""
+    h, w, f = 6, 7, 20
+    oh, ow = h - 2, w - 2
+    src = CONV.format(n=1, h=h, w=w, c=c, f=f, t="bf16", o="f32", s=1, oh=oh, ow=ow)
+    remarks = []
+    compiled = polyopt.compile(src, threads=1, remark=lambda loc, msg: remarks.append(msg),
+                               **ALL)
+    assert any(f"K_C={kc}," in r for r in remarks), remarks
+    loads = re.findall(r"affine.vector_load %arg0\[[^\n]*vector<32xbf16>",
+                       str(compiled.module))
+    assert len(loads) == run // 32, loads[:2]
+    rng = np.random.default_rng(c)
+    inp = rng.standard_normal((1, h, w, c)).astype(ml_dtypes.bfloat16)
+    flt = rng.standard_normal((3, 3, c, f)).astype(ml_dtypes.bfloat16)
+    i64, f64 = inp.astype(np.float64), flt.astype(np.float64)
+    want, mags = np.zeros((1, oh, ow, f)), np.zeros((1, oh, ow, f))
+    for kh in range(3):
+        for kw in range(3):
+            window = i64[:, kh:kh + oh, kw:kw + ow, :]
+            want += np.einsum("nhwc,cf->nhwf", window, f64[kh, kw])
+            mags += np.einsum("nhwc,cf->nhwf", np.abs(window), np.abs(f64[kh, kw]))
+    out = np.zeros((1, oh, ow, f), np.float32)
+    compiled["conv"](inp, flt, out)
+    assert (np.abs(out - want) <= (9 * c + 1) * 2.0 ** -24 * mags).all()
+
 WINDOW = """func.func @conv(%I: memref<1x{h}x{w}x{c}x{t}>, %K: memref<{kh}x{kw}x{c}x{f}x{t}>, %O: memref<1x{oh}x{ow}x{f}x{o}>) {{
   linalg.conv_2d_nhwc_hwcf {{dilations = dense<[1, {d}]> : tensor<2xi64>, strides = dense<{s}> : tensor<2xi64>}} ins(%I, %K : memref<1x{h}x{w}x{c}x{t}>, memref<{kh}x{kw}x{c}x{f}x{t}>) outs(%O : memref<1x{oh}x{ow}x{f}x{o}>)
   return
