@@ -300,20 +300,49 @@ def _time_sample(fn: Callable[[], object]) -> float:
     return time_sample(fn, MIN_SAMPLE_SECONDS)
 
 
+def each_after_each(n: int) -> list[int]:
+    """A cyclic order of ``n`` contenders in which each runs right after every other one
+    exactly once: an Eulerian circuit of the complete directed graph on ``n`` vertices
+    (Hierholzer's algorithm), n(n-1) turns, each contender n-1 of them; repeated, it stays
+    balanced across its seams (its last turn precedes its first).  The walk goes on to the
+    contender that ran longest ago, so that each one's samples spread over the circuit
+    (the machine's speed drifts)."""
+    if n < 2:
+        return list(range(n))
+    unused = {v: [w for w in range(n) if w != v] for v in range(n)}
+    ran = {v: -1 for v in range(n)}
+    stack, circuit = [0], []
+    while stack:
+        v = stack[-1]
+        if unused[v]:
+            w = min(unused[v], key=lambda w: (ran[w], w))
+            unused[v].remove(w)
+            ran[w] = len(circuit) + len(stack)
+            stack.append(w)
+        else:
+            circuit.append(stack.pop())
+    circuit.reverse()
+    return circuit[:-1]          # the circuit ends where it began
+
+
 def time_alternating(contenders: list, reps: int, threads: int = 1) -> list[Timing]:
-    """Each of ``contenders`` run once (the warm-up), then timed ``reps`` times in turn, the
-    others' threads settled before each sample; their :class:`Timing` in order.  The turn
-    starts one contender later in each round, so that none always runs right after the same
-    one: the contender after torch's conv5_x (its own 9 MiB of weights and workspace) found
-    its filter evicted and read 0.95x-0.97x an identical one in every run."""
+    """Each of ``contenders`` run once (the warm-up), then timed ``reps`` times in the turns
+    of :func:`each_after_each`, repeated (in the last round, a contender that has its
+    ``reps`` samples gives its turn up), the others' threads settled before each sample;
+    their :class:`Timing` in order.  Each contender runs right after each other one equally
+    often: the one after torch's conv5_x (its own 9 MiB of weights and workspace) found its
+    filter evicted and read 0.95x-0.97x an identical one when it always ran there, and
+    0.99x when it did in two of three rounds (rotating the first turn of each round left
+    that imbalance)."""
     for f in contenders:
         f()
     samples: list[list[float]] = [[] for _ in contenders]
-    n = len(contenders)
-    for r in range(reps):
-        for q in [(r + t) % n for t in range(n)]:
-            _settle(threads, contenders[q])
-            samples[q].append(_time_sample(contenders[q]))
+    order = each_after_each(len(contenders))
+    while any(len(x) < reps for x in samples):
+        for q in order:
+            if len(samples[q]) < reps:
+                _settle(threads, contenders[q])
+                samples[q].append(_time_sample(contenders[q]))
     return [Timing.of(x) for x in samples]
 
 
@@ -441,29 +470,22 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
         err = float(np.max(np.abs(c0 + torch_run() - expected)))  # also the warm-up
         if not err <= tol:
             raise AssertionError(f"torch.mm differs from numpy by {err:.3g}; not timing it")
-    samples: list[list[float]] = [[] for _ in fns]
-    theirs: list[float] = []
-    torch_samples: list[float] = []
-    for _ in range(reps):
-        for i, fn in enumerate(fns):
-            _settle(threads, lambda: fn(a, b, c))
-            samples[i].append(_time_sample(lambda: fn(a, b, c)))
-        _settle(threads, lambda: np.matmul(a, b, out=out))
-        theirs.append(_time_sample(lambda: np.matmul(a, b, out=out)))
-        if torch_run is not None:
-            _settle(threads, torch_run)
-            torch_samples.append(_time_sample(torch_run))
-    results = [VariantResult(v, ct, Timing.of(s), e)
-               for v, ct, s, e in zip(variants, compile_times, samples, errors)]
+    contenders = [lambda fn=fn: fn(a, b, c) for fn in fns]
+    contenders.append(lambda: np.matmul(a, b, out=out))
+    if torch_run is not None:
+        contenders.append(torch_run)
+    timings = time_alternating(contenders, reps, threads)
+    results = [VariantResult(v, ct, t, e)
+               for v, ct, t, e in zip(variants, compile_times, timings, errors)]
     peak = None
     if measure_peak:
         from .codegen.peak import measure_peak as run_peak
         # one core's loop; the team's peak is that many cores' (on 2 Zen 5 cores busy at
         # once the loop ran at 265-268 GFLOPS f32 on each, 266-269 alone)
         peak = run_peak(dtype).gflops * max(1, min(threads, os.cpu_count() or 1))
-    return MatmulBenchResult(m, n, k, dtype, results, Timing.of(theirs), blas_description(),
+    return MatmulBenchResult(m, n, k, dtype, results, timings[len(fns)], blas_description(),
                              peak, machine_summary(), threads=threads,
-                             torch=Timing.of(torch_samples) if torch_samples else None,
+                             torch=timings[len(fns) + 1] if torch_run is not None else None,
                              torch_note=torch_note)
 
 
@@ -706,18 +728,13 @@ def bench_conv2d(s: ConvShape, dtype: str = "f32", *, reps: int = 5, seed: int =
     ref(i, k, o_ref, cols, tmp)
     if torch_run is not None:
         torch_run()
-    mine, theirs, torch_t = [], [], []
-    for _ in range(reps):
-        _settle(threads, lambda: fn(i_run, k_run, o))
-        mine.append(_time_sample(lambda: fn(i_run, k_run, o)))
-        _settle(threads, lambda: ref(i, k, o_ref, cols, tmp))
-        theirs.append(_time_sample(lambda: ref(i, k, o_ref, cols, tmp)))
-        if torch_run is not None:
-            _settle(threads, torch_run)
-            torch_t.append(_time_sample(torch_run))
-    return ConvBenchResult(s, dtype, Timing.of(mine), compile_time, err, Timing.of(theirs),
-                           Timing.of(torch_t) if torch_t else None, note, blas_description(),
-                           threads, layout)
+    contenders = [lambda: fn(i_run, k_run, o), lambda: ref(i, k, o_ref, cols, tmp)]
+    if torch_run is not None:
+        contenders.append(torch_run)
+    timings = time_alternating(contenders, reps, threads)
+    return ConvBenchResult(s, dtype, timings[0], compile_time, err, timings[1],
+                           timings[2] if torch_run is not None else None, note,
+                           blas_description(), threads, layout)
 
 
 RESNET50_LAYERS = {

@@ -96,15 +96,29 @@ def test_short_calls_are_timed_as_bursts():
     assert bench._time_sample(long) >= bench.MIN_SAMPLE_SECONDS * 1.5 and len(calls) == 1
 
 
-def test_alternating_samples_rotate_the_turn():
-    """Each round of samples starts one contender later: none always runs right after the same
-    one (whose cache footprint it would inherit); each still gets its reps samples."""
+def test_alternating_samples_follow_each_other_equally_often():
+    """Each contender's sample runs right after each other contender's equally often (the
+    one after torch inherits its cache footprint), its samples spread over the run; each
+    gets its reps samples (in the last round, one that has them gives its turn up)."""
+    import collections
+
     from polyopt import bench
+    for n in range(2, 8):
+        order = bench.each_after_each(n)
+        seq = order * 2
+        pairs = collections.Counter(zip(seq, seq[1:]))
+        assert set(pairs) == {(a, b) for a in range(n) for b in range(n) if a != b}
+        assert set(pairs.values()) <= {1, 2} and sum(pairs.values()) == len(seq) - 1
+        assert sorted(collections.Counter(order).values()) == [n - 1] * n
     calls = []
     contenders = [lambda q=q: calls.append(q) for q in range(3)]
     timings = bench.time_alternating(contenders, reps=3)
     assert [t.reps for t in timings] == [3, 3, 3]
-    # after the warm-up's 0, 1, 2, each sample calls its contender back to back: the turn
-    # is the order of the runs of equal calls
+    # after the warm-up's 0, 1, 2, each sample calls its contender back to back: the turns
+    # are the runs of equal calls
     turns = [q for i, q in enumerate(calls[3:]) if i == 0 or calls[3 + i - 1] != q]
-    assert turns == [0, 1, 2, 1, 2, 0, 2, 0, 1]
+    # [0, 1, 0, 2, 1, 2], then the turns of those still short of 3: 0, 1, 2
+    assert turns == bench.each_after_each(3) + [0, 1, 2]
+    calls.clear()
+    two = bench.time_alternating(contenders[:2], reps=3)
+    assert [t.reps for t in two] == [3, 3]
