@@ -905,6 +905,15 @@ def _expand_mixed(con: Contraction, tiled: bool, vectors: bool, machine,
         if vectors:
             batch_loop = _batch_on_threads(con, mcon, tiled, threads, remark)
         con = mcon
+    if tiled and vectors and con.is_matrix_form and batch_loop is None and not con.batch \
+            and con.has_static_shape:
+        # a vector operand: BLAS level 2, the matrix's elements widened as they stream
+        from .gemv import dot_streams_past, expand_gemv
+        model = machine or MachineModel()
+        pairs = model.vector_bits >= 512 and "avx512bf16" in model.features
+        if expand_gemv(con, model.stream_lanes, remark, threads, dot_streams_past(model),
+                       pairs) is not None:
+            return
     if tiled and vectors and con.is_matrix_form and \
             expand_lowp_gemm(con, machine, remark, 1 if batch_loop is not None else threads):
         if batch_loop is not None:

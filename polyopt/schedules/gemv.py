@@ -81,17 +81,22 @@ class GemvForm:
     accumulators: int = 1
     threads: int = 1   # > 1: the outer loop (column blocks, or rows) is an affine.parallel
     aligned: bool = False   # the vector loops start at a vector boundary of A's (B's) rows
-
+    # the dot form's bf16 vectors multiplied in pairs on the dot engine (vdpbf16ps) into
+    # accumulators of half as many f32 lanes
+    pairs: bool = False
 
     def describe(self) -> str:
         on = f", {'column blocks' if self.kind == 'axpy' else 'rows'} split over " \
              f"{self.threads} threads" if self.threads > 1 else ""
         peel = ", the rows' vectors aligned (masked head and tail)" if self.aligned else ""
+        if self.pairs:
+            on = f", pairs of k on the bf16 dot engine{on}"
         if self.kind == "axpy":
             return (f"axpy form (row times matrix): {self.rows} rows of B per step, blocks of "
                     f"{self.block} columns, {self.lanes}-lane vectors{peel}{on}")
+        lanes = self.lanes // 2 if self.pairs else self.lanes
         return (f"dot form (matrix times column): {self.rows} rows of A per step, "
-                f"{self.accumulators} accumulators of {self.lanes} lanes per row{peel}{on}")
+                f"{self.accumulators} accumulators of {lanes} lanes per row{peel}{on}")
 
 
 #: The matrix must be at least this large for a matrix-vector product to run on the team:
@@ -122,7 +127,7 @@ def aligning_lanes(length: int, lanes: int, group: int = 1) -> int:
 
 def gemv_form(m: int, n: int, k: int, elem_bytes: int, lanes: int,
               threads: int = 1, streams_past: Optional[int] = None,
-              can_align: bool = True) -> GemvForm | None:
+              can_align: bool = True, pairs: bool = False) -> GemvForm | None:
     """The form for an M x N x K product, or None when neither side is a vector
     (``streams_past``: the dot form's rows and accumulators, :func:`dot_shape`; ``can_align``:
     A's address can bound a loop, i.e. the product is at the top level of its function).
@@ -137,7 +142,9 @@ def gemv_form(m: int, n: int, k: int, elem_bytes: int, lanes: int,
     on Zen 5: 4000-byte rows are a whole number of 32-byte vectors, not of 64-byte ones;
     1.08x numpy with 16 lanes, 1.16x with 8 aligned; 1x3000x1000 1.01x -> 1.06x), and the
     dot form on A's rows (f32 1000x1x1000 on Zen 5, 4 rows x 2 accumulators, medians of
-    three runs: 0.96x numpy with 16 lanes, 1.03x-1.05x with 8 aligned)."""
+    three runs: 0.96x numpy with 16 lanes, 1.03x-1.05x with 8 aligned).  ``pairs``: the dot
+    form reads bf16 rows by vectors of twice ``lanes`` (C's lanes) and multiplies them on the
+    dot engine (:attr:`GemvForm.pairs`)."""
     if m * n * k * elem_bytes < PARALLEL_MIN_BYTES:
         threads = 1
     if m == 1 and n >= lanes:
@@ -154,10 +161,14 @@ def gemv_form(m: int, n: int, k: int, elem_bytes: int, lanes: int,
         rows, accumulators = dot_shape(m * k * elem_bytes, streams_past)
         if m < 2 * rows:
             threads = 1
-        lanes = aligning_lanes(k, lanes, accumulators) if can_align else lanes
-        aligned = can_align and rows_align(k, lanes, accumulators)
+        if pairs:
+            lanes *= 2
+            aligned = can_align and rows_align(k, lanes, accumulators)
+        else:
+            lanes = aligning_lanes(k, lanes, accumulators) if can_align else lanes
+            aligned = can_align and rows_align(k, lanes, accumulators)
         return GemvForm("dot", lanes, rows, accumulators=accumulators, threads=threads,
-                        aligned=aligned)
+                        aligned=aligned, pairs=pairs)
     return None
 
 
@@ -177,14 +188,50 @@ class MlirLines:
         self.lines.append("  " * depth + line)
 
 
+#: Bytes of the element types the forms read.
+ELEMENT_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "f64": 8}
+
+
+def widened(t: MlirLines, depth: int, value: str, itype: str, etype: str, width: int = 1) -> str:
+    """``value`` (an element of ``itype``, or a vector of ``width`` of them) as ``etype``,
+    the type the forms multiply and add in: ``arith.extf`` where they differ (bf16 and f16
+    matrices and vectors into f32 sums)."""
+    if itype == etype:
+        return value
+    src, dst = (itype, etype) if width == 1 else \
+        (f"vector<{width}x{itype}>", f"vector<{width}x{etype}>")
+    out = t.fresh("x")
+    t.add(depth, f"{out} = arith.extf {value} : {src} to {dst}")
+    return out
+
+
+def _mac(t: MlirLines, depth: int, acc: str, a: str, b: str, w: int, etype: str, it: str,
+         pairs: bool) -> str:
+    """``acc + a * b``, ``a`` a vector of ``w`` elements of ``it`` as read, ``b`` one of B
+    (widened to ``etype`` already, unless ``pairs``): with ``pairs``, ``acc`` has ``w / 2``
+    lanes, each the sum of a pair of products (``x86vector.avx512.dot``, vdpbf16ps)."""
+    out = t.fresh("acc")
+    if pairs:
+        t.add(depth, f"{out} = x86vector.avx512.dot {acc}, {a}, {b} : vector<{w}x{it}> -> "
+                     f"vector<{w // 2}x{etype}>")
+        return out
+    a = widened(t, depth, a, it, etype, w)
+    t.add(depth, f"{out} = vector.fma {a}, {b}, {acc} : vector<{w}x{etype}>")
+    return out
+
+
 def dot_rows(t: MlirLines, depth: int, rows: int, p: int, w: int, etype: str, ta: str,
-             tv: str, k_vec: str, zero: str) -> list[str]:
+             tv: str, k_vec: str, zero: str, itype: Optional[str] = None,
+             pairs: bool = False) -> list[str]:
     """The dot form's vector loop (shared by the static nest and the ``?x?`` function's
     run-time branch): ``affine.for %k = 0 to k_vec step w * p`` over rows ``%i + r`` of A
     (type ``ta``) times ``%Bv`` (type ``tv``) into ``p`` accumulators of ``w`` lanes per row,
-    starting from ``zero``; returns one vector per row, its accumulators added."""
-    vt = f"vector<{w}x{etype}>"
-    accs = _dot_loop(t, depth, rows, p, w, etype, ta, tv, "0", k_vec, [zero] * (rows * p))
+    starting from ``zero``; returns one vector per row, its accumulators added.  ``itype``:
+    the elements of A and B where they are narrower than the sums' ``etype``; ``pairs``: see
+    :func:`_mac`."""
+    vt = f"vector<{w // 2 if pairs else w}x{etype}>"
+    accs = _dot_loop(t, depth, rows, p, w, etype, ta, tv, "0", k_vec, [zero] * (rows * p),
+                     itype, pairs)
     totals = []
     for r in range(rows):
         total = accs[r * p]
@@ -197,11 +244,13 @@ def dot_rows(t: MlirLines, depth: int, rows: int, p: int, w: int, etype: str, ta
 
 
 def _dot_loop(t: MlirLines, depth: int, rows: int, p: int, w: int, etype: str, ta: str,
-              tv: str, lower: str, upper: str, inits: list[str]) -> list[str]:
+              tv: str, lower: str, upper: str, inits: list[str],
+              itype: Optional[str] = None, pairs: bool = False) -> list[str]:
     """``affine.for %k = lower to upper step w * p`` over rows ``%i + r`` of A times ``%Bv``
     into ``p`` accumulators of ``w`` lanes per row, starting from ``inits`` (row-major: row
     r's accumulator q is ``inits[r * p + q]``); returns the accumulators in the same order."""
-    vt = f"vector<{w}x{etype}>"
+    it = itype or etype
+    vt, lt = f"vector<{w // 2 if pairs else w}x{etype}>", f"vector<{w}x{it}>"
     count = rows * p
     types = ", ".join([vt] * count)
     res = t.fresh("r")
@@ -212,37 +261,41 @@ def _dot_loop(t: MlirLines, depth: int, rows: int, p: int, w: int, etype: str, t
     bs = []
     for q in range(p):
         b = t.fresh("b")
-        t.add(depth + 1, f"{b} = affine.vector_load %Bv[%k + {q * w}] : {tv}, {vt}")
-        bs.append(b)
+        t.add(depth + 1, f"{b} = affine.vector_load %Bv[%k + {q * w}] : {tv}, {lt}")
+        bs.append(b if pairs else widened(t, depth + 1, b, it, etype, w))
     nexts = []
     for r in range(rows):
         for q in range(p):
-            a, na = t.fresh("a"), t.fresh("acc")
-            t.add(depth + 1, f"{a} = affine.vector_load %A[%i + {r}, %k + {q * w}] : {ta}, {vt}")
-            t.add(depth + 1, f"{na} = vector.fma {a}, {bs[q]}, {names[r * p + q]} : {vt}")
-            nexts.append(na)
+            a = t.fresh("a")
+            t.add(depth + 1, f"{a} = affine.vector_load %A[%i + {r}, %k + {q * w}] : {ta}, {lt}")
+            nexts.append(_mac(t, depth + 1, names[r * p + q], a, bs[q], w, etype, it, pairs))
     t.add(depth + 1, f"affine.yield {', '.join(nexts)} : {types}")
     t.add(depth, "}")
     return [_result(res, count, n) for n in range(count)]
 
 
-def gemv_source(m: int, n: int, k: int, etype: str, form: GemvForm, alpha: str | None) -> str:
+def gemv_source(m: int, n: int, k: int, etype: str, form: GemvForm, alpha: str | None,
+                itype: Optional[str] = None) -> str:
     """``func.func @gemv(%A, %B, %C[, %alpha])`` doing ``C += alpha * A * B`` in ``form``
-    (``alpha``: None for 1, else the MLIR type of the scalar argument, ``etype``)."""
-    ta, tb, tc = f"memref<{m}x{k}x{etype}>", f"memref<{k}x{n}x{etype}>", f"memref<{m}x{n}x{etype}>"
+    (``alpha``: None for 1, else the MLIR type of the scalar argument, ``etype``; ``itype``:
+    A's and B's elements where they are narrower than C's ``etype``, widened as they are
+    read)."""
+    it = itype or etype
+    ta, tb, tc = f"memref<{m}x{k}x{it}>", f"memref<{k}x{n}x{it}>", f"memref<{m}x{n}x{etype}>"
     args = f"%A: {ta}, %B: {tb}, %C: {tc}" + (f", %alpha: {etype}" if alpha else "")
     t = MlirLines()
     t.add(0, f"func.func @gemv({args}) {{")
     if form.kind == "axpy":
-        _axpy(t, n, k, etype, form, alpha is not None, ta, tb, tc)
+        _axpy(t, n, k, etype, form, alpha is not None, ta, tb, tc, it)
     else:
-        _dot(t, m, k, etype, form, alpha is not None, ta, tb, tc)
+        _dot(t, m, k, etype, form, alpha is not None, ta, tb, tc, it)
     t.add(1, "return")
     t.add(0, "}")
     return "\n".join(t.lines) + "\n"
 
 
-def _axpy(t: MlirLines, n: int, k: int, etype: str, f: GemvForm, alpha: bool, ta, tb, tc) -> None:
+def _axpy(t: MlirLines, n: int, k: int, etype: str, f: GemvForm, alpha: bool, ta, tb, tc,
+          it: str) -> None:
     w, u = f.lanes, f.rows
     n_vec = n - n % w
     k_full = k - k % u
@@ -253,6 +306,7 @@ def _axpy(t: MlirLines, n: int, k: int, etype: str, f: GemvForm, alpha: bool, ta
         for r in range(rows):
             a = t.fresh("a")
             t.add(depth, f"{a} = affine.load %A[0, {k_from} + {r}] : {ta}")
+            a = widened(t, depth, a, it, etype)
             if alpha:
                 scaled = t.fresh("as")
                 t.add(depth, f"{scaled} = arith.mulf %alpha, {a} : {etype}")
@@ -270,16 +324,17 @@ def _axpy(t: MlirLines, n: int, k: int, etype: str, f: GemvForm, alpha: bool, ta
     def update(depth: int, j: str, width: int, k_from: str, coeffs: list[dict]) -> None:
         """C[0, j:j+width] += sum_r coeffs[r] * B[k+r, j:j+width]."""
         if width == 1:
-            load, store, vt, typ = "affine.load", "affine.store", "", etype
+            load, store, vt, lt, typ = "affine.load", "affine.store", "", "", etype
         else:
-            vt = f"vector<{width}x{etype}>"
+            vt, lt = f"vector<{width}x{etype}>", f"vector<{width}x{it}>"
             load, store, typ = "affine.vector_load", "affine.vector_store", vt
-        suffix = f", {vt}" if vt else ""
+        suffix, b_suffix = (f", {vt}", f", {lt}") if vt else ("", "")
         c = t.fresh("c")
         t.add(depth, f"{c} = {load} %C[0, {j}] : {tc}{suffix}")
         for r, by_width in enumerate(coeffs):
             b = t.fresh("b")
-            t.add(depth, f"{b} = {load} %B[{k_from} + {r}, {j}] : {tb}{suffix}")
+            t.add(depth, f"{b} = {load} %B[{k_from} + {r}, {j}] : {tb}{b_suffix}")
+            b = widened(t, depth, b, it, etype, width)
             nc = t.fresh("c")
             t.add(depth, f"{nc} = math.fma {by_width[width]}, {b}, {c} : {typ}"
                   if width == 1 else f"{nc} = vector.fma {by_width[width]}, {b}, {c} : {typ}")
@@ -301,7 +356,7 @@ def _axpy(t: MlirLines, n: int, k: int, etype: str, f: GemvForm, alpha: bool, ta
         t.add(1, f"%Baddr = memref.extract_aligned_pointer_as_index %B : {tb} -> index")
         aligned_axpy(t, 1, n, etype, w, f.block, f.threads, tb, tc, "%Baddr",
                      lambda d, k_from, rows: [c[w] for c in coefficients(d, k_from, rows, [w])],
-                     over_k)
+                     over_k, it)
         return
     if n_vec:
         j0 = None
@@ -336,7 +391,8 @@ def _axpy(t: MlirLines, n: int, k: int, etype: str, f: GemvForm, alpha: bool, ta
 
 
 def aligned_axpy(t: MlirLines, depth: int, n: int | str, etype: str, w: int, block: int,
-                 threads: int, tb: str, tc: str, address: str, coefficients, over_k) -> None:
+                 threads: int, tb: str, tc: str, address: str, coefficients, over_k,
+                 itype: Optional[str] = None) -> None:
     """The axpy form with its vectors aligned on B's rows (every row of B starts at the same
     offset from a vector boundary; ``address``: B's aligned pointer as an index, a value of
     the function's top level; ``n``: a number or the name of a symbol): the blocks of
@@ -345,9 +401,10 @@ def aligned_axpy(t: MlirLines, depth: int, n: int | str, etype: str, w: int, blo
     the masked tail (those past the last whole vector), in the same pass over the rows of B,
     whose lines they continue.  ``coefficients(depth, k, rows)``: the broadcast A[0, k + r]
     (times alpha) of each row; ``over_k(depth, body)``: ``body(depth, k, rows)`` over the
-    groups of rows of B."""
-    elem = int(etype[1:]) // 8
-    vt, mt = f"vector<{w}x{etype}>", f"vector<{w}xi1>"
+    groups of rows of B; ``itype``: B's elements where narrower than C's ``etype``."""
+    it = itype or etype
+    elem = ELEMENT_BYTES[it]
+    vt, mt, lt = f"vector<{w}x{etype}>", f"vector<{w}xi1>", f"vector<{w}x{it}>"
     head, nvec, ntail = t.fresh("head"), t.fresh("nvec"), t.fresh("ntail")
     syms, n_sym, n_ops = ("()[s0]", str(n), "") if isinstance(n, int) else \
         ("()[s0, s1]", "s1", f", {n}")
@@ -363,6 +420,10 @@ def aligned_axpy(t: MlirLines, depth: int, n: int | str, etype: str, w: int, blo
     t.add(depth, f"{tail_mask} = vector.create_mask {ntail} : {mt}")
     t.add(depth, f"{c0} = arith.constant 0 : index")
     t.add(depth, f"{zero} = arith.constant dense<0.000000e+00> : {vt}")
+    zero_in = zero
+    if it != etype:
+        zero_in = t.fresh("zero")
+        t.add(depth, f"{zero_in} = arith.constant dense<0.000000e+00> : {lt}")
     loop = f"affine.parallel (%j0) = ({head}) to ({nvec}) step ({block})" if threads > 1 \
         else f"affine.for %j0 = {head} to {nvec} step {block}"
     t.add(depth, f"{loop} {{")
@@ -374,8 +435,9 @@ def aligned_axpy(t: MlirLines, depth: int, n: int | str, etype: str, w: int, blo
         for r, coeff in enumerate(coeffs):
             row, b, nc = t.fresh("row"), t.fresh("b"), t.fresh("c")
             t.add(d, f"{row} = affine.apply affine_map<(d0) -> (d0 + {r})>({k_from})")
-            t.add(d, f"{b} = vector.maskedload %B[{row}, {column}], {mask}, {zero} : {tb}, "
-                     f"{mt}, {vt} into {vt}")
+            t.add(d, f"{b} = vector.maskedload %B[{row}, {column}], {mask}, {zero_in} : {tb}, "
+                     f"{mt}, {lt} into {lt}")
+            b = widened(t, d, b, it, etype, w)
             t.add(d, f"{nc} = vector.fma {coeff}, {b}, {c} : {vt}")
             c = nc
         t.add(d, f"vector.maskedstore %C[{c0}, {column}], {mask}, {c} : {tc}, {mt}, {vt}")
@@ -391,7 +453,8 @@ def aligned_axpy(t: MlirLines, depth: int, n: int | str, etype: str, w: int, blo
         t.add(d + 1, f"{c} = affine.vector_load %C[0, %j] : {tc}, {vt}")
         for r, coeff in enumerate(coeffs):
             b, nc = t.fresh("b"), t.fresh("c")
-            t.add(d + 1, f"{b} = affine.vector_load %B[{k_from} + {r}, %j] : {tb}, {vt}")
+            t.add(d + 1, f"{b} = affine.vector_load %B[{k_from} + {r}, %j] : {tb}, {lt}")
+            b = widened(t, d + 1, b, it, etype, w)
             t.add(d + 1, f"{nc} = vector.fma {coeff}, {b}, {c} : {vt}")
             c = nc
         t.add(d + 1, f"affine.vector_store {c}, %C[0, %j] : {tc}, {vt}")
@@ -403,13 +466,14 @@ def aligned_axpy(t: MlirLines, depth: int, n: int | str, etype: str, w: int, blo
     t.add(depth, "}")
 
 
-def _dot(t: MlirLines, m: int, k: int, etype: str, f: GemvForm, alpha: bool, ta, tb, tc) -> None:
-    w, p = f.lanes, f.accumulators
-    vt = f"vector<{w}x{etype}>"
+def _dot(t: MlirLines, m: int, k: int, etype: str, f: GemvForm, alpha: bool, ta, tb, tc,
+         it: str) -> None:
+    w, p, pairs = f.lanes, f.accumulators, f.pairs
+    vt = f"vector<{w // 2 if pairs else w}x{etype}>"      # an accumulator
     k_vec = k - k % (w * p)
     pieces = _pieces(k_vec, k, w)
     zero = "0.000000e+00"
-    tv = f"memref<{k}x{etype}>"
+    tv = f"memref<{k}x{it}>"
     if f.aligned:
         k_vec, pieces = 0, []
     if k_vec or f.aligned or any(width > 1 for _, width in pieces):
@@ -419,7 +483,7 @@ def _dot(t: MlirLines, m: int, k: int, etype: str, f: GemvForm, alpha: bool, ta,
     edges = None
     if f.aligned:
         t.add(1, f"%Aaddr = memref.extract_aligned_pointer_as_index %A : {ta} -> index")
-        edges = aligned_edges(t, 1, k, etype, w, p, ta, tv, "%Aaddr", "%zero")
+        edges = aligned_edges(t, 1, k, etype, w, p, ta, tv, "%Aaddr", "%zero", it, pairs)
 
     def rows_loop(lo: int, hi: int, rows: int) -> None:
         if hi <= lo:
@@ -429,31 +493,32 @@ def _dot(t: MlirLines, m: int, k: int, etype: str, f: GemvForm, alpha: bool, ta,
         else:
             t.add(1, f"affine.for %i = {lo} to {hi} step {rows} {{")
         if edges is not None:
-            totals = aligned_dot_rows(t, 2, rows, p, w, etype, ta, tv, edges)
+            totals = aligned_dot_rows(t, 2, rows, p, w, etype, ta, tv, edges, it, pairs)
         elif k_vec:
-            totals = dot_rows(t, 2, rows, p, w, etype, ta, tv, str(k_vec), "%zero")
+            totals = dot_rows(t, 2, rows, p, w, etype, ta, tv, str(k_vec), "%zero", it, pairs)
         else:
             totals = []
         # the k past the last group of accumulators: full vectors into the accumulator,
         # then halves, quarters, ... reduced on their own, then single elements
-        b_pieces = {}
+        b_pieces, b_raw = {}, {}
         for off, width in pieces:
             b = t.fresh("b")
             if width == 1:
                 t.add(2, f"{b} = affine.load %B[{off}, 0] : {tb}")
             else:
-                t.add(2, f"{b} = affine.vector_load %Bv[{off}] : {tv}, vector<{width}x{etype}>")
-            b_pieces[off] = b
+                t.add(2, f"{b} = affine.vector_load %Bv[{off}] : {tv}, vector<{width}x{it}>")
+            b_raw[off] = b
+            b_pieces[off] = widened(t, 2, b, it, etype, width)
         sums = []
         for r in range(rows):
             acc = totals[r] if totals else None
             for off, width in pieces:
                 if width == w and acc is not None:
                     a = t.fresh("a")
-                    t.add(2, f"{a} = affine.vector_load %A[%i + {r}, {off}] : {ta}, {vt}")
-                    na = t.fresh("v")
-                    t.add(2, f"{na} = vector.fma {a}, {b_pieces[off]}, {acc} : {vt}")
-                    acc = na
+                    t.add(2, f"{a} = affine.vector_load %A[%i + {r}, {off}] : {ta}, "
+                             f"vector<{w}x{it}>")
+                    acc = _mac(t, 2, acc, a, b_raw[off] if pairs else b_pieces[off], w, etype,
+                               it, pairs)
             s = None
             if acc is not None:
                 s = t.fresh("s")
@@ -465,6 +530,7 @@ def _dot(t: MlirLines, m: int, k: int, etype: str, f: GemvForm, alpha: bool, ta,
                 prod = t.fresh("p")
                 if width == 1:
                     t.add(2, f"{a} = affine.load %A[%i + {r}, {off}] : {ta}")
+                    a = widened(t, 2, a, it, etype)
                     if s is None:
                         s = t.fresh("s")
                         t.add(2, f"{s} = arith.mulf {a}, {b_pieces[off]} : {etype}")
@@ -473,7 +539,9 @@ def _dot(t: MlirLines, m: int, k: int, etype: str, f: GemvForm, alpha: bool, ta,
                         s = prod
                     continue
                 nt = f"vector<{width}x{etype}>"
-                t.add(2, f"{a} = affine.vector_load %A[%i + {r}, {off}] : {ta}, {nt}")
+                t.add(2, f"{a} = affine.vector_load %A[%i + {r}, {off}] : {ta}, "
+                         f"vector<{width}x{it}>")
+                a = widened(t, 2, a, it, etype, width)
                 t.add(2, f"{prod} = arith.mulf {a}, {b_pieces[off]} : {nt}")
                 ns = t.fresh("s")
                 t.add(2, f"{ns} = vector.reduction <add>, {prod}"
@@ -512,17 +580,21 @@ class _AlignedEdges:
     b_tail: str
     c0: str
     zero: str
+    zero_in: str      # the masked loads' pass-through, of A's and B's elements
 
 
 def aligned_edges(t: MlirLines, depth: int, k: int | str, etype: str, w: int, p: int,
-                  ta: str, tv: str, address: str, zero: str) -> _AlignedEdges:
+                  ta: str, tv: str, address: str, zero: str,
+                  itype: Optional[str] = None, pairs: bool = False) -> _AlignedEdges:
     """The ops in front of the aligned dot form's rows loop: where A's rows reach a vector
     boundary (``address``: A's aligned pointer as an index, a value of the function's top
     level) and where their vector loops end for ``k`` elements (a number, or the name of a
     symbol), and B's masked head and tail (the lanes past the row's ends are masked off and
-    read as zero)."""
-    elem, wp = int(etype[1:]) // 8, w * p
-    vt, mt = f"vector<{w}x{etype}>", f"vector<{w}xi1>"
+    read as zero); ``itype``: A's and B's elements where narrower than the sums' ``etype``;
+    ``pairs``: B's head and tail stay bf16 for the dot engine (:func:`_mac`)."""
+    it = itype or etype
+    elem, wp = ELEMENT_BYTES[it], w * p
+    vt, mt, lt = f"vector<{w}x{etype}>", f"vector<{w}xi1>", f"vector<{w}x{it}>"
     head, main, vec, tail = (t.fresh(h) for h in ("head", "kmain", "kvec", "ktail"))
     if isinstance(k, int):
         syms, k_sym = "()[s0]", str(k)
@@ -542,32 +614,42 @@ def aligned_edges(t: MlirLines, depth: int, k: int | str, etype: str, w: int, p:
     t.add(depth, f"{head_mask} = vector.create_mask {head} : {mt}")
     t.add(depth, f"{tail_mask} = vector.create_mask {tail} : {mt}")
     t.add(depth, f"{c0} = arith.constant 0 : index")
+    zero_in = zero
+    if it != etype:
+        zero_in = t.fresh("zero")
+        t.add(depth, f"{zero_in} = arith.constant dense<0.000000e+00> : {lt}")
     b_head, b_tail = t.fresh("bhead"), t.fresh("btail")
-    t.add(depth, f"{b_head} = vector.maskedload %Bv[{c0}], {head_mask}, {zero} : {tv}, {mt}, "
-                 f"{vt} into {vt}")
-    t.add(depth, f"{b_tail} = vector.maskedload %Bv[{vec}], {tail_mask}, {zero} : {tv}, {mt}, "
-                 f"{vt} into {vt}")
-    return _AlignedEdges(head, main, vec, head_mask, tail_mask, b_head, b_tail, c0, zero)
+    t.add(depth, f"{b_head} = vector.maskedload %Bv[{c0}], {head_mask}, {zero_in} : {tv}, "
+                 f"{mt}, {lt} into {lt}")
+    t.add(depth, f"{b_tail} = vector.maskedload %Bv[{vec}], {tail_mask}, {zero_in} : {tv}, "
+                 f"{mt}, {lt} into {lt}")
+    if not pairs:
+        b_head, b_tail = (widened(t, depth, b, it, etype, w) for b in (b_head, b_tail))
+    return _AlignedEdges(head, main, vec, head_mask, tail_mask, b_head, b_tail, c0, zero,
+                         zero_in)
 
 
 def aligned_dot_rows(t: MlirLines, depth: int, rows: int, p: int, w: int, etype: str,
-                      ta: str, tv: str, e: _AlignedEdges) -> list[str]:
+                      ta: str, tv: str, e: _AlignedEdges,
+                      itype: Optional[str] = None, pairs: bool = False) -> list[str]:
     """The aligned dot form's rows ``%i + r``: the masked head into each row's first
     accumulator, the loop over groups of ``p`` aligned vectors from ``e.head``, the whole
     vectors left into the first accumulator, the masked tail; one vector per row."""
-    vt, mt = f"vector<{w}x{etype}>", f"vector<{w}xi1>"
+    it = itype or etype
+    vt, mt, lt = f"vector<{w // 2 if pairs else w}x{etype}>", f"vector<{w}xi1>", \
+        f"vector<{w}x{it}>"
     firsts, row_index = [], []
     for r in range(rows):
-        ir, a, acc = "%i" if r == 0 else t.fresh("ir"), t.fresh("ah"), t.fresh("acc")
+        ir, a = "%i" if r == 0 else t.fresh("ir"), t.fresh("ah")
         if r:
             t.add(depth, f"{ir} = affine.apply affine_map<(d0) -> (d0 + {r})>(%i)")
-        t.add(depth, f"{a} = vector.maskedload %A[{ir}, {e.c0}], {e.head_mask}, {e.zero} : "
-                     f"{ta}, {mt}, {vt} into {vt}")
-        t.add(depth, f"{acc} = vector.fma {a}, {e.b_head}, {e.zero} : {vt}")
+        t.add(depth, f"{a} = vector.maskedload %A[{ir}, {e.c0}], {e.head_mask}, {e.zero_in} : "
+                     f"{ta}, {mt}, {lt} into {lt}")
+        acc = _mac(t, depth, e.zero, a, e.b_head, w, etype, it, pairs)
         row_index.append(ir)
         firsts.append(acc)
     inits = [firsts[n // p] if n % p == 0 else e.zero for n in range(rows * p)]
-    accs = _dot_loop(t, depth, rows, p, w, etype, ta, tv, e.head, e.main, inits)
+    accs = _dot_loop(t, depth, rows, p, w, etype, ta, tv, e.head, e.main, inits, it, pairs)
     totals = []
     for r in range(rows):
         first = accs[r * p]
@@ -575,18 +657,20 @@ def aligned_dot_rows(t: MlirLines, depth: int, rows: int, p: int, w: int, etype:
             left, acc = t.fresh("left"), t.fresh("acc")
             t.add(depth, f"{left} = affine.for %k = {e.main} to {e.vec} step {w} "
                          f"iter_args({acc} = {first}) -> ({vt}) {{")
-            a, na = t.fresh("a"), t.fresh("acc")
-            t.add(depth + 1, f"{a} = affine.vector_load %A[%i + {r}, %k] : {ta}, {vt}")
+            a = t.fresh("a")
+            t.add(depth + 1, f"{a} = affine.vector_load %A[%i + {r}, %k] : {ta}, {lt}")
             b = t.fresh("b")
-            t.add(depth + 1, f"{b} = affine.vector_load %Bv[%k] : {tv}, {vt}")
-            t.add(depth + 1, f"{na} = vector.fma {a}, {b}, {acc} : {vt}")
+            t.add(depth + 1, f"{b} = affine.vector_load %Bv[%k] : {tv}, {lt}")
+            if not pairs:
+                b = widened(t, depth + 1, b, it, etype, w)
+            na = _mac(t, depth + 1, acc, a, b, w, etype, it, pairs)
             t.add(depth + 1, f"affine.yield {na} : {vt}")
             t.add(depth, "}")
             first = left
-        a, total = t.fresh("at"), t.fresh("v")
+        a = t.fresh("at")
         t.add(depth, f"{a} = vector.maskedload %A[{row_index[r]}, {e.vec}], {e.tail_mask}, "
-                     f"{e.zero} : {ta}, {mt}, {vt} into {vt}")
-        t.add(depth, f"{total} = vector.fma {a}, {e.b_tail}, {first} : {vt}")
+                     f"{e.zero_in} : {ta}, {mt}, {lt} into {lt}")
+        total = _mac(t, depth, first, a, e.b_tail, w, etype, it, pairs)
         for q in range(1, p):
             v = t.fresh("v")
             t.add(depth, f"{v} = arith.addf {total}, {accs[r * p + q]} : {vt}")
@@ -618,11 +702,16 @@ def _result(name: str, count: int, index: int) -> str:
 
 
 def expand_gemv(con, lanes_of, remark=None, threads: int = 1,
-                streams_past: Optional[int] = None) -> Optional[list[Operation]]:
+                streams_past: Optional[int] = None,
+                bf16_pairs: bool = False) -> Optional[list[Operation]]:
     """Expand a matrix-form contraction with M = 1 or N = 1 into its GEMV nest, in front of
     ``con.anchor`` (after the ``C *= beta`` nest when there is one); returns the new top-level
     ops, or None (nothing built) when the product is not a matrix-vector one this path
-    handles: dynamic or non-row-major operands, integer elements, operands sharing memory.
+    handles: dynamic or non-row-major operands, integer elements, operands sharing memory,
+    a convolution's im2col stand-in (read only by the packing copies it is rewritten in).
+    A and B may be bf16 or f16 with C f32 (a mixed contraction without alpha): their
+    elements are widened to f32 as they are read; with ``bf16_pairs`` (the CPU has the bf16
+    dot engine), bf16 rows in the dot form are multiplied in pairs on it instead.
     ``lanes_of(elem_bytes)``: the vector width; ``threads > 1``: the outer loop runs on the
     team when the matrix is large enough (:data:`PARALLEL_MIN_BYTES`); ``streams_past``: see
     :func:`dot_shape`."""
@@ -630,15 +719,24 @@ def expand_gemv(con, lanes_of, remark=None, threads: int = 1,
     from .expand import _is_one, _scalar, expand_matmul
     operands = con.operands
     types = [v.type for v in operands]
-    etype = types[2].element_type
+    etype, itype = types[2].element_type, types[0].element_type
+    mixed = itype != etype
+    if mixed and not (str(etype) == "f32" and str(itype) in ("bf16", "f16")
+                      and types[1].element_type == itype and con.alpha is None):
+        return None
     if not (all(t.has_static_shape and t.layout is None for t in types)
             and isinstance(etype, FloatType) and etype.width in (32, 64)
             and len({id(alias_root(v)) for v in operands}) == 3):
         return None
+    from .contraction import STAND_IN_ATTR
+    roots = [alias_root(v).defining_op for v in operands[:2]]
+    if any(op is not None and STAND_IN_ATTR in op.attributes for op in roots):
+        return None     # a convolution's im2col: its rows are read by the packing copies
     (m, k), n = types[0].shape, types[1].shape[1]
     at_top = con.anchor.parent_op is not None and con.anchor.parent_op.name == "func.func"
-    form = gemv_form(m, n, k, etype.width // 8, lanes_of(etype.width // 8), threads,
-                     streams_past, can_align=at_top)
+    form = gemv_form(m, n, k, ELEMENT_BYTES[str(itype)], lanes_of(etype.width // 8), threads,
+                     streams_past, can_align=at_top,
+                     pairs=bf16_pairs and str(itype) == "bf16" and mixed)
     if form is None or k < 1:
         return None
     loops = expand_matmul(con)
@@ -648,7 +746,8 @@ def expand_gemv(con, lanes_of, remark=None, threads: int = 1,
     if con.alpha is not None and not _is_one(con.alpha):
         alpha = _scalar(b, con.alpha, etype, con.loc)
     from ..affine.parser import parse
-    module = parse(gemv_source(m, n, k, str(etype), form, alpha and str(etype)), "<gemv>")
+    module = parse(gemv_source(m, n, k, str(etype), form, alpha and str(etype), str(itype)),
+                   "<gemv>")
     func = next(op for op in module.walk() if op.name == "func.func")
     mapping = dict(zip(func.body.args, [*operands] + ([alpha] if alpha else [])))
     new_ops = []
@@ -660,6 +759,7 @@ def expand_gemv(con, lanes_of, remark=None, threads: int = 1,
         new_ops.append(clone)
     product.erase()
     if remark is not None:
+        widen = f", {itype} widened to {etype} as read" if mixed and not form.pairs else ""
         remark(con.loc, f"{con.kind}: {m}x{n}x{k} is a matrix-vector product: no packing, "
-                        f"{form.describe()}")
+                        f"{form.describe()}{widen}")
     return new_ops
