@@ -205,7 +205,7 @@ def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None,
 
 def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, engine: Engine,
                      p: LowpParams, threads: int = 1, split_rows: bool = False,
-                     epilogue=None, a_run: Optional[int] = None) -> str:
+                     epilogue=None, a_run: Optional[int] = None, direct_a: bool = False) -> str:
     """``func.func @gemm(%A, %B, %C, %M, %N, %K)``: ``C += A * B`` (operands cast to C's
     type) for the run-time sizes M, N, K on ``engine``; see the module docstring.  With
     ``threads > 1`` the packing loops over micro-panels and the loop over N_R-column tiles
@@ -217,14 +217,16 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
     (``%epi0``, ...) and its output (``%out``) when that is not C.  ``a_run``: the runs in
     which A's rows are copied, aligned from column 0 (default 64 bytes; a convolution's
     im2col copies its window runs, 21 elements in the 7x7 stem of 3 channels; 1: element by
-    element), K_C a multiple of it."""
+    element), K_C a multiple of it.  ``direct_a``: the register tile reads A's rows where A
+    is (:func:`reads_a_in_place`); only a panel cut by M is packed."""
     if engine.amx:
         from .amx_gemm import AMXGemmText
         writer = AMXGemmText
     else:
         writer = LowpGemmText
-    return writer(operand_types, types, engine, p, threads, split_rows, epilogue,
-                  a_run).source()
+    text = writer(operand_types, types, engine, p, threads, split_rows, epilogue, a_run)
+    text.direct_a = direct_a and not engine.amx
+    return text.source()
 
 
 class LowpGemmText:
@@ -252,6 +254,8 @@ class LowpGemmText:
         # A's panels hold each row's K_C elements contiguously (a row's group is one
         # broadcast, whichever row): packed by vector copies of A's rows
         self.a_row_major = True
+        # A read where it is, its panels unpacked but for one cut by M (reads_a_in_place)
+        self.direct_a = False
         self.tap = self.a_buffer_type()
         self.ttmp = f"memref<{self.mr}x{self.nr}x{self.ct}>"
         self.zero_c = "0.000000e+00" if self.is_float else "0"
@@ -417,6 +421,13 @@ class LowpGemmText:
         k_end = f"min affine_map<(d0)[s0] -> ({kc}, ((s0 - d0 + {g - 1}) floordiv {g}) * {g})>" \
                 f"(%pc)[%K]"
         self.panels(d, self.mc // mr, mr, "%ic", "%M")
+        if self.direct_a:       # whole panels are read in A itself
+            t.add(d + 1, f"affine.if affine_set<(d0, d1)[s0] : (d0 + d1 * {mr} - s0 + {mr} - 1 "
+                         f">= 0)>(%ic, %q)[%M] {{")
+            self.a_cut_panel(d + 2, row, k_end)
+            t.add(d + 1, "}")
+            t.add(d, "}")
+            return
         t.add(d + 1, f"affine.if affine_set<(d0, d1)[s0] : (s0 - d0 - d1 * {mr} - {mr} >= 0)>"
                      f"(%ic, %q)[%M] {{")
         t.add(d + 2, f"affine.for %x = 0 to {mr} {{")
@@ -430,11 +441,16 @@ class LowpGemmText:
         t.add(d + 3, "}")
         t.add(d + 2, "}")
         t.add(d + 1, "} else {")
-        t.add(d + 2, f"affine.for %x = 0 to {mr} {{")
-        t.add(d + 3, f"affine.for %k = 0 to {k_end} {{")
-        self.a_element(d + 4, row, rows_ok=f"s0 - d0 - d1 * {mr} - d2 - 1 >= 0, ")
-        t.add(d + 3, "}")
-        t.add(d + 2, "}")
+        self.a_cut_panel(d + 2, row, k_end)
+        t.add(d + 1, "}")
+        t.add(d, "}")
+
+    def a_cut_panel(self, d: int, row: str, k_end: str) -> None:
+        """A panel cut by M, element by element, zero past M (and past K up to a group)."""
+        t, mr = self.t, self.mr
+        t.add(d, f"affine.for %x = 0 to {mr} {{")
+        t.add(d + 1, f"affine.for %k = 0 to {k_end} {{")
+        self.a_element(d + 2, row, rows_ok=f"s0 - d0 - d1 * {mr} - d2 - 1 >= 0, ")
         t.add(d + 1, "}")
         t.add(d, "}")
 
@@ -615,11 +631,12 @@ class LowpGemmText:
         return out
 
     def kernel(self, d: int, groups: Optional[str] = None,
-               inits: Optional[list[str]] = None) -> list[str]:
+               inits: Optional[list[str]] = None, in_place: bool = False) -> list[str]:
         """The k loop of the tile at (ic + ir, jc + jr): per group, N_V vector loads of B,
         and per row of A a broadcast of its group times each of them; over ``groups`` (the
         loop's bounds, by default the whole K_C block) from ``inits`` (by default zero, or
-        B's column sums)."""
+        B's column sums); ``in_place``: A's groups read in A (a tile of whole rows, with
+        :attr:`direct_a`)."""
         t, g, w, mr, nv, nr, nc = self.t, self.g, self.w, self.mr, self.nv, self.nr, self.nc
         vt, pvt, pt, tap, tbp = self.vt, self.pvt, self.pt, self.tap, self.tbp
         count = mr * nv
@@ -649,8 +666,12 @@ class LowpGemmText:
         for i in range(mr):
             if self.engine.is_dot:
                 a, ai, ab, abt = (t.fresh(h) for h in ("a", "ai", "ab", "abt"))
-                t.add(d + 1, f"{a} = affine.vector_load %Ap[%ir floordiv {mr}, {i}, %p * {g}] : "
-                             f"{tap}, vector<{g}x{pt}>")
+                if in_place:
+                    t.add(d + 1, f"{a} = affine.vector_load %A[%ic + %ir + {i}, %pc + %p * {g}] "
+                                 f": {self.ta}, vector<{g}x{pt}>")
+                else:
+                    t.add(d + 1, f"{a} = affine.vector_load %Ap[%ir floordiv {mr}, {i}, "
+                                 f"%p * {g}] : {tap}, vector<{g}x{pt}>")
                 t.add(d + 1, f"{ai} = vector.bitcast {a} : vector<{g}x{pt}> to vector<1xi32>")
                 t.add(d + 1, f"{ab} = vector.broadcast {ai} : vector<1xi32> to vector<{w}xi32>")
                 t.add(d + 1, f"{abt} = vector.bitcast {ab} : vector<{w}xi32> to {pvt}")
@@ -682,25 +703,38 @@ class LowpGemmText:
         if full >= 4 * C_TILE_LEAD:
             self.c_lines(d + 1, range(mr, 2 * mr), 1)
             t.add(d + 1, f"affine.if {self.whole_block} {{")
-            accs = self.kernel(d + 2, f"0 to {full - C_TILE_LEAD}")
+            accs = self.kernel(d + 2, f"0 to {full - C_TILE_LEAD}", in_place=self.direct_a)
             self.c_lines(d + 2, range(mr), 3)
-            accs = self.kernel(d + 2, f"{full - C_TILE_LEAD} to {full}", accs)
+            accs = self.kernel(d + 2, f"{full - C_TILE_LEAD} to {full}", accs,
+                               in_place=self.direct_a)
             self.add_tile(d + 2, accs)
             t.add(d + 1, "} else {")
             self.c_lines(d + 2, range(mr), 3)
-            self.add_tile(d + 2, self.kernel(d + 2))
+            self.add_tile(d + 2, self.kernel(d + 2, in_place=self.direct_a))
             t.add(d + 1, "}")
         else:
             self.c_lines(d + 1, range(mr), 3)
-            self.add_tile(d + 1, self.kernel(d + 1))
+            self.add_tile(d + 1, self.kernel(d + 1, in_place=self.direct_a))
         t.add(d, "} else {")
-        accs = self.kernel(d + 1)
-        for i in range(mr):
-            for v in range(nv):
-                t.add(d + 1, f"affine.vector_store {accs[i * nv + v]}, %tmp[{i}, {v * w}] : "
-                             f"{self.ttmp}, {vt}")
+        if self.direct_a:     # whole rows are in A, a panel cut by M in the buffer
+            t.add(d + 1, f"affine.if affine_set<(d0, d1)[s0] : (s0 - d0 - d1 - {mr} >= 0)>"
+                         f"(%ic, %ir)[%M] {{")
+            self.tile_to_tmp(d + 2, self.kernel(d + 2, in_place=True))
+            t.add(d + 1, "} else {")
+            self.tile_to_tmp(d + 2, self.kernel(d + 2))
+            t.add(d + 1, "}")
+        else:
+            self.tile_to_tmp(d + 1, self.kernel(d + 1))
         self.add_edge_tile(d + 1)
         t.add(d, "}")
+
+    def tile_to_tmp(self, d: int, accs: list[str]) -> None:
+        """The accumulators of a tile on C's edge into ``%tmp``."""
+        t, mr, nv, w, vt = self.t, self.mr, self.nv, self.w, self.vt
+        for i in range(mr):
+            for v in range(nv):
+                t.add(d, f"affine.vector_store {accs[i * nv + v]}, %tmp[{i}, {v * w}] : "
+                         f"{self.ttmp}, {vt}")
 
     def c_lines(self, d: int, rows: range, locality: int) -> None:
         """Prefetch the lines of C's ``rows`` (of the tile at (ic, ir, jc, jr)) into the cache
@@ -804,6 +838,22 @@ def a_row_run(con, engine: Engine, k_c: Optional[int] = None) -> int:
     return window.value if window is not None else 1
 
 
+def reads_a_in_place(con, engine: Engine) -> bool:
+    """Does the register tile read A's rows where A is, instead of a packed copy: where A is
+    a row-major matrix of the packed type (not converted, not offset by 128, not a
+    convolution's im2col) with K a whole number of groups, whose rows are then what a packed
+    row-major panel holds (ONE_THREAD_A_ROWS's block is read from L2 either way).  Packing
+    then only the panel cut by M saves a copy of A (LLVM makes it a ``memcpy``): Zen 5, one
+    thread, bf16 2048x64x2048 (A read by one tile) 10% of the samples in ``memcpy``."""
+    from .contraction import STAND_IN_ATTR
+    t = con.a.memref.type
+    alloc = con.a.memref.defining_op
+    return (not engine.amx and engine.is_dot and not engine.offset_a
+            and mixed_types_of(con).a == engine.packed and isinstance(con.k, int)
+            and con.k % engine.group == 0 and t.layout is None and t.rank == 2
+            and not (alloc is not None and STAND_IN_ATTR in alloc.attributes))
+
+
 def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
                      threads: int = 1) -> bool:
     """Build the mixed-precision GEMM of a matrix-form contraction in front of its anchor
@@ -838,7 +888,8 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
     nr = params.N_V * engine.lanes
     split_rows = isinstance(con.n, int) and con.n < 2 * threads * nr    # few column panels
     text = lowp_gemm_source(tuple(str(v.type) for v in con.operands), types, engine, params,
-                            threads, split_rows, epilogue, a_run)
+                            threads, split_rows, epilogue, a_run,
+                            reads_a_in_place(con, engine))
     values = [*con.operands, *extents]
     if epilogue is not None:
         values += [epilogue.view(v) for v in epilogue.externals]

@@ -480,3 +480,20 @@ def test_batch_loop_on_threads(elem):
               and op.parent_op.name == "func.func"]
     allocs = [op for op in module.walk() if op.name == "memref.alloc"]
     assert allocs and all(par.is_proper_ancestor_of(op) for op in allocs)
+
+
+@pytest.mark.parametrize("kind", ["bf16", "u8", "s8"])
+@pytest.mark.parametrize("m, n, k", [(97, 101, 104), (13, 70, 4104), (31, 64, 8),
+                                     (6, 130, 64), (40, 1, 2048)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_read_in_place(kind, m, n, k, threads):
+    """Where A is a row-major matrix of the packed type and K a whole number of groups, the
+    register tile reads A's rows where they are (a group is one 32-bit load of A) and only
+    the panel cut by M is packed; s8, offset by 128 at packing, is always packed.  Against
+    numpy with M cut by the tile and the blocks, N by the tile, and K in two blocks."""
+    compiled = polyopt.compile(hop_source(kind, m, n, k), threads=threads, **ALL)
+    g, t = (2, "bf16") if kind == "bf16" else (4, "i8")
+    direct = re.findall(rf"affine.vector_load %arg0\[[^\n]*vector<{g}x{t}>", str(compiled.module))
+    # (bf16 times a column takes the GEMV path: test_gemv_narrow)
+    assert bool(direct) == (kind == "u8" or kind == "bf16" and n > 1), direct[:2]
+    check(compiled["mm"], kind, m, n, k)
