@@ -132,10 +132,10 @@ def test_dot_engine_assembly(kind, instruction):
     """Compiled for a CPU with AVX512-BF16 and VNNI: the register tile is 24 zmm dot
     instructions per k group (6 rows x 4 vectors), whatever this CPU is; run where it has
     them."""
-    compiled, asm = _asm(kind, DOT_ENGINES)
+    compiled, asm = _asm(kind, DOT_ENGINES, m=42)
     dots = [line for line in asm.splitlines() if re.search(rf"\b{instruction}\b", line)]
     assert len(dots) >= 24 and all("%zmm" in line for line in dots), dots[:4]
-    _run_where_present(DOT_ENGINES, lambda: check(compiled["mm"], kind, 40, 70, 90))
+    _run_where_present(DOT_ENGINES, lambda: check(compiled["mm"], kind, 42, 70, 90))
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -497,3 +497,19 @@ def test_a_read_in_place(kind, m, n, k, threads):
     # (bf16 times a column takes the GEMV path: test_gemv_narrow)
     assert bool(direct) == (kind == "u8" or kind == "bf16" and n > 1), direct[:2]
     check(compiled["mm"], kind, m, n, k)
+
+
+def test_register_rows_cut_fewest_rows():
+    """M_R is the widest tile's 6 unless a narrower one computes fewer rows of C's last tile
+    than it costs per row: 49 rows are ten tiles of 5, not nine of 6; 196 stay 6 (198 rows)."""
+    from polyopt.schedules.lowp_gemm import register_rows
+    assert register_rows(6, None) == 6 and register_rows(6, 2048) == 6
+    assert register_rows(6, 196) == 6 and register_rows(6, 3136) == 6
+    assert register_rows(6, 49) == 5 and register_rows(6, 25) == 5
+    assert register_rows(6, 8) == 4 and register_rows(6, 12) == 6
+    assert register_rows(2, 49) == 2          # a narrower machine keeps its own
+    remarks = []
+    fn = polyopt.compile(hop_source("bf16", 49, 70, 96),
+                         remark=lambda loc, msg: remarks.append(msg), **ALL)["mm"]
+    assert any(re.search(r"register tile 5x\d+\)", r) for r in remarks), remarks
+    check(fn, "bf16", 49, 70, 96)
