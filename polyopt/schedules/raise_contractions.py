@@ -16,6 +16,11 @@ A top-level nest of a function is raised when its polyhedral model holds
   the elements the update writes, each before all of its updates (PolyBench's gemm, 2mm, 3mm);
 * nothing else, and C does not share memory with A or B,
 
+or whose C is a vector of one loop times a matrix of that loop and the reduction's
+(``y[i] += A[i, k] * x[k]``, ``y[j] += x[k] * A[k, j]``: ``linalg.matvec``, ``linalg.vecmat``,
+PolyBench's mvt), raised as an M x 1 or 1 x N product of views (``memref.expand_shape``) that
+the GEMV forms of :mod:`polyopt.schedules.gemv` run,
+
 in any loop order; the nest is then replaced by the
 :class:`~polyopt.schedules.contraction.Contraction` it computes, expanded by
 :func:`polyopt.schedules.expand.expand_contraction` (BLIS tiling, packing, register tile,
@@ -402,8 +407,8 @@ def _contraction(model: PolyhedralModel, upd: _Update, top: AffineForOp, namer
         return _privatized(model, upd, top, namer, loop_names, bounds, private, xs, ys, batch,
                            red, c_sub, x_sub, y_sub, f0, f1)
     if not xs or not ys:
-        raise NearMiss("C has no row or no column loop of its own: a matrix-vector product "
-                       "or a dot product, not a matrix product", loc)
+        return _matrix_vector(model, upd, top, namer, loop_names, bounds, xs + ys, red, batch,
+                              c_sub, {id(f0): x_sub, id(f1): y_sub}, f0, f1)
     if len(red) != 1:
         names = ", ".join(loop_names[d] for d in red) or "none"
         raise NearMiss(f"{len(red)} reduction loops ({names}): the BLIS pipeline takes one",
@@ -433,12 +438,7 @@ def _contraction(model: PolyhedralModel, upd: _Update, top: AffineForOp, namer
         return Operand(memref, tuple(out))
 
     beta = _initialization(model, upd, top, c_mem, namer)
-    alpha = None
-    if upd.scalars:
-        if len(upd.scalars) > 1:
-            raise NearMiss(f"the update multiplies {len(upd.scalars)} scalars; a contraction "
-                           f"has one alpha", loc)
-        alpha = _constant_or_value(upd.scalars[0])
+    alpha = _alpha(upd, loc)
     names = {f"b{t}": d for t, d in enumerate(batch)}
     names.update({ROW: row, COL: col, RED: red[0]})
     where = ", ".join(f"{r} = {loop_names[d]}" for r, d in names.items())
@@ -463,6 +463,76 @@ def _contraction(model: PolyhedralModel, upd: _Update, top: AffineForOp, namer
                        batch=tuple(bounds[d][1] for d in batch), alpha=alpha, beta=beta,
                        origin=origin, a_unsigned=upd.casts.get(id(f0)) == "arith.extui",
                        b_unsigned=upd.casts.get(id(f1)) == "arith.extui")
+
+
+def _alpha(upd: _Update, loc):
+    """The update's scalar factor (a number when constant), or None."""
+    if not upd.scalars:
+        return None
+    if len(upd.scalars) > 1:
+        raise NearMiss(f"the update multiplies {len(upd.scalars)} scalars; a contraction "
+                       f"has one alpha", loc)
+    return _constant_or_value(upd.scalars[0])
+
+
+def _matrix_vector(model: PolyhedralModel, upd: _Update, top: AffineForOp, namer, loop_names,
+                   bounds, own, red, batch, c_sub, subs: dict, f0, f1) -> Contraction:
+    """A nest whose C is a vector (``y[i] += A[i, k] * x[k]``, or ``y[j] += x[k] * A[k, j]``,
+    in any loop order, ``linalg.matvec`` and ``linalg.vecmat`` among them) as the contraction
+    of an M x 1 or 1 x N C: C and the vector factor seen as matrices of one column (one row)
+    through ``memref.expand_shape``, so that :func:`polyopt.schedules.gemv.expand_gemv` takes
+    it (the dot form when the matrix's rows run along k, else the axpy form)."""
+    loc = upd.stmt.loc
+    c_mem = upd.store.memref
+    if len(own) != 1 or len(red) != 1 or batch:
+        raise NearMiss("C has no row or no column loop of its own, and is not a vector of "
+                       "one loop times a matrix: a dot product or a sum, not a matrix product",
+                       loc)
+    d_c, d_k = own[0], red[0]
+    vec, mat = (f0, f1) if len(subs[id(f0)]) == 1 else (f1, f0)
+    vec_sub, mat_sub = subs[id(vec)], subs[id(mat)]
+    order = [d for d, _, _ in mat_sub if d is not None]
+    if not (len(c_sub) == 1 and len(vec_sub) == 1 and len(mat_sub) == 2 and
+            sorted(order) == sorted((d_c, d_k))):
+        raise NearMiss("C is a vector, but not one loop's vector times a matrix of that loop "
+                       "and the reduction's: not a matrix-vector product", loc)
+    beta = _initialization(model, upd, top, c_mem, namer)
+    alpha = _alpha(upd, loc)
+    rows_along_k = order == [d_c, d_k]          # y = A x, else y = x^T A
+    from ..affine.builder import Builder
+    from ..affine.dialects.memref_views import ExpandShapeOp
+
+    def as_matrix(v: Value, column: bool) -> Value:
+        n = v.type.shape[0]
+        return Builder.before(top).create(ExpandShapeOp.build, v, [[0, 1]],
+                                          (n, 1) if column else (1, n), loc=top.loc).results[0]
+
+    def sub(d, stride, off, role) -> Subscript:
+        return Subscript(role, stride, off + stride * bounds[d][0])
+    (_, cs, co), (_, vs, vo) = c_sub[0], vec_sub[0]
+    one = Subscript(COL if rows_along_k else ROW)
+    own_role = ROW if rows_along_k else COL
+    roles = {d_c: own_role, d_k: RED}
+    mat_op = Operand(mat.memref, tuple(sub(d, st, o, roles[d]) for d, st, o in mat_sub))
+    vec_view, c_view = as_matrix(vec.memref, rows_along_k), as_matrix(c_mem, rows_along_k)
+    if rows_along_k:
+        a, b = mat_op, Operand(vec_view, (sub(d_k, vs, vo, RED), one))
+        c = Operand(c_view, (sub(d_c, cs, co, ROW), one))
+        m, n, a_fac, b_fac = bounds[d_c][1], 1, mat, vec
+    else:
+        a, b = Operand(vec_view, (one, sub(d_k, vs, vo, RED))), mat_op
+        c = Operand(c_view, (one, sub(d_c, cs, co, COL)))
+        m, n, a_fac, b_fac = 1, bounds[d_c][1], vec, mat
+    own_name = "i" if rows_along_k else "j"
+    mems = ", ".join(f"{r} = {_mem_name(v, namer)}"
+                     for r, v in (("A", a_fac.memref), ("B", b_fac.memref), ("C", c_mem)))
+    origin = (f"with {own_name} = {loop_names[d_c]}, k = {loop_names[d_k]}; {mems}; a "
+              f"matrix-vector product, {_mem_name(vec.memref, namer)} and C seen as "
+              f"{'columns' if rows_along_k else 'rows'} (memref.expand_shape)")
+    return Contraction("contraction", top.loc, top, a, b, c, m, n, bounds[d_k][1],
+                       alpha=alpha, beta=beta, origin=origin,
+                       a_unsigned=upd.casts.get(id(a_fac)) == "arith.extui",
+                       b_unsigned=upd.casts.get(id(b_fac)) == "arith.extui")
 
 
 def _column_pair(batch, col, ys, bounds, c_sub, y_sub, c_mem, b_mem) -> Optional[int]:

@@ -298,6 +298,20 @@ func.func @tri(%A: memref<9x9xf64>, %B: memref<9x9xf64>, %C: memref<9x9xf64>) {
 }
 """
 
+DOT = """\
+func.func @dot(%x: memref<7xf64>, %y: memref<7xf64>, %s: memref<1xf64>) {
+  affine.for %k = 0 to 7 {
+    %a = affine.load %x[%k] : memref<7xf64>
+    %b = affine.load %y[%k] : memref<7xf64>
+    %c = affine.load %s[0] : memref<1xf64>
+    %p = arith.mulf %a, %b : f64
+    %t = arith.addf %c, %p : f64
+    affine.store %t, %s[0] : memref<1xf64>
+  }
+  return
+}
+"""
+
 MATVEC = """\
 func.func @mv(%A: memref<9x7xf64>, %x: memref<7xf64>, %y: memref<9xf64>) {
   affine.for %i = 0 to 9 {
@@ -358,7 +372,7 @@ func.func @dyn(%A: memref<?x?xf64>, %B: memref<?x?xf64>, %C: memref<?x?xf64>) {
 
 @pytest.mark.parametrize("text, message", [
     (TRIANGULAR, "the iteration domain is not a box"),
-    (MATVEC, "a matrix-vector product or a dot product"),
+    (DOT, "a dot product or a sum, not a matrix product"),
     (SCALED_AFTER, "scales C after some of its updates"),
     (DYNAMIC, "has bounds that are not constants ('?' sizes"),
 ])
@@ -481,3 +495,88 @@ def test_every_product_of_a_chain_is_raised_with_every_flag(name, count):
     text = (HERE / f"{name}.mlir").read_text()
     remarks = remarks_of(text, hopt=True, copy=True, unroll=True, scalrep=True, vect=True)
     assert sum(m.startswith("raised to a contraction") for m in remarks) == count
+
+
+# a vector C: matrix-vector products
+
+
+VECMAT_T = """\
+func.func @vm(%x: memref<9xf32>, %A: memref<9x37xf32>, %y: memref<37xf32>, %alpha: f32) {
+  affine.for %k = 0 to 9 {
+    affine.for %j = 0 to 37 {
+      %a = affine.load %A[%k, %j] : memref<9x37xf32>
+      %b = affine.load %x[%k] : memref<9xf32>
+      %c = affine.load %y[%j] : memref<37xf32>
+      %p = arith.mulf %b, %a : f32
+      %q = arith.mulf %p, %alpha : f32
+      %s = arith.addf %c, %q : f32
+      affine.store %s, %y[%j] : memref<37xf32>
+    }
+  }
+  return
+}
+"""
+
+LINALG_MV = """\
+func.func @mv(%A: memref<{m}x{k}x{t}>, %x: memref<{k}x{t}>, %y: memref<{m}x{o}>) {{
+  linalg.matvec ins(%A, %x : memref<{m}x{k}x{t}>, memref<{k}x{t}>) outs(%y : memref<{m}x{o}>)
+  return
+}}
+func.func @vm(%x: memref<{m}x{t}>, %A: memref<{m}x{k}x{t}>, %y: memref<{k}x{o}>) {{
+  linalg.vecmat ins(%x, %A : memref<{m}x{t}>, memref<{m}x{k}x{t}>) outs(%y : memref<{k}x{o}>)
+  return
+}}
+"""
+
+
+def test_matrix_vector_nests_are_raised():
+    """``y[i] += A[i, k] * x[k]`` (C a vector of the row loop) and ``y[j] += x[k] * A[k, j]``
+    (in either loop order, with a scalar factor) become contractions of an M x 1 or 1 x N C,
+    their vectors seen as matrices by ``memref.expand_shape``: the GEMV forms then run them.
+    Against numpy."""
+    remarks = raising_remarks(MATVEC)
+    assert len(remarks) == 1 and "ixjxk = 9x1x7" in remarks[0] and \
+        "seen as columns" in remarks[0], remarks
+    rng = np.random.default_rng(8)
+    a, x, y = rng.random((9, 7)), rng.random(7), rng.random(9)
+    ref, got = run_both(MATVEC, "mv", [a, x, y], FLAGS["all"])
+    np.testing.assert_allclose(got[2], y + a @ x, rtol=1e-12)
+    remarks = raising_remarks(VECMAT_T)
+    assert len(remarks) == 1 and "ixjxk = 1x37x9" in remarks[0] and \
+        "seen as rows" in remarks[0] and "alpha" in remarks[0], remarks
+    x, a, y = (rng.random(9).astype(np.float32), rng.random((9, 37)).astype(np.float32),
+               rng.random(37).astype(np.float32))
+    all_remarks = remarks_of(VECMAT_T, **FLAGS["all"])
+    assert any("axpy form" in r for r in all_remarks), all_remarks
+    ref, got = run_both(VECMAT_T, "vm", [x, a, y, np.float32(1.5)], FLAGS["all"])
+    np.testing.assert_allclose(got[2], y + 1.5 * (x.astype(np.float64) @ a), rtol=1e-5)
+
+
+@pytest.mark.parametrize("t, o", [("f64", "f64"), ("f32", "f32"), ("bf16", "f32"),
+                                  ("f16", "f32")])
+@pytest.mark.parametrize("m, k", [(37, 45), (130, 1000), (3, 33)])
+def test_linalg_matvec_and_vecmat_take_the_gemv_forms(t, o, m, k):
+    """``linalg.matvec`` and ``linalg.vecmat`` (bf16 and f16 ones into f32 too) run as the dot
+    and axpy forms; against numpy within the type's bound."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    text = LINALG_MV.format(m=m, k=k, t=t, o=o)
+    all_remarks = remarks_of(text, **FLAGS["all"])
+    assert sum("matrix-vector product" in r and "no packing" in r
+               for r in all_remarks) == 2, all_remarks
+    compiled = polyopt.compile(text, **FLAGS["all"])
+    np_t = {"f64": np.float64, "f32": np.float32, "bf16": ml_dtypes.bfloat16,
+            "f16": np.float16}[t]
+    rng = np.random.default_rng(m + k)
+    a = rng.standard_normal((m, k)).astype(np_t)
+    for fn, vec, out_n, ref in (("mv", k, m, lambda v: a.astype(np.float64) @ v),
+                                ("vm", m, k, lambda v: v @ a.astype(np.float64))):
+        v = rng.standard_normal(vec).astype(np_t)
+        y = rng.standard_normal(out_n).astype(np.float64 if o == "f64" else np.float32)
+        want = y + ref(v.astype(np.float64))
+        mags = np.abs(y) + (np.abs(a.astype(np.float64)) @ np.abs(v.astype(np.float64))
+                            if fn == "mv" else np.abs(v.astype(np.float64)) @
+                            np.abs(a.astype(np.float64)))
+        args = (a, v, y) if fn == "mv" else (v, a, y)
+        compiled[fn](*args)
+        unit = 2.0 ** -53 if o == "f64" else 2.0 ** -24
+        assert (np.abs(y - want) <= (max(m, k) + 1) * unit * mags * 2).all(), fn

@@ -22,7 +22,7 @@ from ..affine_expr import AffineMap
 from ..attributes import AffineMapAttr, DenseArrayAttr
 from ..diagnostics import VerifyError
 from ..ir import Operation, Value, register_op
-from ..types import IndexType, IntegerType, MemRefType, i64, index
+from ..types import IndexType, IntegerType, MemRefType, StridedLayout, i64, index
 from .memref import (Reassociation, _reassociation_of, _reassociation_str,
                      parse_memref_type, strides_and_offset)
 
@@ -473,6 +473,27 @@ class ExpandShapeOp(Operation):
     sizes of the result, in order)."""
 
     OP_NAME = "memref.expand_shape"
+
+    @classmethod
+    def build(cls, source: Value, reassociation: Sequence[Sequence[int]],
+              output_shape: Sequence[int], loc=None) -> "ExpandShapeOp":
+        """The op expanding ``source`` (a ranked strided memref) by ``reassociation`` into the
+        static ``output_shape``, with the layout of :func:`expanded_layout` (none where the
+        result is row-major from offset 0)."""
+        from .memref import _reassociation_attr
+        t: MemRefType = source.type
+        groups = tuple(tuple(int(i) for i in g) for g in reassociation)
+        shape = tuple(int(n) for n in output_shape)
+        strides, offset = expanded_layout(t, shape, groups)
+        row_major = [1] * len(shape)
+        for d in range(len(shape) - 2, -1, -1):
+            row_major[d] = row_major[d + 1] * shape[d + 1]
+        layout = None if (list(strides) == row_major and offset == 0) else \
+            StridedLayout(tuple(strides), offset)
+        return cls(operands=[source],
+                   result_types=[MemRefType(shape, t.element_type, layout, t.memory_space)],
+                   attributes={"reassociation": _reassociation_attr(groups),
+                               "static_output_shape": static_array(list(shape))}, loc=loc)
 
     @property
     def source(self) -> Value:
