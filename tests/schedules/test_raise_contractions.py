@@ -580,3 +580,12 @@ def test_linalg_matvec_and_vecmat_take_the_gemv_forms(t, o, m, k):
         compiled[fn](*args)
         unit = 2.0 ** -53 if o == "f64" else 2.0 ** -24
         assert (np.abs(y - want) <= (max(m, k) + 1) * unit * mags * 2).all(), fn
+
+
+def test_upstream_accepts_raised_matrix_vector_products():
+    """The views and the GEMV forms of raised ``linalg.matvec``/``vecmat`` (bf16 into f32
+    too) are IR ``mlir-opt-22`` takes as it is."""
+    from upstream_mlir import mlir_opt
+    text = str(polyopt.compile(LINALG_MV.format(m=100, k=300, t="bf16", o="f32"),
+                               **FLAGS["all"]).module)
+    assert "memref.expand_shape" in text and mlir_opt(text) == text
