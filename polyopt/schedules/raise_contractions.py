@@ -19,7 +19,8 @@ A top-level nest of a function is raised when its polyhedral model holds
 or whose C is a vector of one loop times a matrix of that loop and the reduction's
 (``y[i] += A[i, k] * x[k]``, ``y[j] += x[k] * A[k, j]``: ``linalg.matvec``, ``linalg.vecmat``,
 PolyBench's mvt), raised as an M x 1 or 1 x N product of views (``memref.expand_shape``) that
-the GEMV forms of :mod:`polyopt.schedules.gemv` run,
+the GEMV forms of :mod:`polyopt.schedules.gemv` run, or whose C is one element summing
+products of two vectors (``linalg.dot``), raised as a 1 x 1 x K product the dot form runs,
 
 in any loop order; the nest is then replaced by the
 :class:`~polyopt.schedules.contraction.Contraction` it computes, expanded by
@@ -484,10 +485,13 @@ def _matrix_vector(model: PolyhedralModel, upd: _Update, top: AffineForOp, namer
     it (the dot form when the matrix's rows run along k, else the axpy form)."""
     loc = upd.stmt.loc
     c_mem = upd.store.memref
+    if not own and len(red) == 1 and not batch:
+        return _dot_product(model, upd, top, namer, loop_names, bounds, red[0], c_sub, subs,
+                            f0, f1)
     if len(own) != 1 or len(red) != 1 or batch:
         raise NearMiss("C has no row or no column loop of its own, and is not a vector of "
-                       "one loop times a matrix: a dot product or a sum, not a matrix product",
-                       loc)
+                       "one loop times a matrix, nor a scalar sum of products: a sum, not a "
+                       "matrix product", loc)
     d_c, d_k = own[0], red[0]
     vec, mat = (f0, f1) if len(subs[id(f0)]) == 1 else (f1, f0)
     vec_sub, mat_sub = subs[id(vec)], subs[id(mat)]
@@ -533,6 +537,51 @@ def _matrix_vector(model: PolyhedralModel, upd: _Update, top: AffineForOp, namer
                        alpha=alpha, beta=beta, origin=origin,
                        a_unsigned=upd.casts.get(id(a_fac)) == "arith.extui",
                        b_unsigned=upd.casts.get(id(b_fac)) == "arith.extui")
+
+
+def _dot_product(model: PolyhedralModel, upd: _Update, top: AffineForOp, namer, loop_names,
+                 bounds, d_k, c_sub, subs: dict, f0, f1) -> Contraction:
+    """``s += x[k] * y[k]`` (``linalg.dot``; C a scalar: a rank-0 memref or one element of a
+    one-element memref) as the 1 x 1 x K contraction of views (``memref.expand_shape``): x a
+    row, y a column, C one element, which the GEMV dot form runs with vector accumulators,
+    reassociating the sum as a BLAS ``dot`` does."""
+    from ..affine.builder import Builder
+    from ..affine.dialects.memref_views import ExpandShapeOp
+    loc = upd.stmt.loc
+    c_mem = upd.store.memref
+    ct = c_mem.type
+    xs_, ys_ = subs[id(f0)], subs[id(f1)]
+    scalar_c = ct.rank == 0 or (ct.rank == 1 and ct.shape[0] == 1 and len(c_sub) == 1)
+    if not (scalar_c and len(xs_) == 1 and len(ys_) == 1 and
+            xs_[0][0] == d_k and ys_[0][0] == d_k and
+            all(f.memref.type.rank == 1 for f in (f0, f1))):
+        raise NearMiss("C is one element, but not a sum over one loop of products of two "
+                       "vectors of that loop: not a dot product", loc)
+    beta = _initialization(model, upd, top, c_mem, namer)
+    alpha = _alpha(upd, loc)
+    b = Builder.before(top)
+
+    def view(v: Value, groups, shape) -> Value:
+        return b.create(ExpandShapeOp.build, v, groups, shape, loc=top.loc).results[0]
+    n_x, n_y = f0.memref.type.shape[0], f1.memref.type.shape[0]
+    x_view = view(f0.memref, [[0, 1]], (1, n_x))
+    y_view = view(f1.memref, [[0, 1]], (n_y, 1))
+    c_view = view(c_mem, [] if ct.rank == 0 else [[0, 1]], (1, 1))
+
+    def sub(s) -> Subscript:
+        _, stride, off = s
+        return Subscript(RED, stride, off + stride * bounds[d_k][0])
+    a = Operand(x_view, (Subscript(ROW), sub(xs_[0])))
+    bm = Operand(y_view, (sub(ys_[0]), Subscript(COL)))
+    c = Operand(c_view, (Subscript(ROW), Subscript(COL)))
+    mems = ", ".join(f"{r} = {_mem_name(v, namer)}"
+                     for r, v in (("A", f0.memref), ("B", f1.memref), ("C", c_mem)))
+    origin = (f"with k = {loop_names[d_k]}; {mems}; a dot product, A a row, B a column and C "
+              f"one element (memref.expand_shape)")
+    return Contraction("contraction", top.loc, top, a, bm, c, 1, 1, bounds[d_k][1],
+                       alpha=alpha, beta=beta, origin=origin,
+                       a_unsigned=upd.casts.get(id(f0)) == "arith.extui",
+                       b_unsigned=upd.casts.get(id(f1)) == "arith.extui")
 
 
 def _column_pair(batch, col, ys, bounds, c_sub, y_sub, c_mem, b_mem) -> Optional[int]:
