@@ -148,9 +148,9 @@ ONE_THREAD_A_ROWS = 32
 #: Rows of B per chunk of its packing (:meth:`LowpGemmText.b_whole_panels`): the chunk's
 #: rows are read along, panel after panel.  Zen 5, one thread, against the panels one after
 #: the other (each reading its columns of every row of the block, a line per row and page):
-#: u8 32x4096x4096 8 rows 1.79x, 32 rows 1.63x, 64 rows 1.34x; 8x4096x4096 8 rows 2.5x;
-#: bf16 32x4096x4096 1.27x, 64x2048x2048 1.12x; 2048^3 the same (B is packed once for 2048
-#: rows of A).
+#: u8 32x4096x4096 32 rows 1.63x, 64 rows 1.34x, 8 rows 1.07x 32 rows' (1.74x); 8x4096x4096
+#: 8 rows 2.5x; bf16 32x4096x4096 1.27x, 64x2048x2048 1.12x; 2048^3 the same (B is packed
+#: once for 2048 rows of A).
 B_CHUNK_ROWS = 8
 #: The dot engines' A panels are row-major (each row's K_C elements contiguous), copied from A
 #: (or a convolution's input, whose channels are contiguous) by vectors of this many bytes.
