@@ -910,9 +910,10 @@ def _expand_mixed(con: Contraction, tiled: bool, vectors: bool, machine,
         # a vector operand: BLAS level 2, the matrix's elements widened as they stream
         from .gemv import dot_streams_past, expand_gemv
         model = machine or MachineModel()
-        pairs = model.vector_bits >= 512 and "avx512bf16" in model.features
+        wide = model.vector_bits >= 512
         if expand_gemv(con, model.stream_lanes, remark, threads, dot_streams_past(model),
-                       pairs) is not None:
+                       wide and "avx512bf16" in model.features,
+                       wide and "avx512vnni" in model.features) is not None:
             return
     if tiled and vectors and con.is_matrix_form and \
             expand_lowp_gemm(con, machine, remark, 1 if batch_loop is not None else threads):

@@ -679,6 +679,120 @@ def aligned_dot_rows(t: MlirLines, depth: int, rows: int, p: int, w: int, etype:
     return totals
 
 
+#: Bytes of k per vector of the int8 dot form (one ``vpdpbusd`` zmm: 16 lanes of 4 bytes).
+INT8_LANES = 64
+
+
+def int8_dot_source(m: int, k: int, a_unsigned: bool, b_unsigned: bool) -> Optional[str]:
+    """``func.func @gemv(%A, %B, %C)``: ``C[i, 0] += sum_k A[i, k] * B[k, 0]`` for an i8 A
+    (M x K), i8 B (K x 1) and i32 C, the dot form on AVX512-VNNI's ``vpdpbusd`` (u8 times s8,
+    four bytes into each i32 lane): 4 rows of A at a time with 2 accumulators of 64 bytes
+    each, one more 64-byte vector where K leaves one, the rest of K as one masked vector
+    (zero bytes past K; element by element, 40 bytes a row took most of 1000x1x1000's time);
+    the unsigned operand is the instruction's first (u8) one; both signed, A's bytes are
+    offset by 128 (``xori`` 0x80) and 128 times the sum of B is taken off once.  Exact.
+    None when both are unsigned (``vpdpbusd`` takes a signed second operand)."""
+    if a_unsigned and b_unsigned:
+        return None
+    w, rows = INT8_LANES, DOT_ROWS
+    ta, tb, tc = f"memref<{m}x{k}xi8>", f"memref<{k}x1xi8>", f"memref<{m}x1xi32>"
+    vt, at = "vector<16xi32>", f"vector<{w}xi8>"
+    k_pair, k_vec = k - k % (2 * w), k - k % w
+    offset = not a_unsigned and not b_unsigned
+    t = MlirLines()
+    t.add(0, f"func.func @gemv(%A: {ta}, %B: {tb}, %C: {tc}) {{")
+    t.add(1, f"%Bv = memref.collapse_shape %B [[0, 1]] : {tb} into memref<{k}xi8>")
+    t.add(1, f"%zero = arith.constant dense<0> : {vt}")
+    t.add(1, "%z32 = arith.constant 0 : i32")
+    if k > k_vec:
+        t.add(1, f"%zb = arith.constant dense<0> : {at}")
+        t.add(1, f"%c{k_vec} = arith.constant {k_vec} : index")
+        t.add(1, f"%tailmask = vector.constant_mask [{k - k_vec}] : vector<{w}xi1>")
+        t.add(1, f"%btail = vector.maskedload %Bv[%c{k_vec}], %tailmask, %zb : memref<{k}xi8>, "
+                 f"vector<{w}xi1>, {at} into {at}")
+    if offset:
+        t.add(1, f"%flip = arith.constant dense<-128> : {at}")
+        t.add(1, "%m128 = arith.constant -128 : i32")
+        t.add(1, f"%bsum = affine.for %k = 0 to {k} iter_args(%s = %z32) -> i32 {{")
+        t.add(2, f"%b = affine.load %Bv[%k] : memref<{k}xi8>")
+        t.add(2, "%be = arith.extsi %b : i8 to i32")
+        t.add(2, "%ns = arith.addi %s, %be : i32")
+        t.add(2, "affine.yield %ns : i32")
+        t.add(1, "}")
+        t.add(1, "%corr = arith.muli %bsum, %m128 : i32")
+
+    def mac(d: int, acc: str, a: str, b: str) -> str:
+        if offset:
+            fa = t.fresh("fa")
+            t.add(d, f"{fa} = arith.xori {a}, %flip : {at}")
+            a = fa
+        first, second = (b, a) if b_unsigned else (a, b)
+        out = t.fresh("acc")
+        t.add(d, f'{out} = llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"({acc}, {first}, '
+                 f'{second}) : ({vt}, {at}, {at}) -> {vt}')
+        return out
+
+    def rows_loop(lo: int, hi: int, r_count: int) -> None:
+        if hi <= lo:
+            return
+        t.add(1, f"affine.for %i = {lo} to {hi} step {r_count} {{")
+        count = 2 * r_count
+        accs = [f"%zero"] * count
+        if k_pair:
+            res, names = t.fresh("r"), [t.fresh("acc") for _ in range(count)]
+            inits = ", ".join(f"{n} = %zero" for n in names)
+            t.add(2, f"{_results(res, count)} = affine.for %k = 0 to {k_pair} step {2 * w} "
+                     f"iter_args({inits}) -> ({', '.join([vt] * count)}) {{")
+            bs = []
+            for q in range(2):
+                b = t.fresh("b")
+                t.add(3, f"{b} = affine.vector_load %Bv[%k + {q * w}] : memref<{k}xi8>, {at}")
+                bs.append(b)
+            nexts = []
+            for r in range(r_count):
+                for q in range(2):
+                    a = t.fresh("a")
+                    t.add(3, f"{a} = affine.vector_load %A[%i + {r}, %k + {q * w}] : {ta}, {at}")
+                    nexts.append(mac(3, names[r * 2 + q], a, bs[q]))
+            t.add(3, f"affine.yield {', '.join(nexts)} : {', '.join([vt] * count)}")
+            t.add(2, "}")
+            accs = [_result(res, count, n) for n in range(count)]
+        if k_vec > k_pair:       # one more vector of 64 bytes
+            b = t.fresh("b")
+            t.add(2, f"{b} = affine.vector_load %Bv[{k_pair}] : memref<{k}xi8>, {at}")
+            for r in range(r_count):
+                a = t.fresh("a")
+                t.add(2, f"{a} = affine.vector_load %A[%i + {r}, {k_pair}] : {ta}, {at}")
+                accs[r * 2] = mac(2, accs[r * 2], a, b)
+        if k > k_vec:           # the last bytes of the rows, masked
+            for r in range(r_count):
+                row, a = t.fresh("row"), t.fresh("a")
+                t.add(2, f"{row} = affine.apply affine_map<(d0) -> (d0 + {r})>(%i)")
+                t.add(2, f"{a} = vector.maskedload %A[{row}, %c{k_vec}], %tailmask, %zb : {ta}, "
+                         f"vector<{w}xi1>, {at} into {at}")
+                accs[r * 2 + 1] = mac(2, accs[r * 2 + 1], a, "%btail")
+        for r in range(r_count):
+            tot, s = t.fresh("v"), t.fresh("s")
+            t.add(2, f"{tot} = arith.addi {accs[r * 2]}, {accs[r * 2 + 1]} : {vt}")
+            t.add(2, f"{s} = vector.reduction <add>, {tot} : {vt} into i32")
+            if offset:
+                sc = t.fresh("s")
+                t.add(2, f"{sc} = arith.addi {s}, %corr : i32")
+                s = sc
+            c, nc = t.fresh("c"), t.fresh("c")
+            t.add(2, f"{c} = affine.load %C[%i + {r}, 0] : {tc}")
+            t.add(2, f"{nc} = arith.addi {c}, {s} : i32")
+            t.add(2, f"affine.store {nc}, %C[%i + {r}, 0] : {tc}")
+        t.add(1, "}")
+
+    m_full = m - m % rows
+    rows_loop(0, m_full, rows)
+    rows_loop(m_full, m, 1)
+    t.add(1, "return")
+    t.add(0, "}")
+    return "\n".join(t.lines) + "\n"
+
+
 def _pieces(lo: int, hi: int, widest: int) -> list[tuple[int, int]]:
     """[lo, hi) as (offset, width) pieces: as many of ``widest`` as fit, then halves,
     quarters, ... down to single elements (``widest`` a power of two)."""
@@ -703,7 +817,7 @@ def _result(name: str, count: int, index: int) -> str:
 
 def expand_gemv(con, lanes_of, remark=None, threads: int = 1,
                 streams_past: Optional[int] = None,
-                bf16_pairs: bool = False) -> Optional[list[Operation]]:
+                bf16_pairs: bool = False, int8_dots: bool = False) -> Optional[list[Operation]]:
     """Expand a matrix-form contraction with M = 1 or N = 1 into its GEMV nest, in front of
     ``con.anchor`` (after the ``C *= beta`` nest when there is one); returns the new top-level
     ops, or None (nothing built) when the product is not a matrix-vector one this path
@@ -711,7 +825,9 @@ def expand_gemv(con, lanes_of, remark=None, threads: int = 1,
     a convolution's im2col stand-in (read only by the packing copies it is rewritten in).
     A and B may be bf16 or f16 with C f32 (a mixed contraction without alpha): their
     elements are widened to f32 as they are read; with ``bf16_pairs`` (the CPU has the bf16
-    dot engine), bf16 rows in the dot form are multiplied in pairs on it instead.
+    dot engine), bf16 rows in the dot form are multiplied in pairs on it instead.  With
+    ``int8_dots`` (the CPU has AVX512-VNNI), an i8 matrix times an i8 column into i32 runs
+    :func:`int8_dot_source`.
     ``lanes_of(elem_bytes)``: the vector width; ``threads > 1``: the outer loop runs on the
     team when the matrix is large enough (:data:`PARALLEL_MIN_BYTES`); ``streams_past``: see
     :func:`dot_shape`."""
@@ -721,11 +837,14 @@ def expand_gemv(con, lanes_of, remark=None, threads: int = 1,
     types = [v.type for v in operands]
     etype, itype = types[2].element_type, types[0].element_type
     mixed = itype != etype
-    if mixed and not (str(etype) == "f32" and str(itype) in ("bf16", "f16")
-                      and types[1].element_type == itype and con.alpha is None):
+    int8 = (str(itype), str(types[1].element_type), str(etype)) == ("i8", "i8", "i32")
+    if int8 and not (int8_dots and con.alpha is None):
+        return None
+    if mixed and not int8 and not (str(etype) == "f32" and str(itype) in ("bf16", "f16")
+                                   and types[1].element_type == itype and con.alpha is None):
         return None
     if not (all(t.has_static_shape and t.layout is None for t in types)
-            and isinstance(etype, FloatType) and etype.width in (32, 64)
+            and (int8 or isinstance(etype, FloatType) and etype.width in (32, 64))
             and len({id(alias_root(v)) for v in operands}) == 3):
         return None
     from .contraction import STAND_IN_ATTR
@@ -733,21 +852,36 @@ def expand_gemv(con, lanes_of, remark=None, threads: int = 1,
     if any(op is not None and STAND_IN_ATTR in op.attributes for op in roots):
         return None     # a convolution's im2col: its rows are read by the packing copies
     (m, k), n = types[0].shape, types[1].shape[1]
-    at_top = con.anchor.parent_op is not None and con.anchor.parent_op.name == "func.func"
-    form = gemv_form(m, n, k, ELEMENT_BYTES[str(itype)], lanes_of(etype.width // 8), threads,
-                     streams_past, can_align=at_top,
-                     pairs=bf16_pairs and str(itype) == "bf16" and mixed)
-    if form is None or k < 1:
+    if k < 1:
         return None
+    if int8:
+        text = int8_dot_source(m, k, con.a_unsigned, con.b_unsigned) if n == 1 else None
+        if text is None:
+            return None
+        described = (f"the int8 dot form: {DOT_ROWS} rows of A per step, 2 accumulators of "
+                     f"{INT8_LANES} bytes per row on vpdpbusd")
+        if not con.a_unsigned and not con.b_unsigned:
+            described += ", A offset by 128"
+    else:
+        at_top = con.anchor.parent_op is not None and \
+            con.anchor.parent_op.name == "func.func"
+        form = gemv_form(m, n, k, ELEMENT_BYTES[str(itype)], lanes_of(etype.width // 8),
+                         threads, streams_past, can_align=at_top,
+                         pairs=bf16_pairs and str(itype) == "bf16" and mixed)
+        if form is None:
+            return None
+        widen = f", {itype} widened to {etype} as read" if mixed and not form.pairs else ""
+        described = form.describe() + widen
     loops = expand_matmul(con)
     product = loops[0]
     b = Builder.before(product)
     alpha = None
     if con.alpha is not None and not _is_one(con.alpha):
         alpha = _scalar(b, con.alpha, etype, con.loc)
+    if not int8:
+        text = gemv_source(m, n, k, str(etype), form, alpha and str(etype), str(itype))
     from ..affine.parser import parse
-    module = parse(gemv_source(m, n, k, str(etype), form, alpha and str(etype), str(itype)),
-                   "<gemv>")
+    module = parse(text, "<gemv>")
     func = next(op for op in module.walk() if op.name == "func.func")
     mapping = dict(zip(func.body.args, [*operands] + ([alpha] if alpha else [])))
     new_ops = []
@@ -759,7 +893,6 @@ def expand_gemv(con, lanes_of, remark=None, threads: int = 1,
         new_ops.append(clone)
     product.erase()
     if remark is not None:
-        widen = f", {itype} widened to {etype} as read" if mixed and not form.pairs else ""
         remark(con.loc, f"{con.kind}: {m}x{n}x{k} is a matrix-vector product: no packing, "
-                        f"{form.describe()}{widen}")
+                        f"{described}")
     return new_ops

@@ -166,3 +166,51 @@ def test_a_convolution_with_one_filter_keeps_its_im2col():
     out = np.zeros((1, oh, ow, 1), np.float32)
     compiled["conv"](inp, flt, out)
     assert (np.abs(out - want) <= (9 * c + 1) * 2.0 ** -24 * mags).all()
+
+
+INT8_SHAPES = [(4096, 1, 4096), (97, 1, 103), (33, 1, 1000), (5, 1, 7), (9, 1, 64),
+               (9, 1, 65), (13, 1, 128), (7, 1, 200), (3, 1, 1)]
+
+
+@pytest.mark.parametrize("kind", ["s8", "u8"])
+@pytest.mark.parametrize("m,n,k", INT8_SHAPES)
+def test_int8_matrix_times_column_is_exact(kind, m, n, k):
+    """An i8 matrix (signed, or unsigned with ``a_unsigned``) times an i8 column into i32:
+    on a CPU with AVX512-VNNI the int8 dot form (``vpdpbusd`` on 64 bytes of 4 rows, a
+    masked last vector; a signed A offset by 128 and 128 times B's sum taken off), else the
+    packed GEMM; exact against numpy's int64 product either way, K not a multiple of 4, 64
+    or 128."""
+    from test_lowp_gemm import check
+    compiled, remarks = _compile(kind, m, n, k)
+    vnni = polyopt.pipeline.machine_model().vector_bits >= 512 and \
+        "avx512vnni" in polyopt.pipeline.machine_model().features
+    assert any("the int8 dot form" in r for r in remarks) == vnni, remarks
+    assert any("A offset by 128" in r for r in remarks) == (vnni and kind == "s8"), remarks
+    check(compiled["mm"], kind, m, n, k, seed=k)
+
+
+def test_int8_dot_form_assembly():
+    """Compiled for a CPU with VNNI: zmm ``vpdpbusd`` on the rows, whatever this CPU is (run
+    where it has it); for one without, the packed GEMM's converted operands."""
+    from test_lowp_gemm import check
+    with compiling_for(DOT_ENGINES):
+        compiled, remarks = _compile("s8", 130, 1, 1000)
+    dots = [line for line in compiled.asm().splitlines() if re.search(r"\bvpdpbusd\b", line)]
+    assert len(dots) >= 8 and all("%zmm" in line for line in dots), dots[:4]
+    assert any("the int8 dot form" in r for r in remarks), remarks
+    _run_where_present(DOT_ENGINES, lambda: check(compiled["mm"], "s8", 130, 1, 1000))
+    with compiling_for(NO_ENGINE):
+        compiled, remarks = _compile("s8", 130, 1, 1000)
+    assert "vpdpbusd" not in compiled.asm()
+    assert not any("matrix-vector product" in r for r in remarks), remarks
+    _run_where_present(NO_ENGINE, lambda: check(compiled["mm"], "s8", 130, 1, 1000))
+
+
+def test_upstream_accepts_the_int8_dot_form():
+    from upstream_mlir import mlir_opt
+    with compiling_for(DOT_ENGINES):
+        for kind in ("s8", "u8"):
+            compiled, remarks = _compile(kind, 97, 1, 103)
+            assert any("the int8 dot form" in r for r in remarks), remarks
+            text = str(compiled.module)
+            assert mlir_opt(text) == text
