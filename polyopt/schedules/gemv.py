@@ -683,7 +683,8 @@ def aligned_dot_rows(t: MlirLines, depth: int, rows: int, p: int, w: int, etype:
 INT8_LANES = 64
 
 
-def int8_dot_source(m: int, k: int, a_unsigned: bool, b_unsigned: bool) -> Optional[str]:
+def int8_dot_source(m: int, k: int, a_unsigned: bool, b_unsigned: bool,
+                    threads: int = 1) -> Optional[str]:
     """``func.func @gemv(%A, %B, %C)``: ``C[i, 0] += sum_k A[i, k] * B[k, 0]`` for an i8 A
     (M x K), i8 B (K x 1) and i32 C, the dot form on AVX512-VNNI's ``vpdpbusd`` (u8 times s8,
     four bytes into each i32 lane): 4 rows of A at a time with 2 accumulators of 64 bytes
@@ -691,10 +692,13 @@ def int8_dot_source(m: int, k: int, a_unsigned: bool, b_unsigned: bool) -> Optio
     (zero bytes past K; element by element, 40 bytes a row took most of 1000x1x1000's time);
     the unsigned operand is the instruction's first (u8) one; both signed, A's bytes are
     offset by 128 (``xori`` 0x80) and 128 times the sum of B is taken off once.  Exact.
+    With ``threads > 1`` the groups of rows are an ``affine.parallel`` (a matrix of at least
+    :data:`PARALLEL_MIN_BYTES`).
     None when both are unsigned (``vpdpbusd`` takes a signed second operand)."""
     if a_unsigned and b_unsigned:
         return None
     w, rows = INT8_LANES, DOT_ROWS
+    par = threads > 1 and m * k >= PARALLEL_MIN_BYTES and m >= 2 * rows
     ta, tb, tc = f"memref<{m}x{k}xi8>", f"memref<{k}x1xi8>", f"memref<{m}x1xi32>"
     vt, at = "vector<16xi32>", f"vector<{w}xi8>"
     k_pair, k_vec = k - k % (2 * w), k - k % w
@@ -735,7 +739,10 @@ def int8_dot_source(m: int, k: int, a_unsigned: bool, b_unsigned: bool) -> Optio
     def rows_loop(lo: int, hi: int, r_count: int) -> None:
         if hi <= lo:
             return
-        t.add(1, f"affine.for %i = {lo} to {hi} step {r_count} {{")
+        if par and r_count == rows:
+            t.add(1, f"affine.parallel (%i) = ({lo}) to ({hi}) step ({r_count}) {{")
+        else:
+            t.add(1, f"affine.for %i = {lo} to {hi} step {r_count} {{")
         count = 2 * r_count
         accs = [f"%zero"] * count
         if k_pair:
@@ -855,13 +862,16 @@ def expand_gemv(con, lanes_of, remark=None, threads: int = 1,
     if k < 1:
         return None
     if int8:
-        text = int8_dot_source(m, k, con.a_unsigned, con.b_unsigned) if n == 1 else None
+        text = int8_dot_source(m, k, con.a_unsigned, con.b_unsigned, threads) \
+            if n == 1 else None
         if text is None:
             return None
         described = (f"the int8 dot form: {DOT_ROWS} rows of A per step, 2 accumulators of "
                      f"{INT8_LANES} bytes per row on vpdpbusd")
         if not con.a_unsigned and not con.b_unsigned:
             described += ", A offset by 128"
+        if "affine.parallel" in text:
+            described += f", rows split over {threads} threads"
     else:
         at_top = con.anchor.parent_op is not None and \
             con.anchor.parent_op.name == "func.func"

@@ -214,3 +214,16 @@ def test_upstream_accepts_the_int8_dot_form():
             assert any("the int8 dot form" in r for r in remarks), remarks
             text = str(compiled.module)
             assert mlir_opt(text) == text
+
+
+@pytest.mark.parametrize("kind", ["s8", "u8"])
+def test_int8_dot_form_on_threads(kind):
+    """A matrix of at least PARALLEL_MIN_BYTES splits its groups of rows over the threads:
+    the same (exact) result at 1, 2 and 3 threads."""
+    from test_lowp_gemm import check
+    vnni = polyopt.pipeline.machine_model().vector_bits >= 512 and \
+        "avx512vnni" in polyopt.pipeline.machine_model().features
+    for threads in (1, 2, 3):
+        compiled, remarks = _compile(kind, 1003, 1, 613, threads)
+        assert any("rows split over" in r for r in remarks) == (vnni and threads > 1), remarks
+        check(compiled["mm"], kind, 1003, 1, 613, seed=threads)
