@@ -8,8 +8,9 @@ convert them in Python, 0.5 us in ctypes' own call), where numpy's 16x16 matmul 
 of ``C +=`` takes 1.4 us: every matmul below 48^3 was slower than numpy for the calls alone.
 
 The entry handles the common case only: every argument a memref with the identity layout (a
-static shape, or ``?`` sizes passed as MLIR's descriptor of a row-major array) and numpy's
-canonical dtype object, no results.  Anything else -- another
+static shape, or ``?`` sizes passed as MLIR's descriptor of a row-major array) and the
+canonical object of a dtype the argument takes (an i8 memref: int8 or uint8; bf16:
+``ml_dtypes.bfloat16`` or uint16), no results.  Anything else -- another
 dtype object, a wrong shape, a view that is not C-contiguous, aligned and writeable, a
 subclass of ndarray, the wrong number of arguments -- returns ``NotImplemented`` without
 touching anything, and the caller takes the general path, which accepts what it accepts and
@@ -73,9 +74,9 @@ def _api_address(name: str) -> int:
     return ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
 
 
-def entry_ir(kernel_address: int, arrays: Sequence[tuple[tuple, int, bool]]) -> str:
-    """LLVM IR of ``@entry(self, args, nargs)``: ``arrays`` is (shape, address of the
-    canonical dtype object, passed as a descriptor) per argument; ``None`` in a shape is a
+def entry_ir(kernel_address: int, arrays: Sequence[tuple[tuple, Sequence[int], bool]]) -> str:
+    """LLVM IR of ``@entry(self, args, nargs)``: ``arrays`` is (shape, addresses of the
+    canonical dtype objects it takes, passed as a descriptor) per argument; ``None`` in a shape is a
     ``?`` (any extent), and a descriptor argument is passed as MLIR's memref descriptor of a
     row-major array (pointer, offset 0, sizes, strides)."""
     consts = {
@@ -93,7 +94,7 @@ def entry_ir(kernel_address: int, arrays: Sequence[tuple[tuple, int, bool]]) -> 
              f"  %n_ok = icmp eq i64 %nargs, {len(arrays)}",
              f"  br i1 %n_ok, label %arg0, label %fallback"]
     data = []
-    for i, (shape, descr, descriptor) in enumerate(arrays):
+    for i, (shape, descrs, descriptor) in enumerate(arrays):
         nxt = f"arg{i + 1}" if i + 1 < len(arrays) else "call"
         lines += [f"arg{i}:",
                   f"  %o{i}.p = getelementptr ptr, ptr %args, i64 {i}",
@@ -109,7 +110,7 @@ def entry_ir(kernel_address: int, arrays: Sequence[tuple[tuple, int, bool]]) -> 
                   f"  %de{i} = load i64, ptr %de{i}.p",
                   f"  %fl{i} = load i32, ptr %fl{i}.p",
                   f"  %nd{i} = load i32, ptr %nd{i}.p",
-                  f"  %de{i}.ok = icmp eq i64 %de{i}, {descr}",
+                  *_one_of(f"%de{i}", descrs),
                   f"  %fl{i}.m = and i32 %fl{i}, {_CARRAY}",
                   f"  %fl{i}.ok = icmp eq i32 %fl{i}.m, {_CARRAY}",
                   f"  %nd{i}.ok = icmp eq i32 %nd{i}, {len(shape)}",
@@ -152,18 +153,30 @@ def entry_ir(kernel_address: int, arrays: Sequence[tuple[tuple, int, bool]]) -> 
     return "\n".join(lines) + "\n"
 
 
+def _one_of(value: str, constants: Sequence[int]) -> list[str]:
+    """Lines computing ``{value}.ok``: the i64 ``value`` is one of ``constants``."""
+    lines, ok = [], "false"
+    for k, c in enumerate(constants):
+        lines += [f"  {value}.eq{k} = icmp eq i64 {value}, {c}",
+                  f"  {value}.any{k} = or i1 {ok}, {value}.eq{k}"]
+        ok = f"{value}.any{k}"
+    return lines + [f"  {value}.ok = or i1 {ok}, false"]
+
+
 class NativeEntry:
     """The builtin function object (``self.function``) and what keeps it alive: its machine
     code's engine and its method definition."""
 
     def __init__(self, name: str, kernel_address: int,
-                 arrays: Sequence[tuple[tuple, Any, bool]]):
+                 arrays: Sequence[tuple[tuple, Sequence[Any], bool]]):
         import llvmlite.binding as llvm
 
         from .target import host_target, new_target_machine
-        ir_text = entry_ir(kernel_address, [(tuple(shape), id(np.dtype(dtype)), descriptor)
-                                            for shape, dtype, descriptor in arrays])
-        self._dtypes = [np.dtype(dtype) for _, dtype, _ in arrays]   # the descrs compared with
+        # the descrs compared with, kept alive
+        self._dtypes = [[np.dtype(d) for d in dtypes] for _, dtypes, _ in arrays]
+        ir_text = entry_ir(kernel_address, [(tuple(shape), [id(d) for d in dtypes], descriptor)
+                                            for (shape, _, descriptor), dtypes
+                                            in zip(arrays, self._dtypes)])
         mod = llvm.parse_assembly(ir_text)
         mod.verify()
         self._engine = llvm.create_mcjit_compiler(mod, new_target_machine(host_target(), 2))
@@ -181,15 +194,15 @@ def native_entry(name: str, kernel_address: int, args: Sequence[Any],
                  has_results: bool) -> Optional[NativeEntry]:
     """The native entry of a function whose ``args`` (``jit.MemRefArg``/``ScalarArg``) it can
     take, else None."""
-    from .jit import MemRefArg
+    from .jit import MemRefArg, _accepted_dtypes
     if not LAYOUT_OK or has_results or not args:
         return None
     arrays = []
     for a in args:
         # row-major arrays only: static shapes, or '?' sizes with the identity layout
         if not (isinstance(a, MemRefArg) and a.physical_shape is None and a.strides is None
-                and a.element != "bf16" and not (a.descriptor and a.offset not in (0, None))
+                and not (a.descriptor and a.offset not in (0, None))
                 and (a.descriptor or all(s is not None for s in a.shape))):
             return None
-        arrays.append((a.shape, a.dtype, a.descriptor))
+        arrays.append((a.shape, _accepted_dtypes(a)[0], a.descriptor))
     return NativeEntry(name, kernel_address, arrays)
