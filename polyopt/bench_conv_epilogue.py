@@ -3,8 +3,8 @@ convolution followed by its bias and ReLU, the ResNet pattern, timed three ways 
 under the harness rules of :mod:`polyopt.bench`: polyopt with the epilogue nest right after
 ``linalg.conv_2d_nhwc_hwcf`` (fused into the register tile where the pipeline fuses it),
 polyopt with the same nest in a function it calls (never fused), and torch's ``conv2d`` with
-its bias, then ``relu``, in channels_last (torch's fastest layout here); one thread,
-whatever ``--threads`` says."""
+its bias, then ``relu``, in channels_last (torch's fastest layout here); polyopt and torch
+on the same number of threads (``--threads``)."""
 
 from __future__ import annotations
 
@@ -57,6 +57,7 @@ class ConvEpilogueResult:
     unfused: Timing
     torch: Optional[Timing]
     torch_note: str
+    threads: int = 1
 
     def gflops(self, t: Timing) -> float:
         oh, ow = self.shape.out_hw
@@ -66,7 +67,8 @@ class ConvEpilogueResult:
     def report(self) -> str:
         ep = "+".join(self.epilogue) or "nothing"
         lines = [f"conv2d {self.shape.describe()} {self.dtype} (f32 output) + {ep}, medians of "
-                 f"{self.fused.reps} alternating runs, one thread",
+                 f"{self.fused.reps} alternating runs, "
+                 + ("one thread" if self.threads == 1 else f"{self.threads} threads"),
                  f"  {'':<40}  {'GFLOPS':>8}  {'fused is':>9}",
                  f"  {'polyopt, epilogue after the conv':<40}  {self.gflops(self.fused):8.1f}  "
                  f"{'':>9}  ({'fused' if self.fused_remark else 'not fused'})"]
@@ -81,7 +83,7 @@ class ConvEpilogueResult:
 
 
 def bench_conv_epilogue(s: ConvShape, dtype: str, epilogue: tuple, *, reps: int = 5,
-                        seed: int = 0) -> ConvEpilogueResult:
+                        seed: int = 0, threads: int = 1) -> ConvEpilogueResult:
     import numpy as np
 
     import polyopt
@@ -105,7 +107,8 @@ def bench_conv_epilogue(s: ConvShape, dtype: str, epilogue: tuple, *, reps: int 
     o = np.zeros((s.n, oh, ow, s.f), np.float32)
     fns, remarks = [], []
     for fused in (True, False):
-        fns.append(polyopt.compile(conv_epilogue_source(s, dtype, epilogue, fused), threads=1,
+        fns.append(polyopt.compile(conv_epilogue_source(s, dtype, epilogue, fused),
+                                   threads=threads,
                                    remark=lambda loc, m: remarks.append(m), hopt=True,
                                    copy=True, unroll=True, scalrep=True, vect=True)["conv"])
     i64, k64 = i.astype(np.float64), k.astype(np.float64)
@@ -130,7 +133,7 @@ def bench_conv_epilogue(s: ConvShape, dtype: str, epilogue: tuple, *, reps: int 
     note = "not installed (optional): no torch row"
     try:
         import torch
-        torch.set_num_threads(1)
+        torch.set_num_threads(threads)
         tt = torch.bfloat16 if dtype == "bf16" else torch.float32
         ti = torch.from_numpy(i.astype(np.float32).transpose(0, 3, 1, 2).copy()).to(tt) \
             .contiguous(memory_format=torch.channels_last)
@@ -150,4 +153,4 @@ def bench_conv_epilogue(s: ConvShape, dtype: str, epilogue: tuple, *, reps: int 
     ts = time_alternating(contenders, reps)
     return ConvEpilogueResult(s, dtype, tuple(epilogue),
                               any("fused into" in r for r in remarks), ts[0], ts[1],
-                              ts[2] if len(ts) > 2 else None, note)
+                              ts[2] if len(ts) > 2 else None, note, threads)

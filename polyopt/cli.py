@@ -255,8 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "output, timed with --epilogue against torch in bf16")
     p_cv.add_argument("--epilogue", default=None, metavar="bias,relu",
                       help="follow the convolution with these ops (bias, relu) and time it "
-                           "fused, unfused and against torch's conv2d(bias) + relu (one "
-                           "thread)")
+                           "fused, unfused and against torch's conv2d(bias) + relu")
     p_cv.add_argument("--reps", type=int, default=5, help="timed repetitions (default: 5)")
     p_cv.add_argument("--layout", choices=("nhwc", "nchw"), default="nhwc",
                       help="nhwc (default): hop.conv2d on NHWC/HWCF arrays, torch in "
@@ -792,10 +791,10 @@ def _explain_matmul(m: int, n: int, k: int, dtype: str, tiles: dict,
 
 def _bench_conv_epilogue(args: argparse.Namespace, shapes: dict) -> int:
     """``bench conv2d --epilogue ...`` (or ``--dtype bf16``): :mod:`polyopt.bench_conv_epilogue`,
-    one thread."""
+    on ``--threads`` threads."""
     from .bench_conv_epilogue import bench_conv_epilogue
     if args.json:
-        raise UsageError("--epilogue and --dtype bf16 print text (one thread): drop --json")
+        raise UsageError("--epilogue and --dtype bf16 print text: drop --json")
     epilogue = tuple(e.strip() for e in (args.epilogue or "").split(",") if e.strip())
     if args.epilogue is not None and not epilogue:
         raise UsageError("--epilogue: no op given (bias, relu or bias,relu)")
@@ -803,7 +802,8 @@ def _bench_conv_epilogue(args: argparse.Namespace, shapes: dict) -> int:
         raise UsageError(f"--epilogue: an op given twice: {args.epilogue}")
     for label, shape in shapes.items():
         try:
-            r = bench_conv_epilogue(shape, args.dtype, epilogue, reps=args.reps)
+            r = bench_conv_epilogue(shape, args.dtype, epilogue, reps=args.reps,
+                                    threads=args.threads)
         except ValueError as e:
             raise UsageError(str(e)) from None
         print((f"{label}: " if label else "") + r.report(), flush=True)

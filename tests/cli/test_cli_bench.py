@@ -199,11 +199,13 @@ def test_bench_batch_matmul_rows():
 
 def test_bench_conv2d_bf16_epilogue():
     """--dtype bf16 --epilogue bias,relu: the convolution with its epilogue fused, unfused (in
-    a called function) and torch's conv2d(bias) + relu, checked before timing."""
+    a called function) and torch's conv2d(bias) + relu, checked before timing, on the threads
+    --threads asks for."""
     proc = _run("bench", "conv2d", "--h", "9", "--w", "10", "--c", "8", "--f", "12", "--reps",
-                "1", "--dtype", "bf16", "--epilogue", "bias,relu")
+                "1", "--dtype", "bf16", "--epilogue", "bias,relu", "--threads", "2")
     assert proc.returncode == 0, proc.stderr
     assert "bf16 (f32 output) + bias+relu" in proc.stdout and "(fused)" in proc.stdout
+    assert "alternating runs, 2 threads" in proc.stdout
     assert "polyopt, epilogue in a called function" in proc.stdout
     proc = _run("bench", "conv2d", "--h", "9", "--w", "10", "--c", "8", "--f", "12", "--reps",
                 "1", "--epilogue", "gelu")
