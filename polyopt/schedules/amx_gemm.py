@@ -113,21 +113,24 @@ class AMXGemmText(LowpGemmText):
             super().pack(d, which)
             return
         # A: each row of a k-step is TK consecutive k of a row of A, one vector copy where
-        # the panel's 16 rows and the step's k are inside A, else element by element
+        # the panel's 16 rows and the step's k are inside A, else element by element (all
+        # of it when A's rows are not contiguous: a_run 1, a transposed view)
         t, step, ta, tap = self.t, self.step, self.ta, self.tap
         row_v = f"vector<{step}x{self.pt}>"
+        vectors = self.a_run > 1
         self.panels(d, self.mc // TILE_ROWS, TILE_ROWS, "%ic", "%M")
         t.add(d + 1, f"affine.for %p = 0 to {self.steps_of} {{")
         t.add(d + 2, f"affine.for %x = 0 to {TILE_ROWS} {{")
-        t.add(d + 3, f"affine.if affine_set<(d0, d1, d2, d3, d4)[s0, s1] : (s0 - d0 - d1 * "
-                     f"{TILE_ROWS} - d2 - 1 >= 0, s1 - d3 - d4 * {step} - {step} >= 0)>"
-                     f"(%ic, %q, %x, %pc, %p)[%M, %K] {{")
-        v = t.fresh("v")
-        t.add(d + 4, f"{v} = affine.vector_load %A[%ic + %q * {TILE_ROWS} + %x, %pc + %p * "
-                     f"{step}] : {ta}, {row_v}")
-        t.add(d + 4, f"affine.vector_store {v}, %Ap[%q, %p * {TILE_ROWS} + %x, 0] : {tap}, "
-                     f"{row_v}")
-        t.add(d + 3, "} else {")
+        if vectors:
+            t.add(d + 3, f"affine.if affine_set<(d0, d1, d2, d3, d4)[s0, s1] : (s0 - d0 - d1 * "
+                         f"{TILE_ROWS} - d2 - 1 >= 0, s1 - d3 - d4 * {step} - {step} >= 0)>"
+                         f"(%ic, %q, %x, %pc, %p)[%M, %K] {{")
+            v = t.fresh("v")
+            t.add(d + 4, f"{v} = affine.vector_load %A[%ic + %q * {TILE_ROWS} + %x, %pc + %p * "
+                         f"{step}] : {ta}, {row_v}")
+            t.add(d + 4, f"affine.vector_store {v}, %Ap[%q, %p * {TILE_ROWS} + %x, 0] : {tap}, "
+                         f"{row_v}")
+            t.add(d + 3, "} else {")
         t.add(d + 4, f"affine.for %g = 0 to {step} {{")
         e, raw = t.fresh("e"), t.fresh("r")
         t.add(d + 5, f"{e} = affine.if affine_set<(d0, d1, d2, d3, d4, d5)[s0, s1] : (s0 - d0 - "
@@ -141,7 +144,8 @@ class AMXGemmText(LowpGemmText):
         t.add(d + 5, "}")
         t.add(d + 5, f"affine.store {e}, %Ap[%q, %p * {TILE_ROWS} + %x, %g] : {tap}")
         t.add(d + 4, "}")
-        t.add(d + 3, "}")
+        if vectors:
+            t.add(d + 3, "}")
         t.add(d + 2, "}")
         t.add(d + 1, "}")
         t.add(d, "}")

@@ -230,7 +230,8 @@ def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None,
 
 def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, engine: Engine,
                      p: LowpParams, threads: int = 1, split_rows: bool = False,
-                     epilogue=None, a_run: Optional[int] = None, direct_a: bool = False) -> str:
+                     epilogue=None, a_run: Optional[int] = None, direct_a: bool = False,
+                     b_rows_contiguous: bool = True) -> str:
     """``func.func @gemm(%A, %B, %C, %M, %N, %K)``: ``C += A * B`` (operands cast to C's
     type) for the run-time sizes M, N, K on ``engine``; see the module docstring.  With
     ``threads > 1`` the packing loops over micro-panels and the loop over N_R-column tiles
@@ -243,7 +244,8 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
     which A's rows are copied, aligned from column 0 (default 64 bytes; a convolution's
     im2col copies its window runs, 21 elements in the 7x7 stem of 3 channels; 1: element by
     element), K_C a multiple of it.  ``direct_a``: the register tile reads A's rows where A
-    is (:func:`reads_a_in_place`); only a panel cut by M is packed."""
+    is (:func:`reads_a_in_place`); only a panel cut by M is packed.  ``b_rows_contiguous``
+    False (a transposed B): B is packed element by element."""
     if engine.amx:
         from .amx_gemm import AMXGemmText
         writer = AMXGemmText
@@ -251,6 +253,7 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
         writer = LowpGemmText
     text = writer(operand_types, types, engine, p, threads, split_rows, epilogue, a_run)
     text.direct_a = direct_a and not engine.amx
+    text.b_rows_contiguous = b_rows_contiguous
     return text.source()
 
 
@@ -281,6 +284,8 @@ class LowpGemmText:
         self.a_row_major = True
         # A read where it is, its panels unpacked but for one cut by M (reads_a_in_place)
         self.direct_a = False
+        # B's rows are contiguous: its groups are packed by vector loads of its rows
+        self.b_rows_contiguous = True
         self.tap = self.a_buffer_type()
         self.ttmp = f"memref<{self.mr}x{self.nr}x{self.ct}>"
         self.zero_c = "0.000000e+00" if self.is_float else "0"
@@ -405,7 +410,8 @@ class LowpGemmText:
         t, g, kc = self.t, self.g, self.kc
         buf, bt, st, r_of, tile, size, at = self.operand(which)
         block = self.mc if which == "A" else self.nc
-        interleaved = which == "B" and g > 1 and self.types.b == self.pt
+        interleaved = which == "B" and g > 1 and self.types.b == self.pt and \
+            self.b_rows_contiguous
         if interleaved:
             self.b_whole_panels(d, at, st)
         self.panels(d, block // tile, tile, r_of, size)
@@ -881,6 +887,8 @@ def a_row_run(con, engine: Engine, k_c: Optional[int] = None) -> int:
     1.06x; conv4_x 1.04x; the others within 1%)."""
     from .contraction import STAND_IN_ATTR, STAND_IN_RUN_ATTR, STAND_IN_WINDOW_RUN_ATTR
     vector = A_ROW_VECTOR_BYTES // packed_bytes(engine.packed)
+    if not rows_contiguous(con.a.memref):       # a transposed or strided view of A
+        return 1
     alloc = con.a.memref.defining_op
     if alloc is None or STAND_IN_ATTR not in alloc.attributes:
         return vector
@@ -892,6 +900,15 @@ def a_row_run(con, engine: Engine, k_c: Optional[int] = None) -> int:
             return window.value
         return vector
     return window.value if window is not None else 1
+
+
+def rows_contiguous(memref) -> bool:
+    """Are a matrix's rows runs of consecutive elements (unit stride along its columns), so
+    that the packing can copy them by vectors?  Not in a transposed or strided view (a raised
+    ``A[k, i]``, ``B[j, k]``)."""
+    from ..affine.dialects.memref import strides_and_offset
+    layout = strides_and_offset(memref.type)
+    return layout is not None and layout[0][-1] == 1
 
 
 def reads_a_in_place(con, engine: Engine) -> bool:
@@ -945,7 +962,7 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
     split_rows = isinstance(con.n, int) and con.n < 2 * threads * nr    # few column panels
     text = lowp_gemm_source(tuple(str(v.type) for v in con.operands), types, engine, params,
                             threads, split_rows, epilogue, a_run,
-                            reads_a_in_place(con, engine))
+                            reads_a_in_place(con, engine), rows_contiguous(con.b.memref))
     values = [*con.operands, *extents]
     if epilogue is not None:
         values += [epilogue.view(v) for v in epilogue.externals]

@@ -20,7 +20,8 @@ from polyopt.codegen.target import Target, compiling_for
 from polyopt.pipeline import CompiledModule, PipelineOptions, load, run_passes
 from upstream_mlir import mlir_opt
 
-from test_lowp_gemm import ALL, AVX512, TRIPLE, check, hop_source, operands, _run_where_present
+from test_lowp_gemm import (ALL, AVX512, TRIPLE, check, check_transposed, hop_source, operands,
+                            transposed_source, _run_where_present)
 
 AMX = Target.from_features(TRIPLE, "sapphirerapids",
                            AVX512 + ",+avx512vnni,+avx512bf16,+avx512fp16,+amx-tile,+amx-bf16,"
@@ -56,6 +57,14 @@ def test_the_remark_names_the_amx_instruction(kind):
 @pytest.mark.parametrize("m, n, k", SHAPES)
 def test_emulated_amx_gemm_matches_numpy(kind, m, n, k):
     check(emulated(hop_source(kind, m, n, k))["mm"], kind, m, n, k)
+
+
+@pytest.mark.parametrize("kind", ["bf16", "s8"])
+@pytest.mark.parametrize("a_t, b_t", [(True, False), (False, True)])
+def test_emulated_amx_gemm_of_transposed_operands(kind, a_t, b_t):
+    m, n, k = 40, 70, 90
+    check_transposed(emulated(transposed_source(kind, m, n, k, a_t, b_t))["mm"], kind, m, n, k,
+                     a_t, b_t)
 
 
 @pytest.mark.parametrize("kind", ["bf16", "u8"])

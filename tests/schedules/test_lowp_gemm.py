@@ -297,6 +297,56 @@ def test_a_nest_with_one_cast_factor_is_a_near_miss():
     assert any("different element types (bf16, f32)" in r for r in remarks), remarks
 
 
+def transposed_source(kind, m, n, k, a_t, b_t):
+    """``C[i, j] += cast(A[k, i]) * cast(B[j, k])`` (``a_t``, ``b_t``: A stored K x M, B
+    stored N x K) as the affine nest a user writes."""
+    a, b, c, _ = KINDS[kind]
+    casts = {"bf16": ("arith.extf",) * 2, "f16": ("arith.extf",) * 2,
+             "s8": ("arith.extsi",) * 2, "u8": ("arith.extui", "arith.extsi")}[kind]
+    ta = f"memref<{k}x{m}x{a}>" if a_t else f"memref<{m}x{k}x{a}>"
+    tb = f"memref<{n}x{k}x{b}>" if b_t else f"memref<{k}x{n}x{b}>"
+    tc = f"memref<{m}x{n}x{c}>"
+    mul, add = ("arith.mulf", "arith.addf") if c == "f32" else ("arith.muli", "arith.addi")
+    return f"""func.func @mm(%A: {ta}, %B: {tb}, %C: {tc}) {{
+  affine.for %i = 0 to {m} {{
+    affine.for %j = 0 to {n} {{
+      affine.for %k = 0 to {k} {{
+        %a = affine.load %A[{"%k, %i" if a_t else "%i, %k"}] : {ta}
+        %b = affine.load %B[{"%j, %k" if b_t else "%k, %j"}] : {tb}
+        %ae = {casts[0]} %a : {a} to {c}
+        %be = {casts[1]} %b : {b} to {c}
+        %p = {mul} %ae, %be : {c}
+        %o = affine.load %C[%i, %j] : {tc}
+        %s = {add} %o, %p : {c}
+        affine.store %s, %C[%i, %j] : {tc}
+      }}
+    }}
+  }}
+  return
+}}
+"""
+
+
+def check_transposed(fn, kind, m, n, k, a_t, b_t):
+    """``check`` with A and B stored transposed as ``transposed_source`` says."""
+    def call(a, b, c):
+        fn(np.ascontiguousarray(a.T) if a_t else a, np.ascontiguousarray(b.T) if b_t else b, c)
+    check(call, kind, m, n, k)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("a_t, b_t", [(True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("m, n, k, threads", [(50, 60, 70, 1), (97, 101, 103, 2)])
+def test_transposed_operands(kind, a_t, b_t, m, n, k, threads):
+    """A stored K x M, B stored N x K: the packing copies their views element by element
+    (vector copies of a row read a column there: the compilation failed before)."""
+    remarks = []
+    fn = polyopt.compile(transposed_source(kind, m, n, k, a_t, b_t), threads=threads,
+                         remark=lambda loc, msg: remarks.append(msg), **ALL)["mm"]
+    assert any("groups of" in r for r in remarks), remarks
+    check_transposed(fn, kind, m, n, k, a_t, b_t)
+
+
 CONV = """func.func @conv(%I: memref<{n}x{h}x{w}x{c}x{t}>, %K: memref<3x3x{c}x{f}x{t}>, %O: memref<{n}x{oh}x{ow}x{f}x{o}>) {{
   linalg.conv_2d_nhwc_hwcf {{dilations = dense<1> : tensor<2xi64>, strides = dense<{s}> : tensor<2xi64>}} ins(%I, %K : memref<{n}x{h}x{w}x{c}x{t}>, memref<3x3x{c}x{f}x{t}>) outs(%O : memref<{n}x{oh}x{ow}x{f}x{o}>)
   return
