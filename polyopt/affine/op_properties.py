@@ -30,8 +30,8 @@ _MATH_FASTMATH = ("absf", "acos", "acosh", "asin", "asinh", "atan", "atan2", "at
                   "sincos", "sinh", "sqrt", "tan", "tanh", "trunc")
 _LINALG_UNARY_BINARY = ("abs", "add", "ceil", "div", "div_unsigned", "erf", "exp", "floor",
                         "log", "max", "min", "mul", "negf", "powf", "reciprocal", "round", "rsqrt",
-                        "select", "sqrt", "square", "sub", "tanh", "batch_matvec", "dot", "fill",
-                        "matvec", "vecmat")
+                        "select", "sqrt", "square", "sub", "tanh", "batch_matvec", "batch_vecmat",
+                        "dot", "fill", "matvec", "mmt4d", "vecmat")
 _LINALG_WINDOW = ("conv_1d_nwc_wcf", "conv_2d_nchw_fchw", "conv_2d_nhwc_fhwc",
                   "conv_2d_nhwc_hwcf", "depthwise_conv_2d_nhwc_hwc", "pooling_nchw_max",
                   "pooling_nchw_sum", "pooling_nhwc_max", "pooling_nhwc_max_unsigned",
@@ -68,6 +68,7 @@ INHERENT: dict[str, tuple[str, ...]] = {
     **{f"linalg.{n}": (SEGMENTS,) for n in _LINALG_UNARY_BINARY},
     **{f"linalg.{n}": ("dilations", SEGMENTS, "strides") for n in _LINALG_WINDOW},
     "linalg.batch_matmul": ("cast", "indexing_maps", SEGMENTS),
+    "linalg.batch_reduce_matmul": ("cast", "indexing_maps", SEGMENTS),
     "linalg.matmul": ("cast", "indexing_maps", SEGMENTS),
     "linalg.copy": ("cast", SEGMENTS),
     "linalg.elementwise": ("indexing_maps", "kind", SEGMENTS),

@@ -229,7 +229,8 @@ def test_builders_print_what_mlir_opt_parses():
                                                     AffineMap.get(3, 0, (dim(2), dim(1))),
                                                     AffineMap.get(3, 0, (dim(0), dim(1)))])
     b.create(MatvecOp, A, x, y)
-    b.create(VecmatOp, y, A, x, unsigned=True)
+    b.create(VecmatOp, y, A, x)
+    b.create(LinalgMatmulOp, A, B, C, unsigned=True)    # vecmat declares no cast (signed)
     b.create(DotOp, x, x, s)
     b.create(BatchMatmulOp, *f.args[8:11])
     text = str(m)

@@ -1,5 +1,6 @@
 """linalg's named contractions and convolutions on memrefs: ``linalg.matmul``,
-``linalg.batch_matmul``, ``linalg.matvec``, ``linalg.vecmat``, ``linalg.dot`` and the
+``linalg.batch_matmul``, ``linalg.matvec``, ``linalg.vecmat``, ``linalg.dot``,
+``linalg.batch_vecmat``, ``linalg.batch_reduce_matmul``, ``linalg.mmt4d`` and the
 convolutions ``linalg.conv_2d_nhwc_hwcf``, ``linalg.conv_1d_nwc_wcf``,
 ``linalg.depthwise_conv_2d_nhwc_hwc``.
 
@@ -13,8 +14,17 @@ maps MLIR gives them::
     linalg.matvec          (i, k):        A[i, k], x[k], y[i]
     linalg.vecmat          (j, k):        x[k], A[k, j], y[j]
     linalg.dot             (k):           x[k], y[k], s[]
+    linalg.batch_vecmat    (b, j, k):     x[b, k], A[b, k, j], y[b, j]
+    linalg.batch_reduce_matmul (b, i, j, k): A[b, i, k], B[b, k, j], C[i, j]
+    linalg.mmt4d           (m, n, k, m0, n0, k0): A[m, k, m0, k0], B[n, k, n0, k0],
+                                          C[m, n, m0, n0]
 
-``linalg.matmul`` and ``linalg.batch_matmul`` take ``indexing_maps = [...]`` to transpose or
+Only ``matmul``, ``batch_matmul`` and ``batch_reduce_matmul`` declare
+``{cast = #linalg.type_fn<cast_unsigned>}``; on the others MLIR keeps ``cast`` as a
+discardable attribute it neither checks nor reads, and casts signed: so does polyopt.
+
+``linalg.matmul``, ``linalg.batch_matmul`` and ``linalg.batch_reduce_matmul`` take
+``indexing_maps = [...]`` to transpose or
 broadcast operands (MLIR 22's replacement of ``matmul_transpose_a``/``_b``)::
 
     linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d2, d0)>,
@@ -68,6 +78,10 @@ class _ContractionOp(_NamedOp):
     DEFAULT_MAPS: tuple[AffineMap, ...] = ()
     ITERATORS: tuple[str, ...] = ()
     USER_MAPS = False           # takes ``indexing_maps = [...]`` (matmul, batch_matmul)
+    #: declares ``cast = #linalg.type_fn<...>`` (matmul, batch_matmul, batch_reduce_matmul);
+    #: on the others ``cast`` is a discardable attribute that MLIR neither checks nor reads:
+    #: their inputs are cast signed
+    CAST_ATTR = False
     OPERAND_NAMES = ("A", "B", "C")
 
     @classmethod
@@ -81,6 +95,8 @@ class _ContractionOp(_NamedOp):
                 raise ValueError(f"{cls.OP_NAME} takes no indexing_maps")
             attrs["indexing_maps"] = maps_attr(indexing_maps)
         if unsigned:
+            if not cls.CAST_ATTR:
+                raise ValueError(f"{cls.OP_NAME} takes no cast: its inputs are cast signed")
             attrs["cast"] = OpaqueAttr(CAST_ATTRS[1])
         return cls(operands=[a, b, c], attributes=attrs, loc=loc)
 
@@ -113,7 +129,7 @@ class _ContractionOp(_NamedOp):
 
     @property
     def unsigned_cast(self) -> bool:
-        return str(self.attributes.get("cast")) == CAST_ATTRS[1]
+        return self.CAST_ATTR and str(self.attributes.get("cast")) == CAST_ATTRS[1]
 
     @property
     def is_plain(self) -> bool:
@@ -156,7 +172,7 @@ class _ContractionOp(_NamedOp):
         p.skip_ws()
         _merge_attrs(p, attrs, p.parse_optional_attr_dict(), name, p.pos)
         _reject_tensor_results(p)
-        _check_cast_attr(p, name, attrs)
+        _check_cast_attr(p, name, attrs)       # a #linalg.type_fn<...> is one wherever it is
         if "indexing_maps" in attrs and not cls.USER_MAPS:
             raise _custom_error(p, name, "does not take indexing_maps", start)
         if len(ins) != 2 or len(outs) != 1:
@@ -211,7 +227,8 @@ class _ContractionOp(_NamedOp):
         self._verify_no_region()
         if len(self.operands) != 3:
             raise self.error("expects two inputs and one output")
-        _verify_cast_attr(self)
+        if self.CAST_ATTR:
+            _verify_cast_attr(self)
         if self.USER_MAPS and "indexing_maps" in self.attributes:
             a = self.attributes["indexing_maps"]
             if not isinstance(a, ArrayAttr) or not all(isinstance(e, AffineMapAttr)
@@ -253,6 +270,7 @@ class LinalgMatmulOp(_ContractionOp):
     DEFAULT_MAPS = MATMUL_MAPS
     ITERATORS = ("parallel", "parallel", "reduction")
     USER_MAPS = True
+    CAST_ATTR = True
 
     def _verify_user_maps(self) -> None:
         maps = self.indexing_maps
@@ -274,6 +292,7 @@ class BatchMatmulOp(_ContractionOp):
     DEFAULT_MAPS = BATCH_MATMUL_MAPS
     ITERATORS = ("parallel", "parallel", "parallel", "reduction")
     USER_MAPS = True
+    CAST_ATTR = True
 
     def _verify_user_maps(self) -> None:
         maps = self.indexing_maps
@@ -341,6 +360,61 @@ class DotOp(_ContractionOp):
     OP_NAME = "linalg.dot"
     DEFAULT_MAPS = _maps(1, (0,), (0,), ())
     ITERATORS = ("reduction",)
+
+
+@register_op
+class BatchVecmatOp(_ContractionOp):
+    """``linalg.batch_vecmat ins(%x, %A : memref<BxK>, memref<BxKxN>) outs(%y : memref<BxN>)``:
+    y[b, j] += x[b, k] * A[b, k, j]."""
+
+    OP_NAME = "linalg.batch_vecmat"
+    DEFAULT_MAPS = _maps(3, (0, 2), (0, 2, 1), (0, 1))
+    ITERATORS = ("parallel", "parallel", "reduction")
+
+
+@register_op
+class BatchReduceMatmulOp(_ContractionOp):
+    """``linalg.batch_reduce_matmul [indexing_maps = [...]] ins(%A, %B) outs(%C)``:
+    C[i, j] += A[b, i, k] * B[b, k, j], summed over the batch too (by default)."""
+
+    OP_NAME = "linalg.batch_reduce_matmul"
+    DEFAULT_MAPS = _maps(4, (0, 1, 3), (0, 3, 2), (1, 2))
+    ITERATORS = ("reduction", "parallel", "parallel", "reduction")
+    USER_MAPS = True
+    CAST_ATTR = True
+
+    def _verify_user_maps(self) -> None:
+        maps = self.indexing_maps
+        if len(maps) != 3:
+            raise self.error("Indexing_map attribute must have 3 affine maps.")
+        out = maps[2]
+        if out.num_results != 2:
+            raise self.error(f"expects 2 dims, but got ({out.num_results}).")
+        if not (out.results[0].is_function_of_dim(1) and out.results[1].is_function_of_dim(2)):
+            raise self.error("Invalid output map result dimension.")
+        for k in range(2):
+            m, d = maps[k], self.DEFAULT_MAPS[k]
+            if not _subset(m, d):
+                raise self.error("Unexpected result dim expression (outside the set of default "
+                                 "result dims).")
+            if m.num_results > 3:
+                raise self.error("no. of result dim expressions exceeds 3.")
+            if m.num_results < d.num_results:
+                if not _valid_batch_broadcast(m, is_lhs=k == 0):
+                    raise self.error("Invalid broadcast requested.")
+            elif not m.results[0].is_function_of_dim(0):
+                raise self.error("Invalid batch dimension expression.")
+
+
+@register_op
+class Mmt4dOp(_ContractionOp):
+    """``linalg.mmt4d ins(%A, %B : memref<MxKxM0xK0>, memref<NxKxN0xK0>) outs(%C :
+    memref<MxNxM0xN0>)``: C[m, n, m0, n0] += A[m, k, m0, k0] * B[n, k, n0, k0], the
+    tiled (data-tiled) matmul with B transposed inside its tiles."""
+
+    OP_NAME = "linalg.mmt4d"
+    DEFAULT_MAPS = _maps(6, (0, 2, 3, 5), (1, 2, 4, 5), (0, 1, 3, 4))
+    ITERATORS = ("parallel", "parallel", "reduction", "parallel", "parallel", "reduction")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -539,4 +613,5 @@ LINALG_CONV_OPS = {c.OP_NAME: c for c in (LinalgConv2DNhwcHwcfOp, LinalgConv1DNw
 
 __all__ = ["MATMUL_MAPS", "BATCH_MATMUL_MAPS", "LinalgMatmulOp", "BatchMatmulOp", "MatvecOp",
            "VecmatOp", "DotOp", "conv_indexing_maps", "LinalgConv2DNhwcHwcfOp",
-           "LinalgConv1DNwcWcfOp", "LinalgDepthwiseConv2DNhwcHwcOp", "LINALG_CONV_OPS"]
+           "LinalgConv1DNwcWcfOp", "LinalgDepthwiseConv2DNhwcHwcOp", "LINALG_CONV_OPS",
+           "BatchVecmatOp", "BatchReduceMatmulOp", "Mmt4dOp"]
