@@ -140,6 +140,13 @@ class Contraction:
         return tuple(f"b{t}" for t in range(len(self.batch))) + (ROW, COL, RED)
 
     @property
+    def summed_batch(self) -> tuple[str, ...]:
+        """The batch loops C does not index: their products all add into the same C
+        (``linalg.batch_reduce_matmul``'s batch, BRGEMM's), so they run one after the other."""
+        in_c = set(self.c.loops())
+        return tuple(n for n in self.loop_names[:len(self.batch)] if n not in in_c)
+
+    @property
     def element_type(self):
         return self.c.memref.type.element_type
 
@@ -190,8 +197,9 @@ class Contraction:
         sizes = "x".join(str(e) if isinstance(e, int) else "?" for e in
                          (*self.batch, self.m, self.n, self.k))
         names = "x".join(self.loop_names)
+        summed = "".join(f", {n} summed into C" for n in self.summed_batch)
         text = (f"{lhs} {op} {beta}{alpha}{self.a.describe('A')} * {self.b.describe('B')} "
-                f"({names} = {sizes})")
+                f"({names} = {sizes}{summed})")
         return f"{text} {self.origin}" if self.origin else text
 
 
@@ -242,6 +250,9 @@ def to_matrix_form(con: Contraction) -> Contraction:
         return _fold_batch_into_rows(con)
     from ..affine.dialects.affine import AffineForOp
     b = Builder.before(con.anchor)
+    if con.summed_batch and con.beta is not None and con.beta != 1:
+        _scale_c(b, con)           # once: every product of the summed batch adds into C
+        con = replace(con, beta=None)
     batch_ivs = {}
     for t, extent in enumerate(con.batch):
         loop = b.create(AffineForOp.build_constant, 0, extent, loc=con.loc)
@@ -254,6 +265,32 @@ def to_matrix_form(con: Contraction) -> Contraction:
     anchor = b.block.ops[b.index] if b.index < len(b.block.ops) else con.anchor
     return replace(con, anchor=anchor, a=_canonical(a, ROW, RED), b=_canonical(bm, RED, COL),
                    c=_canonical(c, ROW, COL), batch=())
+
+
+def _scale_c(b: Builder, con: Contraction) -> None:
+    """``C = beta * C`` (``C = beta`` when beta is 0: C is not read) over the elements of C the
+    contraction writes, a nest over C's own loops built at ``b``."""
+    from ..affine.dialects.affine import AffineLoadOp, AffineStoreOp
+    from ..affine.dialects.arith import FLOAT_BINARY, INT_BINARY, ConstantOp
+    from ..affine.types import FloatType
+    from .nest_building import extent_loops
+    names = list(dict.fromkeys(con.c.loops()))
+    extents = {**{f"b{t}": e for t, e in enumerate(con.batch)}, ROW: con.m, COL: con.n}
+    loops, body = extent_loops(b, [extents[n] for n in names], con.loc)
+    ivs = [loop.induction_var for loop in loops]
+    at = con.c.map(names)
+    etype = con.element_type
+    is_float = isinstance(etype, FloatType)
+    beta = con.beta
+    if not isinstance(beta, Value):
+        beta = body.create(ConstantOp, beta if is_float else int(beta), etype,
+                           loc=con.loc).result
+    scaled = beta
+    if con.beta != 0:
+        mul = FLOAT_BINARY["mulf"] if is_float else INT_BINARY["muli"]
+        old = body.create(AffineLoadOp.build, con.c.memref, ivs, at, loc=con.loc).result
+        scaled = body.create(mul, old, beta, loc=con.loc).result
+    body.create(AffineStoreOp.build, scaled, con.c.memref, ivs, at, loc=con.loc)
 
 
 def _shared_b_folds(con: Contraction) -> bool:

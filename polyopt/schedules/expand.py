@@ -877,7 +877,7 @@ def _batch_on_threads(con: Contraction, mcon: Contraction, tiled: bool, threads:
     half of one thread's speed), else None.  A B shared by the batch leaves no batch loop
     (the batch is rows of one product, split over the team as any product's are)."""
     if not (tiled and threads > 1 and con.batch and con.batch[0] >= threads) or \
-            mcon.anchor is con.anchor:
+            mcon.anchor is con.anchor or "b0" in con.summed_batch:
         return None
     op = mcon.anchor
     while op is not None and op.parent is not con.anchor.parent:

@@ -410,10 +410,8 @@ def _contraction(model: PolyhedralModel, upd: _Update, top: AffineForOp, namer
     if not xs or not ys:
         return _matrix_vector(model, upd, top, namer, loop_names, bounds, xs + ys, red, batch,
                               c_sub, {id(f0): x_sub, id(f1): y_sub}, f0, f1)
-    if len(red) != 1:
-        names = ", ".join(loop_names[d] for d in red) or "none"
-        raise NearMiss(f"{len(red)} reduction loops ({names}): the BLIS pipeline takes one",
-                       loc)
+    if not red:
+        raise NearMiss("0 reduction loops (none): the BLIS pipeline takes one", loc)
     # C's innermost own loop is its column: A is the factor that loop does not index
     c_order = [d for d, _, _ in c_sub if d is not None and d not in batch]
     col = c_order[-1]
@@ -425,6 +423,12 @@ def _contraction(model: PolyhedralModel, upd: _Update, top: AffineForOp, namer
     outer = _column_pair(batch, col, ys, bounds, c_sub, y_sub, c_mem, f1.memref)
     if outer is not None:
         batch.remove(outer)
+    # more reduction loops than one: K is the innermost of A's, the others a batch summed
+    # into the same C (BRGEMM, linalg.batch_reduce_matmul), innermost of the batch loops
+    a_order = [d for d, _, _ in x_sub if d in red]
+    k_loop = a_order[-1]
+    batch += [d for d in red if d != k_loop]
+    red = [k_loop]
     for t, d in enumerate(batch):
         roles[d] = f"b{t}"
     roles[row], roles[col], roles[red[0]] = ROW, COL, RED
