@@ -76,6 +76,7 @@ INHERENT: dict[str, tuple[str, ...]] = {
     "linalg.index": ("dim",),
     "linalg.reduce": ("dimensions",),
     "linalg.transpose": ("permutation",),
+    "linalg.broadcast": ("dimensions",),
     "llvm.call_intrinsic": ("arg_attrs", "fastmathFlags", "intrin", "op_bundle_sizes",
                             "op_bundle_tags", SEGMENTS, "res_attrs"),
     **{f"math.{n}": ("fastmath",) for n in _MATH_FASTMATH},

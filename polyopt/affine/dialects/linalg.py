@@ -798,7 +798,7 @@ def build_add(b, x: Value, y: Value, loc) -> Value:
 
 # the ops (registered on import)
 from .linalg_generic import GenericOp, MapOp, ReduceOp  # noqa: E402,F401
-from .linalg_data import CopyOp, FillOp, TransposeOp  # noqa: E402,F401
+from .linalg_data import BroadcastOp, CopyOp, FillOp, TransposeOp  # noqa: E402,F401
 from .linalg_named import (LINALG_CONV_OPS, MATMUL_MAPS, BatchMatmulOp,  # noqa: E402,F401
                            BatchReduceMatmulOp, BatchVecmatOp, DotOp, Mmt4dOp, LinalgConv1DNwcWcfOp, LinalgConv2DNhwcHwcfOp,
                            LinalgDepthwiseConv2DNhwcHwcOp, LinalgMatmulOp, MatvecOp, VecmatOp,
@@ -808,7 +808,7 @@ from .linalg_window import LINALG_WINDOW_OPS  # noqa: E402,F401
 
 #: Every structured op class, by op name.
 STRUCTURED_OPS = {c.OP_NAME: c for c in (
-    GenericOp, MapOp, ReduceOp, TransposeOp, CopyOp, FillOp, LinalgMatmulOp, BatchMatmulOp,
-    MatvecOp, VecmatOp, DotOp, BatchVecmatOp, BatchReduceMatmulOp, Mmt4dOp,
+    GenericOp, MapOp, ReduceOp, TransposeOp, BroadcastOp, CopyOp, FillOp, LinalgMatmulOp,
+    BatchMatmulOp, MatvecOp, VecmatOp, DotOp, BatchVecmatOp, BatchReduceMatmulOp, Mmt4dOp,
     *LINALG_CONV_OPS.values(), *LINALG_ELEMENTWISE_OPS.values(),
     ElementwiseOp, *LINALG_WINDOW_OPS.values())}

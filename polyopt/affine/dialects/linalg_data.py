@@ -1,5 +1,6 @@
 """linalg's data-movement ops, named ops without a written region: ``linalg.transpose``,
-``linalg.copy`` and ``linalg.fill`` (see :mod:`polyopt.affine.dialects.linalg`)."""
+``linalg.broadcast``, ``linalg.copy`` and ``linalg.fill`` (see
+:mod:`polyopt.affine.dialects.linalg`)."""
 
 from __future__ import annotations
 
@@ -106,6 +107,103 @@ class TransposeOp(_NamedOp):
             if a != b_:
                 raise self.error(f"dim(result, {k}) = {'?' if b_ is None else b_} doesn't match "
                                  f"dim(input, permutation[{k}]) = {'?' if a is None else a}")
+        if ti.element_type != to.element_type:
+            raise _yield_type_error(self, to.element_type, ti.element_type)
+        self.verify_structured()
+
+
+@register_op
+class BroadcastOp(_NamedOp):
+    """``linalg.broadcast ins(%x : memref<8x32xf32>) outs(%y : memref<8x16x32xf32>)
+    dimensions = [1]``: ``init[i0, .., in] = input[...]`` over the init dimensions not in
+    ``dimensions`` (the ones the broadcast adds), in order."""
+
+    OP_NAME = "linalg.broadcast"
+
+    @classmethod
+    def build(cls, input: Value, init: Value, dimensions: Sequence[int],
+              loc=None) -> "BroadcastOp":
+        return cls(operands=[input, init],
+                   attributes={"dimensions": DenseArrayAttr(i64, tuple(dimensions))}, loc=loc)
+
+    @property
+    def input(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def init(self) -> Value:
+        return self.operands[1]
+
+    @property
+    def dimensions(self) -> tuple[int, ...]:
+        a = self.attributes.get("dimensions")
+        return tuple(int(v) for v in a.values) if isinstance(a, DenseArrayAttr) else ()
+
+    def _kept(self) -> list[int]:
+        """The init dimensions the input's map to, in order."""
+        return [d for d in range(_rank(self.init.type)) if d not in self.dimensions]
+
+    @property
+    def indexing_maps(self) -> tuple[AffineMap, ...]:
+        rank = _rank(self.init.type)
+        return (AffineMap.get(rank, 0, tuple(dim(d) for d in self._kept())),
+                AffineMap.identity(rank))
+
+    @property
+    def iterator_types(self) -> tuple[str, ...]:
+        return ("parallel",) * _rank(self.init.type)
+
+    def build_payload(self, b, args, loc):
+        return [args[0]]
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        _reject_tensors(p)
+        attrs: dict = {}
+        ins, outs = _parse_ins_outs(p, name, attrs)
+        attrs["dimensions"] = _parse_i64_list_keyword(p, name, "dimensions")
+        p.skip_ws()
+        _merge_attrs(p, attrs, p.parse_optional_attr_dict(), name, p.pos)
+        _reject_tensor_results(p)
+        if len(ins) != 1 or len(outs) != 1:
+            raise _custom_error(p, name, f"expects 1 input and 1 init, got {len(ins)} and "
+                                f"{len(outs)}")
+        return cls(operands=ins + outs, attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print("linalg.broadcast")
+        _print_ins_outs(p, self.inputs, self.outputs)
+        _print_i64_list_keyword(p, "dimensions", self.attributes.get("dimensions"))
+        p.print_attr_dict(self.attributes, elide=("dimensions",))
+
+    def verify_op(self) -> None:
+        """MLIR's BroadcastOp::verify, in its order and words (a dynamic size prints as MLIR's
+        kDynamic)."""
+        self._verify_no_region()
+        if len(self.operands) != 2:
+            raise self.error("expects 1 input and 1 init")
+        if not isinstance(self.attributes.get("dimensions"), DenseArrayAttr):
+            raise self.error("requires attribute 'dimensions'")
+        self._verify_operand_kinds()
+        ti, to = self.input.type, self.init.type
+        dims = self.dimensions
+        if ti.rank + len(dims) != to.rank:
+            raise self.error(f"input rank plus added dimensions does not match init rank. "
+                             f"input rank: {ti.rank}, dimensions size: {len(dims)}, init rank: "
+                             f"{to.rank}")
+        for k, d in enumerate(dims):
+            if not 0 <= d < to.rank:
+                raise self.error(f"dimension {k} is out of range. expected range: [0, "
+                                 f"{to.rank - 1}], got: {d}")
+        if len(set(dims)) != len(dims):      # MLIR reads past the input's shape here
+            raise self.error(f"dimensions {list(dims)} name an init dimension twice")
+
+        def size(n):
+            return -(1 << 63) if n is None else n
+        for k, d in enumerate(self._kept()):
+            if ti.shape[k] != to.shape[d]:
+                raise self.error(f"input dim {k} should match init dim {d}. input: "
+                                 f"{size(ti.shape[k])}, init: {size(to.shape[d])}")
         if ti.element_type != to.element_type:
             raise _yield_type_error(self, to.element_type, ti.element_type)
         self.verify_structured()
