@@ -786,6 +786,14 @@ def build_mul(b, x: Value, y: Value, loc) -> Value:
     return b.create(INT_BINARY[name], x, y, loc=loc).result
 
 
+def build_sub(b, x: Value, y: Value, loc) -> Value:
+    """``x - y`` (``arith.subf``, ``arith.subi``: MLIR's BinaryFn::sub)."""
+    from .arith import FLOAT_BINARY, INT_BINARY
+    if isinstance(x.type, FloatType):
+        return b.create(FLOAT_BINARY["subf"], x, y, loc=loc).result
+    return b.create(INT_BINARY["subi"], x, y, loc=loc).result
+
+
 def build_add(b, x: Value, y: Value, loc) -> Value:
     """``x + y`` (``arith.addf``, ``arith.addi``, ``arith.ori`` on i1: MLIR's BinaryFn::add)."""
     from .arith import FLOAT_BINARY, INT_BINARY
@@ -800,7 +808,8 @@ def build_add(b, x: Value, y: Value, loc) -> Value:
 from .linalg_generic import GenericOp, MapOp, ReduceOp  # noqa: E402,F401
 from .linalg_data import BroadcastOp, CopyOp, FillOp, TransposeOp  # noqa: E402,F401
 from .linalg_named import (LINALG_CONV_OPS, MATMUL_MAPS, BatchMatmulOp,  # noqa: E402,F401
-                           BatchReduceMatmulOp, BatchVecmatOp, DotOp, Mmt4dOp, LinalgConv1DNwcWcfOp, LinalgConv2DNhwcHwcfOp,
+                           BatchReduceMatmulOp, BatchVecmatOp, DotOp, Mmt4dOp,
+                           QuantizedMatmulOp, LinalgConv1DNwcWcfOp, LinalgConv2DNhwcHwcfOp,
                            LinalgDepthwiseConv2DNhwcHwcOp, LinalgMatmulOp, MatvecOp, VecmatOp,
                            conv_indexing_maps)
 from .linalg_elementwise import LINALG_ELEMENTWISE_OPS, ElementwiseOp  # noqa: E402,F401
@@ -810,5 +819,6 @@ from .linalg_window import LINALG_WINDOW_OPS  # noqa: E402,F401
 STRUCTURED_OPS = {c.OP_NAME: c for c in (
     GenericOp, MapOp, ReduceOp, TransposeOp, BroadcastOp, CopyOp, FillOp, LinalgMatmulOp,
     BatchMatmulOp, MatvecOp, VecmatOp, DotOp, BatchVecmatOp, BatchReduceMatmulOp, Mmt4dOp,
+    QuantizedMatmulOp,
     *LINALG_CONV_OPS.values(), *LINALG_ELEMENTWISE_OPS.values(),
     ElementwiseOp, *LINALG_WINDOW_OPS.values())}

@@ -54,11 +54,12 @@ from ..diagnostics import ParseError
 from ..ir import Value, register_op
 from ..types import i64
 from .hop import ConvOperands, verify_conv_shapes, verify_memref_operands
+from .linalg_data import _UnaryNamedOp
 from .linalg import (CAST_ATTRS, TENSOR_MESSAGE, _check_cast_attr, _custom_error,
                      _element_type, _merge_attrs, _NamedOp, _parse_ins_outs, _parse_legacy,
                      _print_ins_outs, _reject_tensor_results, _reject_tensors, _segment_sizes,
                      _strip, _verify_cast_attr, binary_error, build_add, build_cast, build_mul,
-                     cast_op_name, maps_attr)
+                     build_sub, cast_op_name, maps_attr)
 
 
 def _maps(n: int, *results: Sequence[int]) -> tuple[AffineMap, ...]:
@@ -417,6 +418,72 @@ class Mmt4dOp(_ContractionOp):
     ITERATORS = ("parallel", "parallel", "reduction", "parallel", "parallel", "reduction")
 
 
+@register_op
+class QuantizedMatmulOp(_UnaryNamedOp):
+    """``linalg.quantized_matmul ins(%A, %B, %az, %bz : memref<MxKxi8>, memref<KxNxi8>, i32,
+    i32) outs(%C : memref<MxNxi32>)``: C[i, j] += (A[i, k] - az) * (B[k, j] - bz), every
+    operand cast (signed) to C's element type first.  (--hopt: a ``linalg.matmul`` of A and B
+    and the zero points' share taken off, :mod:`polyopt.schedules.quantized`.)"""
+
+    OP_NAME = "linalg.quantized_matmul"
+    NUM_INPUTS = 4
+
+    @property
+    def indexing_maps(self) -> tuple[AffineMap, ...]:
+        return _maps(3, (0, 2), (2, 1), (), (), (0, 1))
+
+    @property
+    def iterator_types(self) -> tuple[str, ...]:
+        return ("parallel", "parallel", "reduction")
+
+    @property
+    def unsigned_cast(self) -> bool:
+        return False
+
+    def build_payload(self, b, args, loc):
+        a, bv, az, bz, out = args
+        t = out.type
+        x = build_sub(b, build_cast(b, a, t, False, loc), build_cast(b, az, t, False, loc), loc)
+        y = build_sub(b, build_cast(b, bv, t, False, loc), build_cast(b, bz, t, False, loc), loc)
+        return [build_add(b, out, build_mul(b, x, y, loc), loc)]
+
+    def payload_type_error(self) -> Optional[str]:
+        out = _element_type(self.operands[4].type)
+        for v in self.operands[:4]:
+            src = _element_type(v.type)
+            if cast_op_name(src, out, False) is None:
+                return f"cannot cast '{src}' to the output element type '{out}'"
+        return binary_error(out, out)
+
+    @classmethod
+    def from_generic(cls, p, loc, operands, result_types, attrs, regions):
+        attrs = dict(attrs)
+        memo = attrs.pop("linalg.memoized_indexing_maps", None)
+        op = super().from_generic(p, loc, operands, result_types, attrs, regions)
+        got = tuple(getattr(e, "value", None) for e in getattr(memo, "elements", ()))
+        if memo is not None and got != op.indexing_maps:
+            raise ParseError(f"'{cls.OP_NAME}' op linalg.memoized_indexing_maps {memo} are "
+                             f"not the op's indexing maps", loc)
+        return op
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        op = cls._parse_named(p, loc, name)
+        msg = op.payload_type_error()
+        if msg is not None:
+            raise _custom_error(p, name, msg)
+        return op
+
+    def verify_op(self) -> None:
+        self._verify_no_region()
+        if len(self.operands) != 5:
+            raise self.error("expects four inputs and one output")
+        self._verify_operand_kinds()
+        self.verify_structured()
+
+
+# ---------------------------------------------------------------------------------------------
+# convolutions
 # ---------------------------------------------------------------------------------------------
 # convolutions
 
@@ -614,4 +681,4 @@ LINALG_CONV_OPS = {c.OP_NAME: c for c in (LinalgConv2DNhwcHwcfOp, LinalgConv1DNw
 __all__ = ["MATMUL_MAPS", "BATCH_MATMUL_MAPS", "LinalgMatmulOp", "BatchMatmulOp", "MatvecOp",
            "VecmatOp", "DotOp", "conv_indexing_maps", "LinalgConv2DNhwcHwcfOp",
            "LinalgConv1DNwcWcfOp", "LinalgDepthwiseConv2DNhwcHwcOp", "LINALG_CONV_OPS",
-           "BatchVecmatOp", "BatchReduceMatmulOp", "Mmt4dOp"]
+           "BatchVecmatOp", "BatchReduceMatmulOp", "Mmt4dOp", "QuantizedMatmulOp"]
