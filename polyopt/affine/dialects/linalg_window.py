@@ -1,5 +1,7 @@
 """linalg's sliding-window named ops on memrefs that the BLIS pipeline does not take: the
-convolutions ``linalg.conv_2d_nchw_fchw`` and ``linalg.conv_2d_nhwc_fhwc``, the poolings
+convolutions ``linalg.conv_2d_nchw_fchw``, ``linalg.conv_2d_nhwc_fhwc``, the grouped
+``linalg.conv_2d_ngchw_fgchw``, the depthwise ``linalg.depthwise_conv_2d_nchw_chw`` and
+``linalg.depthwise_conv_2d_nhwc_hwcm`` (a channel multiplier), the poolings
 ``linalg.pooling_nhwc_sum/max/min/max_unsigned/min_unsigned`` and
 ``linalg.pooling_nchw_sum/max``, and ``linalg.batch_matvec``.  They lower to naive affine
 nests (:mod:`polyopt.affine.linalg_to_affine`), in MLIR's loop order::
@@ -8,6 +10,12 @@ nests (:mod:`polyopt.affine.linalg_to_affine`), in MLIR's loop order::
         O[n, f, oh, ow] += I[n, c, oh*sh + kh*dh, ow*sw + kw*dw] * K[f, c, kh, kw]
     conv_2d_nhwc_fhwc (n, oh, ow, f, kh, kw, c):
         O[n, oh, ow, f] += I[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * K[f, kh, kw, c]
+    conv_2d_ngchw_fgchw (n, g, f, oh, ow, c, kh, kw):
+        O[n, g, f, oh, ow] += I[n, g, c, oh*sh + kh*dh, ow*sw + kw*dw] * K[f, g, c, kh, kw]
+    depthwise_conv_2d_nchw_chw (n, oh, ow, c, kh, kw):
+        O[n, c, oh, ow] += I[n, c, oh*sh + kh*dh, ow*sw + kw*dw] * K[c, kh, kw]
+    depthwise_conv_2d_nhwc_hwcm (n, oh, ow, c, m, kh, kw):
+        O[n, oh, ow, c, m] += I[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * K[kh, kw, c, m]
     pooling_nhwc_<r> (n, oh, ow, c, kh, kw):
         O[n, oh, ow, c] = r(O[n, oh, ow, c], I[n, oh*sh + kh*dh, ow*sw + kw*dw, c])
     pooling_nchw_<r> (n, c, oh, ow, kh, kw):
@@ -68,6 +76,28 @@ def _pool_nchw(s, d):
             AffineMap.get(6, 0, (e(0), e(1), e(2), e(3))))
 
 
+def _depthwise_nchw_chw(s, d):
+    e = dim
+    return (AffineMap.get(6, 0, (e(0), e(3), e(1) * s[0] + e(4) * d[0], e(2) * s[1] + e(5) * d[1])),
+            AffineMap.get(6, 0, (e(3), e(4), e(5))),
+            AffineMap.get(6, 0, (e(0), e(3), e(1), e(2))))
+
+
+def _depthwise_nhwc_hwcm(s, d):
+    e = dim
+    return (AffineMap.get(7, 0, (e(0), e(1) * s[0] + e(5) * d[0], e(2) * s[1] + e(6) * d[1], e(3))),
+            AffineMap.get(7, 0, (e(5), e(6), e(3), e(4))),
+            AffineMap.get(7, 0, (e(0), e(1), e(2), e(3), e(4))))
+
+
+def _conv_ngchw_fgchw(s, d):
+    e = dim
+    return (AffineMap.get(8, 0, (e(0), e(1), e(5), e(3) * s[0] + e(6) * d[0],
+                                 e(4) * s[1] + e(7) * d[1])),
+            AffineMap.get(8, 0, (e(2), e(1), e(5), e(6), e(7))),
+            AffineMap.get(8, 0, (e(0), e(1), e(2), e(3), e(4))))
+
+
 _CONV_ITERS = ("parallel",) * 4 + ("reduction",) * 3
 _POOL_ITERS = ("parallel",) * 4 + ("reduction",) * 2
 
@@ -75,6 +105,11 @@ _POOL_ITERS = ("parallel",) * 4 + ("reduction",) * 2
 WINDOW_OPS: dict[str, tuple[Callable, tuple[str, ...], str]] = {
     "linalg.conv_2d_nchw_fchw": (_conv_nchw_fchw, _CONV_ITERS, "conv"),
     "linalg.conv_2d_nhwc_fhwc": (_conv_nhwc_fhwc, _CONV_ITERS, "conv"),
+    "linalg.conv_2d_ngchw_fgchw": (_conv_ngchw_fgchw, ("parallel",) * 5 + ("reduction",) * 3,
+                                   "conv"),
+    "linalg.depthwise_conv_2d_nchw_chw": (_depthwise_nchw_chw, _POOL_ITERS, "conv"),
+    "linalg.depthwise_conv_2d_nhwc_hwcm": (_depthwise_nhwc_hwcm,
+                                           ("parallel",) * 5 + ("reduction",) * 2, "conv"),
     "linalg.pooling_nhwc_sum": (_pool_nhwc, _POOL_ITERS, "sum"),
     "linalg.pooling_nhwc_max": (_pool_nhwc, _POOL_ITERS, "max"),
     "linalg.pooling_nhwc_min": (_pool_nhwc, _POOL_ITERS, "min"),
