@@ -70,6 +70,7 @@ INHERENT: dict[str, tuple[str, ...]] = {
     **{f"linalg.{n}": ("dilations", SEGMENTS, "strides") for n in _LINALG_WINDOW},
     "linalg.batch_matmul": ("cast", "indexing_maps", SEGMENTS),
     "linalg.batch_reduce_matmul": ("cast", "indexing_maps", SEGMENTS),
+    "linalg.contract": ("cast", "indexing_maps", SEGMENTS),
     "linalg.matmul": ("cast", "indexing_maps", SEGMENTS),
     "linalg.copy": ("cast", SEGMENTS),
     "linalg.elementwise": ("indexing_maps", "kind", SEGMENTS),

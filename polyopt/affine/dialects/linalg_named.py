@@ -50,7 +50,7 @@ from typing import Optional, Sequence
 
 from ..affine_expr import AffineMap, dim
 from ..attributes import AffineMapAttr, ArrayAttr, DenseElementsAttr
-from ..diagnostics import ParseError
+from ..diagnostics import ParseError, VerifyError
 from ..ir import Value, register_op
 from ..types import i64
 from .hop import ConvOperands, verify_conv_shapes, verify_memref_operands
@@ -83,6 +83,7 @@ class _ContractionOp(_NamedOp):
     #: on the others ``cast`` is a discardable attribute that MLIR neither checks nor reads:
     #: their inputs are cast signed
     CAST_ATTR = False
+    MAPS_REQUIRED = False       # linalg.contract: its maps are the op
     OPERAND_NAMES = ("A", "B", "C")
 
     @classmethod
@@ -169,6 +170,8 @@ class _ContractionOp(_NamedOp):
                     raise _custom_error(p, name, "element of indexing_maps array is not an "
                                         "affine_map", at)
             attrs["indexing_maps"] = maps
+        elif cls.MAPS_REQUIRED:
+            raise _custom_error(p, name, "expected 'indexing_maps' attribute", start)
         ins, outs = _parse_ins_outs(p, name, attrs)
         p.skip_ws()
         _merge_attrs(p, attrs, p.parse_optional_attr_dict(), name, p.pos)
@@ -230,6 +233,8 @@ class _ContractionOp(_NamedOp):
             raise self.error("expects two inputs and one output")
         if self.CAST_ATTR:
             _verify_cast_attr(self)
+        if self.MAPS_REQUIRED and "indexing_maps" not in self.attributes:
+            raise self.error("requires attribute 'indexing_maps'")
         if self.USER_MAPS and "indexing_maps" in self.attributes:
             a = self.attributes["indexing_maps"]
             if not isinstance(a, ArrayAttr) or not all(isinstance(e, AffineMapAttr)
@@ -416,6 +421,64 @@ class Mmt4dOp(_ContractionOp):
     OP_NAME = "linalg.mmt4d"
     DEFAULT_MAPS = _maps(6, (0, 2, 3, 5), (1, 2, 4, 5), (0, 1, 3, 4))
     ITERATORS = ("parallel", "parallel", "reduction", "parallel", "parallel", "reduction")
+
+
+@register_op
+class ContractOp(_ContractionOp):
+    """``linalg.contract indexing_maps = [#a, #b, #c] ins(%A, %B) outs(%C)``: C[c(d)] +=
+    cast(A[a(d)]) * cast(B[b(d)]) over the iteration space of the maps (MLIR 22's general
+    contraction, the einsum of two operands): a dim in C's map is parallel, the others
+    (contracting: in both inputs, not in C) reductions."""
+
+    OP_NAME = "linalg.contract"
+    USER_MAPS = True
+    CAST_ATTR = True
+    MAPS_REQUIRED = True
+
+    @property
+    def iterator_types(self) -> tuple[str, ...]:
+        maps = self.indexing_maps
+        if len(maps) < 3:
+            return ()
+        out = {e.position for e in maps[2].results if hasattr(e, "position")}
+        return tuple("parallel" if d in out else "reduction" for d in range(maps[0].num_dims))
+
+    def _verify_user_maps(self) -> None:
+        """MLIR's ContractOp::verify, in its order and words (emitError: no op prefix)."""
+        from ..affine_expr import AffineDimExpr
+        dims = None
+        used_in: list[int] = []
+        used_out: list[int] = []
+        for k, (m, v) in enumerate(zip(self.indexing_maps, self.operands)):
+            if not m.is_projected_permutation():
+                raise VerifyError("provided affine_map is not a projected permutation", self.loc)
+            rank = getattr(v.type, "rank", None)
+            if rank is not None and m.num_results != rank:
+                raise VerifyError("ranks of shaped operand and results of corresponding "
+                                  "affine_map differ", self.loc)
+            if rank is None and m.num_results:
+                raise VerifyError("affine_map specifies shaped access while operand has "
+                                  "non-shaped type", self.loc)
+            if dims is None:
+                dims = m.num_dims
+                used_in, used_out = [0] * dims, [0] * dims
+            elif dims != m.num_dims:
+                raise VerifyError("iteration spaces of provided affine_maps differ", self.loc)
+            for e in m.results:
+                if isinstance(e, AffineDimExpr):
+                    (used_in if k < 2 else used_out)[e.position] += 1
+        contracting = False
+        for d in range(dims or 0):
+            n_in, n_out = used_in[d], used_out[d]
+            contracting |= n_in == 2 and n_out == 0
+            if n_in == 0 and n_out == 0:
+                raise VerifyError(f"iteration space dim at index {d} not used to access any "
+                                  f"operand", self.loc)
+            if n_in == 1 and n_out != 1:
+                raise VerifyError(f"iteration space dim at index {d} is neither a contracting "
+                                  f"dim nor of parallel iteration type", self.loc)
+        if not contracting:
+            raise VerifyError("'indexing_maps' do not specify a contracting dimension", self.loc)
 
 
 @register_op
@@ -681,4 +744,4 @@ LINALG_CONV_OPS = {c.OP_NAME: c for c in (LinalgConv2DNhwcHwcfOp, LinalgConv1DNw
 __all__ = ["MATMUL_MAPS", "BATCH_MATMUL_MAPS", "LinalgMatmulOp", "BatchMatmulOp", "MatvecOp",
            "VecmatOp", "DotOp", "conv_indexing_maps", "LinalgConv2DNhwcHwcfOp",
            "LinalgConv1DNwcWcfOp", "LinalgDepthwiseConv2DNhwcHwcOp", "LINALG_CONV_OPS",
-           "BatchVecmatOp", "BatchReduceMatmulOp", "Mmt4dOp", "QuantizedMatmulOp"]
+           "BatchVecmatOp", "BatchReduceMatmulOp", "Mmt4dOp", "QuantizedMatmulOp", "ContractOp"]
