@@ -168,13 +168,16 @@ def _report_opaque(module, opts, remark):
 @register("hopt-linalg-to-loops", "linalg ops the BLIS expansion does not take (NCHW "
           "convolutions, transposed matmuls, generics...) become affine loops, so that "
           "contraction and convolution raising and the automatic scheduler see them; a "
-          "quantized matmul of bytes first becomes a linalg.matmul and its zero points' share")
+          "quantized matmul of bytes first becomes a linalg.matmul and its zero points' "
+          "share, an mmt4d the matmul of its unpacked matrices")
 def _linalg_rest_to_loops(module, opts, remark):
     from .affine.dialects.linalg import LinalgStructuredOp
     from .affine.linalg_to_affine import lower_to_affine_loops
     from .schedules.expand import blis_takes
+    from .schedules.mmt4d import decompose_mmt4ds
     from .schedules.quantized import decompose_quantized_matmuls
     decompose_quantized_matmuls(module, remark)
+    decompose_mmt4ds(module, remark)
     todo = [op for op in module.walk()
             if isinstance(op, LinalgStructuredOp) and not blis_takes(op, None)]
     for op in reversed(todo):   # innermost first, as convert-linalg-to-affine-loops
