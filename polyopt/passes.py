@@ -136,11 +136,21 @@ def _lift_cf(module, opts, remark):
     lift_cf_to_scf(module, remark)
 
 
-@register("raise-scf-to-affine", "cf branches lifted to scf, then scf.for/scf.if with affine "
-          "bounds become affine.for/affine.if (Polygeist's raise-scf-to-affine)")
+@register("raise-scf-to-affine", "cf branches lifted to scf, scf.forall to scf.parallel, then "
+          "scf.for/scf.if with affine bounds become affine.for/affine.if (Polygeist's "
+          "raise-scf-to-affine)")
 def _raise_scf(module, opts, remark):
+    from .affine.dialects.scf_forall import forall_to_parallel
     from .affine.raise_scf_to_affine import raise_scf_to_affine
+    forall_to_parallel(module)
     raise_scf_to_affine(module, remark)
+
+
+@register("scf-forall-to-parallel", "scf.forall becomes scf.parallel (mlir-opt "
+          "--scf-forall-to-parallel)")
+def _forall_to_parallel(module, opts, remark):
+    from .affine.dialects.scf_forall import forall_to_parallel
+    forall_to_parallel(module)
 
 
 @register("drop-equivalent-buffer-results", "memref results of private functions that are "

@@ -26,7 +26,7 @@ from .types import Type
 TERMINATOR_OPS = frozenset({
     "func.return", "affine.yield", "scf.yield", "scf.condition", "scf.reduce",
     "scf.reduce.return", "linalg.yield", "memref.alloca_scope.return", "vector.yield",
-    "cf.br", "cf.cond_br", "cf.switch",
+    "cf.br", "cf.cond_br", "cf.switch", "scf.forall.in_parallel",
 })
 
 OP_REGISTRY: dict[str, type["Operation"]] = {}

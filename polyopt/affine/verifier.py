@@ -46,7 +46,7 @@ _TERMINATORS = {
 # ``SingleBlock`` trait); unregistered ops may too.
 _MULTI_BLOCK_OPS = frozenset({"func.func", "scf.execute_region", "builtin.module"})
 # MLIR's ``NoTerminator`` trait: the blocks of these ops need not end in a terminator.
-_NO_TERMINATOR_OPS = frozenset({"builtin.module"})
+_NO_TERMINATOR_OPS = frozenset({"builtin.module", "scf.forall.in_parallel"})
 # Ops whose regions hold one block by an ODS ``SizedRegion<1>`` constraint, not by the
 # ``SingleBlock`` trait: the op's verify (scf.while) or the block rule reports an empty block.
 _SIZED_REGION_OPS = frozenset({"scf.reduce", "scf.while"})

@@ -388,6 +388,8 @@ class ModuleLowering:
     # -- driver --------------------------------------------------------------------------------
 
     def run(self) -> LoweredModule:
+        from ..affine.dialects.scf_forall import forall_to_parallel
+        forall_to_parallel(self.module)       # (in place, as --scf-forall-to-parallel)
         # the functions of nested modules too, into one LLVM module (their names must differ)
         funcs = []
         modules = [self.module]
