@@ -32,7 +32,8 @@ _LINALG_UNARY_BINARY = ("abs", "add", "ceil", "div", "div_unsigned", "erf", "exp
                         "log", "max", "min", "mul", "negf", "powf", "reciprocal", "round", "rsqrt",
                         "select", "sqrt", "square", "sub", "tanh", "batch_matvec", "batch_vecmat",
                         "dot", "fill", "matvec", "mmt4d", "quantized_matmul", "vecmat")
-_LINALG_WINDOW = ("conv_1d_nwc_wcf", "conv_2d_nchw_fchw", "conv_2d_ngchw_fgchw",
+_LINALG_WINDOW = ("conv_1d_nwc_wcf", "conv_2d_nchw_fchw", "conv_2d_nchw_fchw_q",
+                  "conv_2d_nhwc_hwcf_q", "depthwise_conv_2d_nhwc_hwc_q", "conv_2d_ngchw_fgchw",
                   "conv_2d_nhwc_fhwc", "conv_2d_nhwc_hwcf", "depthwise_conv_2d_nchw_chw",
                   "depthwise_conv_2d_nhwc_hwc", "depthwise_conv_2d_nhwc_hwcm", "pooling_nchw_max",
                   "pooling_nchw_sum", "pooling_nhwc_max", "pooling_nhwc_max_unsigned",

@@ -117,3 +117,75 @@ def test_run_as_numpy(switches):
     mod["grouped"](xg, kg, out)
     np.testing.assert_allclose(out, 1 + np.einsum("kngchw,fgck->ngfhw", wing,
                                                   kg.reshape(f, g, c, kh * kw)), rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# the quantized convolutions: C += (I - izp) * (K - kzp), signed casts
+
+QUANTIZED = """\
+func.func @f(%I: memref<1x5x5x3xi8>, %W: memref<2x2x3x4xi8>, %z: i32, %O: memref<1x4x4x4xi32>,
+             %In: memref<1x3x5x5xi8>, %Wn: memref<4x3x2x2xi8>, %On: memref<1x4x4x4xi32>,
+             %Wd: memref<2x2x3xi8>, %Od: memref<1x4x4x3xi32>) {
+  linalg.conv_2d_nhwc_hwcf_q ins(%I, %W, %z, %z : memref<1x5x5x3xi8>, memref<2x2x3x4xi8>, i32, i32) outs(%O : memref<1x4x4x4xi32>)
+  linalg.conv_2d_nchw_fchw_q {strides = dense<1> : tensor<2xi64>} ins(%In, %Wn, %z, %z : memref<1x3x5x5xi8>, memref<4x3x2x2xi8>, i32, i32) outs(%On : memref<1x4x4x4xi32>)
+  linalg.depthwise_conv_2d_nhwc_hwc_q ins(%I, %Wd, %z, %z : memref<1x5x5x3xi8>, memref<2x2x3xi8>, i32, i32) outs(%Od : memref<1x4x4x3xi32>)
+  return
+}
+"""
+
+
+def test_quantized_convolutions_print_generalize_and_lower_as_mlir_opt_does():
+    from polyopt.affine.linalg_to_affine import convert_linalg_to_affine_loops
+    assert print_module(parse(QUANTIZED, "t.mlir")) == mlir_opt(QUANTIZED)
+    generic = mlir_opt(QUANTIZED, "--mlir-print-op-generic")
+    assert print_module(parse(generic, "g.mlir")) == mlir_opt(QUANTIZED)
+    module = parse(QUANTIZED, "t.mlir")
+    assert convert_linalg_to_affine_loops(module) == 3
+    assert print_module(module) == mlir_opt(QUANTIZED, "--convert-linalg-to-affine-loops")
+    bad = QUANTIZED.replace("ins(%I, %W, %z, %z : memref<1x5x5x3xi8>, memref<2x2x3x4xi8>, "
+                            "i32, i32)", "ins(%I, %W : memref<1x5x5x3xi8>, memref<2x2x3x4xi8>)")
+    with pytest.raises(PolyoptError) as info:
+        parse(bad, "t.mlir")
+    assert info.value.render().splitlines()[0] == mlir_opt_error(bad, filename="t.mlir")
+
+
+@pytest.mark.parametrize("switches", [{}, dict(hopt=True, copy=True, unroll=True,
+                                                    scalrep=True, vect=True)])
+def test_quantized_convolutions_run_as_numpy(switches):
+    n, c, h, w, kh, kw, f = 2, 5, 9, 8, 3, 2, 6
+    s, d = (2, 1), (1, 2)
+    x = RNG.integers(-128, 128, (n, c, h, w)).astype(np.int8)
+    win, oh, ow = windows(x.astype(np.int64), kh, kw, s, d)        # [k, n, c, oh, ow]
+    kn = RNG.integers(-128, 128, (f, c, kh, kw)).astype(np.int8)
+    kd = RNG.integers(-128, 128, (kh, kw, c)).astype(np.int8)
+    xz, kz = 3, -7
+
+    def q(shape):
+        return "memref<" + "x".join(map(str, shape)) + "xi8>"
+
+    def o(shape):
+        return "memref<" + "x".join(map(str, shape)) + "xi32>"
+    ops = {
+        "nchw": ("conv_2d_nchw_fchw_q", q((n, c, h, w)), q((f, c, kh, kw)), o((n, f, oh, ow))),
+        "nhwc": ("conv_2d_nhwc_hwcf_q", q((n, h, w, c)), q((kh, kw, c, f)), o((n, oh, ow, f))),
+        "dw": ("depthwise_conv_2d_nhwc_hwc_q", q((n, h, w, c)), q((kh, kw, c)),
+               o((n, oh, ow, c))),
+    }
+    text = "\n".join(
+        f"func.func @{name}(%I: {it}, %K: {kt}, %xz: i32, %kz: i32, %O: {ot}) {{\n"
+        f"  linalg.{op} {attrs(s, d)} ins(%I, %K, %xz, %kz : {it}, {kt}, i32, i32) "
+        f"outs(%O : {ot})\n  return\n}}" for name, (op, it, kt, ot) in ops.items())
+    mod = polyopt.compile(text, **switches)
+    xs = win - xz                                                   # [k, n, c, oh, ow]
+    nchw = np.einsum("knchw,fck->nfhw", xs, kn.reshape(f, c, kh * kw).astype(np.int64) - kz)
+    out = np.ones((n, f, oh, ow), np.int32)
+    mod["nchw"](x, kn, xz, kz, out)
+    np.testing.assert_array_equal(out, 1 + nchw)
+    xn = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    out = np.ones((n, oh, ow, f), np.int32)
+    mod["nhwc"](xn, np.ascontiguousarray(kn.transpose(2, 3, 1, 0)), xz, kz, out)
+    np.testing.assert_array_equal(out, 1 + nchw.transpose(0, 2, 3, 1))
+    out = np.ones((n, oh, ow, c), np.int32)
+    mod["dw"](xn, kd, xz, kz, out)
+    dw = np.einsum("knchw,kc->nhwc", xs, kd.reshape(kh * kw, c).astype(np.int64) - kz)
+    np.testing.assert_array_equal(out, 1 + dw)

@@ -1,7 +1,10 @@
 """linalg's sliding-window named ops on memrefs that the BLIS pipeline does not take: the
 convolutions ``linalg.conv_2d_nchw_fchw``, ``linalg.conv_2d_nhwc_fhwc``, the grouped
 ``linalg.conv_2d_ngchw_fgchw``, the depthwise ``linalg.depthwise_conv_2d_nchw_chw`` and
-``linalg.depthwise_conv_2d_nhwc_hwcm`` (a channel multiplier), the poolings
+``linalg.depthwise_conv_2d_nhwc_hwcm`` (a channel multiplier), the quantized
+``linalg.conv_2d_nhwc_hwcf_q``, ``linalg.conv_2d_nchw_fchw_q`` and
+``linalg.depthwise_conv_2d_nhwc_hwc_q`` (``O += (I - izp) * (K - kzp)``, the zero points two
+scalar inputs after the filter), the poolings
 ``linalg.pooling_nhwc_sum/max/min/max_unsigned/min_unsigned`` and
 ``linalg.pooling_nchw_sum/max``, and ``linalg.batch_matvec``.  They lower to naive affine
 nests (:mod:`polyopt.affine.linalg_to_affine`), in MLIR's loop order::
@@ -41,7 +44,8 @@ from ..diagnostics import ParseError, VerifyError
 from ..ir import Value, register_op
 from ..types import FloatType, i64
 from .linalg import (TENSOR_MESSAGE, _custom_error, _element_type, _NamedOp, _segment_sizes,
-                     _strip, binary_error, build_add, build_cast, build_mul, cast_op_name)
+                     _strip, binary_error, build_add, build_cast, build_mul, build_sub,
+                     cast_op_name)
 from .linalg_elementwise import _parse_named_body
 from .linalg_named import _ContractionOp, _dense_i64, _maps
 
@@ -98,6 +102,26 @@ def _conv_ngchw_fgchw(s, d):
             AffineMap.get(8, 0, (e(0), e(1), e(2), e(3), e(4))))
 
 
+def _with_zero_points(maps_fn):
+    """The maps of a quantized convolution: the plain one's, with the two zero points' (no
+    results) between the filter's and the output's."""
+    def maps(s, d):
+        i, k, o = maps_fn(s, d)
+        none = AffineMap.get(i.num_dims, 0, ())
+        return i, k, none, none, o
+    return maps
+
+
+def _conv_nhwc_hwcf(s, d):
+    from .linalg_named import conv_indexing_maps
+    return conv_indexing_maps("conv2d", s, d)
+
+
+def _depthwise_nhwc_hwc(s, d):
+    from .linalg_named import conv_indexing_maps
+    return conv_indexing_maps("depthwise2d", s, d)
+
+
 _CONV_ITERS = ("parallel",) * 4 + ("reduction",) * 3
 _POOL_ITERS = ("parallel",) * 4 + ("reduction",) * 2
 
@@ -110,6 +134,10 @@ WINDOW_OPS: dict[str, tuple[Callable, tuple[str, ...], str]] = {
     "linalg.depthwise_conv_2d_nchw_chw": (_depthwise_nchw_chw, _POOL_ITERS, "conv"),
     "linalg.depthwise_conv_2d_nhwc_hwcm": (_depthwise_nhwc_hwcm,
                                            ("parallel",) * 5 + ("reduction",) * 2, "conv"),
+    "linalg.conv_2d_nhwc_hwcf_q": (_with_zero_points(_conv_nhwc_hwcf), _CONV_ITERS, "conv_q"),
+    "linalg.conv_2d_nchw_fchw_q": (_with_zero_points(_conv_nchw_fchw), _CONV_ITERS, "conv_q"),
+    "linalg.depthwise_conv_2d_nhwc_hwc_q": (_with_zero_points(_depthwise_nhwc_hwc),
+                                            _POOL_ITERS, "conv_q"),
     "linalg.pooling_nhwc_sum": (_pool_nhwc, _POOL_ITERS, "sum"),
     "linalg.pooling_nhwc_max": (_pool_nhwc, _POOL_ITERS, "max"),
     "linalg.pooling_nhwc_min": (_pool_nhwc, _POOL_ITERS, "min"),
@@ -166,7 +194,7 @@ class LinalgWindowOp(_NamedOp):
 
     @property
     def output(self) -> Value:
-        return self.operands[2]
+        return self.operands[-1]
 
     @property
     def payload_kind(self) -> str:
@@ -197,9 +225,14 @@ class LinalgWindowOp(_NamedOp):
         return self.payload_kind.endswith("_unsigned")
 
     def build_payload(self, b, args, loc):
-        x, k, out = args
+        x, k, out = args[0], args[1], args[-1]
         t = out.type
         xi = build_cast(b, x, t, self.unsigned_cast, loc)
+        if self.payload_kind == "conv_q":       # (x - x's zero point) * (k - k's)
+            xs = build_sub(b, xi, build_cast(b, args[2], t, False, loc), loc)
+            ki = build_cast(b, k, t, False, loc)
+            ks = build_sub(b, ki, build_cast(b, args[3], t, False, loc), loc)
+            return [build_add(b, out, build_mul(b, xs, ks, loc), loc)]
         if self.payload_kind == "conv":
             ki = build_cast(b, k, t, False, loc)
             return [build_add(b, out, build_mul(b, xi, ki, loc), loc)]
@@ -207,7 +240,8 @@ class LinalgWindowOp(_NamedOp):
 
     def payload_type_error(self) -> Optional[str]:
         out = _element_type(self.output.type)
-        srcs = (self.input, self.filter) if self.payload_kind == "conv" else (self.input,)
+        srcs = (self.input,) if not self.payload_kind.startswith("conv") else \
+            tuple(self.operands[:self.NUM_INPUTS])
         for v in srcs:
             src = _element_type(v.type)
             if cast_op_name(src, out, self.unsigned_cast) is None:
@@ -234,7 +268,7 @@ class LinalgWindowOp(_NamedOp):
             raise _custom_error(p, name, "[parseNamedStructuredOpRegion] ods-gen generated "
                                 "region expects 3 args, got 0", start)
         attrs: dict = {}
-        operands = _parse_named_body(p, name, 2, attrs)
+        operands = _parse_named_body(p, name, cls.NUM_INPUTS, attrs)
         for a in _WINDOW_ATTRS:   # checked while the op is built, as MLIR's parser does
             if a in attrs and _dense_i64(attrs[a], 2) is None:
                 raise _custom_error(p, name, f"'{name}' op attribute '{a}' failed to satisfy "
@@ -253,8 +287,8 @@ class LinalgWindowOp(_NamedOp):
         attrs = dict(attrs)
         memo = attrs.pop("linalg.memoized_indexing_maps", None)
         seg = _segment_sizes(attrs, loc, cls.OP_NAME)
-        if seg is not None and seg != (2, 1):
-            raise ParseError(f"'{cls.OP_NAME}' expects 2 input(s) and 1 output, got "
+        if seg is not None and seg != (cls.NUM_INPUTS, 1):
+            raise ParseError(f"'{cls.OP_NAME}' expects {cls.NUM_INPUTS} input(s) and 1 output, got "
                              f"operandSegmentSizes {attrs['operandSegmentSizes']}", loc)
         op = cls(operands=operands, attributes=_strip(attrs, "operandSegmentSizes"), loc=loc)
         if memo is not None:
@@ -274,8 +308,9 @@ class LinalgWindowOp(_NamedOp):
     # -- verification --------------------------------------------------------------------------
     def verify_op(self) -> None:
         self._verify_no_region()
-        if len(self.operands) != 3:
-            raise self.error(f"expects 2 inputs and 1 output, got {len(self.operands)} operands")
+        if len(self.operands) != self.NUM_INPUTS + 1:
+            raise self.error(f"expects {self.NUM_INPUTS} inputs and 1 output, got "
+                             f"{len(self.operands)} operands")
         for a in _WINDOW_ATTRS:
             attr = self.attributes.get(a)
             if attr is None:
@@ -295,7 +330,7 @@ def _window_op(op_name: str) -> type:
     short = op_name.split(".", 1)[1]
     maps_fn, _, kind = WINDOW_OPS[op_name]
     cls = type("".join(w.capitalize() for w in short.split("_")) + "Op", (LinalgWindowOp,),
-               {"OP_NAME": op_name,
+               {"OP_NAME": op_name, "NUM_INPUTS": 4 if kind == "conv_q" else 2,
                 "__doc__": f"``{op_name}``: a {'convolution' if kind == 'conv' else kind} "
                            "window op (see the module's table)."})
     return register_op(cls)
