@@ -18,19 +18,12 @@ from .linalg import (CAST_ATTRS, _check_cast_attr, _custom_error, _element_type,
                      cast_op_name)
 
 
-@register_op
-class TransposeOp(_NamedOp):
-    """``linalg.transpose ins(%A : memref<5x7xf64>) outs(%T : memref<7x5xf64>)
-    permutation = [1, 0]``: ``init[i0, .., in] = input[...]`` with init dimension k being
-    input dimension ``permutation[k]``."""
+class _OneInputOp(_NamedOp):
+    """``linalg.<op> ins(%x : T) outs(%y : U) KEYWORD = [..]``: transpose and broadcast, one
+    input, one init and a list of dimensions after them (printed with MLIR's trailing
+    space)."""
 
-    OP_NAME = "linalg.transpose"
-
-    @classmethod
-    def build(cls, input: Value, init: Value, permutation: Sequence[int],
-              loc=None) -> "TransposeOp":
-        return cls(operands=[input, init],
-                   attributes={"permutation": DenseArrayAttr(i64, tuple(permutation))}, loc=loc)
+    KEYWORD = ""
 
     @property
     def input(self) -> Value:
@@ -39,6 +32,45 @@ class TransposeOp(_NamedOp):
     @property
     def init(self) -> Value:
         return self.operands[1]
+
+    def build_payload(self, b, args, loc):
+        return [args[0]]
+
+    @classmethod
+    def parse_custom(cls, p, loc, name):
+        _reject_tensors(p)
+        attrs: dict = {}
+        ins, outs = _parse_ins_outs(p, name, attrs)
+        attrs[cls.KEYWORD] = _parse_i64_list_keyword(p, name, cls.KEYWORD)
+        p.skip_ws()
+        _merge_attrs(p, attrs, p.parse_optional_attr_dict(), name, p.pos)
+        _reject_tensor_results(p)
+        if len(ins) != 1 or len(outs) != 1:
+            raise _custom_error(p, name, f"expects 1 input and 1 init, got {len(ins)} and "
+                                f"{len(outs)}")
+        return cls(operands=ins + outs, attributes=attrs, loc=loc)
+
+    def print_custom(self, p) -> None:
+        p.print(self.OP_NAME)
+        _print_ins_outs(p, self.inputs, self.outputs)
+        _print_i64_list_keyword(p, self.KEYWORD, self.attributes.get(self.KEYWORD))
+        p.print_attr_dict(self.attributes, elide=(self.KEYWORD,))
+
+
+@register_op
+class TransposeOp(_OneInputOp):
+    """``linalg.transpose ins(%A : memref<5x7xf64>) outs(%T : memref<7x5xf64>)
+    permutation = [1, 0]``: ``init[i0, .., in] = input[...]`` with init dimension k being
+    input dimension ``permutation[k]``."""
+
+    OP_NAME = "linalg.transpose"
+    KEYWORD = "permutation"
+
+    @classmethod
+    def build(cls, input: Value, init: Value, permutation: Sequence[int],
+              loc=None) -> "TransposeOp":
+        return cls(operands=[input, init],
+                   attributes={"permutation": DenseArrayAttr(i64, tuple(permutation))}, loc=loc)
 
     @property
     def permutation(self) -> tuple[int, ...]:
@@ -59,29 +91,6 @@ class TransposeOp(_NamedOp):
     @property
     def iterator_types(self) -> tuple[str, ...]:
         return ("parallel",) * len(self.permutation)
-
-    def build_payload(self, b, args, loc):
-        return [args[0]]
-
-    @classmethod
-    def parse_custom(cls, p, loc, name):
-        _reject_tensors(p)
-        attrs: dict = {}
-        ins, outs = _parse_ins_outs(p, name, attrs)
-        attrs["permutation"] = _parse_i64_list_keyword(p, name, "permutation")
-        p.skip_ws()
-        _merge_attrs(p, attrs, p.parse_optional_attr_dict(), name, p.pos)
-        _reject_tensor_results(p)
-        if len(ins) != 1 or len(outs) != 1:
-            raise _custom_error(p, name, f"expects 1 input and 1 init, got {len(ins)} and "
-                                f"{len(outs)}")
-        return cls(operands=ins + outs, attributes=attrs, loc=loc)
-
-    def print_custom(self, p) -> None:
-        p.print("linalg.transpose")
-        _print_ins_outs(p, self.inputs, self.outputs)
-        _print_i64_list_keyword(p, "permutation", self.attributes.get("permutation"))
-        p.print_attr_dict(self.attributes, elide=("permutation",))
 
     def verify_op(self) -> None:
         self._verify_no_region()
@@ -113,26 +122,19 @@ class TransposeOp(_NamedOp):
 
 
 @register_op
-class BroadcastOp(_NamedOp):
+class BroadcastOp(_OneInputOp):
     """``linalg.broadcast ins(%x : memref<8x32xf32>) outs(%y : memref<8x16x32xf32>)
     dimensions = [1]``: ``init[i0, .., in] = input[...]`` over the init dimensions not in
     ``dimensions`` (the ones the broadcast adds), in order."""
 
     OP_NAME = "linalg.broadcast"
+    KEYWORD = "dimensions"
 
     @classmethod
     def build(cls, input: Value, init: Value, dimensions: Sequence[int],
               loc=None) -> "BroadcastOp":
         return cls(operands=[input, init],
                    attributes={"dimensions": DenseArrayAttr(i64, tuple(dimensions))}, loc=loc)
-
-    @property
-    def input(self) -> Value:
-        return self.operands[0]
-
-    @property
-    def init(self) -> Value:
-        return self.operands[1]
 
     @property
     def dimensions(self) -> tuple[int, ...]:
@@ -152,29 +154,6 @@ class BroadcastOp(_NamedOp):
     @property
     def iterator_types(self) -> tuple[str, ...]:
         return ("parallel",) * _rank(self.init.type)
-
-    def build_payload(self, b, args, loc):
-        return [args[0]]
-
-    @classmethod
-    def parse_custom(cls, p, loc, name):
-        _reject_tensors(p)
-        attrs: dict = {}
-        ins, outs = _parse_ins_outs(p, name, attrs)
-        attrs["dimensions"] = _parse_i64_list_keyword(p, name, "dimensions")
-        p.skip_ws()
-        _merge_attrs(p, attrs, p.parse_optional_attr_dict(), name, p.pos)
-        _reject_tensor_results(p)
-        if len(ins) != 1 or len(outs) != 1:
-            raise _custom_error(p, name, f"expects 1 input and 1 init, got {len(ins)} and "
-                                f"{len(outs)}")
-        return cls(operands=ins + outs, attributes=attrs, loc=loc)
-
-    def print_custom(self, p) -> None:
-        p.print("linalg.broadcast")
-        _print_ins_outs(p, self.inputs, self.outputs)
-        _print_i64_list_keyword(p, "dimensions", self.attributes.get("dimensions"))
-        p.print_attr_dict(self.attributes, elide=("dimensions",))
 
     def verify_op(self) -> None:
         """MLIR's BroadcastOp::verify, in its order and words (a dynamic size prints as MLIR's

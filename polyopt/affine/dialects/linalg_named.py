@@ -312,16 +312,22 @@ class BatchMatmulOp(_ContractionOp):
                 if not all(m.results[r].is_function_of_dim(r) for r in range(3)):
                     raise self.error("Invalid output map result dimension.")
                 continue
-            if not _subset(m, d):
-                raise self.error("Unexpected result dim expression (outside the set of default "
-                                 "result dims).")
-            if m.num_results > 3:
-                raise self.error("no. of result dim expressions exceeds 3.")
-            if m.num_results < d.num_results:
-                if not _valid_batch_broadcast(m, is_lhs=k == 0):
-                    raise self.error("Invalid broadcast requested.")
-            elif not m.results[0].is_function_of_dim(0):
-                raise self.error("Invalid batch dimension expression.")
+            _verify_batch_input_map(self, m, d, is_lhs=k == 0)
+
+
+def _verify_batch_input_map(op, m: AffineMap, default: AffineMap, is_lhs: bool) -> None:
+    """MLIR's checks of an explicit map of a batched matmul's A or B (batch_matmul,
+    batch_reduce_matmul): the default's dims only, a broadcast MLIR allows, the batch first."""
+    if not _subset(m, default):
+        raise op.error("Unexpected result dim expression (outside the set of default result "
+                       "dims).")
+    if m.num_results > 3:
+        raise op.error("no. of result dim expressions exceeds 3.")
+    if m.num_results < default.num_results:
+        if not _valid_batch_broadcast(m, is_lhs):
+            raise op.error("Invalid broadcast requested.")
+    elif not m.results[0].is_function_of_dim(0):
+        raise op.error("Invalid batch dimension expression.")
 
 
 def _valid_batch_broadcast(m: AffineMap, is_lhs: bool) -> bool:
@@ -400,16 +406,7 @@ class BatchReduceMatmulOp(_ContractionOp):
             raise self.error("Invalid output map result dimension.")
         for k in range(2):
             m, d = maps[k], self.DEFAULT_MAPS[k]
-            if not _subset(m, d):
-                raise self.error("Unexpected result dim expression (outside the set of default "
-                                 "result dims).")
-            if m.num_results > 3:
-                raise self.error("no. of result dim expressions exceeds 3.")
-            if m.num_results < d.num_results:
-                if not _valid_batch_broadcast(m, is_lhs=k == 0):
-                    raise self.error("Invalid broadcast requested.")
-            elif not m.results[0].is_function_of_dim(0):
-                raise self.error("Invalid batch dimension expression.")
+            _verify_batch_input_map(self, m, d, is_lhs=k == 0)
 
 
 @register_op
