@@ -31,13 +31,20 @@ _MATH_FASTMATH = ("absf", "acos", "acosh", "asin", "asinh", "atan", "atan2", "at
 _LINALG_UNARY_BINARY = ("abs", "add", "ceil", "div", "div_unsigned", "erf", "exp", "floor",
                         "log", "max", "min", "mul", "negf", "powf", "reciprocal", "round", "rsqrt",
                         "select", "sqrt", "square", "sub", "tanh", "batch_matvec", "batch_vecmat",
-                        "dot", "fill", "matvec", "mmt4d", "quantized_matmul", "vecmat")
+                        "dot", "fill", "matvec", "mmt4d", "quantized_matmul", "vecmat", "conv_1d",
+                        "conv_2d", "conv_3d")
 _LINALG_WINDOW = ("conv_1d_nwc_wcf", "conv_2d_nchw_fchw", "conv_2d_nchw_fchw_q",
                   "conv_2d_nhwc_hwcf_q", "depthwise_conv_2d_nhwc_hwc_q", "conv_2d_ngchw_fgchw",
                   "conv_2d_nhwc_fhwc", "conv_2d_nhwc_hwcf", "depthwise_conv_2d_nchw_chw",
                   "depthwise_conv_2d_nhwc_hwc", "depthwise_conv_2d_nhwc_hwcm", "pooling_nchw_max",
                   "pooling_nchw_sum", "pooling_nhwc_max", "pooling_nhwc_max_unsigned",
-                  "pooling_nhwc_min", "pooling_nhwc_min_unsigned", "pooling_nhwc_sum")
+                  "pooling_nhwc_min", "pooling_nhwc_min_unsigned", "pooling_nhwc_sum",
+                  "conv_1d_ncw_fcw", "depthwise_conv_1d_nwc_wc", "depthwise_conv_1d_ncw_cw",
+                  "conv_3d_ndhwc_dhwcf", "conv_3d_ncdhw_fcdhw", "depthwise_conv_3d_ndhwc_dhwc",
+                  "pooling_nwc_sum", "pooling_nwc_max", "pooling_nwc_min",
+                  "pooling_nwc_max_unsigned", "pooling_nwc_min_unsigned", "pooling_ncw_sum",
+                  "pooling_ncw_max", "pooling_ndhwc_sum", "pooling_ndhwc_max",
+                  "pooling_ndhwc_min")
 
 INHERENT: dict[str, tuple[str, ...]] = {
     **{f"affine.{n}": ("map",) for n in ("apply", "load", "max", "min", "store", "vector_load",

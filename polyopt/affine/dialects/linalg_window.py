@@ -4,7 +4,9 @@ convolutions ``linalg.conv_2d_nchw_fchw``, ``linalg.conv_2d_nhwc_fhwc``, the gro
 ``linalg.depthwise_conv_2d_nhwc_hwcm`` (a channel multiplier), the quantized
 ``linalg.conv_2d_nhwc_hwcf_q``, ``linalg.conv_2d_nchw_fchw_q`` and
 ``linalg.depthwise_conv_2d_nhwc_hwc_q`` (``O += (I - izp) * (K - kzp)``, the zero points two
-scalar inputs after the filter), the poolings
+scalar inputs after the filter), the 1-D and 3-D windows and the plain ``conv_1d/2d/3d`` of
+:data:`_MORE_WINDOWS` (strides and dilations of their own rank; none for the plain ones), the
+poolings
 ``linalg.pooling_nhwc_sum/max/min/max_unsigned/min_unsigned`` and
 ``linalg.pooling_nchw_sum/max``, and ``linalg.batch_matvec``.  They lower to naive affine
 nests (:mod:`polyopt.affine.linalg_to_affine`), in MLIR's loop order::
@@ -122,6 +124,68 @@ def _depthwise_nhwc_hwc(s, d):
     return conv_indexing_maps("depthwise2d", s, d)
 
 
+def _spec(loops: str, *operands: str):
+    """The maps of a window op written as its loops and each operand's subscripts: a loop
+    name, or ``o+k`` for the window pair of spatial dimension ``#`` in order (``o * s + k *
+    d``): ``_spec("n f ow c kw", "n c ow+kw", "f c kw", "n f ow")``."""
+    names = loops.split()
+    pos = {n: k for k, n in enumerate(names)}
+
+    def maps(s, d):
+        out = []
+        for subs in operands:
+            exprs, pair = [], 0
+            for sub in subs.split():
+                if "+" in sub:
+                    o, k = sub.split("+")
+                    st, di = (s[pair], d[pair]) if s else (1, 1)
+                    exprs.append(dim(pos[o]) * st + dim(pos[k]) * di)
+                    pair += 1
+                else:
+                    exprs.append(dim(pos[sub]))
+            out.append(AffineMap.get(len(names), 0, tuple(exprs)))
+        return tuple(out)
+    return maps
+
+
+def _iterators(maps_fn, rank: int) -> tuple[str, ...]:
+    """Parallel for the output's loops, reduction for the others."""
+    maps = maps_fn((1,) * rank, (1,) * rank)
+    out = {e.position for e in maps[-1].results if hasattr(e, "position")}
+    return tuple("parallel" if k in out else "reduction" for k in range(maps[0].num_dims))
+
+
+#: The 1-D, 3-D and plain (no batch, no channels, no strides) windows, as ``_spec``s:
+#: op name -> (spatial rank of strides/dilations, 0: none; spec; payload)
+_MORE_WINDOWS = {
+    "linalg.conv_1d_ncw_fcw": (1, _spec("n f ow c kw", "n c ow+kw", "f c kw", "n f ow"), "conv"),
+    "linalg.depthwise_conv_1d_nwc_wc": (1, _spec("n ow c kw", "n ow+kw c", "kw c", "n ow c"),
+                                        "conv"),
+    "linalg.depthwise_conv_1d_ncw_cw": (1, _spec("n ow c kw", "n c ow+kw", "c kw", "n c ow"),
+                                        "conv"),
+    "linalg.conv_3d_ndhwc_dhwcf": (3, _spec("n od oh ow f kd kh kw c",
+                                            "n od+kd oh+kh ow+kw c", "kd kh kw c f",
+                                            "n od oh ow f"), "conv"),
+    "linalg.conv_3d_ncdhw_fcdhw": (3, _spec("n f od oh ow c kd kh kw",
+                                            "n c od+kd oh+kh ow+kw", "f c kd kh kw",
+                                            "n f od oh ow"), "conv"),
+    "linalg.depthwise_conv_3d_ndhwc_dhwc": (3, _spec("n od oh ow kd kh kw c",
+                                                     "n od+kd oh+kh ow+kw c", "kd kh kw c",
+                                                     "n od oh ow c"), "conv"),
+    "linalg.conv_1d": (0, _spec("ow kw", "ow+kw", "kw", "ow"), "conv"),
+    "linalg.conv_2d": (0, _spec("oh ow kh kw", "oh+kh ow+kw", "kh kw", "oh ow"), "conv"),
+    "linalg.conv_3d": (0, _spec("od oh ow kd kh kw", "od+kd oh+kh ow+kw", "kd kh kw",
+                                "od oh ow"), "conv"),
+    **{f"linalg.pooling_nwc_{r}": (1, _spec("n ow c kw", "n ow+kw c", "kw", "n ow c"), r)
+       for r in ("sum", "max", "min", "max_unsigned", "min_unsigned")},
+    **{f"linalg.pooling_ncw_{r}": (1, _spec("n c ow kw", "n c ow+kw", "kw", "n c ow"), r)
+       for r in ("sum", "max")},
+    **{f"linalg.pooling_ndhwc_{r}": (3, _spec("n od oh ow c kd kh kw", "n od+kd oh+kh ow+kw c",
+                                              "kd kh kw", "n od oh ow c"), r)
+       for r in ("sum", "max", "min")},
+}
+
+
 _CONV_ITERS = ("parallel",) * 4 + ("reduction",) * 3
 _POOL_ITERS = ("parallel",) * 4 + ("reduction",) * 2
 
@@ -146,6 +210,11 @@ WINDOW_OPS: dict[str, tuple[Callable, tuple[str, ...], str]] = {
     "linalg.pooling_nchw_sum": (_pool_nchw, _POOL_ITERS, "sum"),
     "linalg.pooling_nchw_max": (_pool_nchw, _POOL_ITERS, "max"),
 }
+
+WINDOW_OPS.update({name: (maps, _iterators(maps, rank), kind)
+                   for name, (rank, maps, kind) in _MORE_WINDOWS.items()})
+#: the length of an op's strides and dilations (0: it takes none; 2 unless listed)
+WINDOW_RANK = {name: rank for name, (rank, _, _) in _MORE_WINDOWS.items()}
 
 _WINDOW_ATTRS = ("strides", "dilations")
 
@@ -201,8 +270,10 @@ class LinalgWindowOp(_NamedOp):
         return WINDOW_OPS[self.OP_NAME][2]
 
     def _window(self, name: str) -> tuple[int, ...]:
-        vals = _dense_i64(self.attributes.get(name), 2)
-        return vals if vals is not None else (1, 1)
+        if not self.RANK:
+            return ()
+        vals = _dense_i64(self.attributes.get(name), self.RANK)
+        return vals if vals is not None else (1,) * self.RANK
 
     @property
     def strides(self) -> tuple[int, ...]:
@@ -269,11 +340,11 @@ class LinalgWindowOp(_NamedOp):
                                 "region expects 3 args, got 0", start)
         attrs: dict = {}
         operands = _parse_named_body(p, name, cls.NUM_INPUTS, attrs)
-        for a in _WINDOW_ATTRS:   # checked while the op is built, as MLIR's parser does
-            if a in attrs and _dense_i64(attrs[a], 2) is None:
+        for a in _WINDOW_ATTRS if cls.RANK else ():   # checked while the op is built
+            if a in attrs and _dense_i64(attrs[a], cls.RANK) is None:
                 raise _custom_error(p, name, f"'{name}' op attribute '{a}' failed to satisfy "
                                     "constraint: 64-bit signless int elements attribute of "
-                                    "shape [2]", start)
+                                    f"shape [{cls.RANK}]", start)
         op = cls(operands=operands, attributes=attrs, loc=loc)
         msg = op.payload_type_error()
         if msg is not None:
@@ -311,14 +382,14 @@ class LinalgWindowOp(_NamedOp):
         if len(self.operands) != self.NUM_INPUTS + 1:
             raise self.error(f"expects {self.NUM_INPUTS} inputs and 1 output, got "
                              f"{len(self.operands)} operands")
-        for a in _WINDOW_ATTRS:
+        for a in _WINDOW_ATTRS if self.RANK else ():     # (none declared: discardable)
             attr = self.attributes.get(a)
             if attr is None:
                 continue
-            vals = _dense_i64(attr, 2)
+            vals = _dense_i64(attr, self.RANK)
             if vals is None:
                 raise self.error(f"attribute '{a}' failed to satisfy constraint: 64-bit "
-                                 "signless int elements attribute of shape [2]")
+                                 f"signless int elements attribute of shape [{self.RANK}]")
             if any(v <= 0 for v in vals):
                 # MLIR's convolution interface: a zero stride leaves a loop out of the input
                 raise VerifyError("unexpected loop dimension for convolution op", self.loc)
@@ -331,6 +402,7 @@ def _window_op(op_name: str) -> type:
     maps_fn, _, kind = WINDOW_OPS[op_name]
     cls = type("".join(w.capitalize() for w in short.split("_")) + "Op", (LinalgWindowOp,),
                {"OP_NAME": op_name, "NUM_INPUTS": 4 if kind == "conv_q" else 2,
+                "RANK": WINDOW_RANK.get(op_name, 2),
                 "__doc__": f"``{op_name}``: a {'convolution' if kind == 'conv' else kind} "
                            "window op (see the module's table)."})
     return register_op(cls)
