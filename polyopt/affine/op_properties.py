@@ -31,7 +31,7 @@ _MATH_FASTMATH = ("absf", "acos", "acosh", "asin", "asinh", "atan", "atan2", "at
 _LINALG_UNARY_BINARY = ("abs", "add", "ceil", "div", "div_unsigned", "erf", "exp", "floor",
                         "log", "max", "min", "mul", "negf", "powf", "reciprocal", "round", "rsqrt",
                         "select", "sqrt", "square", "sub", "tanh", "batch_matvec", "batch_vecmat",
-                        "dot", "fill", "matvec", "mmt4d", "quantized_matmul", "vecmat", "conv_1d",
+                        "dot", "fill", "matvec", "mmt4d", "quantized_matmul", "vecmat", "conv_1d", "batch_mmt4d",
                         "conv_2d", "conv_3d")
 _LINALG_WINDOW = ("conv_1d_nwc_wcf", "conv_2d_nchw_fchw", "conv_2d_nchw_fchw_q",
                   "conv_2d_nhwc_hwcf_q", "depthwise_conv_2d_nhwc_hwc_q", "conv_2d_ngchw_fgchw",
@@ -44,7 +44,10 @@ _LINALG_WINDOW = ("conv_1d_nwc_wcf", "conv_2d_nchw_fchw", "conv_2d_nchw_fchw_q",
                   "pooling_nwc_sum", "pooling_nwc_max", "pooling_nwc_min",
                   "pooling_nwc_max_unsigned", "pooling_nwc_min_unsigned", "pooling_ncw_sum",
                   "pooling_ncw_max", "pooling_ndhwc_sum", "pooling_ndhwc_max",
-                  "pooling_ndhwc_min")
+                  "pooling_ndhwc_min", "depthwise_conv_1d_nwc_wcm",
+                  "depthwise_conv_3d_ndhwc_dhwcm", "conv_2d_nhwgc_gfhwc", "conv_2d_ngchw_gfchw",
+                  "conv_2d_nhwgc_gfhwc_q", "conv_2d_ngchw_gfchw_q",
+                  "depthwise_conv_2d_nhwc_hwcm_q", "conv_3d_ndhwc_dhwcf_q")
 
 INHERENT: dict[str, tuple[str, ...]] = {
     **{f"affine.{n}": ("map",) for n in ("apply", "load", "max", "min", "store", "vector_load",

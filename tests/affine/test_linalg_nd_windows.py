@@ -44,14 +44,36 @@ ALL = """func.func @f(%a1: memref<1x40x3xf32>, %k1: memref<2x3x4xf32>, %o1: memr
 """
 
 
-def test_printed_generalized_and_lowered_as_mlir_opt_does():
+# the grouped NHWGC/NGCHW ones, the channel multipliers in 1-D and 3-D, the quantized ones
+# left, and batch_mmt4d
+MORE = """func.func @f(%A: memref<2x3x5x4x2xf32>, %B: memref<2x6x5x8x2xf32>, %C: memref<2x3x6x4x8xf32>,
+             %I: memref<1x40x40x3xi8>, %Km: memref<2x2x3x2xi8>, %Om: memref<1x4x4x3x2xi32>, %z: i32,
+             %Ig: memref<1x40x40x2x3xf32>, %Kg: memref<2x4x2x2x3xf32>, %Og: memref<1x4x4x2x4xf32>,
+             %Ic: memref<1x2x3x40x40xf32>, %Kc: memref<2x4x3x2x2xf32>, %Oc: memref<1x2x4x4x4xf32>,
+             %I3: memref<1x40x40x40x3xi8>, %K3: memref<2x2x2x3x4xi8>, %O3: memref<1x4x4x4x4xi32>,
+             %I1: memref<1x40x3xf32>, %K1: memref<2x3x2xf32>, %O1: memref<1x4x3x2xf32>,
+             %I3d: memref<1x40x40x40x3xf32>, %K3d: memref<2x2x2x3x2xf32>, %O3d: memref<1x4x4x4x3x2xf32>) {
+  linalg.batch_mmt4d ins(%A, %B : memref<2x3x5x4x2xf32>, memref<2x6x5x8x2xf32>) outs(%C : memref<2x3x6x4x8xf32>)
+  linalg.depthwise_conv_2d_nhwc_hwcm_q {strides = dense<[2, 3]> : tensor<2xi64>, dilations = dense<[7, 11]> : tensor<2xi64>} ins(%I, %Km, %z, %z : memref<1x40x40x3xi8>, memref<2x2x3x2xi8>, i32, i32) outs(%Om : memref<1x4x4x3x2xi32>)
+  linalg.conv_2d_nhwgc_gfhwc {strides = dense<[2, 3]> : tensor<2xi64>, dilations = dense<[7, 11]> : tensor<2xi64>} ins(%Ig, %Kg : memref<1x40x40x2x3xf32>, memref<2x4x2x2x3xf32>) outs(%Og : memref<1x4x4x2x4xf32>)
+  linalg.conv_2d_ngchw_gfchw {strides = dense<[2, 3]> : tensor<2xi64>, dilations = dense<[7, 11]> : tensor<2xi64>} ins(%Ic, %Kc : memref<1x2x3x40x40xf32>, memref<2x4x3x2x2xf32>) outs(%Oc : memref<1x2x4x4x4xf32>)
+  linalg.conv_3d_ndhwc_dhwcf_q {strides = dense<[2, 3, 5]> : tensor<3xi64>, dilations = dense<[7, 11, 13]> : tensor<3xi64>} ins(%I3, %K3, %z, %z : memref<1x40x40x40x3xi8>, memref<2x2x2x3x4xi8>, i32, i32) outs(%O3 : memref<1x4x4x4x4xi32>)
+  linalg.depthwise_conv_1d_nwc_wcm {strides = dense<5> : tensor<1xi64>, dilations = dense<7> : tensor<1xi64>} ins(%I1, %K1 : memref<1x40x3xf32>, memref<2x3x2xf32>) outs(%O1 : memref<1x4x3x2xf32>)
+  linalg.depthwise_conv_3d_ndhwc_dhwcm {strides = dense<[2, 3, 5]> : tensor<3xi64>, dilations = dense<[7, 11, 13]> : tensor<3xi64>} ins(%I3d, %K3d : memref<1x40x40x40x3xf32>, memref<2x2x2x3x2xf32>) outs(%O3d : memref<1x4x4x4x3x2xf32>)
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("text, count", [(ALL, 12), (MORE, 7)])
+def test_printed_generalized_and_lowered_as_mlir_opt_does(text, count):
     from polyopt.affine.linalg_to_affine import convert_linalg_to_affine_loops
-    assert print_module(parse(ALL, "t.mlir")) == mlir_opt(ALL)
-    generic = mlir_opt(ALL, "--mlir-print-op-generic")
-    assert print_module(parse(generic, "g.mlir")) == mlir_opt(ALL)
-    module = parse(ALL, "t.mlir")
-    assert convert_linalg_to_affine_loops(module) == 12
-    assert print_module(module) == mlir_opt(ALL, "--convert-linalg-to-affine-loops")
+    assert print_module(parse(text, "t.mlir")) == mlir_opt(text)
+    generic = mlir_opt(text, "--mlir-print-op-generic")
+    assert print_module(parse(generic, "g.mlir")) == mlir_opt(text)
+    module = parse(text, "t.mlir")
+    assert convert_linalg_to_affine_loops(module) == count
+    assert print_module(module) == mlir_opt(text, "--convert-linalg-to-affine-loops")
 
 
 def one(op_line: str) -> str:
@@ -144,3 +166,30 @@ func.func @c2(%I: {t((11, 9))}, %K: {t((3, 2))}, %O: {t((ph, pw))}) {{
     mod["c2"](p2, q2, out)
     np.testing.assert_allclose(out, 1 + np.einsum("khw,k->hw", win2, q2.reshape(6)),
                                rtol=1e-12)
+
+
+def test_grouped_nhwgc_and_batch_mmt4d_run_as_numpy():
+    n, h, w, g, c, f, kh, kw = 2, 7, 6, 2, 3, 4, 3, 2
+    x = RNG.standard_normal((n, h, w, g, c))
+    k = RNG.standard_normal((g, f, kh, kw, c))
+    win, (oh, ow) = windows(x.transpose(0, 3, 4, 1, 2), (kh, kw), (1, 1), (1, 1))
+    a = RNG.standard_normal((2, 3, 5, 4, 2))
+    b = RNG.standard_normal((2, 6, 5, 8, 2))
+    text = f"""
+func.func @g(%I: {t((n, h, w, g, c))}, %K: {t((g, f, kh, kw, c))}, %O: {t((n, oh, ow, g, f))}) {{
+  linalg.conv_2d_nhwgc_gfhwc ins(%I, %K : {t((n, h, w, g, c))}, {t((g, f, kh, kw, c))}) outs(%O : {t((n, oh, ow, g, f))})
+  return
+}}
+func.func @b(%A: {t((2, 3, 5, 4, 2))}, %B: {t((2, 6, 5, 8, 2))}, %C: {t((2, 3, 6, 4, 8))}) {{
+  linalg.batch_mmt4d ins(%A, %B : {t((2, 3, 5, 4, 2))}, {t((2, 6, 5, 8, 2))}) outs(%C : {t((2, 3, 6, 4, 8))})
+  return
+}}
+"""
+    mod = polyopt.compile(text)
+    out = np.ones((n, oh, ow, g, f))
+    mod["g"](x, k, out)
+    want = 1 + np.einsum("kngchw,gfkc->nhwgf", win, k.reshape(g, f, kh * kw, c))
+    np.testing.assert_allclose(out, want, rtol=1e-12)
+    out = np.ones((2, 3, 6, 4, 8))
+    mod["b"](a, b, out)
+    np.testing.assert_allclose(out, 1 + np.einsum("bmkxz,bnkyz->bmnxy", a, b), rtol=1e-12)

@@ -809,7 +809,7 @@ from .linalg_generic import GenericOp, MapOp, ReduceOp  # noqa: E402,F401
 from .linalg_data import BroadcastOp, CopyOp, FillOp, TransposeOp  # noqa: E402,F401
 from .linalg_named import (LINALG_CONV_OPS, MATMUL_MAPS, BatchMatmulOp,  # noqa: E402,F401
                            BatchReduceMatmulOp, BatchVecmatOp, DotOp, Mmt4dOp,
-                           QuantizedMatmulOp, ContractOp, LinalgConv1DNwcWcfOp, LinalgConv2DNhwcHwcfOp,
+                           QuantizedMatmulOp, ContractOp, BatchMmt4dOp, LinalgConv1DNwcWcfOp, LinalgConv2DNhwcHwcfOp,
                            LinalgDepthwiseConv2DNhwcHwcOp, LinalgMatmulOp, MatvecOp, VecmatOp,
                            conv_indexing_maps)
 from .linalg_elementwise import LINALG_ELEMENTWISE_OPS, ElementwiseOp  # noqa: E402,F401
@@ -819,6 +819,6 @@ from .linalg_window import LINALG_WINDOW_OPS  # noqa: E402,F401
 STRUCTURED_OPS = {c.OP_NAME: c for c in (
     GenericOp, MapOp, ReduceOp, TransposeOp, BroadcastOp, CopyOp, FillOp, LinalgMatmulOp,
     BatchMatmulOp, MatvecOp, VecmatOp, DotOp, BatchVecmatOp, BatchReduceMatmulOp, Mmt4dOp,
-    QuantizedMatmulOp, ContractOp,
+    QuantizedMatmulOp, ContractOp, BatchMmt4dOp,
     *LINALG_CONV_OPS.values(), *LINALG_ELEMENTWISE_OPS.values(),
     ElementwiseOp, *LINALG_WINDOW_OPS.values())}

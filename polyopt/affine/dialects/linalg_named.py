@@ -542,6 +542,17 @@ class QuantizedMatmulOp(_UnaryNamedOp):
         self.verify_structured()
 
 
+@register_op
+class BatchMmt4dOp(_ContractionOp):
+    """``linalg.batch_mmt4d``: mmt4d per batch, C[b, m, n, m0, n0] += A[b, m, k, m0, k0] *
+    B[b, n, k, n0, k0]."""
+
+    OP_NAME = "linalg.batch_mmt4d"
+    DEFAULT_MAPS = _maps(7, (0, 1, 3, 4, 6), (0, 2, 3, 5, 6), (0, 1, 2, 4, 5))
+    ITERATORS = ("parallel", "parallel", "parallel", "reduction", "parallel", "parallel",
+                 "reduction")
+
+
 # ---------------------------------------------------------------------------------------------
 # convolutions
 # ---------------------------------------------------------------------------------------------
@@ -741,4 +752,4 @@ LINALG_CONV_OPS = {c.OP_NAME: c for c in (LinalgConv2DNhwcHwcfOp, LinalgConv1DNw
 __all__ = ["MATMUL_MAPS", "BATCH_MATMUL_MAPS", "LinalgMatmulOp", "BatchMatmulOp", "MatvecOp",
            "VecmatOp", "DotOp", "conv_indexing_maps", "LinalgConv2DNhwcHwcfOp",
            "LinalgConv1DNwcWcfOp", "LinalgDepthwiseConv2DNhwcHwcOp", "LINALG_CONV_OPS",
-           "BatchVecmatOp", "BatchReduceMatmulOp", "Mmt4dOp", "QuantizedMatmulOp", "ContractOp"]
+           "BatchVecmatOp", "BatchReduceMatmulOp", "Mmt4dOp", "QuantizedMatmulOp", "ContractOp", "BatchMmt4dOp"]

@@ -172,6 +172,24 @@ _MORE_WINDOWS = {
     "linalg.depthwise_conv_3d_ndhwc_dhwc": (3, _spec("n od oh ow kd kh kw c",
                                                      "n od+kd oh+kh ow+kw c", "kd kh kw c",
                                                      "n od oh ow c"), "conv"),
+    "linalg.depthwise_conv_1d_nwc_wcm": (1, _spec("n ow c m kw", "n ow+kw c", "kw c m",
+                                                  "n ow c m"), "conv"),
+    "linalg.depthwise_conv_3d_ndhwc_dhwcm": (3, _spec("n od oh ow m kd kh kw c",
+                                                      "n od+kd oh+kh ow+kw c", "kd kh kw c m",
+                                                      "n od oh ow c m"), "conv"),
+    "linalg.conv_2d_nhwgc_gfhwc": (2, _spec("n oh ow g f kh kw c", "n oh+kh ow+kw g c",
+                                            "g f kh kw c", "n oh ow g f"), "conv"),
+    "linalg.conv_2d_ngchw_gfchw": (2, _spec("n g f oh ow c kh kw", "n g c oh+kh ow+kw",
+                                            "g f c kh kw", "n g f oh ow"), "conv"),
+    "linalg.conv_2d_nhwgc_gfhwc_q": (2, _spec("n oh ow g f kh kw c", "n oh+kh ow+kw g c",
+                                              "g f kh kw c", "n oh ow g f"), "conv_q"),
+    "linalg.conv_2d_ngchw_gfchw_q": (2, _spec("n g f oh ow c kh kw", "n g c oh+kh ow+kw",
+                                              "g f c kh kw", "n g f oh ow"), "conv_q"),
+    "linalg.depthwise_conv_2d_nhwc_hwcm_q": (2, _spec("n oh ow c m kh kw", "n oh+kh ow+kw c",
+                                                      "kh kw c m", "n oh ow c m"), "conv_q"),
+    "linalg.conv_3d_ndhwc_dhwcf_q": (3, _spec("n od oh ow f kd kh kw c",
+                                              "n od+kd oh+kh ow+kw c", "kd kh kw c f",
+                                              "n od oh ow f"), "conv_q"),
     "linalg.conv_1d": (0, _spec("ow kw", "ow+kw", "kw", "ow"), "conv"),
     "linalg.conv_2d": (0, _spec("oh ow kh kw", "oh+kh ow+kw", "kh kw", "oh ow"), "conv"),
     "linalg.conv_3d": (0, _spec("od oh ow kd kh kw", "od+kd oh+kh ow+kw", "kd kh kw",
@@ -211,7 +229,8 @@ WINDOW_OPS: dict[str, tuple[Callable, tuple[str, ...], str]] = {
     "linalg.pooling_nchw_max": (_pool_nchw, _POOL_ITERS, "max"),
 }
 
-WINDOW_OPS.update({name: (maps, _iterators(maps, rank), kind)
+WINDOW_OPS.update({name: (_with_zero_points(maps) if kind == "conv_q" else maps,
+                          _iterators(maps, rank), kind)
                    for name, (rank, maps, kind) in _MORE_WINDOWS.items()})
 #: the length of an op's strides and dilations (0: it takes none; 2 unless listed)
 WINDOW_RANK = {name: rank for name, (rank, _, _) in _MORE_WINDOWS.items()}
