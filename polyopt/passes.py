@@ -543,7 +543,8 @@ def run_pipeline(module, pipeline, remark: Remark = None,
 def default_pipeline(options, *, raised: bool = False) -> list[tuple[Pass, object]]:
     """The passes the ``--hopt*`` switches of :class:`polyopt.pipeline.PipelineOptions` spell:
 
-    raise-scf-to-affine (--raise-scf-to-affine or --hopt), memref-bound-check, then with --hopt:
+    scf-forall-to-parallel (--scf-forall-to-parallel), raise-scf-to-affine
+    (--raise-scf-to-affine or --hopt), memref-bound-check, then with --hopt:
     hopt-report-opaque-nests, hopt-linalg-to-loops and hopt-raise-contractions (unless
     --no-hopt-raise), hopt-schedule,
     hopt-parallel (--hopt-parallel, also without --hopt), hopt-expand, hopt-normalize-memrefs (--hopt-copy/--hopt-blis), hopt-blis-calls
@@ -553,6 +554,8 @@ def default_pipeline(options, *, raised: bool = False) -> list[tuple[Pass, objec
     def add(name, opts=None):
         p = REGISTRY[name]
         out.append((p, opts if opts is not None else p.options()))
+    if getattr(options, "forall_to_parallel", False):
+        add("scf-forall-to-parallel")
     if (options.raise_scf or options.hopt) and not raised:
         add("raise-scf-to-affine")
     if options.memref_bound_check:

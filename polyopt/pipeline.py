@@ -77,6 +77,10 @@ class PipelineOptions:
                 "(mlir-opt-22 --one-shot-bufferize with function boundaries, results to out "
                 "parameters, its deallocation pipeline): a tensor result becomes the "
                 "function's last memref argument; locations stay the input's"})
+    forall_to_parallel: bool = field(default=False, metadata={
+        "pass_flag": "--scf-forall-to-parallel",
+        "help": "scf.forall becomes scf.parallel, as mlir-opt's --scf-forall-to-parallel does "
+                "(raise-scf-to-affine and compiling do it anyway)"})
     linalg_to_affine: bool = field(default=False, metadata={
         "pass_flag": "--convert-linalg-to-affine-loops",
         "help": "lower the linalg ops on memrefs to affine loop nests, as mlir-opt's "

@@ -129,7 +129,8 @@ class ForallOp(Operation):
         p.skip_ws()
         if p.peek_keyword("shared_outs"):
             raise ParseError("custom op 'scf.forall' shared_outs: tensors are not supported "
-                             "(polyopt runs memrefs; bufferize first)", p.loc())
+                             "here (polyopt runs memrefs; bufferize first: polyopt opt "
+                             "--one-shot-bufferize)", p.loc())
         body = Block([index] * rank)
         region = p.parse_region(entry_args=list(zip(ivs, body.args)))
         block = region.blocks[0]
@@ -150,8 +151,9 @@ class ForallOp(Operation):
                              f"with the total size ({sum(sizes)}) specified in attribute "
                              f"'operandSegmentSizes'", loc)
         if sizes[3] or result_types:
-            raise ParseError("'scf.forall' op shared_outs: tensors are not supported (polyopt "
-                             "runs memrefs; bufferize first)", loc)
+            raise ParseError("'scf.forall' op shared_outs: tensors are not supported here "
+                             "(polyopt runs memrefs; bufferize first: polyopt opt "
+                             "--one-shot-bufferize)", loc)
         return cls(operands=operands, attributes=attrs, regions=regions, loc=loc)
 
     def generic_attributes(self) -> dict:
