@@ -899,21 +899,24 @@ def _expand_mixed(con: Contraction, tiled: bool, vectors: bool, machine,
     batch_loop = None
     if con.has_static_shape:
         mcon = to_matrix_form(con)
-        if con.batch and not mcon.batch and remark is not None:
+        if con.batch and not mcon.batch and remark is not None and mcon.anchor is con.anchor:
             remark(con.loc, f"{con.kind}: B is shared by the batch: one product of "
                             f"{mcon.m} = {con.batch[0]} x {con.m} rows, B packed once")
         if vectors:
             batch_loop = _batch_on_threads(con, mcon, tiled, threads, remark)
         con = mcon
-    if tiled and vectors and con.is_matrix_form and batch_loop is None and not con.batch \
-            and con.has_static_shape:
+    if tiled and vectors and con.is_matrix_form and not con.batch and con.has_static_shape:
         # a vector operand: BLAS level 2, the matrix's elements widened as they stream
+        # (per batch slice, the batch loop on the threads)
         from .gemv import dot_streams_past, expand_gemv
         model = machine or MachineModel()
         wide = model.vector_bits >= 512
-        if expand_gemv(con, model.stream_lanes, remark, threads, dot_streams_past(model),
+        if expand_gemv(con, model.stream_lanes, remark,
+                       1 if batch_loop is not None else threads, dot_streams_past(model),
                        wide and "avx512bf16" in model.features,
                        wide and "avx512vnni" in model.features) is not None:
+            if batch_loop is not None:
+                _parallel_batch(batch_loop)
             return
     if tiled and vectors and con.is_matrix_form and \
             expand_lowp_gemm(con, machine, remark, 1 if batch_loop is not None else threads):

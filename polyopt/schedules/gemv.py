@@ -275,20 +275,23 @@ def _dot_loop(t: MlirLines, depth: int, rows: int, p: int, w: int, etype: str, t
 
 
 def gemv_source(m: int, n: int, k: int, etype: str, form: GemvForm, alpha: str | None,
-                itype: Optional[str] = None) -> str:
+                itype: Optional[str] = None, types: Optional[tuple[str, str, str]] = None,
+                column_type: Optional[str] = None) -> str:
     """``func.func @gemv(%A, %B, %C[, %alpha])`` doing ``C += alpha * A * B`` in ``form``
     (``alpha``: None for 1, else the MLIR type of the scalar argument, ``etype``; ``itype``:
     A's and B's elements where they are narrower than C's ``etype``, widened as they are
-    read)."""
+    read).  ``types``: the operands' memref types when they are views (a batch slice, with
+    unit strides along their rows), ``column_type`` then B's column collapsed to a vector."""
     it = itype or etype
-    ta, tb, tc = f"memref<{m}x{k}x{it}>", f"memref<{k}x{n}x{it}>", f"memref<{m}x{n}x{etype}>"
+    ta, tb, tc = types or (f"memref<{m}x{k}x{it}>", f"memref<{k}x{n}x{it}>",
+                           f"memref<{m}x{n}x{etype}>")
     args = f"%A: {ta}, %B: {tb}, %C: {tc}" + (f", %alpha: {etype}" if alpha else "")
     t = MlirLines()
     t.add(0, f"func.func @gemv({args}) {{")
     if form.kind == "axpy":
         _axpy(t, n, k, etype, form, alpha is not None, ta, tb, tc, it)
     else:
-        _dot(t, m, k, etype, form, alpha is not None, ta, tb, tc, it)
+        _dot(t, m, k, etype, form, alpha is not None, ta, tb, tc, it, column_type)
     t.add(1, "return")
     t.add(0, "}")
     return "\n".join(t.lines) + "\n"
@@ -467,13 +470,13 @@ def aligned_axpy(t: MlirLines, depth: int, n: int | str, etype: str, w: int, blo
 
 
 def _dot(t: MlirLines, m: int, k: int, etype: str, f: GemvForm, alpha: bool, ta, tb, tc,
-         it: str) -> None:
+         it: str, column_type: Optional[str] = None) -> None:
     w, p, pairs = f.lanes, f.accumulators, f.pairs
     vt = f"vector<{w // 2 if pairs else w}x{etype}>"      # an accumulator
     k_vec = k - k % (w * p)
     pieces = _pieces(k_vec, k, w)
     zero = "0.000000e+00"
-    tv = f"memref<{k}x{it}>"
+    tv = column_type or f"memref<{k}x{it}>"
     if f.aligned:
         k_vec, pieces = 0, []
     if k_vec or f.aligned or any(width > 1 for _, width in pieces):
@@ -822,6 +825,26 @@ def _result(name: str, count: int, index: int) -> str:
     return name if count == 1 else f"{name}#{index}"
 
 
+def _row_views(types) -> Optional[tuple]:
+    """``()`` for static row-major operands; for views (a batch slice: ``strided<[K, 1],
+    offset: ?>``) whose rows are contiguous and whose B column is too, the (A, B, C) type
+    strings and B's column collapsed, for :func:`gemv_source`; None for anything else."""
+    from ..affine.dialects.memref import strides_and_offset
+    if not all(t.has_static_shape for t in types):
+        return None
+    if all(t.layout is None for t in types):
+        return ()
+    layouts = [strides_and_offset(t) for t in types]
+    if any(x is None or x[0][-1] != 1 for x in layouts):
+        return None
+    (b_strides, b_offset), b = layouts[1], types[1]
+    if b.shape[1] == 1 and b_strides[0] != 1:
+        return None
+    off = "?" if b_offset is None else b_offset
+    column = f"memref<{b.shape[0]}x{b.element_type}, strided<[1], offset: {off}>>"
+    return tuple(str(t) for t in types), column
+
+
 def expand_gemv(con, lanes_of, remark=None, threads: int = 1,
                 streams_past: Optional[int] = None,
                 bf16_pairs: bool = False, int8_dots: bool = False) -> Optional[list[Operation]]:
@@ -850,8 +873,10 @@ def expand_gemv(con, lanes_of, remark=None, threads: int = 1,
     if mixed and not int8 and not (str(etype) == "f32" and str(itype) in ("bf16", "f16")
                                    and types[1].element_type == itype and con.alpha is None):
         return None
-    if not (all(t.has_static_shape and t.layout is None for t in types)
-            and (int8 or isinstance(etype, FloatType) and etype.width in (32, 64))
+    views = _row_views(types)
+    if views is None or int8 and any(t.layout is not None for t in types):
+        return None
+    if not ((int8 or isinstance(etype, FloatType) and etype.width in (32, 64))
             and len({id(alias_root(v)) for v in operands}) == 3):
         return None
     from .contraction import STAND_IN_ATTR
@@ -874,7 +899,7 @@ def expand_gemv(con, lanes_of, remark=None, threads: int = 1,
             described += f", rows split over {threads} threads"
     else:
         at_top = con.anchor.parent_op is not None and \
-            con.anchor.parent_op.name == "func.func"
+            con.anchor.parent_op.name == "func.func" and views == ()
         form = gemv_form(m, n, k, ELEMENT_BYTES[str(itype)], lanes_of(etype.width // 8),
                          threads, streams_past, can_align=at_top,
                          pairs=bf16_pairs and str(itype) == "bf16" and mixed)
@@ -889,7 +914,8 @@ def expand_gemv(con, lanes_of, remark=None, threads: int = 1,
     if con.alpha is not None and not _is_one(con.alpha):
         alpha = _scalar(b, con.alpha, etype, con.loc)
     if not int8:
-        text = gemv_source(m, n, k, str(etype), form, alpha and str(etype), str(itype))
+        text = gemv_source(m, n, k, str(etype), form, alpha and str(etype), str(itype),
+                           *(views or ()))
     from ..affine.parser import parse
     module = parse(text, "<gemv>")
     func = next(op for op in module.walk() if op.name == "func.func")

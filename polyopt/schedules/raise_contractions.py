@@ -483,27 +483,35 @@ def _alpha(upd: _Update, loc):
 def _matrix_vector(model: PolyhedralModel, upd: _Update, top: AffineForOp, namer, loop_names,
                    bounds, own, red, batch, c_sub, subs: dict, f0, f1) -> Contraction:
     """A nest whose C is a vector (``y[i] += A[i, k] * x[k]``, or ``y[j] += x[k] * A[k, j]``,
-    in any loop order, ``linalg.matvec`` and ``linalg.vecmat`` among them) as the contraction
-    of an M x 1 or 1 x N C: C and the vector factor seen as matrices of one column (one row)
-    through ``memref.expand_shape``, so that :func:`polyopt.schedules.gemv.expand_gemv` takes
-    it (the dot form when the matrix's rows run along k, else the axpy form)."""
+    in any loop order, ``linalg.matvec`` and ``linalg.vecmat`` among them; with batch loops
+    indexing all three, ``linalg.batch_matvec``/``batch_vecmat``) as the contraction of an M x 1
+    or 1 x N C: C and the vector factor seen as matrices of one column (one row) through
+    ``memref.expand_shape`` of their last dimension, so that
+    :func:`polyopt.schedules.gemv.expand_gemv` takes it (the dot form when the matrix's rows
+    run along k, else the axpy form), per batch slice."""
     loc = upd.stmt.loc
     c_mem = upd.store.memref
     if not own and len(red) == 1 and not batch:
         return _dot_product(model, upd, top, namer, loop_names, bounds, red[0], c_sub, subs,
                             f0, f1)
-    if len(own) != 1 or len(red) != 1 or batch:
+    if len(own) != 1 or len(red) != 1:
         raise NearMiss("C has no row or no column loop of its own, and is not a vector of "
                        "one loop times a matrix, nor a scalar sum of products: a sum, not a "
                        "matrix product", loc)
     d_c, d_k = own[0], red[0]
-    vec, mat = (f0, f1) if len(subs[id(f0)]) == 1 else (f1, f0)
+
+    def core(xs):
+        return [x for x in xs if x[0] not in batch]
+    vec, mat = (f0, f1) if len(core(subs[id(f0)])) == 1 else (f1, f0)
     vec_sub, mat_sub = subs[id(vec)], subs[id(mat)]
-    order = [d for d, _, _ in mat_sub if d is not None]
-    if not (len(c_sub) == 1 and len(vec_sub) == 1 and len(mat_sub) == 2 and
-            sorted(order) == sorted((d_c, d_k))):
+    order = [d for d, _, _ in core(mat_sub) if d is not None]
+    if not (len(core(c_sub)) == 1 and len(core(vec_sub)) == 1 and len(core(mat_sub)) == 2
+            and sorted(order) == sorted((d_c, d_k))):
         raise NearMiss("C is a vector, but not one loop's vector times a matrix of that loop "
                        "and the reduction's: not a matrix-vector product", loc)
+    if c_sub[-1][0] != d_c or vec_sub[-1][0] != d_k:
+        raise NearMiss("a batch of matrix-vector products whose vectors do not run along "
+                       "their memrefs' last dimension", loc)
     beta = _initialization(model, upd, top, c_mem, namer)
     alpha = _alpha(upd, loc)
     rows_along_k = order == [d_c, d_k]          # y = A x, else y = x^T A
@@ -511,34 +519,44 @@ def _matrix_vector(model: PolyhedralModel, upd: _Update, top: AffineForOp, namer
     from ..affine.dialects.memref_views import ExpandShapeOp
 
     def as_matrix(v: Value, column: bool) -> Value:
-        n = v.type.shape[0]
-        return Builder.before(top).create(ExpandShapeOp.build, v, [[0, 1]],
-                                          (n, 1) if column else (1, n), loc=top.loc).results[0]
+        *lead, n = v.type.shape
+        groups = [[q] for q in range(len(lead))] + [[len(lead), len(lead) + 1]]
+        shape = (*lead, *((n, 1) if column else (1, n)))
+        return Builder.before(top).create(ExpandShapeOp.build, v, groups, shape,
+                                          loc=top.loc).results[0]
 
-    def sub(d, stride, off, role) -> Subscript:
-        return Subscript(role, stride, off + stride * bounds[d][0])
-    (_, cs, co), (_, vs, vo) = c_sub[0], vec_sub[0]
+    roles = {d: f"b{t}" for t, d in enumerate(batch)}
+    roles.update({d_c: ROW if rows_along_k else COL, d_k: RED})
+
+    def sub(d, stride, off) -> Subscript:
+        if d is None:
+            return Subscript(None, 1, off)
+        return Subscript(roles[d], stride, off + stride * bounds[d][0])
     one = Subscript(COL if rows_along_k else ROW)
-    own_role = ROW if rows_along_k else COL
-    roles = {d_c: own_role, d_k: RED}
-    mat_op = Operand(mat.memref, tuple(sub(d, st, o, roles[d]) for d, st, o in mat_sub))
+
+    def viewed(subs_, column: bool) -> tuple:
+        *lead, last = (sub(*x) for x in subs_)
+        return (*lead, last, one) if column else (*lead, one, last)
+    mat_op = Operand(mat.memref, tuple(sub(*x) for x in mat_sub))
     vec_view, c_view = as_matrix(vec.memref, rows_along_k), as_matrix(c_mem, rows_along_k)
+    vec_op = Operand(vec_view, viewed(vec_sub, rows_along_k))
+    c = Operand(c_view, viewed(c_sub, rows_along_k))
     if rows_along_k:
-        a, b = mat_op, Operand(vec_view, (sub(d_k, vs, vo, RED), one))
-        c = Operand(c_view, (sub(d_c, cs, co, ROW), one))
+        a, b = mat_op, vec_op
         m, n, a_fac, b_fac = bounds[d_c][1], 1, mat, vec
     else:
-        a, b = Operand(vec_view, (one, sub(d_k, vs, vo, RED))), mat_op
-        c = Operand(c_view, (one, sub(d_c, cs, co, COL)))
+        a, b = vec_op, mat_op
         m, n, a_fac, b_fac = 1, bounds[d_c][1], vec, mat
     own_name = "i" if rows_along_k else "j"
     mems = ", ".join(f"{r} = {_mem_name(v, namer)}"
                      for r, v in (("A", a_fac.memref), ("B", b_fac.memref), ("C", c_mem)))
-    origin = (f"with {own_name} = {loop_names[d_c]}, k = {loop_names[d_k]}; {mems}; a "
-              f"matrix-vector product, {_mem_name(vec.memref, namer)} and C seen as "
+    batch_names = "".join(f"b{t} = {loop_names[d]}, " for t, d in enumerate(batch))
+    origin = (f"with {batch_names}{own_name} = {loop_names[d_c]}, k = {loop_names[d_k]}; "
+              f"{mems}; a matrix-vector product, {_mem_name(vec.memref, namer)} and C seen as "
               f"{'columns' if rows_along_k else 'rows'} (memref.expand_shape)")
     return Contraction("contraction", top.loc, top, a, b, c, m, n, bounds[d_k][1],
-                       alpha=alpha, beta=beta, origin=origin,
+                       batch=tuple(bounds[d][1] for d in batch), alpha=alpha, beta=beta,
+                       origin=origin,
                        a_unsigned=upd.casts.get(id(a_fac)) == "arith.extui",
                        b_unsigned=upd.casts.get(id(b_fac)) == "arith.extui")
 
