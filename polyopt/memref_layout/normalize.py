@@ -39,6 +39,15 @@ from .layout import expr_bounds, is_identity_layout, layout_map, physical_shape
 
 __all__ = ["normalize_memref_type", "normalize_memrefs"]
 
+
+def _a_view(t) -> bool:
+    """A strided layout with a '?' offset or stride: a view (a batch slice the pipeline cut)
+    that codegen reads through its descriptor; left as it is without a remark."""
+    from polyopt.affine.types import StridedLayout
+    layout = getattr(t, "layout", None)
+    return isinstance(layout, StridedLayout) and (
+        layout.offset is None or any(st is None for st in layout.strides))
+
 # (loc, message) sink, as in polyopt.schedules.expand
 RemarkSink = Optional[Callable[[object, str], None]]
 
@@ -382,7 +391,7 @@ def normalize_memrefs(module: Operation, *, arguments: bool = True,
         if why is None or root in reported:
             continue
         reported.add(root)
-        if remark is not None and why[1] is not _SIGNATURE_KEPT:
+        if remark is not None and why[1] is not _SIGNATURE_KEPT and not _a_view(why[2]):
             loc, reason, t = why
             others = sum(1 for k in an.types if g.find(k) == root) - 1
             also = f" (nor {others} memref value(s) tied to it by calls, returns or casts)" \
