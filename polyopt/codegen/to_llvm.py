@@ -65,6 +65,7 @@ from polyopt.codegen import (lower_affine, lower_amx, lower_arith, lower_cf,  # 
                              lower_func, lower_linalg, lower_llvm, lower_math, lower_memref,
                              lower_memref_buffers, lower_scf, lower_vector, lower_x86vector)
 from polyopt.codegen import lower_ub, lower_vector_elements, lower_vector_transfer  # noqa: F401
+from polyopt.codegen import lower_vector_build  # noqa: F401
 from polyopt.codegen import (lower_memref_meta, lower_vector_contract,  # noqa: F401
                              lower_vector_masked)
 from polyopt.codegen.lowering import (DEFAULT_ALLOC_ALIGNMENT, DEFAULT_MAX_STACK_BYTES,
