@@ -225,6 +225,8 @@ def prepare_for_lowering(module: Operation) -> Operation:
     from .affine.dialects.linalg import LinalgStructuredOp
     from .schedules.expand import expand_high_level_ops
     expand_high_level_ops(module)
+    from .affine.dialects.linalg_softmax import decompose_softmax
+    decompose_softmax(module)       # (upstream lowers it nowhere on memrefs)
     if any(isinstance(op, LinalgStructuredOp) for op in module.walk()):
         from .affine.linalg_to_affine import convert_linalg_to_affine_loops
         convert_linalg_to_affine_loops(module, check_sizes=True)

@@ -90,6 +90,7 @@ INHERENT: dict[str, tuple[str, ...]] = {
     "linalg.reduce": ("dimensions",),
     "linalg.transpose": ("permutation",),
     "linalg.broadcast": ("dimensions",),
+    "linalg.softmax": ("dimension",),
     "llvm.call_intrinsic": ("arg_attrs", "fastmathFlags", "intrin", "op_bundle_sizes",
                             "op_bundle_tags", SEGMENTS, "res_attrs"),
     **{f"math.{n}": ("fastmath",) for n in _MATH_FASTMATH},

@@ -5,4 +5,4 @@ from . import affine, memref, memref_views, vector, math, linalg, hop, scf  # no
 from . import memref_buffers, memref_meta  # noqa: F401
 from . import x86vector, amx, llvm, transform  # noqa: F401
 from . import ub, vector_transfer, vector_elements, vector_masked, vector_contract  # noqa: F401
-from . import vector_mask, vector_build, scf_forall  # noqa: F401
+from . import vector_mask, vector_build, scf_forall, linalg_softmax  # noqa: F401
