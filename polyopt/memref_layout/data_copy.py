@@ -391,8 +391,13 @@ def _choose_bound(region: isl.Set, d: int, sp: _Isl, usable) -> tuple[AffineExpr
     # A loop of few iterations splits the minimum into constant pieces: an edge tile's columns
     # start at 0 where only its rows are cut (j block 0) and at 64 where its columns are (j
     # block 1); no piece bounds both, but the convex hull's minimum 64 j does.
-    hull = isl.Set.from_basic_set(region.convex_hull())
-    candidates += [aff for _, aff in hull.dim_min(d).get_pieces()]
+    # (The hull of the projection on ``d``, the same minimum: the hull of the whole region, with
+    # five parameters, took 5.6 s where this takes 0.4.)
+    n = region.dim(isl.dim_type.set)
+    line = region.project_out(isl.dim_type.set, d + 1, n - d - 1).project_out(
+        isl.dim_type.set, 0, d)
+    hull = isl.Set.from_basic_set(line.convex_hull())
+    candidates += [aff for _, aff in hull.dim_min(0).get_pieces()]
     for aff in candidates:
         try:
             e = _aff_to_expr(aff)
