@@ -288,6 +288,17 @@ def build_parser() -> argparse.ArgumentParser:
                            "OpenBLAS and torch (default: OMP_NUM_THREADS, else the cores)")
     p_bm.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
 
+    p_sm = bsub.add_parser("softmax", help="linalg.softmax along the rows against numpy "
+                                           "(max, exp, sum, divide) and torch.softmax")
+    p_sm.add_argument("--rows", type=int, default=64, help="rows (default: 64)")
+    p_sm.add_argument("--n", type=int, default=1024, help="elements per row (default: 1024)")
+    p_sm.add_argument("--dtype", choices=("f64", "f32"), default="f32")
+    p_sm.add_argument("--reps", type=int, default=7, help="timed repetitions (default: 7)")
+    p_sm.add_argument("--threads", type=int, default=None, metavar="N",
+                      help="threads of polyopt's parallel rows loop and torch (default: "
+                           "OMP_NUM_THREADS, else the cores)")
+    p_sm.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
+
     p_pb = bsub.add_parser("polybench", help="PolyBench/C 4.2 kernels: polyopt without passes "
                                              "and with --hopt against clang-22 -O3 and Polly")
     p_pb.add_argument("--kernels", default=None, metavar="K1,K2,...",
@@ -638,6 +649,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return cmd_bench_polybench(args)
     if args.kernel == "batch-matmul":
         return cmd_bench_batch_matmul(args)
+    if args.kernel == "softmax":
+        return cmd_bench_softmax(args)
     if args.sweep:
         return cmd_bench_sweep(args)
     if args.shapes is not None or args.dynamic:
@@ -818,6 +831,19 @@ def cmd_bench_batch_matmul(args: argparse.Namespace) -> int:
         result = bench_batch_matmul(args.batch, args.m, args.n, args.k, args.dtype,
                                     reps=args.reps, threads=resolve_threads(args.threads),
                                     shared_b=args.shared_b)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    print(result.report())
+    return 0
+
+
+def cmd_bench_softmax(args: argparse.Namespace) -> int:
+    """``bench softmax``: :mod:`polyopt.bench_softmax`."""
+    from .bench_softmax import bench_softmax
+    from .codegen.openmp import resolve_threads
+    try:
+        result = bench_softmax(args.rows, args.n, args.dtype, reps=args.reps,
+                               threads=resolve_threads(args.threads))
     except ValueError as e:
         raise UsageError(str(e)) from None
     print(result.report())

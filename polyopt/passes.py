@@ -189,7 +189,7 @@ def _linalg_rest_to_loops(module, opts, remark):
     decompose_quantized_matmuls(module, remark)
     decompose_mmt4ds(module, remark)
     from .affine.dialects.linalg_softmax import decompose_softmax
-    decompose_softmax(module)
+    decompose_softmax(module, keep=lambda op: blis_takes(op, remark))   # (hopt-expand: vectors)
     todo = [op for op in module.walk()
             if isinstance(op, LinalgStructuredOp) and not blis_takes(op, None)]
     for op in reversed(todo):   # innermost first, as convert-linalg-to-affine-loops

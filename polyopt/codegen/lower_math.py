@@ -31,6 +31,7 @@ from polyopt.codegen.llvm_helpers import (F32, F64, I32, Unsupported, call_intri
                                           check_float, fastmath_flags, int_const,
                                           llvm_float_format)
 from polyopt.codegen.lowering import FunctionLowering, handles
+from polyopt.codegen.vector_math import vector_call
 
 _INTRINSIC_UNARY = {
     "math.absf": "fabs", "math.acos": "acos", "math.asin": "asin", "math.atan": "atan",
@@ -103,7 +104,8 @@ def _float_op(L: FunctionLowering, op: Operation, compute: Callable) -> None:
 def _lower_intrinsic(L: FunctionLowering, op: Operation) -> None:
     base = _INTRINSIC_UNARY.get(op.name) or _INTRINSIC_BINARY[op.name]
     flags = _flags(op)
-    _float_op(L, op, lambda *xs: call_intrinsic(L, base, list(xs), flags))
+    _float_op(L, op, lambda *xs: vector_call(L, op.name, list(xs), flags)
+              or call_intrinsic(L, base, list(xs), flags))
 
 
 def _libm(L: FunctionLowering, base: str, x: ir.Value, flags: tuple) -> ir.Value:
@@ -117,7 +119,8 @@ def _libm(L: FunctionLowering, base: str, x: ir.Value, flags: tuple) -> ir.Value
 def _lower_libm(L: FunctionLowering, op: Operation) -> None:
     base = _LIBM_UNARY[op.name]
     flags = _flags(op)
-    _float_op(L, op, lambda x: _scalarized(L.b, lambda e: _libm(L, base, e, flags), x))
+    _float_op(L, op, lambda x: vector_call(L, op.name, [x], flags)
+              or _scalarized(L.b, lambda e: _libm(L, base, e, flags), x))
 
 
 @handles("math.rsqrt")

@@ -43,6 +43,7 @@ from ..affine.dialects.arith import FLOAT_BINARY, INT_BINARY, ConstantOp
 from ..affine.dialects.hop import MIXED_TYPES, HopMatmulOp
 from ..affine.dialects.linalg import build_cast
 from ..affine.dialects.linalg import BatchMatmulOp, LinalgMatmulOp, LinalgStructuredOp
+from ..affine.dialects.linalg_softmax import SoftmaxOp
 from ..affine.diagnostics import ScheduleError
 from ..affine.ir import Operation, Value
 from ..affine.types import FloatType
@@ -961,7 +962,7 @@ def expansion_targets(module: Operation, tiled: bool, remark: RemarkSink = None)
     matmul it leaves)."""
     todo = []
     for op in module.walk():
-        if isinstance(op, LinalgStructuredOp):
+        if isinstance(op, (LinalgStructuredOp, SoftmaxOp)):
             if tiled and blis_takes(op, remark):
                 todo.append(op)
         elif isinstance(op, HopMatmulOp) or hasattr(op, "CONV_KIND"):
@@ -977,6 +978,13 @@ def expand_high_level_op(op: Operation, *, tiled: bool, machine: Optional[Machin
     if hasattr(op, "CONV_KIND"):
         _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for, threads, tiles)
         return
+    if isinstance(op, SoftmaxOp):
+        # without --hopt-vect it stays, and becomes its scalar loops before lowering
+        if steps.vect:
+            from .softmax import expand_softmax
+            model = machine or MachineModel()
+            expand_softmax(op, lambda b: max(1, model.vector_bits // (8 * b)), remark, threads)
+        return
     expand_contraction(contraction_of_op(op), tiled=tiled, machine=machine, remark=remark,
                        copy=copy, steps=steps, microkernel_for=microkernel_for,
                        threads=threads, tiles=tiles)
@@ -989,6 +997,12 @@ def blis_takes(op, remark: RemarkSink) -> bool:
     a remark says why another matmul stays a naive nest."""
     if hasattr(op, "CONV_KIND"):
         return True
+    if isinstance(op, SoftmaxOp):
+        from .softmax import vector_softmax_refusal
+        why = vector_softmax_refusal(op)
+        if why is not None and remark is not None:
+            remark(op.loc, f"linalg.softmax: scalar loops, not vectors: {why}")
+        return why is None
     if not isinstance(op, (LinalgMatmulOp, BatchMatmulOp)):
         return False
     why = None

@@ -197,6 +197,16 @@ def test_bench_batch_matmul_rows():
     assert "numpy matmul (broadcast B)" in proc.stdout
 
 
+def test_bench_softmax_rows():
+    proc = _run("bench", "softmax", "--rows", "5", "--n", "37", "--reps", "1", "--threads", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "softmax 5x37 f32 along the rows" in proc.stdout
+    assert "5 rows of 37 as vectors of" in proc.stdout
+    assert "numpy max, exp, sum, divide" in proc.stdout and "torch: " in proc.stdout
+    proc = _run("bench", "softmax", "--rows", "0")
+    assert proc.returncode == 1 and "sizes must be positive" in proc.stderr
+
+
 def test_bench_conv2d_bf16_epilogue():
     """--dtype bf16 --epilogue bias,relu: the convolution with its epilogue fused, unfused (in
     a called function) and torch's conv2d(bias) + relu, checked before timing, on the threads

@@ -83,11 +83,13 @@ class SoftmaxOp(Operation):
             raise self.error("incorrect dimension specified")
 
 
-def decompose_softmax(root: Operation) -> int:
-    """Every ``linalg.softmax`` under ``root`` as its affine loops (module docstring): per
-    position of the other dimensions, three loops along ``dimension``.  Static shapes and
-    float elements (``exp`` has no integer form: a located error).  Returns how many."""
-    ops = [op for op in root.walk() if isinstance(op, SoftmaxOp)]
+def decompose_softmax(root: Operation, keep=None) -> int:
+    """Every ``linalg.softmax`` under ``root`` (but those ``keep(op)`` says to keep) as its
+    affine loops (module docstring): per position of the other dimensions, three loops along
+    ``dimension``.  Static shapes and float elements (``exp`` has no integer form: a located
+    error).  Returns how many."""
+    ops = [op for op in root.walk() if isinstance(op, SoftmaxOp)
+           and (keep is None or not keep(op))]
     for op in ops:
         _decompose(op)
         op.erase()
