@@ -81,6 +81,18 @@ class Epilogue:
         ops = [op.name.split(".", 1)[1] for op in self.body if op.name in ELEMENTWISE]
         return ", ".join(dict.fromkeys(ops)) or "a copy"
 
+    def lane_by_lane(self) -> str:
+        """A note on the math functions the tile computes one lane at a time (libm, exact)
+        where ``fastmath<afn>`` would let libmvec take whole vectors, or ``""``."""
+        from ..codegen.vector_math import LIBMVEC
+        slow = [op.name.split(".", 1)[1] for op in self.body
+                if op.name in LIBMVEC and not any(f in _fastmath(op) for f in ("afn", "fast"))]
+        if not slow:
+            return ""
+        names = ", ".join(dict.fromkeys(slow))
+        return (f"; {names} computed lane by lane by libm: fastmath<afn> on it lets glibc's "
+                f"vector {names} take whole vectors")
+
     def emit(self, t, depth: int, value: str, args: dict, lanes: Optional[int], row: str,
              col: str) -> str:
         """The body as text on ``t`` (:class:`~polyopt.schedules.gemv.MlirLines`) at
@@ -128,7 +140,8 @@ class Epilogue:
                 form = ELEMENTWISE[op.name]
                 xs = [get(v) for v in op.operands]
                 if form in ("binary", "unary", "fma"):
-                    t.add(depth, f"{out} = {op.name} {', '.join(xs)} : {ty(res.type)}")
+                    t.add(depth, f"{out} = {op.name} {', '.join(xs)}{_fastmath(op)} : "
+                                 f"{ty(res.type)}")
                 elif form == "cmp":
                     t.add(depth, f"{out} = {op.name} {op.predicate}, {xs[0]}, {xs[1]} : "
                                  f"{ty(op.operands[0].type)}")
@@ -140,6 +153,16 @@ class Epilogue:
                                  f"{ty(res.type)}")
             names[id(res)] = out
         return get(self.store.value)
+
+
+def _fastmath(op: Operation) -> str:
+    """`` fastmath<...>`` as the op carries it (``afn`` makes a vector tanh libmvec's), or
+    nothing."""
+    fm = op.attributes.get("fastmath")
+    text = str(fm) if fm is not None else ""
+    if "<" not in text or text.endswith("<none>"):
+        return ""
+    return " fastmath" + text[text.index("<"):]
 
 
 def _source_of_matrix(c: Value) -> tuple[Value, bool]:

@@ -820,7 +820,7 @@ def _fuse_epilogue(new_ops: list, mcon: Contraction, epilogue, remark: RemarkSin
     where = epilogue.nest.loc or mcon.loc
     if why is None:
         remark(where, f"fused into {mcon.kind}'s register tile after its last K block: the "
-                      f"epilogue over C ({epilogue.describe()})")
+                      f"epilogue over C ({epilogue.describe()}){epilogue.lane_by_lane()}")
     else:
         remark(where, f"the epilogue over C after {mcon.kind} stays a nest of its own: {why}")
 

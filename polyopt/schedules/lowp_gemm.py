@@ -976,7 +976,7 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
         if epilogue is not None:
             remark(epilogue.nest.loc or con.loc,
                    f"fused into {con.kind}'s register tile after its last K block: the "
-                   f"epilogue over C ({epilogue.describe()})")
+                   f"epilogue over C ({epilogue.describe()}){epilogue.lane_by_lane()}")
         why = f" ({missing})" if missing else ""
         remark(con.loc, f"{con.kind} {types}: {engine.name}{why}; BLIS's loops with run-time "
                         f"trip counts, A and B packed in groups of {engine.group} k "

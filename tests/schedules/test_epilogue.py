@@ -124,6 +124,52 @@ def test_gelu_tanh_into_a_bf16_output():
     assert (np.abs(got - gelu) <= 2.0 ** -8 * np.abs(gelu) + 1e-5 + bound * 2).all()
 
 
+@pytest.mark.parametrize("flags", ["", " fastmath<afn>"])
+@pytest.mark.parametrize("t", ["bf16", "f32"])
+def test_gelu_with_afn_takes_the_vector_tanh(flags, t):
+    """fastmath<afn> on the epilogue's tanh survives the fusion: the tile's vectors call
+    libmvec's tanh; without it the remark says the tanh runs lane by lane."""
+    m, n, k = 37, 70, 45
+    body = f"""      %half = arith.constant 0.5 : f32
+      %one = arith.constant 1.0 : f32
+      %k0 = arith.constant 0.797884583 : f32
+      %k1 = arith.constant 0.044715 : f32
+      %c3 = arith.mulf %c, %c : f32
+      %c4 = arith.mulf %c3, %c : f32
+      %p = arith.mulf %k1, %c4 : f32
+      %q = arith.addf %c, %p : f32
+      %z = arith.mulf %k0, %q : f32
+      %th = math.tanh %z{flags} : f32
+      %s = arith.addf %one, %th : f32
+      %h = arith.mulf %half, %c : f32
+      %g = arith.mulf %h, %s : f32
+      affine.store %g, %C[%i, %j] : memref<{m}x{n}xf32>"""
+    src = source(m, n, k, t, "f32", body)
+    remarks = []
+    mod = polyopt.compile(src, threads=1, remark=lambda loc, msg: remarks.append(msg), **ALL)
+    fused = [r for r in remarks if "fused into hop.matmul's register tile" in r]
+    assert len(fused) == 1, remarks
+    note = "tanh computed lane by lane by libm: fastmath<afn> on it lets glibc's vector tanh"
+    assert (note in fused[0]) == (flags == ""), fused
+    from polyopt.codegen.vector_math import libmvec_loaded
+    assert ("_ZGV" in mod.llvm_ir) == (flags != "" and libmvec_loaded())
+    if t == "bf16":
+        a, b, c, exact, bound = bf16_operands(m, n, k, seed=6)
+    else:
+        rng = np.random.default_rng(6)
+        a, b = rng.standard_normal((m, k)).astype(np.float32), \
+            rng.standard_normal((k, n)).astype(np.float32)
+        c = rng.standard_normal((m, n)).astype(np.float32)
+        exact = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+        bound = (k + 1) * 2.0 ** -24 * (np.abs(a.astype(np.float64)) @
+                                        np.abs(b.astype(np.float64)) + np.abs(c))
+    mod["f"](a, b, c)
+    x = exact
+    gelu = 0.5 * x * (1 + np.tanh(0.797884583 * (x + 0.044715 * x ** 3)))
+    # the product's bound, moved by GELU's slope (at most 1.13), and a few roundings of GELU
+    assert (np.abs(c - gelu) <= 1.2 * bound + 2.0 ** -20 * (np.abs(gelu) + 1)).all()
+
+
 def test_int8_requantization_saturates():
     """i8 x i8 -> i32, then scale, round, clamp to [-128, 127] and cast to i8: exact against
     numpy, with values past both ends of i8 (saturation tested at the edges)."""
