@@ -177,6 +177,12 @@ def optimize_module(
     finally:
         pb.close()
         pto.close()
+    from .vector_math import call_libmvec_in_vectorized_loops, has_approximate_scalar_math
+    if vectorize and has_approximate_scalar_math(llvm_ir):
+        optimized = str(mod)
+        rewritten = call_libmvec_in_vectorized_loops(optimized, target)
+        if rewritten != optimized:
+            mod = _parse_and_verify(rewritten)
     try:
         mod.verify()
     except RuntimeError as exc:  # pragma: no cover - would be an LLVM bug

@@ -17,6 +17,7 @@ the exact lowering of :mod:`polyopt.codegen.lower_math`.
 from __future__ import annotations
 
 import ctypes.util
+import re
 import threading
 from typing import Optional
 
@@ -127,3 +128,53 @@ def _join(b: ir.IRBuilder, pieces: list[tuple[ir.Value, int]], ty: ir.VectorType
                                    int_const(I32, pos))
             pos += 1
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the loops LLVM vectorizes
+
+
+#: LLVM intrinsics (``llvm.exp.f32``...) the lowering emits for the functions libmvec has
+_INTRINSICS = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "log10",
+               "sin": "sin", "cos": "cos", "tan": "tan", "sinh": "sinh", "cosh": "cosh",
+               "tanh": "tanh", "asin": "asin", "acos": "acos", "atan": "atan", "pow": "pow",
+               "atan2": "atan2"}
+_BINARY = {"pow", "atan2"}
+_SCALAR_CALL = re.compile(r"call (?:[a-z]+ )*(?:afn|fast) [^\n]*@\"?llvm\.(?:"
+                          + "|".join(_INTRINSICS) + r")\.f(?:32|64)\"?\(")
+_VECTOR_CALL = re.compile(r"call ((?:[a-z]+ )*)<(\d+) x (float|double)> @\"?llvm\.("
+                          + "|".join(_INTRINSICS) + r")\.v\d+f(?:32|64)\"?\(")
+
+
+def has_approximate_scalar_math(llvm_ir: str) -> bool:
+    """Does ``llvm_ir`` call a math intrinsic on scalars with ``afn`` (which LLVM's loop
+    vectorizer may widen, see :func:`call_libmvec_in_vectorized_loops`)?"""
+    return _SCALAR_CALL.search(llvm_ir) is not None
+
+
+def call_libmvec_in_vectorized_loops(llvm_ir: str, target) -> str:
+    """The optimized module's vector math intrinsics with ``afn`` (or ``fast``), the ones
+    LLVM's loop vectorizer made of scalar calls, as calls of libmvec's variant of exactly
+    their width (LLVM's ``ReplaceWithVeclib`` under ``-vector-library=LIBMVEC``, for the
+    calls that allow approximate functions only); the others are left, to be split into
+    scalar calls as before."""
+    if not target.triple.startswith("x86_64") or not libmvec_loaded():
+        return llvm_ir
+    declared: dict[str, str] = {}
+
+    def swap(m: re.Match) -> str:
+        flags, lanes, elem, base = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+        if "afn" not in flags.split() and "fast" not in flags.split():
+            return m.group(0)
+        f32 = elem == "float"
+        letters = [letter for letter, n in _widths(target, 32 if f32 else 64) if n == lanes]
+        if not letters:
+            return m.group(0)
+        arity = 2 if base in _BINARY else 1
+        name = _symbol(letters[0], lanes, _INTRINSICS[base], arity, f32)
+        vt = f"<{lanes} x {elem}>"
+        if f"@{name}(" not in llvm_ir and f'@"{name}"(' not in llvm_ir:
+            declared[name] = f"declare {vt} @{name}({', '.join([vt] * arity)})"
+        return f"call {flags}{vt} @{name}("
+    out = _VECTOR_CALL.sub(swap, llvm_ir)
+    return out + "".join(f"\n{d}\n" for d in declared.values())

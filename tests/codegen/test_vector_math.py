@@ -122,3 +122,59 @@ def test_f16_rows_are_computed_in_f32_by_libmvec():
     y = np.zeros_like(x)
     compiled["f"](x, y)
     np.testing.assert_array_equal(y, np.exp(x.astype(np.float64)).astype(np.float16))
+
+
+def scalar_loop(op: str, n: int, t: str, flags: str) -> str:
+    return f"""func.func @f(%x: memref<{n}x{t}>, %y: memref<{n}x{t}>) {{
+  affine.for %i = 0 to {n} {{
+    %v = affine.load %x[%i] : memref<{n}x{t}>
+    %e = {op} %v{flags} : {t}
+    affine.store %e, %y[%i] : memref<{n}x{t}>
+  }}
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("op", ["math.exp", "math.tanh", "math.log", "math.sin"])
+@pytest.mark.parametrize("t", ["f32", "f64"])
+def test_loops_llvm_vectorizes_call_libmvec_where_afn_allows(op, t):
+    """A scalar loop of ``math.exp fastmath<afn>``: LLVM's loop vectorizer widens it to
+    ``llvm.exp.v16f32``, which becomes libmvec's ``_ZGVeN16v_expf`` (it was sixteen calls of
+    libm's ``expf``); without afn, libm's."""
+    fn, lo, hi = REFERENCE[op]
+    n = 1003
+    dtype = np.float32 if t == "f32" else np.float64
+    x = np.random.default_rng(7).uniform(lo, hi, n).astype(dtype)
+    exact = fn(x.astype(np.float64)) if t == "f32" else \
+        np.array([float(np.float64(fn(np.longdouble(v)))) for v in x])
+    ulp = np.spacing(np.abs(exact).astype(dtype)).astype(np.float64)
+    for flags, vector in ((" fastmath<afn>", True), (" fastmath<fast>", True), ("", False)):
+        compiled = polyopt.compile(scalar_loop(op, n, t, flags))
+        assert ("_ZGV" in compiled.asm()) == vector, flags
+        y = np.zeros_like(x)
+        compiled["f"](x, y)
+        assert (np.abs(y - exact) <= 4 * ulp).all(), flags
+    no_lv = polyopt.compile(scalar_loop(op, n, t, " fastmath<afn>"), llvm_vectorize=False)
+    assert "_ZGV" not in no_lv.asm()
+
+
+def test_pow_in_a_loop_is_the_binary_variant():
+    n = 67
+    src = f"""func.func @f(%x: memref<{n}xf32>, %z: memref<{n}xf32>, %y: memref<{n}xf32>) {{
+  affine.for %i = 0 to {n} {{
+    %a = affine.load %x[%i] : memref<{n}xf32>
+    %b = affine.load %z[%i] : memref<{n}xf32>
+    %p = math.powf %a, %b fastmath<afn> : f32
+    affine.store %p, %y[%i] : memref<{n}xf32>
+  }}
+  return
+}}
+"""
+    compiled = polyopt.compile(src)
+    assert re.search(r"_ZGV[bde]N\d+vv_powf", compiled.asm())
+    rng = np.random.default_rng(8)
+    x, z = rng.uniform(0.1, 4, n).astype(np.float32), rng.uniform(-3, 3, n).astype(np.float32)
+    y = np.zeros_like(x)
+    compiled["f"](x, z, y)
+    np.testing.assert_allclose(y, np.power(x.astype(np.float64), z), rtol=4e-7)
