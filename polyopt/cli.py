@@ -299,6 +299,22 @@ def build_parser() -> argparse.ArgumentParser:
                            "OMP_NUM_THREADS, else the cores)")
     p_sm.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
 
+    p_dw = bsub.add_parser("depthwise", help="linalg.depthwise_conv_2d_nchw_chw against torch "
+                                             "conv2d(groups=C) and numpy's sum over the taps")
+    for name, default, help_ in (("n", 1, "images"), ("c", 144, "channels"),
+                                 ("oh", 56, "output height"), ("ow", 56, "output width"),
+                                 ("k", 3, "window height and width"), ("stride", 1, "stride")):
+        p_dw.add_argument(f"--{name}", type=int, default=default,
+                          help=f"{help_} (default: {default})")
+    p_dw.add_argument("--mobilenet", action="store_true",
+                      help="MobileNet-v2's 3x3 depthwise layers at 224x224 instead")
+    p_dw.add_argument("--dtype", choices=("f64", "f32"), default="f32")
+    p_dw.add_argument("--reps", type=int, default=7, help="timed repetitions (default: 7)")
+    p_dw.add_argument("--threads", type=int, default=None, metavar="N",
+                      help="threads of polyopt's channels loop and torch (default: "
+                           "OMP_NUM_THREADS, else the cores)")
+    p_dw.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
+
     p_pb = bsub.add_parser("polybench", help="PolyBench/C 4.2 kernels: polyopt without passes "
                                              "and with --hopt against clang-22 -O3 and Polly")
     p_pb.add_argument("--kernels", default=None, metavar="K1,K2,...",
@@ -651,6 +667,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return cmd_bench_batch_matmul(args)
     if args.kernel == "softmax":
         return cmd_bench_softmax(args)
+    if args.kernel == "depthwise":
+        return cmd_bench_depthwise(args)
     if args.sweep:
         return cmd_bench_sweep(args)
     if args.shapes is not None or args.dynamic:
@@ -834,6 +852,23 @@ def cmd_bench_batch_matmul(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     print(result.report())
+    return 0
+
+
+def cmd_bench_depthwise(args: argparse.Namespace) -> int:
+    """``bench depthwise``: :mod:`polyopt.bench_depthwise`."""
+    from .bench_depthwise import MOBILENET_LAYERS, bench_depthwise, report
+    from .codegen.openmp import resolve_threads
+    threads = resolve_threads(args.threads)
+    layers = [(c, size, size, stride) for c, size, stride in MOBILENET_LAYERS] \
+        if args.mobilenet else [(args.c, args.oh, args.ow, args.stride)]
+    try:
+        results = [bench_depthwise(args.n, c, oh, ow, args.k, stride, args.dtype,
+                                   reps=args.reps, threads=threads)
+                   for c, oh, ow, stride in layers]
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    print(report(results))
     return 0
 
 

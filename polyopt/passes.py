@@ -190,8 +190,8 @@ def _linalg_rest_to_loops(module, opts, remark):
     decompose_mmt4ds(module, remark)
     from .affine.dialects.linalg_softmax import decompose_softmax
     decompose_softmax(module, keep=lambda op: blis_takes(op, remark))   # (hopt-expand: vectors)
-    todo = [op for op in module.walk()
-            if isinstance(op, LinalgStructuredOp) and not blis_takes(op, None)]
+    todo = [op for op in module.walk() if isinstance(op, LinalgStructuredOp) and not blis_takes(
+        op, remark if op.name == "linalg.depthwise_conv_2d_nchw_chw" else None)]
     for op in reversed(todo):   # innermost first, as convert-linalg-to-affine-loops
         lower_to_affine_loops(op)
 

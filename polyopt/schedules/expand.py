@@ -978,6 +978,16 @@ def expand_high_level_op(op: Operation, *, tiled: bool, machine: Optional[Machin
     if hasattr(op, "CONV_KIND"):
         _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for, threads, tiles)
         return
+    if op.name == "linalg.depthwise_conv_2d_nchw_chw":
+        if steps.vect:
+            from .depthwise_nchw import expand_depthwise_nchw
+            model = machine or MachineModel()
+            expand_depthwise_nchw(op, lambda b: max(1, model.vector_bits // (8 * b)), remark,
+                                  threads)
+        else:
+            from ..affine.linalg_to_affine import lower_to_affine_loops
+            lower_to_affine_loops(op)
+        return
     if isinstance(op, SoftmaxOp):
         # without --hopt-vect it stays, and becomes its scalar loops before lowering
         if steps.vect:
@@ -997,6 +1007,12 @@ def blis_takes(op, remark: RemarkSink) -> bool:
     a remark says why another matmul stays a naive nest."""
     if hasattr(op, "CONV_KIND"):
         return True
+    if op.name == "linalg.depthwise_conv_2d_nchw_chw":
+        from .depthwise_nchw import depthwise_refusal
+        why = depthwise_refusal(op)
+        if why is not None and remark is not None:
+            remark(op.loc, f"{op.name}: its loop nest, auto-scheduled, not vector rows: {why}")
+        return why is None
     if isinstance(op, SoftmaxOp):
         from .softmax import vector_softmax_refusal
         why = vector_softmax_refusal(op)

@@ -2,6 +2,7 @@
 (speed itself is measured by running the benchmark, never asserted here)."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -205,6 +206,16 @@ def test_bench_softmax_rows():
     assert "numpy max, exp, sum, divide" in proc.stdout and "torch: " in proc.stdout
     proc = _run("bench", "softmax", "--rows", "0")
     assert proc.returncode == 1 and "sizes must be positive" in proc.stderr
+
+
+def test_bench_depthwise_rows():
+    proc = _run("bench", "depthwise", "--c", "5", "--oh", "9", "--ow", "11", "--stride", "2",
+                "--reps", "1", "--threads", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "depthwise convolution NCHW, 3x3, f32, batch 1" in proc.stdout
+    assert re.search(r"5 x   9x11  /2 .* vector rows", proc.stdout), proc.stdout
+    proc = _run("bench", "depthwise", "--stride", "0")
+    assert proc.returncode == 1 and "must be positive" in proc.stderr
 
 
 def test_bench_conv2d_bf16_epilogue():
