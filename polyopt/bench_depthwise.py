@@ -1,6 +1,7 @@
-"""``polyopt bench depthwise``: ``linalg.depthwise_conv_2d_nchw_chw`` (all passes) timed against
-``torch.nn.functional.conv2d(groups=C)`` on the same NCHW arrays and numpy's sum over the taps
-(``O += I[:, :, rows, cols] * F[:, a, b]``) in the same run, under the harness rules of
+"""``polyopt bench depthwise``: ``linalg.depthwise_conv_2d_nchw_chw`` (``--layout nchw``, the
+default) or ``linalg.depthwise_conv_2d_nhwc_hwc`` (``nhwc``), all passes, timed against
+``torch.nn.functional.conv2d(groups=C)`` on the same arrays (NCHW, or channels_last views of
+the NHWC ones) and numpy's sum over the taps in the same run, under the harness rules of
 :mod:`polyopt.bench` (checked first, one warm-up, alternating repetitions, medians).  The
 output accumulates over the runs (the op's ``O +=``; the peers write a fresh array)."""
 
@@ -17,14 +18,20 @@ MOBILENET_LAYERS = ((32, 112, 1), (96, 56, 2), (144, 56, 1), (144, 28, 2), (192,
                     (384, 14, 1), (576, 14, 1), (576, 7, 2), (960, 7, 1))
 
 
-def depthwise_source(n: int, c: int, oh: int, ow: int, k: int, stride: int,
-                     dtype: str) -> str:
+def depthwise_source(n: int, c: int, oh: int, ow: int, k: int, stride: int, dtype: str,
+                     layout: str = "nchw") -> str:
     ih, iw = (oh - 1) * stride + k, (ow - 1) * stride + k
-    ti, tf, to = (f"memref<{n}x{c}x{ih}x{iw}x{dtype}>", f"memref<{c}x{k}x{k}x{dtype}>",
-                  f"memref<{n}x{c}x{oh}x{ow}x{dtype}>")
+    if layout == "nchw":
+        op = "linalg.depthwise_conv_2d_nchw_chw"
+        ti, tf, to = (f"memref<{n}x{c}x{ih}x{iw}x{dtype}>", f"memref<{c}x{k}x{k}x{dtype}>",
+                      f"memref<{n}x{c}x{oh}x{ow}x{dtype}>")
+    else:
+        op = "linalg.depthwise_conv_2d_nhwc_hwc"
+        ti, tf, to = (f"memref<{n}x{ih}x{iw}x{c}x{dtype}>", f"memref<{k}x{k}x{c}x{dtype}>",
+                      f"memref<{n}x{oh}x{ow}x{c}x{dtype}>")
     return (f"func.func @dw(%I: {ti}, %F: {tf}, %O: {to}) {{\n"
-            f"  linalg.depthwise_conv_2d_nchw_chw {{strides = dense<{stride}> : "
-            f"tensor<2xi64>}} ins(%I, %F : {ti}, {tf}) outs(%O : {to})\n  return\n}}\n")
+            f"  {op} {{strides = dense<{stride}> : tensor<2xi64>}} ins(%I, %F : {ti}, {tf}) "
+            f"outs(%O : {to})\n  return\n}}\n")
 
 
 @dataclass
@@ -36,6 +43,7 @@ class DepthwiseBenchResult:
     k: int
     stride: int
     dtype: str
+    layout: str
     threads: int
     form: str
     polyopt: Timing
@@ -59,7 +67,7 @@ HEADER = (f"  {'C x OHxOW /s':<18}  {'us':>9}  {'GFLOPS':>7}  {'vs numpy':>8}  "
 
 
 def bench_depthwise(n: int, c: int, oh: int, ow: int, k: int = 3, stride: int = 1,
-                    dtype: str = "f32", *, reps: int = 7, seed: int = 0,
+                    dtype: str = "f32", layout: str = "nchw", *, reps: int = 7, seed: int = 0,
                     threads: int = 1) -> DepthwiseBenchResult:
     import numpy as np
 
@@ -72,41 +80,61 @@ def bench_depthwise(n: int, c: int, oh: int, ow: int, k: int = 3, stride: int = 
     np_dtype = {"f32": np.float32, "f64": np.float64}.get(dtype)
     if np_dtype is None:
         raise ValueError(f"dtype must be f32 or f64, got {dtype!r}")
+    if layout not in ("nchw", "nhwc"):
+        raise ValueError(f"layout must be nchw or nhwc, got {layout!r}")
     ih, iw = (oh - 1) * stride + k, (ow - 1) * stride + k
     rng = np.random.default_rng(seed)
-    image = rng.standard_normal((n, c, ih, iw)).astype(np_dtype)
+    image = rng.standard_normal((n, c, ih, iw)).astype(np_dtype)     # NCHW
     filt = rng.standard_normal((c, k, k)).astype(np_dtype)
     out = np.zeros((n, c, oh, ow), np_dtype)
+    if layout == "nhwc":        # the same values; polyopt's arrays NHWC, torch's views of them
+        image, out = (np.ascontiguousarray(a.transpose(0, 2, 3, 1)) for a in (image, out))
+        filt_ours = np.ascontiguousarray(filt.transpose(1, 2, 0))
+        as_nchw = (lambda a: a.transpose(0, 3, 1, 2))
+    else:
+        filt_ours = filt
+        as_nchw = (lambda a: a)
     remarks: list[str] = []
-    fn = polyopt.compile(depthwise_source(n, c, oh, ow, k, stride, dtype), threads=threads,
-                         remark=lambda loc, m: remarks.append(m),
+    fn = polyopt.compile(depthwise_source(n, c, oh, ow, k, stride, dtype, layout),
+                         threads=threads, remark=lambda loc, m: remarks.append(m),
                          hopt=True, copy=True, unroll=True, scalrep=True, vect=True)["dw"]
-    form = "vector rows" if any("as vector rows" in m for m in remarks) else "loop nest"
+    forms = {"as vector rows": "vector rows", "filter vectors held": "blocked channels"}
+    form = next((v for key, v in forms.items() if any(key in m for m in remarks)), "loop nest")
+    nchw_image = as_nchw(image)
 
     def numpy_taps(o):
+        """The op's sum over the taps on ``o`` (zeroed), in polyopt's layout."""
         o[...] = 0
         for a in range(k):
             for b in range(k):
-                o += image[:, :, a:a + (oh - 1) * stride + 1:stride,
-                           b:b + (ow - 1) * stride + 1:stride] * filt[None, :, a, b, None, None]
+                rows = slice(a, a + (oh - 1) * stride + 1, stride)
+                cols = slice(b, b + (ow - 1) * stride + 1, stride)
+                if layout == "nchw":
+                    o += image[:, :, rows, cols] * filt[None, :, a, b, None, None]
+                else:
+                    o += image[:, rows, cols, :] * filt_ours[a, b]
         return o
     want = numpy_taps(np.zeros_like(out))
-    fn(image, filt, out)
+    fn(image, filt_ours, out)
     if not np.allclose(out, want, rtol=1e-4, atol=1e-4 * k):
         raise AssertionError("polyopt's depthwise convolution differs from numpy's; not "
                              "timing it")
     scratch = np.zeros_like(out)
-    contenders = [lambda: fn(image, filt, out), lambda: numpy_taps(scratch)]
+    contenders = [lambda: fn(image, filt_ours, out), lambda: numpy_taps(scratch)]
     try:
         import torch
         torch.set_num_threads(threads)
-        ti, tf = torch.from_numpy(image), torch.from_numpy(filt).reshape(c, 1, k, k)
+        ti = torch.from_numpy(nchw_image) if layout == "nchw" else \
+            torch.from_numpy(image).permute(0, 3, 1, 2)
+        tf = torch.from_numpy(filt).reshape(c, 1, k, k)
+        if layout == "nhwc":
+            tf = tf.contiguous(memory_format=torch.channels_last)
         contenders.append(lambda: torch.nn.functional.conv2d(ti, tf, stride=stride, groups=c))
     except ImportError:
         pass
     t = time_alternating(contenders, reps, threads)
-    return DepthwiseBenchResult(n, c, oh, ow, k, stride, dtype, threads, form, t[0], t[1],
-                                t[2] if len(t) > 2 else None)
+    return DepthwiseBenchResult(n, c, oh, ow, k, stride, dtype, layout, threads, form, t[0],
+                                t[1], t[2] if len(t) > 2 else None)
 
 
 def report(results: list[DepthwiseBenchResult]) -> str:
@@ -115,10 +143,12 @@ def report(results: list[DepthwiseBenchResult]) -> str:
         torch_note = torch_description()
     except ImportError:
         torch_note = "not installed (optional): no torch column"
-    lines = [f"depthwise convolution NCHW, {first.k}x{first.k}, {first.dtype}, batch {first.n}: "
-             f"linalg.depthwise_conv_2d_nchw_chw against numpy's sum over the taps and "
-             f"torch conv2d(groups=C), medians of {first.polyopt.reps} alternating runs, "
-             f"{_threads_note(first.threads)}", HEADER]
+    op = "depthwise_conv_2d_nchw_chw" if first.layout == "nchw" else "depthwise_conv_2d_nhwc_hwc"
+    torch_layout = "" if first.layout == "nchw" else " in channels_last"
+    lines = [f"depthwise convolution {first.layout.upper()}, {first.k}x{first.k}, {first.dtype}, "
+             f"batch {first.n}: linalg.{op} against numpy's sum over the taps and torch "
+             f"conv2d(groups=C){torch_layout}, medians of {first.polyopt.reps} alternating "
+             f"runs, {_threads_note(first.threads)}", HEADER]
     lines += [r.row() for r in results]
     lines.append(f"  torch: {torch_note}")
     return "\n".join(lines)

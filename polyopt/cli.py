@@ -306,6 +306,10 @@ def build_parser() -> argparse.ArgumentParser:
                                  ("k", 3, "window height and width"), ("stride", 1, "stride")):
         p_dw.add_argument(f"--{name}", type=int, default=default,
                           help=f"{help_} (default: {default})")
+    p_dw.add_argument("--layout", choices=("nchw", "nhwc"), default="nchw",
+                      help="nchw (default): linalg.depthwise_conv_2d_nchw_chw, torch on the "
+                           "same arrays; nhwc: linalg.depthwise_conv_2d_nhwc_hwc, torch in "
+                           "channels_last")
     p_dw.add_argument("--mobilenet", action="store_true",
                       help="MobileNet-v2's 3x3 depthwise layers at 224x224 instead")
     p_dw.add_argument("--dtype", choices=("f64", "f32"), default="f32")
@@ -863,7 +867,7 @@ def cmd_bench_depthwise(args: argparse.Namespace) -> int:
     layers = [(c, size, size, stride) for c, size, stride in MOBILENET_LAYERS] \
         if args.mobilenet else [(args.c, args.oh, args.ow, args.stride)]
     try:
-        results = [bench_depthwise(args.n, c, oh, ow, args.k, stride, args.dtype,
+        results = [bench_depthwise(args.n, c, oh, ow, args.k, stride, args.dtype, args.layout,
                                    reps=args.reps, threads=threads)
                    for c, oh, ow, stride in layers]
     except ValueError as e:

@@ -1060,6 +1060,12 @@ def _expand_conv(op, tiled, machine, remark, copy, steps, microkernel_for,
         expand_conv_naive(op)
         return
     if op.CONV_KIND == "depthwise2d":
+        from .depthwise_nhwc import expand_depthwise_nhwc, nhwc_refusal
+        if steps.vect and nhwc_refusal(op) is None:
+            model = machine or MachineModel()
+            lanes = max(1, model.vector_bits // op.output.type.element_type.width)
+            expand_depthwise_nhwc(op, lanes, model.num_vector_registers, remark, threads)
+            return
         loops = expand_conv_naive(op)
         if steps.vect:
             width = max(1, (machine or MachineModel()).vector_bits //

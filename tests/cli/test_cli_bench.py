@@ -214,6 +214,11 @@ def test_bench_depthwise_rows():
     assert proc.returncode == 0, proc.stderr
     assert "depthwise convolution NCHW, 3x3, f32, batch 1" in proc.stdout
     assert re.search(r"5 x   9x11  /2 .* vector rows", proc.stdout), proc.stdout
+    proc = _run("bench", "depthwise", "--c", "20", "--oh", "6", "--ow", "7", "--layout", "nhwc",
+                "--reps", "1", "--threads", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "depthwise convolution NHWC" in proc.stdout and "channels_last" in proc.stdout
+    assert re.search(r"20 x   6x7   /1 .* blocked channels", proc.stdout), proc.stdout
     proc = _run("bench", "depthwise", "--stride", "0")
     assert proc.returncode == 1 and "must be positive" in proc.stderr
 
