@@ -169,10 +169,13 @@ def _bound_check(module, opts, remark):
 
 
 @register("hopt-report-opaque-nests", "a remark for every nest the polyhedral model cannot "
-          "represent (no MLIR counterpart)")
+          "represent, and for every float reduction kept in source order (no MLIR "
+          "counterpart; LLVM's -Rpass-analysis=loop-vectorize)")
 def _report_opaque(module, opts, remark):
+    from .schedules.reduction_hints import remark_strict_reductions
     from .schedules.scops import report_opaque_nests
     report_opaque_nests(module, remark)
+    remark_strict_reductions(module, remark)
 
 
 @register("hopt-linalg-to-loops", "linalg ops the BLIS expansion does not take (NCHW "

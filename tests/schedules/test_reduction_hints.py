@@ -1,0 +1,78 @@
+"""--hopt remarks on float reductions kept in source order (``iter_args`` folded by
+``arith.addf``... without ``reassoc``), and with ``fastmath<reassoc>`` the loop is vectorized
+by LLVM and still sums within the reassociated bound."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import polyopt
+
+HINT = ("a float reduction (arith.{op} of a loop-carried value) runs in source order, one {op} "
+        "at a time: fastmath<reassoc> on it")
+
+
+def row_sums(op: str, flags: str, t: str = "f32", init: str = "0.0") -> str:
+    return f"""func.func @f(%x: memref<8x100x{t}>, %s: memref<8x{t}>) {{
+  affine.for %i = 0 to 8 {{
+    %z = arith.constant {init} : {t}
+    %r = affine.for %j = 0 to 100 iter_args(%a = %z) -> {t} {{
+      %v = affine.load %x[%i, %j] : memref<8x100x{t}>
+      %n = arith.{op} %a, %v{flags} : {t}
+      affine.yield %n : {t}
+    }}
+    affine.store %r, %s[%i] : memref<8x{t}>
+  }}
+  return
+}}
+"""
+
+
+def compiled(src):
+    remarks = []
+    mod = polyopt.compile(src, remark=lambda loc, m: remarks.append((loc, m)), hopt=True)
+    return mod, remarks
+
+
+@pytest.mark.parametrize("op", ["addf", "mulf", "maximumf"])
+def test_a_strict_reduction_is_named_at_its_op(op):
+    _, remarks = compiled(row_sums(op, ""))
+    hits = [(loc, m) for loc, m in remarks if HINT.format(op=op) in m]
+    assert len(hits) == 1, remarks
+    assert (hits[0][0].line, hits[0][0].col) == (6, 12)
+
+
+@pytest.mark.parametrize("flags", [" fastmath<reassoc>", " fastmath<fast>"])
+def test_reassoc_silences_it_and_llvm_vectorizes_the_sum(flags):
+    mod, remarks = compiled(row_sums("addf", flags))
+    assert not any("float reduction" in m for _, m in remarks)
+    assert re.search(r"vaddps\s+[^\n]*%[yz]mm", mod.asm()), "the sum is not vectorized"
+    x = np.random.default_rng(0).standard_normal((8, 100)).astype(np.float32)
+    s = np.zeros(8, np.float32)
+    mod["f"](x, s)
+    exact = x.astype(np.float64).sum(1)
+    bound = 100 * 2.0 ** -24 * np.abs(x.astype(np.float64)).sum(1)
+    assert (np.abs(s - exact) <= bound).all()
+
+
+def test_integers_and_outer_loops_get_no_remark():
+    _, remarks = compiled(row_sums("addi", "", "i32", "0"))
+    assert not any("float reduction" in m for _, m in remarks)
+    src = """func.func @f(%x: memref<8x100xf32>) -> f32 {
+  %z = arith.constant 0.0 : f32
+  %r = affine.for %i = 0 to 8 iter_args(%a = %z) -> f32 {
+    affine.for %j = 0 to 100 {
+      %v = affine.load %x[%i, %j] : memref<8x100xf32>
+      affine.store %v, %x[%i, %j] : memref<8x100xf32>
+    }
+    %n = arith.addf %a, %a : f32
+    affine.yield %n : f32
+  }
+  return %r : f32
+}
+"""
+    _, remarks = compiled(src)
+    assert not any("float reduction" in m for _, m in remarks)
