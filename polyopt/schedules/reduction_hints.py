@@ -1,14 +1,17 @@
-"""Remarks on float reductions carried by ``iter_args`` in source order (what ``--hopt`` tells
-about the loops it leaves to LLVM).
+"""Remarks on float reductions kept in source order by the innermost loop (what ``--hopt``
+tells about the loops it leaves to LLVM).
 
-``%s = affine.for ... iter_args(%a = %z) { %n = arith.addf %a, %v }`` adds one element at a
-time: IEEE addition is not associative, so neither polyopt nor LLVM may split the sum into
-vector partial sums, and the loop runs at one add per add latency (a row sum of 1024 f32:
-0.32x numpy's pairwise, vectorized ``sum`` on Zen 5).  With ``fastmath<reassoc>`` on the
-``arith.addf`` LLVM's loop vectorizer does split it (4.2x numpy, same loop): the remark names
-the op and the flag, as LLVM's ``-Rpass-analysis=loop-vectorize`` says "cannot prove it is
-safe to reorder floating-point operations".  The same for ``mulf``, ``maximumf``/``minimumf``
-(and ``maxnumf``/``minnumf``, which LLVM also wants ``nnan`` for, not asked here)."""
+``%s = affine.for ... iter_args(%a = %z) { %n = arith.addf %a, %v }``, or ``s[i] = s[i] +
+x[i, j]`` in the j loop, adds one element at a time: IEEE addition is not associative, so
+neither polyopt nor LLVM may split the sum into vector partial sums, and the loop runs at one
+add per add latency (a row sum of 1024 f32: 0.32x numpy's pairwise, vectorized ``sum`` on
+Zen 5; 1.12x in the memref form, whose rows polyopt interleaves).  With ``fastmath<reassoc>``
+on the ``arith.addf`` LLVM's loop vectorizer does split it (4.2x and 4.1x numpy): the remark
+names the op and the flag, as LLVM's ``-Rpass-analysis=loop-vectorize`` says "cannot prove it
+is safe to reorder floating-point operations".  The same for ``mulf``, ``maximumf``/
+``minimumf`` (and ``maxnumf``/``minnumf``, which LLVM also wants ``nnan`` for, not asked
+here).  A multiply-accumulate into a memref is a contraction, raised and vectorized along its
+other loops: not named."""
 
 from __future__ import annotations
 
@@ -29,14 +32,43 @@ def _reassociable(op: Operation) -> bool:
     return "reassoc" in text or "fast" in text.replace("fastmath", "")
 
 
+def _memref_reductions(loop: AffineForOp) -> list[Operation]:
+    """The combining ops of ``s[f(outer)] = s[f(outer)] op v`` in ``loop``'s body: an element
+    the loop does not index, updated at every iteration."""
+    from ..affine.dialects.affine import AffineLoadOp, AffineStoreOp
+    iv = loop.induction_var
+    out = []
+    for store in loop.body.ops:
+        if not isinstance(store, AffineStoreOp) or any(v is iv for v in store.map_operands):
+            continue
+        op = store.value.defining_op
+        if op is None or op.name not in COMBINERS or op.parent is not loop.body or \
+                not isinstance(store.value.type, FloatType) or _reassociable(op):
+            continue
+        if any(x.defining_op is not None and x.defining_op.name == "arith.mulf"
+               for x in op.operands):
+            continue    # a multiply-accumulate: a contraction, vectorized along its other loops
+        for x in op.operands:
+            load = x.defining_op
+            if isinstance(load, AffineLoadOp) and load.memref is store.memref and \
+                    load.map == store.map and \
+                    all(a is b for a, b in zip(load.map_operands, store.map_operands)):
+                out.append(op)
+                break
+    return out
+
+
 def strict_reductions(root: Operation) -> list[tuple[AffineForOp, Operation]]:
-    """(innermost loop, combining op) for each float ``iter_args`` value of an innermost loop
-    folded by one op of :data:`COMBINERS` without ``reassoc`` (or ``fast``)."""
+    """(innermost loop, combining op) for each float reduction of an innermost loop folded by
+    one op of :data:`COMBINERS` without ``reassoc`` (or ``fast``): an ``iter_args`` value, or
+    an element of a memref the loop does not index (``s[i] += x[i, j]`` in the j loop)."""
     found = []
     for loop in root.walk():
-        if not isinstance(loop, AffineForOp) or not loop.inits:
+        if not isinstance(loop, AffineForOp) or \
+                any(isinstance(op, AffineForOp) for op in loop.body.ops):
             continue
-        if any(isinstance(op, AffineForOp) for op in loop.body.ops):
+        found += [(loop, op) for op in _memref_reductions(loop)]
+        if not loop.inits:
             continue
         yielded = loop.body.ops[-1].operands
         args = loop.body.args[1:]
@@ -56,7 +88,8 @@ def remark_strict_reductions(root: Operation,
     if remark is None:
         return
     for loop, op in strict_reductions(root):
-        remark(op.loc, f"a float reduction ({op.name} of a loop-carried value) runs in source "
-                       f"order, one {op.name.split('.')[1]} at a time: fastmath<reassoc> on it "
-                       f"lets LLVM's loop vectorizer split it into vector partial sums (the "
-                       f"result then differs in the last bits)")
+        kind = op.name.split(".")[1]
+        remark(op.loc, f"a float reduction ({op.name} carried by the innermost loop) runs in "
+                       f"source order, one {kind} at a time: fastmath<reassoc> on it lets "
+                       f"LLVM's loop vectorizer split it into vector partial sums (the result "
+                       f"then differs in the last bits)")
