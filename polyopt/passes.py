@@ -195,8 +195,11 @@ def _linalg_rest_to_loops(module, opts, remark):
     decompose_softmax(module, keep=lambda op: blis_takes(op, remark))   # (hopt-expand: vectors)
     todo = [op for op in module.walk() if isinstance(op, LinalgStructuredOp) and not blis_takes(
         op, remark if op.name == "linalg.depthwise_conv_2d_nchw_chw" else None)]
+    from .schedules.reduction_hints import remark_strict_reductions
     for op in reversed(todo):   # innermost first, as convert-linalg-to-affine-loops
-        lower_to_affine_loops(op)
+        loops = lower_to_affine_loops(op)
+        if loops:
+            remark_strict_reductions(loops[0], remark)
 
 
 def _microkernel_for(opts: BlisOptions):

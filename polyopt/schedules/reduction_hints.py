@@ -26,6 +26,10 @@ COMBINERS = ("arith.addf", "arith.mulf", "arith.maximumf", "arith.minimumf", "ar
              "arith.minnumf")
 
 
+#: Fewer iterations than this, the sum is not worth splitting (a window of taps).
+MIN_TRIP = 16
+
+
 def _reassociable(op: Operation) -> bool:
     fm = op.attributes.get("fastmath")
     text = str(fm) if fm is not None else ""
@@ -67,6 +71,9 @@ def strict_reductions(root: Operation) -> list[tuple[AffineForOp, Operation]]:
         if not isinstance(loop, AffineForOp) or \
                 any(isinstance(op, AffineForOp) for op in loop.body.ops):
             continue
+        if loop.has_constant_bounds and \
+                loop.constant_upper_bound - loop.constant_lower_bound < MIN_TRIP * loop.step:
+            continue        # a pooling window's few taps: nothing to split
         found += [(loop, op) for op in _memref_reductions(loop)]
         if not loop.inits:
             continue

@@ -108,3 +108,37 @@ def test_an_element_updated_by_the_innermost_loop_is_a_reduction_too():
     _, remarks = compiled(src)
     hits = [(loc.line, loc.col) for loc, m in remarks if HINT.format(op="addf") in m]
     assert hits == [(6, 12)], remarks
+
+
+@pytest.mark.parametrize("flags", ["", " fastmath<reassoc>"])
+def test_a_linalg_reduce_is_named_at_its_regions_op(flags):
+    """``linalg.reduce`` becomes loops in --hopt (hopt-linalg-to-loops): its combiner is
+    named there, at the region's op; with reassoc in the region the sum is vectorized."""
+    src = f"""func.func @f(%x: memref<8x100xf32>, %s: memref<8xf32>) {{
+  linalg.reduce ins(%x : memref<8x100xf32>) outs(%s : memref<8xf32>) dimensions = [1]
+    (%in: f32, %init: f32) {{
+      %0 = arith.addf %in, %init{flags} : f32
+      linalg.yield %0 : f32
+    }}
+  return
+}}
+"""
+    mod, remarks = compiled(src)
+    hits = [(loc.line, loc.col) for loc, m in remarks if HINT.format(op="addf") in m]
+    assert hits == ([] if flags else [(4, 12)]), remarks
+    assert bool(re.search(r"vaddps\s+[^\n]*%[yz]mm", mod.asm())) == bool(flags)
+    x = np.random.default_rng(2).standard_normal((8, 100)).astype(np.float32)
+    s = np.ones(8, np.float32)
+    mod["f"](x, s)
+    exact = 1 + x.astype(np.float64).sum(1)
+    assert (np.abs(s - exact) <= 101 * 2.0 ** -24 * (1 + np.abs(x).sum(1))).all()
+
+
+def test_a_pooling_window_is_too_short_to_name():
+    src = """func.func @f(%x: memref<1x9x9x4xf32>, %w: memref<3x3xf32>, %o: memref<1x7x7x4xf32>) {
+  linalg.pooling_nhwc_sum ins(%x, %w : memref<1x9x9x4xf32>, memref<3x3xf32>) outs(%o : memref<1x7x7x4xf32>)
+  return
+}
+"""
+    _, remarks = compiled(src)
+    assert not any("float reduction" in m for _, m in remarks), remarks
