@@ -26,7 +26,8 @@ from __future__ import annotations
 from typing import Optional
 
 from ..affine.builder import Builder
-from ..affine.types import FloatType, MemRefType
+from .depthwise_nhwc import operand_refusal
+from .gemm_templates import splice_template
 from .gemv import MlirLines
 
 #: Output rows per step: one input row load serves up to KH of them.
@@ -39,19 +40,10 @@ def depthwise_refusal(op) -> Optional[str]:
     """Why ``op`` does not take the vector rows, or None."""
     if op.name != "linalg.depthwise_conv_2d_nchw_chw":
         return "not a depthwise NCHW convolution"
-    types = [v.type for v in op.operands]
-    if not all(isinstance(t, MemRefType) and t.has_static_shape and t.layout is None
-               for t in types):
-        return "its operands are not row-major memrefs of static shapes"
-    et = types[2].element_type
-    if not (isinstance(et, FloatType) and et.width in (32, 64) and not et.brain
-            and all(t.element_type == et for t in types)):
-        return "its elements are not all f32 or all f64"
-    if op.strides[1] not in (1, 2):
-        return f"its stride along the width is {op.strides[1]} (the vector rows take 1 and 2)"
-    if 0 in types[2].shape or 0 in types[1].shape:
-        return "it has no elements"
-    return None
+    why = operand_refusal(op)
+    if why is None and op.strides[1] not in (1, 2):
+        why = f"its stride along the width is {op.strides[1]} (the vector rows take 1 and 2)"
+    return why
 
 
 def _lanes_for(width: int, widest: int) -> int:
@@ -207,18 +199,9 @@ def expand_depthwise_nchw(op, widest_lanes, remark=None, threads: int = 1) -> bo
     (sh, sw), (dh, dw) = op.strides, op.dilations
     widest = widest_lanes(et.width // 8)
     parallel = threads > 1 and c >= 2 and n * c * oh * ow >= PARALLEL_MIN_ELEMENTS
-    from ..affine.parser import parse
     text = depthwise_source(n, c, ih, iw, kh, kw, oh, ow, sh, sw, dh, dw, str(et), widest,
                             parallel)
-    module = parse(text, "<depthwise>")
-    func = next(o for o in module.walk() if o.name == "func.func")
-    b = Builder.before(op)
-    mapping = dict(zip(func.body.args, op.operands))
-    for inner in list(func.body.ops)[:-1]:          # all but func.return
-        clone = inner.clone(mapping)
-        for o in clone.walk():
-            o.loc = op.loc
-        b.insert(clone)
+    splice_template(Builder.before(op), text, "<depthwise>", list(op.operands), op.loc)
     op.erase()
     if remark is not None:
         w = _lanes_for(ow, widest)

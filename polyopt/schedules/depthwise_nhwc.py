@@ -32,14 +32,16 @@ from typing import Optional
 
 from ..affine.builder import Builder
 from ..affine.types import FloatType, MemRefType
+from .gemm_templates import splice_template
 from .gemv import MlirLines
 
 #: Output rows (all images) from which the rows run on the team.
 PARALLEL_MIN_ELEMENTS = 32 * 1024
 
 
-def nhwc_refusal(op) -> Optional[str]:
-    """Why ``op`` (a ``depthwise2d`` convolution) does not take the blocked nest, or None."""
+def operand_refusal(op) -> Optional[str]:
+    """Why the operands of the depthwise convolution ``op`` do not suit a vector template
+    (this module's or :mod:`~polyopt.schedules.depthwise_nchw`'s), or None."""
     types = [v.type for v in op.operands]
     if not all(isinstance(t, MemRefType) and t.has_static_shape and t.layout is None
                for t in types):
@@ -51,6 +53,11 @@ def nhwc_refusal(op) -> Optional[str]:
     if any(0 in t.shape for t in types):
         return "it has no elements"
     return None
+
+
+def nhwc_refusal(op) -> Optional[str]:
+    """Why ``op`` (a ``depthwise2d`` convolution) does not take the blocked nest, or None."""
+    return operand_refusal(op)
 
 
 def channel_lanes(c: int, lanes: int) -> int:
@@ -196,18 +203,9 @@ def expand_depthwise_nhwc(op, lanes: int, registers: int, remark=None,
     et = op.output.type.element_type
     pixels = pixels_per_step(kh * kw if kh * kw <= 16 else 1, registers)
     parallel = threads > 1 and oh >= 2 and n * oh * ow * c >= PARALLEL_MIN_ELEMENTS
-    from ..affine.parser import parse
     text = nhwc_source(n, ih, iw, c, kh, kw, oh, ow, tuple(op.strides), tuple(op.dilations),
                        str(et), lanes, pixels, parallel)
-    module = parse(text, "<depthwise>")
-    func = next(o for o in module.walk() if o.name == "func.func")
-    b = Builder.before(op)
-    mapping = dict(zip(func.body.args, op.operands))
-    for inner in list(func.body.ops)[:-1]:          # all but func.return
-        clone = inner.clone(mapping)
-        for o in clone.walk():
-            o.loc = op.loc
-        b.insert(clone)
+    splice_template(Builder.before(op), text, "<depthwise>", list(op.operands), op.loc)
     op.erase()
     if remark is not None:
         how = f", the output rows on {threads} threads" if parallel else ""

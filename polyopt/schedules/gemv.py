@@ -916,19 +916,12 @@ def expand_gemv(con, lanes_of, remark=None, threads: int = 1,
     if not int8:
         text = gemv_source(m, n, k, str(etype), form, alpha and str(etype), str(itype),
                            *(views or ()))
-    from ..affine.parser import parse
-    module = parse(text, "<gemv>")
-    func = next(op for op in module.walk() if op.name == "func.func")
-    mapping = dict(zip(func.body.args, [*operands] + ([alpha] if alpha else [])))
-    new_ops = []
-    for op in list(func.body.ops)[:-1]:          # all but func.return
-        clone = op.clone(mapping)
-        for inner in clone.walk():
-            inner.loc = con.loc
-        b.insert(clone)
-        new_ops.append(clone)
+    from .gemm_templates import splice_template
+    new_ops = splice_template(b, text, "<gemv>", [*operands] + ([alpha] if alpha else []),
+                              con.loc)
     product.erase()
     if remark is not None:
         remark(con.loc, f"{con.kind}: {m}x{n}x{k} is a matrix-vector product: no packing, "
                         f"{described}")
     return new_ops
+

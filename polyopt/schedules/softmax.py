@@ -26,6 +26,7 @@ from typing import Optional
 
 from ..affine.builder import Builder
 from ..affine.types import FloatType, MemRefType
+from .gemm_templates import splice_template
 from .gemv import MlirLines
 
 #: Vector accumulators of the max (``maxnumf`` has a latency of several cycles).
@@ -172,19 +173,12 @@ def expand_softmax(op, lanes_of, remark=None, threads: int = 1) -> bool:
     etype = str(t.element_type)
     lanes = lanes_of(t.element_type.width // 8)
     parallel = threads > 1 and rows >= 2 and rows * n >= PARALLEL_MIN_ELEMENTS
-    from ..affine.parser import parse
-    module = parse(softmax_source(rows, n, etype, lanes, parallel), "<softmax>")
-    func = next(o for o in module.walk() if o.name == "func.func")
     b = Builder.before(op)
     views = [_as_matrix(b, v, rows, n, op.loc) for v in op.operands]
     if op.operands[0] is op.operands[1]:
         views[1] = views[0]
-    mapping = dict(zip(func.body.args, views))
-    for inner in list(func.body.ops)[:-1]:          # all but func.return
-        clone = inner.clone(mapping)
-        for o in clone.walk():
-            o.loc = op.loc
-        b.insert(clone)
+    splice_template(b, softmax_source(rows, n, etype, lanes, parallel), "<softmax>", views,
+                    op.loc)
     op.erase()
     if remark is not None:
         how = f", the {rows} rows on {threads} threads" if parallel else ""
