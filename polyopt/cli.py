@@ -313,6 +313,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_dw.add_argument("--mobilenet", action="store_true",
                       help="MobileNet-v2's 3x3 depthwise layers at 224x224 instead")
     p_dw.add_argument("--dtype", choices=("f64", "f32"), default="f32")
+    p_dw.add_argument("--epilogue", default=None, metavar="bias,relu6",
+                      help="follow the convolution by a per-channel bias and/or relu or relu6 "
+                           "(MobileNet's); polyopt is also timed with that nest unfused, in a "
+                           "called function, and torch as conv2d(bias) + relu6")
     p_dw.add_argument("--reps", type=int, default=7, help="timed repetitions (default: 7)")
     p_dw.add_argument("--threads", type=int, default=None, metavar="N",
                       help="threads of polyopt's channels loop and torch (default: "
@@ -861,14 +865,15 @@ def cmd_bench_batch_matmul(args: argparse.Namespace) -> int:
 
 def cmd_bench_depthwise(args: argparse.Namespace) -> int:
     """``bench depthwise``: :mod:`polyopt.bench_depthwise`."""
-    from .bench_depthwise import MOBILENET_LAYERS, bench_depthwise, report
+    from .bench_depthwise import MOBILENET_LAYERS, bench_depthwise, parse_epilogue, report
     from .codegen.openmp import resolve_threads
     threads = resolve_threads(args.threads)
     layers = [(c, size, size, stride) for c, size, stride in MOBILENET_LAYERS] \
         if args.mobilenet else [(args.c, args.oh, args.ow, args.stride)]
     try:
+        epilogue = parse_epilogue(args.epilogue) if args.epilogue is not None else ()
         results = [bench_depthwise(args.n, c, oh, ow, args.k, stride, args.dtype, args.layout,
-                                   reps=args.reps, threads=threads)
+                                   reps=args.reps, threads=threads, epilogue=epilogue)
                    for c, oh, ow, stride in layers]
     except ValueError as e:
         raise UsageError(str(e)) from None

@@ -814,7 +814,15 @@ def schedule_function(func: Operation, machine: MachineModel,
     """Reschedule every scop of ``func`` (statements numbered across the function)."""
     from .scops import function_scops
     results = []
+    from .epilogue import held_for_fusion
     for model in function_scops(func, None)[0]:
+        anchor = held_for_fusion(model.scop_ops)
+        if anchor is not None:
+            if remark is not None:
+                remark(model.scop_ops[0].loc, f"auto-schedule: the elementwise nest after "
+                                              f"{anchor.name} is left as it is, for hopt-expand "
+                                              f"to fuse into it")
+            continue
         if any(_keep(op) for op in model.scop_ops):
             if remark is not None:
                 remark(model.scop_ops[0].loc, f"auto-schedule: a nest marked {KEEP_SCHEDULE} "

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..affine.builder import Builder
+from .depthwise_epilogue import EpilogueStores, depthwise_epilogue, fused_remark
 from .depthwise_nhwc import operand_refusal
 from .gemm_templates import splice_template
 from .gemv import MlirLines
@@ -57,8 +58,9 @@ def _lanes_for(width: int, widest: int) -> int:
 
 def depthwise_source(n: int, c: int, ih: int, iw: int, kh: int, kw: int, oh: int, ow: int,
                      sh: int, sw: int, dh: int, dw: int, etype: str, widest: int,
-                     parallel: bool) -> str:
-    """``func.func @dw(%I, %F, %O)`` (see the module docstring)."""
+                     parallel: bool, stores: Optional[EpilogueStores] = None) -> str:
+    """``func.func @dw(%I, %F, %O)`` (see the module docstring); ``stores`` writes the
+    output's stores (through a fused epilogue, whose operands follow ``%O``)."""
     w = _lanes_for(ow, widest)
     ti, tf, to = (f"memref<{n}x{c}x{ih}x{iw}x{etype}>", f"memref<{c}x{kh}x{kw}x{etype}>",
                   f"memref<{n}x{c}x{oh}x{ow}x{etype}>")
@@ -72,8 +74,9 @@ def depthwise_source(n: int, c: int, ih: int, iw: int, kh: int, kw: int, oh: int
         while ow_vec and 2 * (ow_vec - w) + top + 2 * w > iw:
             ow_vec -= w
     tails = [(col, min(w, ow - col)) for col in range(ow_vec, ow, w)]
+    stores = stores or EpilogueStores(None, to, w)
     t = MlirLines()
-    t.add(0, f"func.func @dw(%I: {ti}, %F: {tf}, %O: {to}) {{")
+    t.add(0, f"func.func @dw(%I: {ti}, %F: {tf}, %O: {to}{stores.signature()}) {{")
     t.add(1, f"%zero = arith.constant dense<0.0> : {vt}")
     if sw == 2:
         t.add(1, f"%zero2 = arith.constant dense<0.0> : {vt2}")
@@ -154,15 +157,14 @@ def depthwise_source(n: int, c: int, ih: int, iw: int, kh: int, kw: int, oh: int
                             t.add(depth, f"{acc} = arith.addf {accs[r]}, {p} : {vt}")
                             accs[r] = acc
         for r in range(rows):
+            subs = ["%n", "%c", f"%oh + {r}", col]
             if masked:
                 idx, ci = t.fresh("i"), t.fresh("j")
                 t.add(depth, f"{idx} = affine.apply affine_map<(d0) -> (d0 + {r})>(%oh)")
                 t.add(depth, f"{ci} = arith.constant {col} : index")
-                t.add(depth, f"vector.maskedstore %O[%n, %c, {idx}, {ci}], %mask{count}, "
-                             f"{accs[r]} : {to}, {mk}, {vt}")
+                stores.store(t, depth, accs[r], subs, (["%n", "%c", idx, ci], f"%mask{count}"))
             else:
-                t.add(depth, f"affine.vector_store {accs[r]}, %O[%n, %c, %oh + {r}, {col}] : "
-                             f"{to}, {vt}")
+                stores.store(t, depth, accs[r], subs)
 
     def over_columns(depth: int, rows: int) -> None:
         if ow_vec:
@@ -199,12 +201,18 @@ def expand_depthwise_nchw(op, widest_lanes, remark=None, threads: int = 1) -> bo
     (sh, sw), (dh, dw) = op.strides, op.dilations
     widest = widest_lanes(et.width // 8)
     parallel = threads > 1 and c >= 2 and n * c * oh * ow >= PARALLEL_MIN_ELEMENTS
+    w = _lanes_for(ow, widest)
+    epilogue = depthwise_epilogue(op, remark)
+    stores = EpilogueStores(epilogue, op.output.type, w)
     text = depthwise_source(n, c, ih, iw, kh, kw, oh, ow, sh, sw, dh, dw, str(et), widest,
-                            parallel)
-    splice_template(Builder.before(op), text, "<depthwise>", list(op.operands), op.loc)
+                            parallel, stores)
+    splice_template(Builder.before(op), text, "<depthwise>",
+                    [*op.operands, *stores.values()], op.loc)
     op.erase()
+    if epilogue is not None:
+        epilogue.nest.erase()
     if remark is not None:
-        w = _lanes_for(ow, widest)
+        fused_remark(remark, epilogue, op)
         how = f", the channels on {threads} threads" if parallel else ""
         remark(op.loc, f"{op.name}: each channel's {oh}x{ow} output as vector rows of {w} "
                        f"{et}, up to {ROWS} rows at a time sharing their input rows, the "

@@ -32,6 +32,7 @@ from typing import Optional
 
 from ..affine.builder import Builder
 from ..affine.types import FloatType, MemRefType
+from .depthwise_epilogue import EpilogueStores, depthwise_epilogue, fused_remark
 from .gemm_templates import splice_template
 from .gemv import MlirLines
 
@@ -76,8 +77,10 @@ def pixels_per_step(taps: int, registers: int) -> int:
 
 def nhwc_source(n: int, ih: int, iw: int, c: int, kh: int, kw: int, oh: int, ow: int,
                 strides: tuple[int, int], dilations: tuple[int, int], etype: str, lanes: int,
-                pixels: int, parallel: bool) -> str:
-    """``func.func @dw(%I, %F, %O)`` (see the module docstring)."""
+                pixels: int, parallel: bool, stores=None) -> str:
+    """``func.func @dw(%I, %F, %O)`` (see the module docstring); ``stores``
+    (:class:`~polyopt.schedules.depthwise_epilogue.EpilogueStores`) writes the output's
+    stores (through a fused epilogue, whose operands follow ``%O``)."""
     (sh, sw), (dh, dw) = strides, dilations
     w = channel_lanes(c, lanes)
     ti, tf, to = (f"memref<{n}x{ih}x{iw}x{c}x{etype}>", f"memref<{kh}x{kw}x{c}x{etype}>",
@@ -86,8 +89,9 @@ def nhwc_source(n: int, ih: int, iw: int, c: int, kh: int, kw: int, oh: int, ow:
     c_vec = c - c % w
     u_all = ow - ow % pixels
     hoist = kh * kw <= 16       # more taps than registers: each filter vector loaded at its use
+    stores = stores or EpilogueStores(None, to, w)
     t = MlirLines()
-    t.add(0, f"func.func @dw(%I: {ti}, %F: {tf}, %O: {to}) {{")
+    t.add(0, f"func.func @dw(%I: {ti}, %F: {tf}, %O: {to}{stores.signature()}) {{")
     t.add(1, f"%zero = arith.constant dense<0.0> : {vt}")
     if c > c_vec:
         t.add(1, f"%cmask = vector.constant_mask [{c - c_vec}] : {mk}")
@@ -171,7 +175,9 @@ def nhwc_source(n: int, ih: int, iw: int, c: int, kh: int, kw: int, oh: int, ow:
                         t.add(5, f"{s} = arith.addf {accs[u]}, {p} : {vt}")
                         accs[u] = s
             for u in range(count):
-                access("%O", to, index_values(["%n", "%oh", col(u)]), masked, accs[u])
+                ssa = (index_values(["%n", "%oh", col(u)]).split(", "), "%cmask") if masked \
+                    else None
+                stores.store(t, 5, accs[u], ["%n", "%oh", col(u), cidx], ssa)
 
         if u_all:
             t.add(depth, f"affine.for %p = 0 to {u_all} step {pixels} {{")
@@ -203,11 +209,17 @@ def expand_depthwise_nhwc(op, lanes: int, registers: int, remark=None,
     et = op.output.type.element_type
     pixels = pixels_per_step(kh * kw if kh * kw <= 16 else 1, registers)
     parallel = threads > 1 and oh >= 2 and n * oh * ow * c >= PARALLEL_MIN_ELEMENTS
+    epilogue = depthwise_epilogue(op, remark)
+    stores = EpilogueStores(epilogue, op.output.type, channel_lanes(c, lanes))
     text = nhwc_source(n, ih, iw, c, kh, kw, oh, ow, tuple(op.strides), tuple(op.dilations),
-                       str(et), lanes, pixels, parallel)
-    splice_template(Builder.before(op), text, "<depthwise>", list(op.operands), op.loc)
+                       str(et), lanes, pixels, parallel, stores)
+    splice_template(Builder.before(op), text, "<depthwise>",
+                    [*op.operands, *stores.values()], op.loc)
     op.erase()
+    if epilogue is not None:
+        epilogue.nest.erase()
     if remark is not None:
+        fused_remark(remark, epilogue, op)
         how = f", the output rows on {threads} threads" if parallel else ""
         remark(op.loc, f"{op.name}: channels as vectors of {channel_lanes(c, lanes)} {et}, the "
                        f"{kh}x{kw} filter vectors held per row and channel group, {pixels} "

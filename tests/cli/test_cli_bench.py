@@ -223,6 +223,22 @@ def test_bench_depthwise_rows():
     assert proc.returncode == 1 and "must be positive" in proc.stderr
 
 
+def test_bench_depthwise_with_mobilenets_epilogue():
+    """--epilogue bias,relu6: every contender applies it (checked before timing); polyopt
+    fused and in a called function."""
+    for layout, form in (("nchw", "vector rows"), ("nhwc", "blocked channels")):
+        proc = _run("bench", "depthwise", "--c", "7", "--oh", "5", "--ow", "9", "--layout",
+                    layout, "--epilogue", "bias,relu6", "--reps", "1", "--threads", "1")
+        assert proc.returncode == 0, proc.stderr
+        assert "then bias+relu6" in proc.stdout and "vs unfused" in proc.stdout
+        assert re.search(rf"7 x   5x9   /1 .*x .*x .*x  {form}, bias\+relu6 fused",
+                         proc.stdout), proc.stdout
+    for bad, why in (("gelu", "unknown 'gelu'"), ("relu,relu6", "one activation"),
+                     (",", "no op given")):
+        proc = _run("bench", "depthwise", "--c", "4", "--epilogue", bad)
+        assert proc.returncode == 1 and why in proc.stderr, proc.stderr
+
+
 def test_bench_conv2d_bf16_epilogue():
     """--dtype bf16 --epilogue bias,relu: the convolution with its epilogue fused, unfused (in
     a called function) and torch's conv2d(bias) + relu, checked before timing, on the threads
