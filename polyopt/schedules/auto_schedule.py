@@ -63,8 +63,8 @@ from ..affine.diagnostics import ScheduleError
 from ..affine.dialects.affine import AffineForOp
 from ..affine.ir import Block, Operation
 from .ast_to_affine import AffineGenerator
-from .band_tiling import BandInfo, band_footprint, band_is_skewed, choose_tile_sizes, \
-    order_band_members, parallel_member_outermost, tile_band
+from .band_tiling import BandInfo, band_footprint, band_is_skewed, band_streams, \
+    choose_tile_sizes, order_band_members, parallel_member_outermost, tile_band
 from .blis_schedule import MachineModel
 from .dependences import carried_at, check_legality, compute_dependences, normalize_schedule
 from .isl_scheduler import SchedulerOptions, SchedulerTimeout, compute_isl_schedule
@@ -170,7 +170,8 @@ def transform_tree(schedule: isl.Schedule, model: PolyhedralModel, machine: Mach
         small = False
         if options.tile and permutable and n >= 2 and not options.tile_sizes:
             footprint = band_footprint(node, model, elem)
-            small = footprint is not None and footprint <= machine.l2_bytes // 2
+            small = footprint is not None and footprint <= machine.l2_bytes // 2 or \
+                band_streams(node, model, elem, machine.l1d_bytes // 2)
         if options.tile and permutable and n >= 2 and not small:
             if options.tile_sizes:
                 given = list(options.tile_sizes)

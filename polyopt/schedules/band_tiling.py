@@ -211,6 +211,46 @@ def band_footprint(node: isl.ScheduleNode, model: PolyhedralModel, elem_bytes: i
     return total
 
 
+def band_streams(node: isl.ScheduleNode, model: PolyhedralModel, elem_bytes: int,
+                 reuse_bytes: int) -> bool:
+    """Can tiles of the band at ``node`` not help, because every access walks its array once,
+    in order?  True when, for each access, (1) between two uses of an element that a member
+    of the band does not change, the access touches at most ``reuse_bytes`` (a bias ``B[c]``
+    re-read for every image: one row of C values), and (2) the innermost member it depends on
+    moves its last subscript (a transpose ``A[j][i]`` under ``i, j`` gains from tiles: its
+    cache lines are reused across ``i``).  An elementwise nest over activations, a copy, a
+    stencil sweep in place of time: each element is brought into cache once whatever the
+    order, and tiles only shorten the innermost loop."""
+    dims = member_dims(node)
+    if dims is None:
+        return False
+    n = len(dims)
+    for name in set().union(*(d.keys() for d in dims)):
+        stmt = model.statement(name)
+        members = [dims[m].get(name) for m in range(n)]
+        if any(d is None for d in members):
+            return False
+        extents = [_extent(stmt.domain, d) for d in members]
+        if any(e is None for e in extents):
+            return False
+        for acc in stmt.accesses:
+            subs = _subscripts(acc.relation)
+            if not subs:
+                continue
+            dep = [any(_coefficient(a, d) != 0 for a in subs) for d in members]
+            for m in range(n):
+                if not dep[m] and any(dep[m + 1:]):
+                    footprint = elem_bytes
+                    for k in range(m + 1, n):
+                        footprint *= extents[k] if dep[k] else 1
+                    if footprint > reuse_bytes:
+                        return False
+            inner = [m for m in range(n) if dep[m]]
+            if inner and _coefficient(subs[-1], members[inner[-1]]) == 0:
+                return False
+    return True
+
+
 def _subscripts(relation: isl.Map) -> list[isl.Aff]:
     pma = isl.PwMultiAff.from_map(relation)
     pieces: list[isl.MultiAff] = []

@@ -378,3 +378,30 @@ def test_the_pipeline_asks_for_outer_parallel_schedules_on_a_team(threads, outer
     passes = default_pipeline(PipelineOptions(hopt=True, parallel=True, threads=threads))
     (opts,) = [o for p, o in passes if p.name == "hopt-schedule"]
     assert opts.outer_parallel is outer
+
+
+def _elementwise(shape, body, args):
+    loops = "".join(f"  affine.for %i{k} = 0 to {e} {{\n" for k, e in enumerate(shape))
+    return (f"func.func @f({args}) {{\n{loops}"
+            + "".join(f"    {line}\n" for line in body) + "  }\n" * len(shape) + "  return\n}\n")
+
+
+def test_a_streaming_band_is_not_tiled_and_a_transpose_is():
+    """Tiles cannot help a nest that walks each array once, in order (an elementwise nest
+    over 6 MiB of activations with a per-channel bias); they still serve a transpose, whose
+    cache lines are reused across the outer loop."""
+    t = "memref<2x96x56x56xf64>"
+    text = _elementwise((2, 96, 56, 56), [
+        f"%x = affine.load %O[%i0, %i1, %i2, %i3] : {t}",
+        "%y = affine.load %B[%i1] : memref<96xf64>",
+        "%s = arith.addf %x, %y : f64",
+        f"affine.store %s, %O[%i0, %i1, %i2, %i3] : {t}"], f"%O: {t}, %B: memref<96xf64>")
+    _, results, messages = _schedule(text)
+    assert not any(b.tile_sizes for r in results for b in r.bands), messages
+    assert "no band to tile" in messages[0], messages
+    text = _elementwise((64, 65536), [
+        "%x = affine.load %A[%i1, %i0] : memref<65536x64xf64>",
+        "affine.store %x, %T[%i0, %i1] : memref<64x65536xf64>"],
+        "%A: memref<65536x64xf64>, %T: memref<64x65536xf64>")
+    _, results, messages = _schedule(text)
+    assert any(b.tile_sizes for r in results for b in r.bands), messages
