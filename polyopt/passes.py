@@ -257,6 +257,14 @@ def _expand(module, opts, remark):
     expand_high_level_ops(module, remark=remark, **_expansion_args(opts))
 
 
+@register("hopt-collapse-loops", "innermost perfectly nested loops whose accesses all walk "
+          "contiguous elements become one loop over memref.collapse_shape views (mlir-opt "
+          "--affine-loop-coalescing without its floordiv/mod subscripts)")
+def _collapse_loops(module, opts, remark):
+    from .schedules.collapse_loops import collapse_contiguous_loops
+    collapse_contiguous_loops(module, remark)
+
+
 @register("hopt-normalize-memrefs", "tiled-layout buffers become higher-rank row-major ones "
           "(mlir-opt --normalize-memrefs)")
 def _normalize(module, opts, remark):
@@ -555,7 +563,8 @@ def default_pipeline(options, *, raised: bool = False) -> list[tuple[Pass, objec
     (--raise-scf-to-affine or --hopt), memref-bound-check, then with --hopt:
     hopt-report-opaque-nests, hopt-linalg-to-loops and hopt-raise-contractions (unless
     --no-hopt-raise), hopt-schedule,
-    hopt-parallel (--hopt-parallel, also without --hopt), hopt-expand, hopt-normalize-memrefs (--hopt-copy/--hopt-blis), hopt-blis-calls
+    hopt-parallel (--hopt-parallel, also without --hopt), hopt-expand, hopt-collapse-loops,
+    hopt-normalize-memrefs (--hopt-copy/--hopt-blis), hopt-blis-calls
     (--hopt-blis); convert-linalg-to-affine-loops."""
     out = []
 
@@ -584,6 +593,7 @@ def default_pipeline(options, *, raised: bool = False) -> list[tuple[Pass, objec
         if getattr(options, "parallel", False):
             add("hopt-parallel", ParallelOptions(threads=blis.threads))
         add("hopt-expand", blis)
+        add("hopt-collapse-loops")
         if options.copy or options.blis:
             add("hopt-normalize-memrefs")
         if options.blis:
