@@ -88,7 +88,7 @@ def test_print_ir_after(capsys):
     assert headers == [f"// -----// IR Dump After {name} //----- //" for name in
                        ("raise-scf-to-affine", "hopt-report-opaque-nests",
                         "hopt-linalg-to-loops", "hopt-raise-contractions", "hopt-schedule",
-                        "hopt-expand",
+                        "hopt-expand", "hopt-collapse-loops",
                         "hopt-normalize-memrefs")]
     assert err.rstrip().endswith(out.rstrip())      # the last dump is the result
     _, err = opt(capsys, path, "--hopt", "--print-ir-after", "hopt-expand")
