@@ -32,9 +32,9 @@ def depthwise_epilogue(op, remark=None) -> Optional[Epilogue]:
 class EpilogueStores:
     """Writes a template's output stores through ``epilogue`` (or plain stores without one).
 
-    ``output_type``: the output's memref type.  ``store`` takes the output's subscripts twice: as affine expressions (for ``affine.load``
-    and ``affine.vector_load``) and, in a masked block, as SSA index values (for
-    ``vector.maskedload`` / ``maskedstore``)."""
+    ``output_type``: the output's memref type.  ``store`` takes the output's subscripts
+    twice: as affine expressions (for ``affine.load`` and ``affine.vector_load``) and, in a
+    masked block, as SSA index values (for ``vector.maskedload`` / ``maskedstore``)."""
 
     def __init__(self, epilogue: Optional[Epilogue], output_type, lanes: int):
         self.epilogue, self.to, self.w = epilogue, output_type, lanes
@@ -60,6 +60,27 @@ class EpilogueStores:
             return []
         return [*self.epilogue.externals, *([self.epilogue.output] if self.out != "%O" else [])]
 
+    def hoist(self, t, depth: int, subs: list[str], dims: tuple,
+              masked: Optional[tuple[list[str], str]] = None) -> None:
+        """Load, once here, the epilogue's operands indexed by ``dims`` only (a bias along
+        the channels, hoisted to the channel's loop), as vectors; ``subs`` (and ``masked``)
+        as for :meth:`store`, valid for those dimensions.  They serve the stores that follow
+        until the next call."""
+        self.hoisted: dict = {}
+        if self.epilogue is None:
+            return
+        for op in self.epilogue.body:
+            role = self.epilogue.loads.get(id(op))
+            if role is None or role == "tile" or not set(role) <= set(dims):
+                continue
+            v, whole = self._load(t, depth, op, self.args[id(op.memref)], role, subs, masked)
+            if not whole:
+                b = t.fresh("eh")
+                et = op.memref.type.element_type
+                t.add(depth, f"{b} = vector.broadcast {v} : {et} to vector<{self.w}x{et}>")
+                v = b
+            self.hoisted[id(op)] = v
+
     def store(self, t, depth: int, acc: str, subs: list[str],
               masked: Optional[tuple[list[str], str]] = None) -> None:
         """Store the accumulator vector ``acc`` at the output's ``subs`` (``masked``: the SSA
@@ -67,31 +88,39 @@ class EpilogueStores:
         if self.epilogue is None:
             self._vector_store(t, depth, acc, "%O", self.to, subs, masked)
             return
+        hoisted = getattr(self, "hoisted", {})
 
         def load(op, name: str, role) -> tuple[str, bool]:
-            dims = tuple(range(len(subs))) if role == "tile" else role
-            mt, et = str(op.memref.type), op.memref.type.element_type
-            v = t.fresh("e")
-            if VECTOR_DIM not in dims:
-                t.add(depth, f"{v} = affine.load {name}[{', '.join(subs[d] for d in dims)}] : "
-                             f"{mt}")
-                return v, False
-            vt = f"vector<{self.w}x{et}>"
-            if masked is None:
-                t.add(depth, f"{v} = affine.vector_load {name}"
-                             f"[{', '.join(subs[d] for d in dims)}] : {mt}, {vt}")
-                return v, True
-            ssa, mask = masked
-            zero, value = t.fresh("ez"), "0" if isinstance(et, IntegerType) else "0.0"
-            t.add(depth, f"{zero} = arith.constant dense<{value}> : {vt}")
-            t.add(depth, f"{v} = vector.maskedload {name}[{', '.join(ssa[d] for d in dims)}], "
-                         f"{mask}, {zero} : {mt}, vector<{self.w}xi1>, {vt} into {vt}")
-            return v, True
+            if id(op) in hoisted:
+                return hoisted[id(op)], True
+            return self._load(t, depth, op, name, role, subs, masked)
 
         result = self.epilogue.emit(t, depth, acc, self.args, self.w, load=load)
         self._vector_store(t, depth, result, self.out, self.tout, subs, masked)
         if self.out != "%O":        # the output keeps the convolution's result too
             self._vector_store(t, depth, acc, "%O", self.to, subs, masked)
+
+    def _load(self, t, depth: int, op, name: str, role, subs: list[str],
+              masked) -> tuple[str, bool]:
+        """The epilogue's load ``op`` of ``name`` (role ``role``) at the output's ``subs``:
+        (its value, whether a vector)."""
+        dims = tuple(range(len(subs))) if role == "tile" else role
+        mt, et = str(op.memref.type), op.memref.type.element_type
+        v = t.fresh("e")
+        if VECTOR_DIM not in dims:
+            t.add(depth, f"{v} = affine.load {name}[{', '.join(subs[d] for d in dims)}] : {mt}")
+            return v, False
+        vt = f"vector<{self.w}x{et}>"
+        if masked is None:
+            t.add(depth, f"{v} = affine.vector_load {name}"
+                         f"[{', '.join(subs[d] for d in dims)}] : {mt}, {vt}")
+            return v, True
+        ssa, mask = masked
+        zero, value = t.fresh("ez"), "0" if isinstance(et, IntegerType) else "0.0"
+        t.add(depth, f"{zero} = arith.constant dense<{value}> : {vt}")
+        t.add(depth, f"{v} = vector.maskedload {name}[{', '.join(ssa[d] for d in dims)}], "
+                     f"{mask}, {zero} : {mt}, vector<{self.w}xi1>, {vt} into {vt}")
+        return v, True
 
     def _vector_store(self, t, depth: int, value: str, memref: str, mt, subs: list[str],
                       masked) -> None:

@@ -92,6 +92,7 @@ def depthwise_source(n: int, c: int, ih: int, iw: int, kh: int, kw: int, oh: int
             t.add(3, f"{s} = affine.load %F[%c, {a}, {b}] : {tf}")
             taps[a, b] = t.fresh("tap")
             t.add(3, f"{taps[a, b]} = vector.broadcast {s} : {etype} to {vt}")
+    stores.hoist(t, 3, ["%n", "%c", "", ""], (0, 1))     # a per-channel bias, once
 
     def rows_block(depth: int, rows: int, col: str, count: int | None) -> None:
         """Output rows %oh .. %oh + rows - 1, the vector at column ``col``; with ``count``

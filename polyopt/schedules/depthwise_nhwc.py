@@ -155,6 +155,9 @@ def nhwc_source(n: int, ih: int, iw: int, c: int, kh: int, kw: int, oh: int, ow:
             for a in range(kh):
                 for b in range(kw):
                     tap(a, b)
+        # the epilogue's per-channel operands (a bias), once per row and channel group
+        stores.hoist(t, 5, ["%n", "%oh", "", cidx], (0, 1, 3),
+                     (["%n", "%oh", "", cidx], "%cmask") if masked else None)
 
         def pixels_block(start: str, count: int) -> None:
             """Output pixels ``start`` .. ``start + count - 1`` of the row (``start`` uses %p
