@@ -29,6 +29,7 @@ from polyopt.codegen.llvm_helpers import (F32, Unsupported, call_intrinsic,
                                           float_const, floordiv_signed, int_const, zero_like)
 from polyopt.codegen.lowering import FunctionLowering, handles
 from polyopt.codegen.memref_access import Mem
+from polyopt.codegen.strided_minmax import REFINED, refined_minmax
 
 # ---------------------------------------------------------------------------------------------
 # constants
@@ -210,11 +211,12 @@ def _lower_float_binary(L: FunctionLowering, op: Operation) -> None:
     flags = fastmath_flags(op)
     name = op.name
     b = L.b
+    refined = refined_minmax(op)      # (LLVM's vectorizer aborts on strided maxnum sums)
 
     def compute(x, y):
         if name in _FLOAT_BINOPS:
             return getattr(b, _FLOAT_BINOPS[name])(x, y, flags=flags)
-        return call_intrinsic(L, _FLOAT_MINMAX[name], [x, y])
+        return call_intrinsic(L, REFINED[name] if refined else _FLOAT_MINMAX[name], [x, y])
 
     def row(x, y):
         if is_bf16_type(t):
