@@ -293,6 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_sm.add_argument("--rows", type=int, default=64, help="rows (default: 64)")
     p_sm.add_argument("--n", type=int, default=1024, help="elements per row (default: 1024)")
     p_sm.add_argument("--dtype", choices=("f64", "f32"), default="f32")
+    p_sm.add_argument("--dim", type=int, default=1, metavar="D",
+                      help="1 (default): along the rows; 0: along the columns")
     p_sm.add_argument("--reps", type=int, default=7, help="timed repetitions (default: 7)")
     p_sm.add_argument("--threads", type=int, default=None, metavar="N",
                       help="threads of polyopt's parallel rows loop and torch (default: "
@@ -886,7 +888,7 @@ def cmd_bench_softmax(args: argparse.Namespace) -> int:
     from .bench_softmax import bench_softmax
     from .codegen.openmp import resolve_threads
     try:
-        result = bench_softmax(args.rows, args.n, args.dtype, reps=args.reps,
+        result = bench_softmax(args.rows, args.n, args.dtype, reps=args.reps, dim=args.dim,
                                threads=resolve_threads(args.threads))
     except ValueError as e:
         raise UsageError(str(e)) from None

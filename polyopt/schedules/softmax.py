@@ -1,4 +1,4 @@
-"""``linalg.softmax`` along its rows as vector loops (``--hopt``; the scalar decomposition of
+"""``linalg.softmax`` as vector loops (``--hopt``; the scalar decomposition of
 :func:`polyopt.affine.dialects.linalg_softmax.decompose_softmax` is the fallback).
 
 MLIR's counterpart is ``transform.structured.decompose_interface`` followed by the
@@ -18,6 +18,12 @@ vectors, as the decomposition does in scalars:
 The sums are reassociated (vector lanes, then a tree), as ``torch.softmax`` and numpy's
 ``sum`` reassociate them: results differ from the sequential order in the last bits.  Rows
 are independent: with ``threads > 1`` the rows loop is an ``affine.parallel``.
+
+Along another dimension ``d`` (``softmax(x, 0)`` of a matrix), the operands are viewed as
+``outer x d x inner`` and the contiguous ``inner`` columns are the vectors
+(:func:`column_softmax_source`): each lane's max and sum run over the ``d`` rows in order,
+four vectors of columns at a time, their accumulators in registers; the scalar decomposition
+read every element with a stride of ``inner`` (0.08x ``torch.softmax`` at 512x768).
 """
 
 from __future__ import annotations
@@ -139,10 +145,112 @@ def softmax_source(rows: int, n: int, etype: str, lanes: int, parallel: bool) ->
     return "\n".join(t.lines) + "\n"
 
 
+#: Vectors of columns per chunk in a softmax along another dimension: their max and sum
+#: accumulators stay in registers through the loop over the reduced dimension.
+COLUMN_VECTORS = 4
+
+
+def column_softmax_source(outer: int, d: int, inner: int, etype: str, lanes: int,
+                          parallel: bool) -> str:
+    """``func.func @softmax(%x, %y)`` on ``memref<outer x d x inner x etype>``, the softmax
+    along the middle dimension (see :func:`expand_softmax`): per ``outer`` index and chunk of
+    :data:`COLUMN_VECTORS` vectors of the ``inner`` (contiguous) columns, the same three passes
+    over the ``d`` rows as along a row, with one accumulator per vector of columns, kept in
+    registers: each column's max and sum in the order of the rows, as the decomposition
+    computes them (no reassociation)."""
+    w, u = lanes, COLUMN_VECTORS
+    mt, vt, mk = (f"memref<{outer}x{d}x{inner}x{etype}>", f"vector<{w}x{etype}>",
+                  f"vector<{w}xi1>")
+    chunks = inner // (w * u)
+    # what is left after the whole chunks: whole vectors, then a masked one
+    rest = [(c, None) for c in range(chunks * w * u, inner - inner % w, w)]
+    if inner % w:
+        rest.append((inner - inner % w, inner % w))
+    t = MlirLines()
+    t.add(0, f"func.func @softmax(%x: {mt}, %y: {mt}) {{")
+    t.add(1, f"%low = arith.constant dense<{_LOWEST[int(etype[1:])]}> : {vt}")
+    t.add(1, f"%zero = arith.constant dense<0.0> : {vt}")
+    if inner % w:
+        t.add(1, f"%tmask = vector.constant_mask [{inner % w}] : {mk}")
+        t.add(1, f"%ctail = arith.constant {inner - inner % w} : index")
+    # the team takes the outer index, or for a single one, the chunks
+    on_outer = parallel and outer >= 2
+    t.add(1, f"affine.parallel (%o) = (0) to ({outer}) {{" if on_outer else
+          f"affine.for %o = 0 to {outer} {{")
+
+    def chunk(depth: int, columns: list[str], masked: bool) -> None:
+        """The softmax of the columns starting at ``columns`` (index expressions), the last
+        one masked with ``masked``."""
+        n = len(columns)
+
+        def load(dd: int, memref: str, q: int, passthru: str) -> str:
+            v = t.fresh("v")
+            if masked and q == n - 1:
+                t.add(dd, f"{v} = vector.maskedload {memref}[%o, %k, %ctail], %tmask, "
+                          f"{passthru} : {mt}, {mk}, {vt} into {vt}")
+            else:
+                t.add(dd, f"{v} = affine.vector_load {memref}[%o, %k, {columns[q]}] : {mt}, "
+                          f"{vt}")
+            return v
+
+        def store(dd: int, value: str, q: int) -> None:
+            if masked and q == n - 1:
+                t.add(dd, f"vector.maskedstore %y[%o, %k, %ctail], %tmask, {value} : {mt}, "
+                          f"{mk}, {vt}")
+            else:
+                t.add(dd, f"affine.vector_store {value}, %y[%o, %k, {columns[q]}] : {mt}, "
+                          f"{vt}")
+
+        def loop(dd: int, inits: str, body) -> list[str]:
+            res, names = t.fresh("r"), [t.fresh("a") for _ in range(n)]
+            t.add(dd, f"{res}:{n} = affine.for %k = 0 to {d} iter_args("
+                      + ", ".join(f"{a} = {inits}" for a in names)
+                      + f") -> ({', '.join([vt] * n)}) {{")
+            new = [body(dd + 1, q, a) for q, a in enumerate(names)]
+            t.add(dd + 1, f"affine.yield {', '.join(new)} : {', '.join([vt] * n)}")
+            t.add(dd, "}")
+            return [f"{res}#{q}" for q in range(n)]
+
+        def maximum(dd: int, q: int, acc: str) -> str:
+            m = t.fresh("m")
+            t.add(dd, f"{m} = arith.maxnumf {acc}, {load(dd, '%x', q, '%low')} : {vt}")
+            return m
+        maxes = loop(depth, "%low", maximum)
+
+        def exp_sum(dd: int, q: int, acc: str) -> str:
+            # masked lanes read %low, whose max is %low: exp(0), never stored
+            a, e, s_ = (t.fresh(c) for c in "aes")
+            t.add(dd, f"{a} = arith.subf {load(dd, '%x', q, '%low')}, {maxes[q]} : {vt}")
+            t.add(dd, f"{e} = math.exp {a} fastmath<afn> : {vt}")
+            store(dd, e, q)
+            t.add(dd, f"{s_} = arith.addf {acc}, {e} : {vt}")
+            return s_
+        sums = loop(depth, "%zero", exp_sum)
+        t.add(depth, f"affine.for %k = 0 to {d} {{")
+        for q in range(n):
+            v = t.fresh("q")
+            t.add(depth + 1, f"{v} = arith.divf {load(depth + 1, '%y', q, '%zero')}, {sums[q]} "
+                             f": {vt}")
+            store(depth + 1, v, q)
+        t.add(depth, "}")
+
+    if chunks:
+        t.add(2, f"affine.parallel (%c) = (0) to ({chunks}) {{" if parallel and not on_outer
+              else f"affine.for %c = 0 to {chunks} {{")
+        chunk(3, [f"%c * {w * u} + {q * w}" for q in range(u)], False)
+        t.add(2, "}")
+    if rest:
+        chunk(2, [str(c) for c, _ in rest], rest[-1][1] is not None)
+    t.add(1, "}")
+    t.add(1, "return")
+    t.add(0, "}")
+    return "\n".join(t.lines) + "\n"
+
+
 def vector_softmax_refusal(op) -> Optional[str]:
     """Why ``op`` does not take the vector form, or None where it does: f32/f64 memrefs of
-    one static shape and the identity layout, the softmax along the last dimension, input and
-    output the same memref or different ones."""
+    one static shape and the identity layout, input and output the same memref or different
+    ones."""
     from ..memref_layout.data_copy import alias_root
     x, y = op.operands
     t: MemRefType = x.type
@@ -151,8 +259,6 @@ def vector_softmax_refusal(op) -> Optional[str]:
         return f"its elements are {et} (the vector form takes f32 and f64)"
     if x.type != y.type or t.layout is not None or not t.has_static_shape:
         return "its operands are not row-major memrefs of one static shape"
-    if op.dimension != len(t.shape) - 1:
-        return f"dimension({op.dimension}) is not the last, contiguous one"
     if x is not y and alias_root(x) is alias_root(y):
         return "its input and output are different views of one buffer"
     if 0 in t.shape:
@@ -161,30 +267,84 @@ def vector_softmax_refusal(op) -> Optional[str]:
 
 
 def expand_softmax(op, lanes_of, remark=None, threads: int = 1) -> bool:
-    """Replace ``op`` by its vector form (:func:`softmax_source`), spliced in front of it with
-    the operands viewed as ``rows x n`` (``memref.collapse_shape``); False (nothing changed)
-    where :func:`vector_softmax_refusal` gives a reason."""
+    """Replace ``op`` by its vector form, spliced in front of it: along the last dimension
+    :func:`softmax_source` on the operands viewed as ``rows x n``, along another
+    :func:`column_softmax_source` on them viewed as ``outer x d x inner``
+    (``memref.collapse_shape``); False (nothing changed) where :func:`vector_softmax_refusal`
+    gives a reason."""
     if vector_softmax_refusal(op) is not None:
         return False
     t: MemRefType = op.operands[0].type
-    n, rows = t.shape[-1], 1
-    for s in t.shape[:-1]:
-        rows *= s
+    shape, dim = list(t.shape), op.dimension
     etype = str(t.element_type)
     lanes = lanes_of(t.element_type.width // 8)
-    parallel = threads > 1 and rows >= 2 and rows * n >= PARALLEL_MIN_ELEMENTS
+    total = 1
+    for s in shape:
+        total *= s
     b = Builder.before(op)
-    views = [_as_matrix(b, v, rows, n, op.loc) for v in op.operands]
+    if dim == len(shape) - 1:
+        n, rows = shape[-1], total // shape[-1]
+        parallel = threads > 1 and rows >= 2 and total >= PARALLEL_MIN_ELEMENTS
+        views = [_as_matrix(b, v, rows, n, op.loc) for v in op.operands]
+        text = softmax_source(rows, n, etype, lanes, parallel)
+        what = f"{rows} row{'s' if rows > 1 else ''} of {n}"
+        extra = ""
+        teams = f"the {rows} rows"
+    else:
+        outer, d = _product(shape[:dim]), shape[dim]
+        inner = _product(shape[dim + 1:])
+        parallel = threads > 1 and total >= PARALLEL_MIN_ELEMENTS and \
+            (outer >= 2 or inner >= 2 * lanes * COLUMN_VECTORS)
+        views = [_as_columns(b, v, dim, op.loc) for v in op.operands]
+        lanes = column_lanes(inner, lanes)
+        text = column_softmax_source(outer, d, inner, etype, lanes, parallel)
+        what = (f"{outer * inner} column{'s' if outer * inner > 1 else ''} of {d} (dimension "
+                f"{dim})")
+        extra = f", {COLUMN_VECTORS} vectors of columns at a time"
+        teams = "the outer index" if outer >= 2 else "the chunks of columns"
     if op.operands[0] is op.operands[1]:
         views[1] = views[0]
-    splice_template(b, softmax_source(rows, n, etype, lanes, parallel), "<softmax>", views,
-                    op.loc)
+    splice_template(b, text, "<softmax>", views, op.loc)
     op.erase()
     if remark is not None:
-        how = f", the {rows} rows on {threads} threads" if parallel else ""
-        remark(op.loc, f"linalg.softmax: {rows} row{'s' if rows > 1 else ''} of {n} as vectors "
-                       f"of {lanes} {etype} (max, exp with fastmath<afn> and sum, division){how}")
+        how = f", {teams} on {threads} threads" if parallel else ""
+        remark(op.loc, f"linalg.softmax: {what} as vectors of {lanes} {etype}{extra} (max, exp "
+                       f"with fastmath<afn> and sum, division){how}")
     return True
+
+
+def column_lanes(inner: int, lanes: int) -> int:
+    """The vector width for ``inner`` columns: the target's, or for fewer columns the
+    narrowest (at least 4 lanes) holding them."""
+    w = lanes
+    while w > 4 and w // 2 >= inner:
+        w //= 2
+    return w
+
+
+def _product(sizes) -> int:
+    out = 1
+    for s in sizes:
+        out *= s
+    return out
+
+
+def _as_columns(b: Builder, v, dim: int, loc):
+    """``v`` (row-major, ``dim`` not its last dimension) viewed as ``outer x d x inner``."""
+    from ..affine.dialects.memref import CollapseShapeOp
+    from ..affine.dialects.memref_views import ExpandShapeOp
+    shape = list(v.type.shape)
+    rank = len(shape)
+    after = list(range(dim + 1, rank))
+    if dim == 0:
+        if rank > 2:
+            v = b.create(CollapseShapeOp.build, v, [[0], after], loc=loc).result
+        return b.create(ExpandShapeOp.build, v, [[0, 1], [2]],
+                        [1, shape[0], _product(shape[1:])], loc=loc).result
+    if dim == 1 and rank == 3:
+        return v
+    return b.create(CollapseShapeOp.build, v, [list(range(dim)), [dim], after],
+                    loc=loc).result
 
 
 def _as_matrix(b: Builder, v, rows: int, n: int, loc):

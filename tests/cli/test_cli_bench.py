@@ -206,6 +206,13 @@ def test_bench_softmax_rows():
     assert "numpy max, exp, sum, divide" in proc.stdout and "torch: " in proc.stdout
     proc = _run("bench", "softmax", "--rows", "0")
     assert proc.returncode == 1 and "sizes must be positive" in proc.stderr
+    proc = _run("bench", "softmax", "--rows", "41", "--n", "37", "--dim", "0", "--reps", "1",
+                "--threads", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "softmax 41x37 f32 along the columns (dimension 0)" in proc.stdout
+    assert "37 columns of 41 (dimension 0) as vectors of" in proc.stdout
+    proc = _run("bench", "softmax", "--dim", "2")
+    assert proc.returncode == 1 and "dim must be 0 (the columns) or 1 (the rows)" in proc.stderr
 
 
 def test_bench_depthwise_rows():
