@@ -177,6 +177,78 @@ def collapse_band(band: list[AffineForOp]) -> AffineForOp:
     return inner
 
 
+#: A collapsed loop storing at least this many bytes per run gets its first iterations
+#: peeled up to a line boundary (:func:`peel_to_line`).
+PEEL_MIN_BYTES = 2048
+LINE_BYTES = 64
+
+
+def _drop_dim(amap: AffineMap, operands: list, position: int):
+    """``amap`` and its operands without dimension ``position`` (unused by its results)."""
+    nd, ns = amap.num_dims, amap.num_symbols
+    keep = [k for k in range(nd) if k != position]
+    where = {k: i for i, k in enumerate(keep)}
+    new = amap.replace_dims_and_symbols(
+        [dim(where[k]) if k in where else constant(0) for k in range(nd)],
+        [symbol(j) for j in range(ns)], len(keep), ns)
+    return new, [operands[k] for k in keep] + operands[nd:]
+
+
+def peel_to_line(loop: AffineForOp, remark=None) -> bool:
+    """Split the collapsed ``loop`` (``0 to N``) at the first iteration whose store lands on a
+    cache line boundary: ``0 to min(head, N)``, then ``head to N``, the same iterations in
+    the same order.  numpy's large arrays start 16 bytes past a line (glibc's mmap'd chunks),
+    so without it every 512-bit access of the vectorized loop straddles two lines: bias +
+    ReLU6 over 8x256x56x56 f32 NCHW ran 1.35x slower than on aligned arrays.  The head
+    depends on the store's memref's run-time address
+    (``memref.extract_aligned_pointer_as_index``) and on the row the loop runs in."""
+    from ..affine.dialects.func import FuncOp
+    from ..affine.dialects.memref_meta import ExtractAlignedPointerAsIndexOp
+    from ..affine.types import IndexType
+    n = loop.constant_upper_bound
+    iv = loop.induction_var
+    stores = [op for op in loop.body.ops if isinstance(op, AffineStoreOp)
+              and any(v is iv for v in op.map_operands)]
+    if not stores:
+        return False
+    store = stores[0]
+    view = store.memref
+    t = view.type
+    elem = getattr(t.element_type, "width", 0) // 8
+    if elem not in (4, 8) or n * elem < PEEL_MIN_BYTES or t.layout is not None or \
+            not t.has_static_shape:
+        return False
+    top = loop
+    while top.parent_op is not None and not isinstance(top.parent_op, FuncOp):
+        top = top.parent_op
+    if not isinstance(top.parent_op, FuncOp) or view.owner_block is not top.parent:
+        return False
+    amap, operands = store.map, list(store.map_operands)
+    position = next(k for k, v in enumerate(operands[:amap.num_dims]) if v is iv)
+    strides, stride = [], 1
+    for size in reversed(t.shape):
+        strides.insert(0, stride)
+        stride *= size
+    offset = sum((r * s for r, s in zip(amap.results[:-1], strides[:-1])), constant(0))
+    address = symbol(amap.num_symbols)
+    head = ((address + offset * elem) * -1) % LINE_BYTES
+    head = head.floordiv(elem)
+    head_map, head_operands = _drop_dim(
+        AffineMap(amap.num_dims, amap.num_symbols + 1, [head]), operands, position)
+    pointer = Builder.before(top).insert(ExtractAlignedPointerAsIndexOp(
+        [view], [IndexType()], loc=loop.loc)).results[0]
+    head_operands.append(pointer)
+    first = loop.clone()
+    loop.parent.insert_before(loop, first)
+    from ..affine.attributes import AffineMapAttr
+    upper = AffineMap(head_map.num_dims, head_map.num_symbols, [*head_map.results, constant(n)])
+    first.attributes["upperBoundMap"] = AffineMapAttr(upper)
+    first.set_operands(head_operands)
+    loop.attributes["lowerBoundMap"] = AffineMapAttr(head_map)
+    loop.set_operands(head_operands)
+    return True
+
+
 def collapse_contiguous_loops(root: Operation, remark=None) -> int:
     """Collapse every collapsible band under ``root`` (see the module docstring); returns how
     many bands were collapsed."""
@@ -189,11 +261,13 @@ def collapse_contiguous_loops(root: Operation, remark=None) -> int:
             continue
         extents = [lp.constant_upper_bound for lp in band]
         loc = band[0].loc
-        collapse_band(band)
+        peeled = peel_to_line(collapse_band(band))
         done += 1
         if remark is not None:
             remark(loc, f"hopt-collapse-loops: the {len(band)} innermost loops "
                         f"({'x'.join(map(str, extents))}) run as one loop of "
                         f"{math.prod(extents)}: every access walks contiguous elements "
-                        f"(memref.collapse_shape views)")
+                        f"(memref.collapse_shape views)"
+                        + ("; its first iterations up to a cache line boundary of the "
+                           "stored array peeled" if peeled else ""))
     return done

@@ -161,3 +161,44 @@ def test_under_hopt_the_pipeline_collapses_and_says_so():
     polyopt.compile(BIAS_RELU6, remark=lambda loc, m: remarks.append(m), hopt=True)
     assert any(r.startswith("hopt-collapse-loops: the 2 innermost loops (7x9)")
                for r in remarks), remarks
+
+
+def _offset_array(shape, dtype, offset_bytes, rng):
+    """An array of ``shape`` starting ``offset_bytes`` past a 64-byte boundary."""
+    n = int(np.prod(shape))
+    item = np.dtype(dtype).itemsize
+    raw = np.empty(n * item + 128, np.uint8)
+    start = (-raw.ctypes.data) % 64 + offset_bytes
+    a = raw[start:start + n * item].view(dtype).reshape(shape)
+    a[...] = rng.standard_normal(shape) * 4
+    return a
+
+
+@pytest.mark.parametrize("t", ["f32", "f64"])
+def test_a_long_collapsed_loop_is_peeled_to_a_line_boundary_of_its_store(t):
+    """Planes of 24x40: the loop of 960 starts with the iterations up to the stored array's
+    first 64-byte boundary in that plane (the address known at run time), then the rest;
+    numpy's answer wherever the arrays start."""
+    src = BIAS_RELU6.replace("2x5x7x9", "2x5x24x40").replace("0 to 7", "0 to 24") \
+        .replace("0 to 9", "0 to 40").replace("f32", t)
+    text, remarks = collapsed(src)
+    assert "memref.extract_aligned_pointer_as_index %collapse_shape" in text
+    assert text.count("affine.for") == 4 and " to 960 {" in text and "to min " in text
+    assert any("first iterations up to a cache line boundary of the stored array peeled" in r
+               for r in remarks), remarks
+    assert mlir_opt(text) == text
+    dtype = np.float32 if t == "f32" else np.float64
+    fn = polyopt.compile(text)["f"]
+    rng = np.random.default_rng(2)
+    b = rng.standard_normal(5).astype(dtype)
+    for offset in range(0, 64, np.dtype(dtype).itemsize):
+        o = _offset_array((2, 5, 24, 40), dtype, offset, rng)
+        want = np.clip(o + b[None, :, None, None], 0, 6)
+        fn(o, b)
+        assert np.array_equal(o, want), offset
+
+
+def test_a_short_collapsed_loop_is_not_peeled():
+    text, remarks = collapsed(BIAS_RELU6)          # 7x9 planes: 252 bytes a run
+    assert "extract_aligned_pointer" not in text and text.count("affine.for") == 3
+    assert not any("peeled" in r for r in remarks)
