@@ -171,7 +171,7 @@ def _one_gemm_over_the_pixels(top: AffineForOp, con: Contraction):
         conv = recognize_convolution(top)
     except NearMiss:
         return con
-    if conv is None:
+    if conv is None or not hasattr(conv, "spec"):
         return con
     images = conv.spec.output.type.shape[0]
     gemms = 1

@@ -177,6 +177,9 @@ def recognize_convolution(top: AffineForOp) -> Optional[RaisedConvolution]:
                              (upd.factors[1], "the second factor"))}
     pairs = [any(len(c) == 2 for c, _ in subs[id(f)]) for f in upd.factors]
     ranks = {len(x) for x in subs.values()}
+    if any(pairs) and len(subs[id(upd.store)]) == 4 and \
+            sorted(len(subs[id(f)]) for f in upd.factors) == [3, 4]:
+        return _depthwise(model, upd, top, subs, pairs, names)
     if not any(pairs) or len(ranks) != 1 or ranks.pop() not in (3, 4):
         return None    # not shaped like a convolution: the contraction's remark stands
     if all(pairs):
@@ -230,6 +233,115 @@ def recognize_convolution(top: AffineForOp) -> Optional[RaisedConvolution]:
             f"{'x'.join(order)} = {sizes}, with {loops}{init}), as {op_name}: "
             f"an implicit GEMM")
     return RaisedConvolution(spec, desc)
+
+
+#: The depthwise layouts, as :data:`CONV_TEMPLATES` (the channel loop ``c`` indexes all three).
+DEPTHWISE_TEMPLATES = {
+    "NCHW": (("n", "c", "oh", "ow"), ("n", "c", ("oh", "kh"), ("ow", "kw")), ("c", "kh", "kw"),
+             "linalg.depthwise_conv_2d_nchw_chw"),
+    "NHWC": (("n", "oh", "ow", "c"), ("n", ("oh", "kh"), ("ow", "kw"), "c"), ("kh", "kw", "c"),
+             "linalg.depthwise_conv_2d_nhwc_hwc"),
+}
+
+
+class RaisedDepthwise:
+    """A recognized depthwise convolution nest: it becomes the named op (``text``, spliced
+    with ``values``), whose vector template ``hopt-expand`` builds, its epilogue fused."""
+
+    def __init__(self, text: str, values: list, description: str, loc):
+        self.text, self.values, self.description, self.loc = text, values, description, loc
+
+    def describe(self) -> str:
+        return self.description
+
+    def expand(self, expand, machine=None, threads: int = 1) -> None:
+        """Build the op in front of the nest (``expand`` is for GEMMs: unused).  The caller
+        erases the nest."""
+        from ..affine.builder import Builder
+        from .gemm_templates import splice_template
+        splice_template(Builder.before(self.loc[1]), self.text, "<raised depthwise>",
+                        self.values, self.loc[0])
+
+
+def _depthwise(model, upd, top, subs, pairs, names) -> RaisedDepthwise:
+    """The depthwise convolution of :func:`recognize_convolution`'s nest (its output and input
+    of rank 4, its filter of rank 3), as its named op; NearMiss naming what does not fit."""
+    stmt, loc = upd.stmt, upd.stmt.loc
+    inp, flt = upd.factors if pairs[0] else upd.factors[::-1]
+    o_sub, i_sub, k_sub = subs[id(upd.store)], subs[id(inp)], subs[id(flt)]
+    mem = {"O": upd.store.memref, "I": inp.memref, "K": flt.memref}
+    text = {"O": "O" + _text(o_sub, names), "I": "I" + _text(i_sub, names),
+            "K": "K" + _text(k_sub, names)}
+    if len(i_sub) != 4:
+        raise NearMiss(f"the input {text['I']} is not of rank 4 (a depthwise convolution's "
+                       f"filter {text['K']} is the factor of rank 3)", loc)
+    pair_dims = tuple(t for t, (c, _) in enumerate(i_sub) if len(c) == 2)
+    layout = {(2, 3): "NCHW", (1, 2): "NHWC"}.get(pair_dims)
+    if layout is None:
+        raise NearMiss(f"the input {text['I']} combines loops in dims "
+                       f"{', '.join(map(str, pair_dims))}; a depthwise convolution does in "
+                       f"dims 2 and 3 (NCHW) or 1 and 2 (NHWC)", loc)
+    o_names, i_names, k_names, op_name = DEPTHWISE_TEMPLATES[layout]
+    role: dict[str, int] = {}
+    for t, r in enumerate(o_names):
+        role[r] = _single(o_sub[t], "the output", t, text["O"], loc)
+    for t, r in enumerate(k_names):
+        d = _single(k_sub[t], "the filter", t, text["K"], loc)
+        if r == "c" and d != role["c"]:
+            raise NearMiss(f"the filter {text['K']} has {names[d]} where the output has its "
+                           f"channel loop {names[role['c']]}", loc)
+        if r != "c":
+            if d in role.values():
+                raise NearMiss(f"the filter {text['K']} is indexed by {names[d]}, a loop of "
+                               f"the output {text['O']}: not a convolution", loc)
+            role[r] = d
+    strides, dilations = [], []
+    for t, want in enumerate(i_names):
+        coeffs, const = i_sub[t]
+        if isinstance(want, str):
+            if _single(i_sub[t], "the input", t, text["I"], loc) != role[want]:
+                raise NearMiss(f"subscript #{t} of the input {text['I']} is not the {want} "
+                               f"loop {names[role[want]]}", loc)
+            continue
+        spatial, window = want
+        if const != 0 or set(coeffs) != {role[spatial], role[window]} or \
+                min(coeffs.values()) < 1:
+            raise NearMiss(f"subscript #{t} of the input {text['I']} is not stride * "
+                           f"{names[role[spatial]]} + dilation * {names[role[window]]}", loc)
+        strides.append(coeffs[role[spatial]])
+        dilations.append(coeffs[role[window]])
+    if len(set(role.values())) != len(role) or len(role) != len(names):
+        raise NearMiss(f"the loops of {text['O']} += {text['I']} * {text['K']} are not "
+                       f"n, c, oh, ow, kh, kw once each", loc)
+    _check_types(mem, loc)
+    et = mem["O"].type.element_type
+    if not isinstance(et, FloatType) or mem["I"].type.layout is not None:
+        raise NearMiss(f"element type {et} or a strided input: the depthwise vector templates "
+                       f"take row-major f32 and f64", loc)
+    bounds = _box(stmt.domain, names, loc)
+    if any(lo != 0 for lo, _ in bounds):
+        raise NearMiss("a loop does not start at 0: the loops of a convolution do", loc)
+    ext = {r: bounds[d][1] for r, d in role.items()}
+    _check_shapes(layout, mem, ext, strides, dilations, text, op_name, loc,
+                  DEPTHWISE_TEMPLATES)
+    if _initialization(model, upd, top, upd.store.memref, lambda v: v) is not None:
+        raise NearMiss("the nest also initializes the output: the depthwise op accumulates "
+                       "into it (write the initialization as a nest of its own)", loc)
+    if upd.scalars:
+        raise NearMiss("the update multiplies a scalar besides the input and the filter", loc)
+    if layout == "NCHW" and strides[1] not in (1, 2):
+        raise NearMiss(f"stride {strides[1]} along the width: the NCHW vector rows take 1 and "
+                       f"2", loc)
+    ti, tk, to = (str(mem[x].type) for x in ("I", "K", "O"))
+    attrs = (f"{{dilations = dense<[{dilations[0]}, {dilations[1]}]> : tensor<2xi64>, "
+             f"strides = dense<[{strides[0]}, {strides[1]}]> : tensor<2xi64>}}")
+    body = (f"func.func @dw(%I: {ti}, %K: {tk}, %O: {to}) {{\n  {op_name} {attrs} "
+            f"ins(%I, %K : {ti}, {tk}) outs(%O : {to})\n  return\n}}\n")
+    order = ("n", "c", "oh", "ow", "kh", "kw")
+    description = (f"{text['O']} += {text['I']} * {text['K']} ({layout} depthwise, strides "
+                   f"{'x'.join(map(str, strides))}, dilations {'x'.join(map(str, dilations))}, "
+                   f"{'x'.join(order)} = {'x'.join(str(ext[r]) for r in order)}), as {op_name}")
+    return RaisedDepthwise(body, [mem["I"], mem["K"], mem["O"]], description, (top.loc, top))
 
 
 def _layout(o_sub, i_sub, k_sub, text, loc) -> str:
@@ -332,9 +444,10 @@ def _check_types(mem, loc) -> None:
                            f"matrix)", loc)
 
 
-def _check_shapes(layout, mem, ext, strides, dilations, text, op_name, loc) -> None:
+def _check_shapes(layout, mem, ext, strides, dilations, text, op_name, loc,
+                  templates=CONV_TEMPLATES) -> None:
     """The loops cover O and K whole and the input as ``op_name``'s verifier requires."""
-    o_names, i_names, k_names, _ = CONV_TEMPLATES[layout]
+    o_names, i_names, k_names, _ = templates[layout]
     for what, roles in (("O", o_names), ("K", k_names)):
         shape = mem[what].type.shape
         want = tuple(ext[r] for r in roles)
