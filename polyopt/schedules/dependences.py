@@ -176,13 +176,17 @@ def smallest_point(s: isl.Set, nparam: int) -> Optional[list[int]]:
             nonneg = nonneg.lower_bound_val(isl.dim_type.set, k, isl.Val.zero(flat.get_ctx()))
         if not flat.intersect(nonneg).is_empty():
             flat = flat.intersect(nonneg)
+    candidates = [flat]
     try:
-        flat = flat.lexmin()
+        candidates.insert(0, flat.lexmin())
     except isl.Error:
         pass  # unbounded: any point will do
-    pt = flat.sample_point()
-    return [pt.get_coordinate_val(isl.dim_type.set, k).to_python()
-            for k in range(flat.dim(isl.dim_type.set))]
+    for candidate in candidates:
+        pt = candidate.sample_point()
+        if not pt.is_void():      # (ISL's lexmin of a set with existential divisions can
+            return [pt.get_coordinate_val(isl.dim_type.set, k).to_python()   # sample void)
+                    for k in range(candidate.dim(isl.dim_type.set))]
+    return None
 
 
 def evaluate_schedule(schedule: Union[isl.UnionMap, isl.Map], stmt: str, point: Sequence[int],

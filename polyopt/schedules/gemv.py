@@ -841,7 +841,8 @@ def _row_views(types) -> Optional[tuple]:
     if b.shape[1] == 1 and b_strides[0] != 1:
         return None
     off = "?" if b_offset is None else b_offset
-    column = f"memref<{b.shape[0]}x{b.element_type}, strided<[1], offset: {off}>>"
+    column = f"memref<{b.shape[0]}x{b.element_type}, strided<[1], offset: {off}>>" \
+        if b.layout is not None else f"memref<{b.shape[0]}x{b.element_type}>"
     return tuple(str(t) for t in types), column
 
 

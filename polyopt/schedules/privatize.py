@@ -118,15 +118,16 @@ def reduction_arrays(model: PolyhedralModel, deps, dim_: int, names: Sequence[st
     return [model.memrefs[m] for m in sorted(arrays)]
 
 
-def _first_time(sched: isl.UnionMap, dim_: int) -> isl.Set:
-    """The loop's first value: the smallest time at ``dim_`` over the statements."""
+def _first_time(sched: isl.UnionMap, dim_: int) -> Optional[isl.Set]:
+    """The loop's first value: the smallest time at ``dim_`` over the statements (None when
+    no instance runs)."""
     times = None
     maps: list[isl.Map] = []
     sched.foreach_map(maps.append)
     for m in maps:
         t = _times_at(m, dim_).reset_tuple_id()
         times = t if times is None else times.union(t)
-    return times.lexmin()
+    return None if times is None else times.lexmin()
 
 
 def _times_at(m: isl.Map, dim_: int) -> isl.Set:
@@ -147,7 +148,10 @@ def _privatizable(stmt, memref: str, sched: isl.UnionMap, dim_: int, first: isl.
         return False
     # a set: only in the loop's first iteration
     m = sched.intersect_domain(isl.UnionSet.from_set(stmt.domain))
-    return _first_time(m, dim_).is_equal(first) and _single_time(m, dim_)
+    mine = _first_time(m, dim_)
+    if mine is None:            # a statement that never runs sets nothing
+        return True
+    return first is not None and mine.is_equal(first) and _single_time(m, dim_)
 
 
 def _single_time(sched: isl.UnionMap, dim_: int) -> bool:

@@ -71,7 +71,10 @@ def check_parallel(loop: AffineForOp) -> None:
         m = next(x for x in maps if not x.is_empty())
         nparam = m.dim(isl.dim_type.param)
         nsrc = m.dim(isl.dim_type.in_)
-        point = smallest_point(m.wrap().flatten(), nparam)[nparam:]
+        point = smallest_point(m.wrap().flatten(), nparam)
+        if point is None:       # ISL found no instance to show: the plain message below
+            break
+        point = point[nparam:]
         src, snk = point[:nsrc], point[nsrc:]
         src_name = m.get_tuple_name(isl.dim_type.in_)
         snk_name = m.get_tuple_name(isl.dim_type.out)

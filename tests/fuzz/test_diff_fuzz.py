@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -175,3 +176,23 @@ def test_too_expensive_dependence_analysis_is_refused_not_a_hang(monkeypatch):
         "    affine.store %v, %A[%i] : memref<8xf64>\n  }\n  return\n}\n",
         {"S0": "(d0) -> (d0 floordiv 2, d0)"}, [np.arange(8.0)])
     np.testing.assert_array_equal(got[0], want[0])
+
+
+@pytest.mark.parametrize("seed, flags", [
+    # the privatization test asked for the first time of a statement that never runs
+    # (AttributeError: 'NoneType' object has no attribute 'lexmin', with --hopt)
+    (77061, {"hopt": True}),
+    # ISL's lexmin of a dependence with existential divisions sampled a void point in the
+    # vectorization test (isl_point_get_coordinate_val failed, with all passes)
+    (77028, {"hopt": True, "copy": True, "unroll": True, "scalrep": True, "vect": True}),
+    # a 1x1x23 product with a strided C: the GEMV typed B's collapsed identity column
+    # strided<[1]> and the verifier refused it (a valid program refused, with --hopt-vect)
+    (77075, {"hopt": True, "vect": True}),
+])
+def test_defects_of_the_campaign_of_2026_11_29(seed, flags):
+    from diff_harness import check_run
+    from diff_programs import any_case
+    stats = Stats()
+    check_run(any_case(seed), flags, stats)
+    assert not stats.failures, "\n".join(f.report() for f in stats.failures)
+    assert stats.runs == 1
