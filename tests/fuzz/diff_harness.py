@@ -442,9 +442,9 @@ def check_case(case: Case, stats: Stats, rng: random.Random, *, max_flag_sets: O
     if upstream:
         check_upstream_print(case, base_ir, "mlir-opt-22 printing the lowered IR", stats)
     if upstream and case.upstream_ok:
-        check_upstream(case, base_ir if case.has_hop else _module_of(case.text),
-                       "upstream (original)" if not case.has_hop else "upstream (naive)",
-                       stats)
+        original = not case.has_hop and case.upstream_lowers
+        check_upstream(case, _module_of(case.text) if original else base_ir,
+                       "upstream (original)" if original else "upstream (naive)", stats)
         if optimized:
             flags, ir = rng.choice(optimized)
             what = (f"upstream of polyopt's {flag_label(flags)} IR" if "schedule" not in flags

@@ -88,6 +88,9 @@ class Case:
     reduction: int = 1                # length of the longest sum, for the tolerance
     oob_text: Optional[str] = None    # the program with one memref a row too small
     oob_memref: Optional[str] = None  # that memref's new type
+    # mlir-opt-22 lowers the program as written (it lowers linalg.softmax on memrefs nowhere:
+    # upstream then runs the IR polyopt lowers without flags, as for hop ops)
+    upstream_lowers: bool = True
 
     @property
     def upstream_ok(self) -> bool:
@@ -938,7 +941,12 @@ def _dense(values) -> str:
 
 
 def conv_reference(kind: str, inp, flt, out, strides, dilations):
-    """``out += conv(inp, flt)`` in float64 (NHWC/HWCF/NHWF, NWC/WCF/NWF, depthwise HWC)."""
+    """``out += conv(inp, flt)`` in float64 (NHWC/HWCF/NHWF, NWC/WCF/NWF, depthwise HWC, and
+    depthwise NCHW/CHW)."""
+    if kind == "depthwise2d_nchw":
+        res = conv_reference("depthwise2d", inp.transpose(0, 2, 3, 1), flt.transpose(1, 2, 0),
+                             out.transpose(0, 2, 3, 1), strides, dilations)
+        return res.transpose(0, 3, 1, 2)
     inp, flt = inp.astype(np.float64), flt.astype(np.float64)
     res = out.astype(np.float64).copy()
     if kind == "conv1d":
@@ -959,7 +967,8 @@ def conv_reference(kind: str, inp, flt, out, strides, dilations):
 
 
 CONV_OPS = {"hop.conv2d": "conv2d", "linalg.conv_2d_nhwc_hwcf": "conv2d",
-            "linalg.conv_1d_nwc_wcf": "conv1d", "linalg.depthwise_conv_2d_nhwc_hwc": "depthwise2d"}
+            "linalg.conv_1d_nwc_wcf": "conv1d", "linalg.depthwise_conv_2d_nhwc_hwc": "depthwise2d",
+            "linalg.depthwise_conv_2d_nchw_chw": "depthwise2d_nchw"}
 
 
 class OpsGenerator:
@@ -1108,6 +1117,55 @@ class OpsGenerator:
         self.lines += self.emitter.lines
         self.parts.append(f"an affine nest ({interp.steps} iterations)")
 
+    def epilogue(self, out: Arg) -> None:
+        """An elementwise nest right after the op that wrote ``out``: ``out = max(out +
+        bias[d], 0)`` for a random dimension ``d`` (what the pipeline fuses into a product's
+        register tile or a depthwise template, where it can)."""
+        if out.layout is not None:
+            return
+        r = self.rng
+        shape, et = out.shape, self.elem
+        d = r.randrange(len(shape))
+        bias = self.new_arg(tensor_arg(f"B{len(self.args)}", (shape[d],), et))
+        ivs = [f"%e{k}" for k in range(len(shape))]
+        loops = "".join(f"  affine.for {iv} = 0 to {e} {{\n" for iv, e in zip(ivs, shape))
+        body = [f"%ex = affine.load %{out.name}[{', '.join(ivs)}] : {out.type}",
+                f"%eb = affine.load %{bias.name}[{ivs[d]}] : {bias.type}",
+                f"%es = arith.addf %ex, %eb : {et}",
+                f"%ez = arith.constant 0.0 : {et}",
+                f"%er = arith.maximumf %es, %ez : {et}",
+                f"affine.store %er, %{out.name}[{', '.join(ivs)}] : {out.type}"]
+        self.lines.append(loops + "".join(f"    {line}\n" for line in body)
+                          + "  }" * len(shape))
+        dtype = DTYPES[et]
+        o = self.buffers[out.name].astype(dtype).reshape(shape)
+        b = self.buffers[bias.name].astype(dtype)
+        view = [1] * len(shape)
+        view[d] = shape[d]
+        self.buffers[out.name] = np.maximum(o + b.reshape(view), 0).reshape(-1).astype(
+            np.float64)
+        self.parts.append(f"then max(+ bias along dim {d}, 0)")
+
+    def softmax(self) -> Arg:
+        """``linalg.softmax`` along a random dimension of a new array, into another."""
+        r = self.rng
+        rank = r.randint(1, 3)
+        shape = tuple(r.choice([1, 2, 3, 5, 8, 13, 17, 33, 40]) for _ in range(rank))
+        d = r.randrange(rank)
+        k0 = len(self.args)
+        x = self.new_arg(tensor_arg(f"X{k0}", shape, self.elem))
+        y = self.new_arg(tensor_arg(f"Y{k0}", shape, self.elem))
+        self.buffers[x.name] = self.buffers[x.name] * 8
+        self.initial[x.name] = self.buffers[x.name].copy()
+        self.lines.append(f"  linalg.softmax dimension({d}) ins(%{x.name} : {x.type}) "
+                          f"outs(%{y.name} : {y.type})")
+        v = self.buffers[x.name].astype(DTYPES[self.elem]).astype(np.float64).reshape(shape)
+        e = np.exp(v - v.max(axis=d, keepdims=True))
+        self.buffers[y.name] = (e / e.sum(axis=d, keepdims=True)).reshape(-1)
+        self.reduction = max(self.reduction, shape[d] + 8)
+        self.parts.append(f"linalg.softmax dimension({d}) of {list(shape)}")
+        return y
+
     def conv(self) -> Arg:
         r = self.rng
         op = r.choice(list(CONV_OPS))
@@ -1116,7 +1174,7 @@ class OpsGenerator:
         spatial = 1 if kind == "conv1d" else 2
         n = r.choice([1, 1, 2])
         c = r.randint(1, 9)
-        f = c if kind == "depthwise2d" else r.randint(1, 9)
+        f = c if kind.startswith("depthwise2d") else r.randint(1, 9)
         ks = [r.randint(1, 4) for _ in range(spatial)]
         strides = [r.choice([1, 1, 2, 3]) for _ in range(spatial)]
         dilations = [r.choice([1, 1, 2]) for _ in range(spatial)]
@@ -1126,6 +1184,8 @@ class OpsGenerator:
         si = (n, *ins, c)
         sk = (*ks, c) if kind == "depthwise2d" else (*ks, c, f)
         so = (n, *outs, f)
+        if kind == "depthwise2d_nchw":
+            si, sk, so = (n, c, *ins), (c, *ks), (n, c, *outs)
         k0 = len(self.args)
         ia = self.new_arg(tensor_arg(f"I{k0}", si, self.elem))
         ka = self.new_arg(tensor_arg(f"K{k0}", sk, self.elem))
@@ -1157,7 +1217,12 @@ def ops_case(seed: int, max_size: int = 110) -> Case:
     ``max_size``)."""
     rng = random.Random(seed)
     gen = OpsGenerator(rng, seed, max_size)
-    first = gen.matmul() if rng.random() < 0.65 else gen.conv()
+    if rng.random() < 0.1:
+        first = gen.softmax()
+    else:
+        first = gen.matmul() if rng.random() < 0.65 else gen.conv()
+        if rng.random() < 0.35:
+            gen.epilogue(first)
     if rng.random() < 0.25:
         gen.affine_nest()
     if rng.random() < 0.3:
@@ -1178,7 +1243,8 @@ def ops_case(seed: int, max_size: int = 110) -> Case:
     scale = max([1.0] + [float(np.abs(e).max(initial=0.0)) for e in expected])
     return Case(seed, "ops", text, gen.args, ins, expected, gen.elem,
                 f"ops {gen.elem}: " + "; ".join(gen.parts), has_hop=gen.has_hop,
-                tiles_given=gen.tiles_given, magnitude=scale, reduction=gen.reduction)
+                tiles_given=gen.tiles_given, magnitude=scale, reduction=gen.reduction,
+                upstream_lowers="linalg.softmax" not in text)
 
 
 def any_case(seed: int) -> Case:
