@@ -295,21 +295,7 @@ def _depthwise(model, upd, top, subs, pairs, names) -> RaisedDepthwise:
                 raise NearMiss(f"the filter {text['K']} is indexed by {names[d]}, a loop of "
                                f"the output {text['O']}: not a convolution", loc)
             role[r] = d
-    strides, dilations = [], []
-    for t, want in enumerate(i_names):
-        coeffs, const = i_sub[t]
-        if isinstance(want, str):
-            if _single(i_sub[t], "the input", t, text["I"], loc) != role[want]:
-                raise NearMiss(f"subscript #{t} of the input {text['I']} is not the {want} "
-                               f"loop {names[role[want]]}", loc)
-            continue
-        spatial, window = want
-        if const != 0 or set(coeffs) != {role[spatial], role[window]} or \
-                min(coeffs.values()) < 1:
-            raise NearMiss(f"subscript #{t} of the input {text['I']} is not stride * "
-                           f"{names[role[spatial]]} + dilation * {names[role[window]]}", loc)
-        strides.append(coeffs[role[spatial]])
-        dilations.append(coeffs[role[window]])
+    strides, dilations = _input_windows(i_sub, i_names, role, names, text, loc)
     if len(set(role.values())) != len(role) or len(role) != len(names):
         raise NearMiss(f"the loops of {text['O']} += {text['I']} * {text['K']} are not "
                        f"n, c, oh, ow, kh, kw once each", loc)
@@ -396,6 +382,23 @@ def _roles(layout, o_sub, i_sub, k_sub, names, text, loc) -> dict[str, int]:
     k_loops = [role[r] for r in k_names]
     if len(set(k_loops)) != len(k_loops):
         raise NearMiss(f"the filter {text['K']} uses a loop twice (a diagonal)", loc)
+    _input_windows(i_sub, i_names, role, names, text, loc)
+    if len(set(role.values())) != len(role):
+        twice = [r for r in role if list(role.values()).count(role[r]) > 1]
+        raise NearMiss(f"loop {names[role[twice[0]]]} plays two roles "
+                       f"({' and '.join(twice)})", loc)
+    unused = [names[d] for d in range(len(names)) if d not in role.values()]
+    if unused:
+        raise NearMiss(f"loop {unused[0]} indexes none of the convolution's dimensions "
+                       f"(a sum along it, not a convolution)", loc)
+    return role
+
+
+def _input_windows(i_sub, i_names, role, names, text, loc) -> tuple[list, list]:
+    """(strides, dilations) of the input's subscripts ``i_sub`` against the template's
+    ``i_names`` (a loop, or a (spatial, window) pair: ``stride * spatial + dilation *
+    window``); NearMiss naming the subscript that does not fit."""
+    strides, dilations = [], []
     for t, want in enumerate(i_names):
         coeffs, const = i_sub[t]
         if isinstance(want, str):
@@ -410,15 +413,9 @@ def _roles(layout, o_sub, i_sub, k_sub, names, text, loc) -> dict[str, int]:
             raise NearMiss(f"subscript #{t} of the input {text['I']} is not "
                            f"stride * {names[role[spatial]]} + dilation * "
                            f"{names[role[window]]} (positive, no offset)", loc)
-    if len(set(role.values())) != len(role):
-        twice = [r for r in role if list(role.values()).count(role[r]) > 1]
-        raise NearMiss(f"loop {names[role[twice[0]]]} plays two roles "
-                       f"({' and '.join(twice)})", loc)
-    unused = [names[d] for d in range(len(names)) if d not in role.values()]
-    if unused:
-        raise NearMiss(f"loop {unused[0]} indexes none of the convolution's dimensions "
-                       f"(a sum along it, not a convolution)", loc)
-    return role
+        strides.append(coeffs[role[spatial]])
+        dilations.append(coeffs[role[window]])
+    return strides, dilations
 
 
 def _check_types(mem, loc) -> None:
