@@ -652,7 +652,7 @@ class Parser:
                 self.skip_ws()
                 if not self.optional("]"):
                     raise self.error("missing ']' closing scalable dimension")
-                dims.append([int(m.group(0))])
+                dims.append([self._int_value(m.group(0), m.start())])
             elif self.text.startswith("?", self.pos):
                 if not allow_dynamic:
                     raise self.error("vector types must have static shape (scalable vectors are not supported)")

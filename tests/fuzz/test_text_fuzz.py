@@ -140,6 +140,15 @@ FOUND = {
         "func.func @f(%i: index) {\n"
         "  %x = affine.apply affine_map<(d0) -> (d0 + 99999999999999999999)>(%i)\n"
         "  return\n}\n", "parse error", "constant too large for index"),
+    # campaign of 2026-11-29 (seeds 957158441, 957163272): a cf.switch case value of 10000
+    # digits went to int() unchecked, a ValueError (Python's limit on decimal conversions)
+    "switch_case_of_10000_digits": (
+        "func.func @f(%x: i64) {\n  cf.switch %x : i64, [\n    default: ^bb1,\n    "
+        + "1" * 10000 + ": ^bb1\n  ]\n^bb1:\n  return\n}\n", "parse error",
+        "integer literal with 10000 digits is too large"),
+    "scalable_dimension_of_5000_digits": (
+        "func.func @f(%v: vector<[" + "9" * 5000 + "]xf32>) {\n  return\n}\n", "parse error",
+        "integer literal with 5000 digits is too large"),
 }
 
 

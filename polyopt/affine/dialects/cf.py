@@ -309,7 +309,9 @@ class SwitchOp(BranchOpBase):
             if not m:
                 raise p.error("expected integer value", at)
             p.pos = m.end()
-            value = int(m.group(0))
+            text = m.group(0)
+            value = p._int_value(text.lstrip("-"), at)
+            value = -value if text.startswith("-") else value
             if not -(1 << (t.width - 1)) <= value < (1 << t.width):
                 # mlir-opt-22 truncates it silently: the branch would go elsewhere
                 raise p.error(f"case value is out of range for '{t}'", at)
