@@ -99,7 +99,7 @@ def _access_score(model: PolyhedralModel, stmt: str, dim: int) -> tuple[int, boo
     and whether some access has that large stride."""
     score, strided = 0, False
     for acc in model.statement(stmt).accesses:
-        pma = isl.PwMultiAff.from_map(acc.relation)
+        pma = isl.PwMultiAff.from_map(_first_elements(acc.relation))
         pieces: list[isl.MultiAff] = []
         pma.foreach_piece(lambda _set, ma: pieces.append(ma))
         uses = [(k, c) for ma in pieces for k in range(ma.dim(isl.dim_type.out))
@@ -251,8 +251,14 @@ def band_streams(node: isl.ScheduleNode, model: PolyhedralModel, elem_bytes: int
     return True
 
 
+def _first_elements(relation: isl.Map) -> isl.Map:
+    """``relation`` where it is single-valued, else the first element each instance touches
+    (a vector access reads several: its subscripts are those of its first lane)."""
+    return relation if relation.is_single_valued() else relation.lexmin()
+
+
 def _subscripts(relation: isl.Map) -> list[isl.Aff]:
-    pma = isl.PwMultiAff.from_map(relation)
+    pma = isl.PwMultiAff.from_map(_first_elements(relation))
     pieces: list[isl.MultiAff] = []
     pma.foreach_piece(lambda _set, ma: pieces.append(ma))
     return [ma.get_at(k) for ma in pieces for k in range(ma.dim(isl.dim_type.out))]

@@ -185,6 +185,10 @@ def test_too_expensive_dependence_analysis_is_refused_not_a_hang(monkeypatch):
     # ISL's lexmin of a dependence with existential divisions sampled a void point in the
     # vectorization test (isl_point_get_coordinate_val failed, with all passes)
     (77028, {"hopt": True, "copy": True, "unroll": True, "scalrep": True, "vect": True}),
+    # (seed 123016, a later campaign) the loop-order score read the subscripts of a
+    # vector access, a relation to 8 elements, as a function (isl_pw_multi_aff_from_map
+    # failed: map is not single-valued); its first lane's are taken
+    (123016, {"hopt": True, "copy": True, "unroll": True, "scalrep": True, "vect": True}),
 ])
 def test_defects_of_the_campaign_of_2026_11_29(seed, flags):
     from diff_harness import check_run

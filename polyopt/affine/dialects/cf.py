@@ -186,7 +186,16 @@ class CondBranchOp(BranchOpBase):
         weights = None
         if p.optional_keyword("weights"):
             p.expect("(")
-            weights = p.parse_comma_separated("[", "]", p.parse_integer)
+
+            def weight() -> int:
+                # an i32 (DenseI32ArrayAttr): mlir-opt-22 refuses the rest at the literal
+                p.skip_ws()
+                at = p.pos
+                w = p.parse_integer(op_name="cf.cond_br")
+                if not -(1 << 31) <= w < (1 << 31):
+                    raise p.error("custom op 'cf.cond_br' integer value too large", at)
+                return w
+            weights = p.parse_comma_separated("[", "]", weight)
             p.expect(")")
         p.expect(",")
         true_dest, true_values = p.parse_successor_and_use_list()
