@@ -39,6 +39,7 @@ class EpilogueStores:
     def __init__(self, epilogue: Optional[Epilogue], output_type, lanes: int):
         self.epilogue, self.to, self.w = epilogue, output_type, lanes
         self.args: dict = {}
+        self.hoisted: dict = {}       # id(load) -> its vector, loaded by :meth:`hoist`
         self.out, self.tout = "%O", output_type
         if epilogue is None:
             return
@@ -66,7 +67,7 @@ class EpilogueStores:
         the channels, hoisted to the channel's loop), as vectors; ``subs`` (and ``masked``)
         as for :meth:`store`, valid for those dimensions.  They serve the stores that follow
         until the next call."""
-        self.hoisted: dict = {}
+        self.hoisted = {}
         if self.epilogue is None:
             return
         for op in self.epilogue.body:
@@ -88,11 +89,9 @@ class EpilogueStores:
         if self.epilogue is None:
             self._vector_store(t, depth, acc, "%O", self.to, subs, masked)
             return
-        hoisted = getattr(self, "hoisted", {})
-
         def load(op, name: str, role) -> tuple[str, bool]:
-            if id(op) in hoisted:
-                return hoisted[id(op)], True
+            if id(op) in self.hoisted:
+                return self.hoisted[id(op)], True
             return self._load(t, depth, op, name, role, subs, masked)
 
         result = self.epilogue.emit(t, depth, acc, self.args, self.w, load=load)
