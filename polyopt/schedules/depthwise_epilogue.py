@@ -132,9 +132,20 @@ class EpilogueStores:
                          f"{mt}, vector<{self.w}xi1>, {vt}")
 
 
-def fused_remark(remark, epilogue: Optional[Epilogue], op) -> None:
-    """The remark at the epilogue's nest saying it was fused into ``op``'s template."""
-    if epilogue is not None:
+def replace_by_template(op, text: str, stores: EpilogueStores, remark=None) -> None:
+    """Splice the template ``text`` (``func.func @dw(%I, %F, %O, ...)``, written through
+    ``stores``) in front of the depthwise convolution ``op`` and erase ``op`` and the epilogue
+    nest ``stores`` fused, with a remark saying so."""
+    from ..affine.builder import Builder
+    from .gemm_templates import splice_template
+    splice_template(Builder.before(op), text, "<depthwise>", [*op.operands, *stores.values()],
+                    op.loc)
+    op.erase()
+    epilogue = stores.epilogue
+    if epilogue is None:
+        return
+    epilogue.nest.erase()
+    if remark is not None:
         remark(epilogue.nest.loc or op.loc,
                f"fused into {op.name}'s vector template before its stores: the epilogue over "
                f"its output ({epilogue.describe()}){epilogue.lane_by_lane()}")

@@ -25,10 +25,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..affine.builder import Builder
-from .depthwise_epilogue import EpilogueStores, depthwise_epilogue, fused_remark
+from .depthwise_epilogue import EpilogueStores, depthwise_epilogue, replace_by_template
 from .depthwise_nhwc import operand_refusal
-from .gemm_templates import splice_template
 from .gemv import MlirLines
 
 #: Output rows per step: one input row load serves up to KH of them.
@@ -207,13 +205,8 @@ def expand_depthwise_nchw(op, widest_lanes, remark=None, threads: int = 1) -> bo
     stores = EpilogueStores(epilogue, op.output.type, w)
     text = depthwise_source(n, c, ih, iw, kh, kw, oh, ow, sh, sw, dh, dw, str(et), widest,
                             parallel, stores)
-    splice_template(Builder.before(op), text, "<depthwise>",
-                    [*op.operands, *stores.values()], op.loc)
-    op.erase()
-    if epilogue is not None:
-        epilogue.nest.erase()
+    replace_by_template(op, text, stores, remark)
     if remark is not None:
-        fused_remark(remark, epilogue, op)
         how = f", the channels on {threads} threads" if parallel else ""
         remark(op.loc, f"{op.name}: each channel's {oh}x{ow} output as vector rows of {w} "
                        f"{et}, up to {ROWS} rows at a time sharing their input rows, the "

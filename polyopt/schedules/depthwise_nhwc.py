@@ -30,10 +30,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..affine.builder import Builder
 from ..affine.types import FloatType, MemRefType
-from .depthwise_epilogue import EpilogueStores, depthwise_epilogue, fused_remark
-from .gemm_templates import splice_template
+from .depthwise_epilogue import EpilogueStores, depthwise_epilogue, replace_by_template
 from .gemv import MlirLines
 
 #: Output rows (all images) from which the rows run on the team.
@@ -216,13 +214,8 @@ def expand_depthwise_nhwc(op, lanes: int, registers: int, remark=None,
     stores = EpilogueStores(epilogue, op.output.type, channel_lanes(c, lanes))
     text = nhwc_source(n, ih, iw, c, kh, kw, oh, ow, tuple(op.strides), tuple(op.dilations),
                        str(et), lanes, pixels, parallel, stores)
-    splice_template(Builder.before(op), text, "<depthwise>",
-                    [*op.operands, *stores.values()], op.loc)
-    op.erase()
-    if epilogue is not None:
-        epilogue.nest.erase()
+    replace_by_template(op, text, stores, remark)
     if remark is not None:
-        fused_remark(remark, epilogue, op)
         how = f", the output rows on {threads} threads" if parallel else ""
         remark(op.loc, f"{op.name}: channels as vectors of {channel_lanes(c, lanes)} {et}, the "
                        f"{kh}x{kw} filter vectors held per row and channel group, {pixels} "
