@@ -108,6 +108,17 @@ def suite_summary(record: dict) -> str:
     return text
 
 
+def _tolerances(record: dict) -> str:
+    """The kernels' tolerances: one number, or each with the kernels it applies to."""
+    by_value: dict = {}
+    for k in record["kernels"]:
+        by_value.setdefault(k["tolerance"], []).append(k["kernel"])
+    if len(by_value) == 1:
+        return f"{next(iter(by_value)):g}"
+    return "; ".join(f"{t:g} for {', '.join(names)}" for t, names in sorted(
+        by_value.items(), key=lambda item: -len(item[1])))
+
+
 def describe_method(record: dict) -> str:
     return (f"Every row is one kernel of `polyopt bench polybench --dataset "
             f"{record['dataset']} --reps {record['reps']}`: polyopt without passes, polyopt "
@@ -116,7 +127,7 @@ def describe_method(record: dict) -> str:
             "PolyBench's initial values, one thread. Each build runs once first and all its "
             "arrays are compared with clang's (**max rel. error**: the largest difference "
             "relative to each array's largest magnitude, tolerance "
-            f"{record['tolerance']:g}); then {record['reps']} repetition(s) alternate the "
+            f"{_tolerances(record)}); then {record['reps']} repetition(s) alternate the "
             "builds, each on arrays restored to the initial values outside the timed region. "
             "Times are medians; **vs** columns are the other build's time over polyopt "
             "--hopt's (above 1: polyopt is faster), **best** the faster of clang and Polly; "

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .suite import HERE, Kernel
+from .suite import ELEMENT_TYPES, HERE, Kernel
 
 CLANG = "clang-22"
 BASE_FLAGS = ("-O3", "-march=native")
@@ -81,7 +81,8 @@ def build(kernel: Kernel, params: dict[str, int], compiler: str = "clang") -> Pa
     clang = clang_path()
     source = kernel.c_path()
     header = HERE / "c" / "polybench_twin.h"
-    defines = [f"-D{p}={params[p]}" for p in kernel.params]
+    defines = [f"-D{p}={params[p]}" for p in kernel.params] + [
+        f"-DDATA_TYPE_IS_{ELEMENT_TYPES[kernel.dtype][1].upper()}"]
     flags = list(COMPILERS[compiler]) + ["-shared", "-fPIC", "-Wno-unknown-pragmas"] + defines
     if compiler == "polly-parallel":
         from ..codegen.openmp import OPENMP_LIBRARIES
@@ -131,12 +132,18 @@ class CTwin:
 
     def _array(self, name: str, value):
         import numpy as np
-        shape = tuple(self.params[d] for d in self._arg(name).dims)
-        if not (isinstance(value, np.ndarray) and value.dtype == np.float64
+        arg = self._arg(name)
+        shape = tuple(self.params[d] for d in arg.dims)
+        dtype = self.kernel.numpy_dtype(arg)
+        if not (isinstance(value, np.ndarray) and value.dtype == dtype
                 and value.shape == shape and value.flags.c_contiguous):
             raise ValueError(f"{self.kernel.name}: argument {name} must be a C-contiguous "
-                             f"float64 array of shape {shape}")
+                             f"{dtype} array of shape {shape}")
         return value.ctypes.data_as(ctypes.c_void_p)
+
+    def _scalar_type(self, arg):
+        """The ctypes type of a DATA_TYPE scalar."""
+        return np_ctypes(self.kernel.numpy_dtype(arg))
 
     def _arg(self, name: str):
         return next(a for a in self.kernel.args if a.name == name)
@@ -148,34 +155,40 @@ class CTwin:
         values = {}
         for a in self.kernel.args:
             if a.is_scalar:
-                values[a.name] = ctypes.c_double(0.0)
+                values[a.name] = self._scalar_type(a)(0)
             else:
-                values[a.name] = np.zeros(tuple(self.params[d] for d in a.dims))
+                values[a.name] = np.zeros(tuple(self.params[d] for d in a.dims),
+                                          self.kernel.numpy_dtype(a))
         call = self._ints(self.kernel.init_ints)
         for name in self.kernel.init_args:
             v = values[name]
-            call.append(ctypes.byref(v) if isinstance(v, ctypes.c_double)
-                        else self._array(name, v))
+            call.append(self._array(name, v) if isinstance(v, np.ndarray) else ctypes.byref(v))
         self._init(*call)
-        return {k: (v.value if isinstance(v, ctypes.c_double) else v) for k, v in values.items()}
+        return {k: (v if isinstance(v, np.ndarray) else v.value) for k, v in values.items()}
+
+    def _call(self, values: dict) -> list:
+        call = self._ints(self.kernel.kernel_ints)
+        for a in self.kernel.args:
+            call.append(self._scalar_type(a)(values[a.name]) if a.is_scalar
+                        else self._array(a.name, values[a.name]))
+        return call
 
     def run(self, values: dict) -> None:
         """The kernel on ``values`` (name -> float or array), in place."""
-        call = self._ints(self.kernel.kernel_ints)
-        for a in self.kernel.args:
-            call.append(ctypes.c_double(float(values[a.name])) if a.is_scalar
-                        else self._array(a.name, values[a.name]))
-        self._kernel(*call)
+        self._kernel(*self._call(values))
 
     def bind(self, values: dict):
         """A no-argument callable running the kernel on ``values`` with the arguments
         converted once (for timing)."""
-        call = self._ints(self.kernel.kernel_ints)
-        for a in self.kernel.args:
-            call.append(ctypes.c_double(float(values[a.name])) if a.is_scalar
-                        else self._array(a.name, values[a.name]))
+        call = self._call(values)
         fn = self._kernel
         return lambda: fn(*call)
+
+
+def np_ctypes(dtype):
+    """The ctypes scalar type of a numpy dtype (float64 -> c_double, int32 -> c_int32...)."""
+    return {"float64": ctypes.c_double, "float32": ctypes.c_float, "int32": ctypes.c_int32,
+            "int8": ctypes.c_int8}[dtype.name]
 
 
 def load(kernel: Kernel, params: dict[str, int], compiler: str = "clang",

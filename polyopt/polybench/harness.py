@@ -5,7 +5,8 @@ with the pass flags of the matmul benchmark's main job (``--hopt-copy --hopt-unr
 --hopt-scalrep --hopt-vect``), the C twin built by ``clang-22 -O3 -march=native`` and the one
 built with Polly.  The rules of :mod:`polyopt.bench`: every build runs once on PolyBench's
 initial values (the warm-up) and its arrays are checked against clang's before anything is
-timed (all arguments, not only the printed ones, with a tolerance that allows reassociation);
+timed (all arguments, not only the printed ones, with a tolerance that allows reassociation,
+:data:`~polyopt.polybench.suite.TOLERANCES`);
 then the repetitions alternate the builds, each on arrays restored to the initial values
 outside the timed region; medians are reported with the spread and the ratios of the same
 run.  A call shorter than :data:`~polyopt.bench.MIN_SAMPLE_SECONDS` is repeated, each time on
@@ -42,9 +43,6 @@ HOPT_PAR, POLLY_PAR = "polyopt --hopt --hopt-parallel", "Polly parallel"
 PARALLEL_BUILDS = (HOPT_PAR, POLLY_PAR)
 REFERENCE = CLANG
 
-# largest difference from clang's arrays, relative to the array's largest magnitude: the
-# builds may reassociate and contract (clang contracts a*b+c into an FMA by default)
-TOLERANCE = 1e-9
 
 
 @dataclass
@@ -70,6 +68,7 @@ class KernelResult:
     params: dict
     builds: dict = field(default_factory=dict)   # label -> BuildResult
     checksum: Optional[float] = None
+    tolerance: float = 0.0                       # the kernel's (suite.TOLERANCES)
 
     def ratio(self, label: str, versus: str) -> Optional[float]:
         """``versus``'s time / ``label``'s time: above 1 means ``label`` is faster."""
@@ -86,6 +85,7 @@ class KernelResult:
 
     def to_json(self) -> dict:
         return {"kernel": self.kernel, "dataset": self.dataset, "params": self.params,
+                "tolerance": self.tolerance,
                 "checksum": self.checksum,
                 "builds": {k: {**asdict(v), "timing": asdict(v.timing) if v.timing else None}
                            for k, v in self.builds.items()},
@@ -163,7 +163,7 @@ class PolybenchResult:
         return {"suite": "PolyBench/C 4.2", "dataset": self.dataset, "reps": self.reps,
                 "threads": self.threads,
                 "machine": self.machine, "compilers": self.compilers,
-                "polyopt_hopt_flags": HOPT_FLAGS, "tolerance": TOLERANCE,
+                "polyopt_hopt_flags": HOPT_FLAGS,
                 "kernels": [k.to_json() for k in self.kernels], "geomean": self.geomeans()}
 
     def _parallel_report(self) -> list:
@@ -309,7 +309,7 @@ def bench_kernel(kernel: Kernel, dataset: str = "LARGE", *, reps: int = 3,
         raise ValueError(f"reps must be at least 1, got {reps}")
     params = dict(params) if params is not None else kernel.params_of(dataset)
     say = progress or (lambda _: None)
-    result = KernelResult(kernel.name, dataset, params)
+    result = KernelResult(kernel.name, dataset, params, tolerance=kernel.tolerance)
     if threads > 1 and builds == BUILDS:
         builds = BUILDS + PARALLEL_BUILDS
     makers = {POLYOPT: lambda: _polyopt_build(kernel, params, {}),
@@ -343,10 +343,10 @@ def bench_kernel(kernel: Kernel, dataset: str = "LARGE", *, reps: int = 3,
         for label in list(runners):
             err = max_rel_error(kernel, outputs[label], ref)
             result.builds[label].max_rel_error = err
-            if not err <= TOLERANCE:
+            if not err <= kernel.tolerance:
                 result.builds[label].error = (
                     f"arrays differ from {ref_label}'s by {err:.3g} (relative; tolerance "
-                    f"{TOLERANCE:g}): not timed")
+                    f"{kernel.tolerance:g}): not timed")
                 del runners[label]
     samples = {label: [] for label in runners}
     say(f"{kernel.name}: timing {', '.join(runners)} x {reps}")

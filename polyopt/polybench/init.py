@@ -225,16 +225,18 @@ INITIALIZERS: dict[str, Callable[[dict], dict]] = {
 
 def init_values(kernel, params: dict[str, int]) -> dict:
     """Every argument of ``kernel`` at ``params``: PolyBench's initial values (scalars as
-    floats, arrays as C-contiguous float64), zeros for the arrays it leaves uninitialised."""
+    Python numbers, arrays C-contiguous in the argument's element type), zeros for the arrays
+    it leaves uninitialised."""
     import numpy as np
     values = INITIALIZERS[kernel.name](params)
     out = {}
     for a in kernel.args:
+        dtype = kernel.numpy_dtype(a)
         if a.is_scalar:
-            out[a.name] = float(values[a.name])
+            out[a.name] = dtype.type(values[a.name]).item()
         else:
             shape = tuple(params[d] for d in a.dims)
             v = values.get(a.name)
-            out[a.name] = (np.zeros(shape) if v is None else
-                           np.ascontiguousarray(np.broadcast_to(v, shape), dtype=np.float64))
+            out[a.name] = (np.zeros(shape, dtype) if v is None else
+                           np.ascontiguousarray(np.broadcast_to(v, shape), dtype=dtype))
     return out

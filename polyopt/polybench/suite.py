@@ -1,7 +1,8 @@
 """The PolyBench/C 4.2 kernels polyopt carries: their sizes, arguments and MLIR text.
 
 Each kernel is an affine MLIR template (``kernels/<name>.mlir.in``, PolyBench's loop structure
-and statement order, DATA_TYPE double) whose ``${PARAM}`` placeholders take the sizes of a
+and statement order, in the kernel's DATA_TYPE: double but for deriche's float and
+floyd-warshall's and nussinov's int) whose ``${PARAM}`` placeholders take the sizes of a
 dataset from PolyBench 4.2's ``*.h`` headers (the table below), and a C twin
 (``c/<name>.c``, PolyBench's ``init_array`` and kernel bodies) compiled by :mod:`.ctwin`.
 
@@ -22,6 +23,16 @@ from typing import Optional
 
 HERE = Path(__file__).resolve().parent
 DATASETS = ("MINI", "SMALL", "MEDIUM", "LARGE", "EXTRALARGE")
+
+#: PolyBench's element types as MLIR spells them -> (numpy dtype name, C type)
+ELEMENT_TYPES = {"f64": ("float64", "double"), "f32": ("float32", "float"),
+                 "i32": ("int32", "int"), "i8": ("int8", "char")}
+
+#: the largest difference a build may show from clang's arrays, relative to the array's largest
+#: magnitude: builds may reassociate and contract (clang contracts a*b+c into an FMA by
+#: default), which moves a double result by some units of 2^-52 and a float one (deriche's
+#: recurrences over a row of the image) by some units of 2^-23; integers are exact
+TOLERANCES = {"f64": 1e-9, "f32": 1e-5, "i32": 0.0, "i8": 0.0}
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,22 @@ class Kernel:
     init_ints: tuple[str, ...]
     init_args: tuple[str, ...]
     outputs: tuple[str, ...]
+    dtype: str = "f64"
+    arg_dtypes: tuple[tuple[str, str], ...] = ()
+
+    def element_type(self, arg: Arg) -> str:
+        """The MLIR element type of ``arg`` (a scalar's type): the kernel's DATA_TYPE unless
+        PolyBench gives the argument its own (nussinov's ``base seq[N]`` is ``char``)."""
+        return dict(self.arg_dtypes).get(arg.name, self.dtype)
+
+    def numpy_dtype(self, arg: Arg):
+        import numpy as np
+        return np.dtype(ELEMENT_TYPES[self.element_type(arg)][0])
+
+    @property
+    def tolerance(self) -> float:
+        """See :data:`TOLERANCES`."""
+        return TOLERANCES[self.dtype]
 
     @property
     def symbol(self) -> str:
@@ -114,7 +141,7 @@ def mlir_source(kernel: Kernel, params: dict[str, int]) -> str:
 
 
 def _k(name, category, params, sizes, args, *, kernel_ints=None, init_ints=None,
-       init_args=None, outputs) -> Kernel:
+       init_args=None, outputs, dtype="f64", arg_dtypes=None) -> Kernel:
     parsed = tuple(Arg(a[0], tuple(a[1:])) if isinstance(a, tuple) else Arg(a) for a in args)
     lower = tuple(p.lower() for p in params)
     table = dict(zip(DATASETS, sizes))
@@ -122,7 +149,7 @@ def _k(name, category, params, sizes, args, *, kernel_ints=None, init_ints=None,
                   kernel_ints if kernel_ints is not None else lower,
                   init_ints if init_ints is not None else lower,
                   init_args if init_args is not None else tuple(a.name for a in parsed),
-                  outputs)
+                  outputs, dtype, tuple((arg_dtypes or {}).items()))
 
 
 # Sizes: PolyBench 4.2's headers (utilities/polybench.spec), MINI SMALL MEDIUM LARGE EXTRALARGE.

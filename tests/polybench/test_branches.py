@@ -38,7 +38,7 @@ def test_the_output_of_the_affine_super_vectorizer_runs_the_same_under_every_pip
     upstream's vectorizer writes past the loop's end inside the memref, e.g. jacobi-1d's
     B[N - 1]; polyopt runs the IR it is given.)"""
     from conftest import copy_values, odd_sizes, reference
-    from polyopt.polybench.harness import TOLERANCE, max_rel_error
+    from polyopt.polybench.harness import max_rel_error
     params = odd_sizes(kernel)
     initial, _ = reference(kernel, params)
     vectorized = mlir_opt(mlir_source(kernel, params),
@@ -50,7 +50,7 @@ def test_the_output_of_the_affine_super_vectorizer_runs_the_same_under_every_pip
         fn = polyopt.compile(vectorized, **switches)[kernel.symbol]
         fn(*[got[a.name] for a in kernel.args])
         results.append(got)
-    assert max_rel_error(kernel, results[1], results[0]) <= TOLERANCE
+    assert max_rel_error(kernel, results[1], results[0]) <= kernel.tolerance
 
 
 def test_the_vectorized_jacobi_1d_computes_what_mlir_runner_computes():

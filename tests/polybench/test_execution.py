@@ -15,7 +15,7 @@ import pytest
 from polyopt.affine.printer import print_module
 from polyopt.pipeline import CompiledModule, PipelineOptions, load, prepare_for_lowering, \
     run_passes
-from polyopt.polybench.harness import HOPT_SWITCHES, TOLERANCE, max_rel_error
+from polyopt.polybench.harness import HOPT_SWITCHES, max_rel_error
 from polyopt.polybench.suite import KERNELS, kernel, mlir_source
 
 from conftest import copy_values, odd_sizes, reference
@@ -49,7 +49,7 @@ def check_builds(name: str, params: dict, combinations: list) -> int:
             fn = CompiledModule(module, options)[k.symbol]
             fn(*[got[a.name] for a in k.args])
             err = max_rel_error(k, got, expected)
-            assert err <= TOLERANCE, (f"{name} at {params} with {_label(switches)}: arrays "
+            assert err <= k.tolerance, (f"{name} at {params} with {_label(switches)}: arrays "
                                       f"differ from clang's by {err:.3g}")
             builds[key] = _label(switches)
     return len(builds)

@@ -16,7 +16,7 @@ def every_region_forks(monkeypatch):
 from polyopt.affine.printer import print_module
 from polyopt.pipeline import CompiledModule, PipelineOptions, load, prepare_for_lowering, \
     run_passes
-from polyopt.polybench.harness import HOPT_SWITCHES, TOLERANCE, max_rel_error
+from polyopt.polybench.harness import HOPT_SWITCHES, max_rel_error
 from polyopt.polybench.suite import KERNELS, kernel, mlir_source
 
 from conftest import copy_values, odd_sizes, reference
@@ -46,4 +46,4 @@ def test_parallel_build_matches_clang(name):
                                                     threads=threads))[k.symbol]
         fn(*[got[a.name] for a in k.args])
         err = max_rel_error(k, got, expected)
-        assert err <= TOLERANCE, f"{name} at {threads} threads: differs from clang by {err:.3g}"
+        assert err <= k.tolerance, f"{name} at {threads} threads: differs from clang by {err:.3g}"

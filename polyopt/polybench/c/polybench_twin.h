@@ -12,7 +12,7 @@
  * ../LICENSE-PolyBench.txt.
  */
 /* polybench_twin.h: the part of PolyBench's polybench.h and <kernel>.h that the C twins of
-   polyopt's PolyBench suite need, with PolyBench's defaults: DATA_TYPE double, arrays of static
+   polyopt's PolyBench suite need, with PolyBench's defaults: DATA_TYPE as the kernel's header sets it, arrays of static
    sizes (POLYBENCH_C99_SELECT picks the macro), loop bounds the size macros (no
    POLYBENCH_USE_SCALAR_LB), no padding, no restrict.  The sizes come from -D flags (polyopt's
    polybench/suite.py holds PolyBench's table); nothing here times or prints. */
@@ -22,11 +22,24 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* the kernel's element type, as PolyBench's <kernel>.h chooses it (ctwin.py passes
+   -DDATA_TYPE_IS_<TYPE> from the suite's table; double by default) */
+#if defined(DATA_TYPE_IS_INT)
+#define DATA_TYPE int
+#define SCALAR_VAL(x) x
+#elif defined(DATA_TYPE_IS_FLOAT)
+#define DATA_TYPE float
+#define SCALAR_VAL(x) x##f
+#define SQRT_FUN(x) sqrtf(x)
+#define EXP_FUN(x) expf(x)
+#define POW_FUN(x, y) powf(x, y)
+#else
 #define DATA_TYPE double
 #define SCALAR_VAL(x) x
 #define SQRT_FUN(x) sqrt(x)
 #define EXP_FUN(x) exp(x)
 #define POW_FUN(x, y) pow(x, y)
+#endif
 
 #define POLYBENCH_1D(var, dim1, ddim1) var[dim1]
 #define POLYBENCH_2D(var, dim1, dim2, ddim1, ddim2) var[dim1][dim2]
