@@ -39,8 +39,8 @@ TEST_KERNELS = ("gemm", "atax", "jacobi-1d")
 
 def run_suite(dataset: str = DATASET, *, reps: int = 3, kernels: Optional[str] = None,
               progress: Optional[Callable[[str], None]] = None) -> dict:
-    """The harness's JSON for ``kernels`` (a comma-separated list, all 20 by default) plus
-    ``title`` and ``errors`` (one entry per failed or wrong build)."""
+    """The harness's JSON for ``kernels`` (a comma-separated list, all of the suite's by
+    default) plus ``title`` and ``errors`` (one entry per failed or wrong build)."""
     result = bench_polybench(select(kernels), dataset, reps=reps, progress=progress)
     record = result.to_json()
     record["title"] = TITLE

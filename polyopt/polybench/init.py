@@ -167,14 +167,47 @@ def _correlation(p):
     return {"float_n": float(n), "data": _f(i * j) / m + i}
 
 
-def _lu(p):
+def _lower_unit_times_transposed(n: int):
+    """lu's, cholesky's and ludcmp's A: 1 on the diagonal, -(j % n)/n + 1 below it, 0 above,
+    times its transpose (PolyBench makes it positive semi-definite: B = A*A**T, A = B)."""
     import numpy as np
-    n = p["N"]
     i, j = _ij(n, n)
     # C's -j % n is -(j % n): the remainder has the dividend's sign
     A = np.where(j <= i, _f(-(j % n)) / n + 1, 0.0)
     np.fill_diagonal(A, 1.0)
-    return {"A": A @ A.T}     # PolyBench: B[r][s] = sum_t A[r][t] * A[s][t]; A = B
+    return A @ A.T     # PolyBench: B[r][s] = sum_t A[r][t] * A[s][t]; A = B
+
+
+def _lu(p):
+    return {"A": _lower_unit_times_transposed(p["N"])}
+
+
+def _cholesky(p):
+    return {"A": _lower_unit_times_transposed(p["N"])}
+
+
+def _trisolv(p):
+    import numpy as np
+    n = p["N"]
+    i, j = _ij(n, n)
+    # (DATA_TYPE) (i+n-j+1)*2/n: the cast binds first, then double arithmetic; above the
+    # diagonal L is left uninitialised (zeros here)
+    L = np.where(j <= i, _f(i + n - j + 1) * 2 / n, 0.0)
+    return {"L": L, "x": np.full(n, -999.0), "b": np.arange(n, dtype=np.float64)}
+
+
+def _ludcmp(p):
+    import numpy as np
+    n = p["N"]
+    fn = float(n)
+    b = (np.arange(n, dtype=np.int64) + 1) / fn / 2.0 + 4
+    return {"A": _lower_unit_times_transposed(n), "b": b, "x": np.zeros(n), "y": np.zeros(n)}
+
+
+def _durbin(p):
+    import numpy as np
+    n = p["N"]
+    return {"r": _f(n + 1 - np.arange(n, dtype=np.int64))}
 
 
 def _jacobi_1d(p):
@@ -218,7 +251,8 @@ INITIALIZERS: dict[str, Callable[[dict], dict]] = {
     "gemm": _gemm, "2mm": _2mm, "3mm": _3mm, "atax": _atax, "bicg": _bicg,
     "doitgen": _doitgen, "mvt": _mvt, "gemver": _gemver, "gesummv": _gesummv, "syrk": _syrk,
     "syr2k": _syr2k, "trmm": _trmm, "covariance": _covariance, "correlation": _correlation,
-    "lu": _lu, "jacobi-1d": _jacobi_1d, "jacobi-2d": _jacobi_2d, "seidel-2d": _seidel_2d,
+    "lu": _lu, "cholesky": _cholesky, "trisolv": _trisolv, "ludcmp": _ludcmp,
+    "durbin": _durbin, "jacobi-1d": _jacobi_1d, "jacobi-2d": _jacobi_2d, "seidel-2d": _seidel_2d,
     "heat-3d": _heat_3d, "fdtd-2d": _fdtd_2d,
 }
 

@@ -27,7 +27,11 @@ def test_the_branches_leave_the_pipeline_as_the_loops_they_were(kernel):
     assert str(from_branches) == str(from_loops)
 
 
-VECTORIZED = [k for k in select(None) if k.name not in ("gesummv", "seidel-2d")]
+# kernels in which the vectorizer finds no loop to vectorize: seidel-2d's carry a dependence;
+# gesummv's, cholesky's, trisolv's and ludcmp's innermost loops each accumulate into one element
+# in memory (ludcmp's into its 0-d w), a dependence carried by the loop
+NOT_VECTORIZED = ("gesummv", "seidel-2d", "cholesky", "trisolv", "ludcmp")
+VECTORIZED = [k for k in select(None) if k.name not in NOT_VECTORIZED]
 
 
 @pytest.mark.parametrize("kernel", VECTORIZED, ids=lambda k: k.name)
