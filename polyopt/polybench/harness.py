@@ -246,13 +246,37 @@ def _restore(work: dict, initial: dict) -> None:
             np.copyto(work[name], v)
 
 
+def _gramschmidt_determined(ref: dict) -> dict:
+    """The parts of gramschmidt's outputs that its input determines: PolyBench's A has
+    numerical rank r below N (about 13 of MINI's 30 columns), so from column r on, R[k][k] is
+    rounding residue (or exactly 0) and Q[:, k] = A[:, k] / R[k][k] is residue over residue,
+    which any difference in rounding changes completely (clang against clang
+    ``-ffp-contract=off``: 1.45 at MINI; NaN at 23x31).  Modified Gram-Schmidt touches only
+    R[k, :], Q[:, k] and A[:, k+1:] at step k, so A[:, :r], R[:r, :] and Q[:, :r] are settled
+    before the residue appears."""
+    import numpy as np
+    diag = np.abs(np.diagonal(ref["R"]))
+    r = 0
+    while r < diag.size and np.isfinite(diag[r]) and diag[r] > 1e-8 * diag[:r + 1].max():
+        r += 1
+    return {"A": np.s_[:, :r], "R": np.s_[:r, :], "Q": np.s_[:, :r]}
+
+
+#: kernel -> the parts of its arrays that PolyBench's data determines, from the reference's
+#: arrays (the other kernels' arrays are compared whole)
+DETERMINED = {"gramschmidt": _gramschmidt_determined}
+
+
 def max_rel_error(kernel: Kernel, got: dict, ref: dict) -> float:
     """The largest ``|got - ref|`` over the kernel's arrays, each relative to the array's
-    largest magnitude (``inf`` for NaNs or infinities where ``ref`` has none)."""
+    largest magnitude (``inf`` for NaNs or infinities where ``ref`` has none); for a kernel
+    in :data:`DETERMINED`, over the parts its data determines."""
     import numpy as np
     worst = 0.0
+    parts = DETERMINED[kernel.name](ref) if kernel.name in DETERMINED else {}
     for a in kernel.arrays:
-        g, r = got[a.name], ref[a.name]
+        part = parts.get(a.name, np.s_[...])
+        g, r = got[a.name][part], ref[a.name][part]
         if not np.array_equal(np.isfinite(g), np.isfinite(r)):
             return math.inf
         scale = float(np.max(np.abs(r[np.isfinite(r)]), initial=0.0)) or 1.0

@@ -247,6 +247,69 @@ def _fdtd_2d(p):
             "ey": (_f(i) * (j + 2)) / ny, "hz": (_f(i) * (j + 3)) / nx}
 
 
+def _gramschmidt(p):
+    import numpy as np
+    from fractions import Fraction
+    from ..codegen.cpu_facts import host_facts
+    m, n = p["M"], p["N"]
+    i, j = _ij(m, n)
+    # (((DATA_TYPE) ((i*j) % m) / m )*100) + 10, one value per remainder; R and Q are set to
+    # 0.0 (zeros here).  clang -O3 -march=native contracts q*100 + 10 into an FMA where the
+    # target has one (-ffp-contract=on): one rounding, computed exactly here with fractions
+    q = _f(np.arange(m)) / m
+    facts = host_facts()
+    if facts.has("fma") or facts.arch in ("aarch64", "arm64"):
+        table = np.array([float(Fraction(x) * 100 + 10) for x in q.tolist()])
+    else:
+        table = q * 100 + 10
+    return {"A": table[i * j % m]}
+
+
+def _symm(p):
+    import numpy as np
+    m, n = p["M"], p["N"]
+    i, j = _ij(m, n)
+    C = _f((i + j) % 100) / m
+    B = _f((n + i - j) % 100) / m
+    i, j = _ij(m, m)
+    # the lower triangle and the diagonal; -999 above it ("regions that should not be used")
+    A = np.where(j <= i, _f((i + j) % 100) / m, -999.0)
+    return {"alpha": 1.5, "beta": 1.2, "C": C, "A": A, "B": B}
+
+
+def _adi(p):
+    n = p["N"]
+    i, j = _ij(n, n)
+    return {"u": _f(i + n - j) / n}   # v, p and q are left uninitialised (zeros here)
+
+
+def _deriche(p):
+    import numpy as np
+    w, h = p["W"], p["H"]
+    i, j = _ij(w, h)
+    # (DATA_TYPE) ((313*i+991*j)%65536) / 65535.0f: the int converted to float, then a float
+    # division (DATA_TYPE float)
+    imgIn = ((313 * i + 991 * j) % 65536).astype(np.float32) / np.float32(65535.0)
+    return {"alpha": 0.25, "imgIn": imgIn}   # imgOut, y1 and y2 are not set (zeros here)
+
+
+def _floyd_warshall(p):
+    import numpy as np
+    n = p["N"]
+    i, j = _ij(n, n)
+    # path[i][j] = i*j%7+1, or 999 where (i+j)%13 == 0 || (i+j)%7 == 0 || (i+j)%11 == 0
+    s = i + j
+    far = (s % 13 == 0) | (s % 7 == 0) | (s % 11 == 0)
+    return {"path": np.where(far, 999, i * j % 7 + 1).astype(np.int32)}
+
+
+def _nussinov(p):
+    import numpy as np
+    n = p["N"]
+    # seq[i] = (base)((i+1)%4) (base is char); table is set to 0 (zeros here)
+    return {"seq": ((np.arange(n, dtype=np.int64) + 1) % 4).astype(np.int8)}
+
+
 INITIALIZERS: dict[str, Callable[[dict], dict]] = {
     "gemm": _gemm, "2mm": _2mm, "3mm": _3mm, "atax": _atax, "bicg": _bicg,
     "doitgen": _doitgen, "mvt": _mvt, "gemver": _gemver, "gesummv": _gesummv, "syrk": _syrk,
@@ -254,6 +317,12 @@ INITIALIZERS: dict[str, Callable[[dict], dict]] = {
     "lu": _lu, "cholesky": _cholesky, "trisolv": _trisolv, "ludcmp": _ludcmp,
     "durbin": _durbin, "jacobi-1d": _jacobi_1d, "jacobi-2d": _jacobi_2d, "seidel-2d": _seidel_2d,
     "heat-3d": _heat_3d, "fdtd-2d": _fdtd_2d,
+    "gramschmidt": _gramschmidt,
+    "symm": _symm,
+    "adi": _adi,
+    "deriche": _deriche,
+    "floyd-warshall": _floyd_warshall,
+    "nussinov": _nussinov,
 }
 
 

@@ -18,13 +18,18 @@ from polyopt.pipeline import CompiledModule, PipelineOptions, load, prepare_for_
 from polyopt.polybench.harness import HOPT_SWITCHES, max_rel_error
 from polyopt.polybench.suite import KERNELS, kernel, mlir_source
 
-from conftest import copy_values, odd_sizes, reference
+from conftest import copy_values, odd_sizes, reference, twin
 
 REGISTER_FLAGS = ("copy", "unroll", "scalrep", "vect")
 COMBINATIONS = [{}] + [dict({"hopt": True}, **{f: True for f in subset})
                        for n in range(len(REGISTER_FLAGS) + 1)
                        for subset in itertools.combinations(REGISTER_FLAGS, n)] \
     + [{"hopt": True, "blis": True}]
+
+
+def polyopt_compile(text: str, switches: dict):
+    import polyopt
+    return polyopt.compile(text, **switches)
 
 
 def _label(switches: dict) -> str:
@@ -73,3 +78,43 @@ def test_odd_sizes(name):
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_small_every_flag_combination(name):
     assert check_builds(name, kernel(name).params_of("SMALL"), COMBINATIONS) >= 1
+
+
+def test_gramschmidt_whole_arrays_on_well_conditioned_data():
+    """gramschmidt's check on PolyBench's data covers the columns its rank-deficient A
+    determines (harness.DETERMINED); on a well-conditioned A every element of A, R and Q is
+    compared, under every flag combination."""
+    import numpy as np
+    from polyopt.polybench.harness import DETERMINED
+    k = kernel("gramschmidt")
+    params = {"M": 31, "N": 23}          # M >= N: rank N (PolyBench's M < N never is)
+    rng = np.random.default_rng(7)
+    initial = {"A": 1.0 + rng.random((params["M"], params["N"])),
+               "R": np.zeros((params["N"], params["N"])),
+               "Q": np.zeros((params["M"], params["N"]))}
+    expected = copy_values(initial)
+    twin(k, params).run(expected)
+    parts = DETERMINED["gramschmidt"](expected)
+    assert parts["Q"] == np.s_[:, :params["N"]]       # full rank: nothing left out
+    text = mlir_source(k, params)
+    for switches in COMBINATIONS:
+        got = copy_values(initial)
+        fn = polyopt_compile(text, switches)[k.symbol]
+        fn(*[got[a.name] for a in k.args])
+        for name in ("A", "R", "Q"):
+            scale = np.max(np.abs(expected[name]))
+            assert np.max(np.abs(got[name] - expected[name])) <= k.tolerance * scale, \
+                (name, _label(switches))
+
+
+def test_gramschmidt_check_leaves_out_the_residue_columns():
+    """On PolyBench's MINI data A has numerical rank 13 of 30: R[13][13] is rounding residue
+    (about 1e-13 against R[0][0] of about 200), and the check compares the 13 columns before."""
+    import numpy as np
+    from polyopt.polybench.harness import DETERMINED
+    k = kernel("gramschmidt")
+    _, expected = reference(k, k.params_of("MINI"))
+    parts = DETERMINED["gramschmidt"](expected)
+    assert parts["Q"] == np.s_[:, :13] and parts["R"] == np.s_[:13, :]
+    diag = np.abs(np.diagonal(expected["R"]))
+    assert diag[12] > 1e-3 * diag[0] and diag[13] < 1e-12 * diag[0]
