@@ -257,6 +257,14 @@ def _expand(module, opts, remark):
     expand_high_level_ops(module, remark=remark, **_expansion_args(opts))
 
 
+@register("hopt-delicm", "a 0-d scalar whose every live range ends by storing into an array "
+          "element nothing else touches meanwhile lives in that element (Polly's "
+          "-polly-delicm; the inverse of mlir-opt --affine-scalrep)")
+def _delicm(module, opts, remark):
+    from .schedules.delicm import forward_scalars
+    forward_scalars(module, remark)
+
+
 @register("hopt-collapse-loops", "innermost perfectly nested loops whose accesses all walk "
           "contiguous elements become one loop over memref.collapse_shape views (mlir-opt "
           "--affine-loop-coalescing without its floordiv/mod subscripts)")
@@ -561,7 +569,7 @@ def default_pipeline(options, *, raised: bool = False) -> list[tuple[Pass, objec
 
     scf-forall-to-parallel (--scf-forall-to-parallel), raise-scf-to-affine
     (--raise-scf-to-affine or --hopt), memref-bound-check, then with --hopt:
-    hopt-report-opaque-nests, hopt-linalg-to-loops and hopt-raise-contractions (unless
+    hopt-report-opaque-nests, hopt-delicm, hopt-linalg-to-loops and hopt-raise-contractions (unless
     --no-hopt-raise), hopt-schedule,
     hopt-parallel (--hopt-parallel, also without --hopt), hopt-expand, hopt-collapse-loops,
     hopt-normalize-memrefs (--hopt-copy/--hopt-blis), hopt-blis-calls
@@ -584,6 +592,7 @@ def default_pipeline(options, *, raised: bool = False) -> list[tuple[Pass, objec
                            vect=options.vect, blis=options.blis, blis_kernel=options.blis_kernel,
                            threads=getattr(options, "threads", None) or 1)
         add("hopt-report-opaque-nests")
+        add("hopt-delicm")
         if getattr(options, "hopt_raise", True):
             add("hopt-linalg-to-loops")
             add("hopt-raise-contractions", blis)

@@ -796,11 +796,16 @@ def _register_steps(ops: list[Operation]) -> str:
     """Unroll-and-jam around the innermost reductions of ``ops``, then scalar replacement;
     the remark's words for it."""
     from ..affine.scalrep import scalar_replace
+    from .guards import simplify_guards, unswitch_invariant_guards
     report = jam_reductions(ops)
     if not report.jams:
         return ""
     for top in ops:
         if top.parent is not None:
+            # a statement fused into one iteration of a reduction loop keeps its guard there,
+            # jammed copies of it too: take them out, so that the sums can live in registers
+            simplify_guards(top)
+            unswitch_invariant_guards(top)
             scalar_replace(top)
     return f"; unroll-and-jam around innermost reductions: {report.describe()}"
 

@@ -770,6 +770,23 @@ class OpAccess:
     param_names: dict[Value, str]
 
 
+def iteration_domain(op: Operation) -> tuple[isl.Set, list[Value]]:
+    """The points of the affine loops around ``op`` (up to the first non-affine ancestor) at
+    which ``op`` runs, within the taken ``affine.if`` branches, and those loops' induction
+    variables; values defined elsewhere are parameters named after their first use (so two
+    domains compare only when their ``ivs`` and parameters are the same values)."""
+    chain = _enclosing_chain(op)
+    loops = [c for c, _ in chain if isinstance(c, _LOOPS)]
+    ivs = {loop.induction_var: f"i{d}" for d, loop in enumerate(loops)}
+    depth_of = {id(loop): d for d, loop in enumerate(loops)}
+    params: list[Value] = []
+    names: dict[Value, str] = {}
+    resolver = _Resolver(lambda v: False, names, params)
+    texts = _chain_texts(chain, resolver, ivs, lambda l: f"i{depth_of[id(l)]}")
+    space = f"[{', '.join(names[p] for p in params)}] -> "
+    return _chain_domain(space, f"S[{', '.join(ivs.values())}]", texts), list(ivs)
+
+
 def access_relation(op: Operation) -> OpAccess:
     """The access relation of one ``affine.load``/``store``/``vector_load``/``vector_store``
     over its enclosing affine loops; values defined elsewhere are parameters."""

@@ -87,7 +87,7 @@ def test_print_ir_after(capsys):
     headers = [line for line in err.splitlines() if line.startswith("// -----// IR Dump")]
     assert headers == [f"// -----// IR Dump After {name} //----- //" for name in
                        ("raise-scf-to-affine", "hopt-report-opaque-nests",
-                        "hopt-linalg-to-loops", "hopt-raise-contractions", "hopt-schedule",
+                        "hopt-delicm", "hopt-linalg-to-loops", "hopt-raise-contractions", "hopt-schedule",
                         "hopt-expand", "hopt-collapse-loops",
                         "hopt-normalize-memrefs")]
     assert err.rstrip().endswith(out.rstrip())      # the last dump is the result
@@ -201,7 +201,8 @@ def test_the_issue_s_spelling_hopt_with_its_switches(tmp_path, capsys):
         "builtin.module(hopt{copy=true unroll=true vect=true mc=300 kc=128 ku=4})"
     blis = "{copy=true unroll=true vect=true mc=300 kc=128 ku=4}"
     long, _ = opt(capsys, path, "-p",
-                  f"raise-scf-to-affine,hopt-report-opaque-nests,hopt-raise-contractions{blis},"
+                  f"raise-scf-to-affine,hopt-report-opaque-nests,hopt-delicm,"
+                  f"hopt-raise-contractions{blis},"
                   f"hopt-schedule,hopt-expand{blis},hopt-normalize-memrefs")
     flags, _ = opt(capsys, path, "--hopt", "--hopt-copy", "--hopt-unroll", "--hopt-vect")
     assert short == long and short != flags

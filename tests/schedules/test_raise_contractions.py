@@ -547,7 +547,7 @@ def test_default_pipeline_spells_the_flags():
     from polyopt.pipeline import PipelineOptions
     names = [p.name for p, _ in default_pipeline(PipelineOptions(hopt=True, blis=True))]
     assert names == ["raise-scf-to-affine", "hopt-report-opaque-nests",
-                     "hopt-linalg-to-loops", "hopt-raise-contractions", "hopt-schedule",
+                     "hopt-delicm", "hopt-linalg-to-loops", "hopt-raise-contractions", "hopt-schedule",
                      "hopt-expand", "hopt-collapse-loops",
                      "hopt-normalize-memrefs", "hopt-blis-calls"]
     names = [p.name for p, _ in default_pipeline(PipelineOptions(hopt=True, hopt_raise=False))]
