@@ -462,9 +462,11 @@ def _generate(model: PolyhedralModel, schedule: isl.UnionMap, options: AutoSched
             raise ScheduleError(f"the generated code blows up ({loops} loops, {total} ops for "
                                 f"{old_total} ops originally; limits {options.max_loops} loops, "
                                 f"{limit} ops)", model.scop_ops[0].loc)
+        inside = {id(op) for top in model.scop_ops for op in top.walk()}
         for top in model.scop_ops:
             for r in top.results:
-                if r.uses:
+                # the scop's own ops go with it (a top-level statement of several ops)
+                if any(id(u.op) not in inside for u in r.uses):
                     raise ScheduleError(f"'{top.name}' op result is used after the scop",
                                         top.loc)
     except Exception:

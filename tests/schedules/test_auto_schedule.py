@@ -405,3 +405,47 @@ def test_a_streaming_band_is_not_tiled_and_a_transpose_is():
         "%A: memref<65536x64xf64>, %T: memref<64x65536xf64>")
     _, results, messages = _schedule(text)
     assert any(b.tile_sizes for r in results for b in r.bands), messages
+
+
+# top-level statements of several ops (coefficients computed from a size, as PolyBench's adi
+# does) before the nest: the second one's ops are among the scop's top-level ops
+COEFFICIENT_THEN_NEST = """\
+func.func @f(%X: memref<13x17xf64>, %c: memref<f64>, %e: memref<f64>) {
+  %n = arith.constant 13 : i32
+  %one = arith.constant 1.0 : f64
+  %nf = arith.sitofp %n : i32 to f64
+  %d = arith.divf %one, %nf : f64
+  affine.store %d, %c[] : memref<f64>
+  %nf2 = arith.sitofp %n : i32 to f64
+  %d2 = arith.divf %nf2, %nf2 : f64
+  affine.store %d2, %e[] : memref<f64>
+  affine.for %j = 1 to 17 {
+    affine.for %i = 0 to 13 {
+      %x = affine.load %X[%i, %j - 1] : memref<13x17xf64>
+      %k = affine.load %c[] : memref<f64>
+      %y = arith.mulf %x, %k : f64
+      %k2 = affine.load %e[] : memref<f64>
+      %z = arith.addf %y, %k2 : f64
+      affine.store %z, %X[%i, %j] : memref<13x17xf64>
+    }
+  }
+  return
+}
+"""
+
+
+def test_a_top_level_statement_of_several_ops_is_scheduled_with_the_nest():
+    """The check that no value of the scop is used after it counted the uses by the scop's own
+    ops: every such function kept its original order ("'arith.sitofp' op result is used after
+    the scop")."""
+    notes = []
+    x = np.random.default_rng(4).random((13, 17))
+    want = x.copy()
+    polyopt.compile(COEFFICIENT_THEN_NEST)["f"](want, np.zeros(()), np.zeros(()))
+    got = x.copy()
+    polyopt.compile(COEFFICIENT_THEN_NEST, hopt=True, remark=lambda loc, m: notes.append(m))[
+        "f"](got, np.zeros(()), np.zeros(()))
+    assert np.array_equal(got, want)
+    scheduled = [m for m in notes if m.startswith("auto-schedule")]
+    assert scheduled and "used after the scop" not in scheduled[0], notes
+    assert "schedule {" in scheduled[0]
