@@ -116,6 +116,21 @@ def _access_score(model: PolyhedralModel, stmt: str, dim: int) -> tuple[int, boo
     return score, strided
 
 
+def _writes_along(model: PolyhedralModel, stmt: str, dim: int) -> bool:
+    """Does a write of ``stmt`` move along loop dimension ``dim`` (a new element each
+    iteration, unlike a sum into one element)?"""
+    for acc in model.statement(stmt).accesses:
+        if not acc.is_write:
+            continue
+        pma = isl.PwMultiAff.from_map(_first_elements(acc.relation))
+        pieces: list[isl.MultiAff] = []
+        pma.foreach_piece(lambda _set, ma: pieces.append(ma))
+        if any(_coefficient(ma.get_at(k), dim) != 0 for ma in pieces
+               for k in range(ma.dim(isl.dim_type.out))):
+            return True
+    return False
+
+
 def order_band_members(node: isl.ScheduleNode, model: PolyhedralModel
                        ) -> tuple[isl.ScheduleNode, Optional[int]]:
     """Move the member best suited to be the innermost loop (see :func:`_access_score`;
@@ -136,6 +151,13 @@ def order_band_members(node: isl.ScheduleNode, model: PolyhedralModel
     # the stride-1 member is better innermost even when it carries a reduction (atax's
     # tmp[i] += A[i][j] * x[j] keeps j innermost, and unroll-and-jam of i breaks the chain)
     candidates = [m for m in range(n) if coincident[m] and not strided[m]] or list(range(n))
+    if len(candidates) == n and any(coincident) and not coincident[n - 1] and any(
+            d is not None and _writes_along(model, s, d) for s, d in dims[n - 1].items()):
+        # ... but a recurrence along the innermost member (adi's p[i][j] from p[i][j - 1],
+        # through a division) is one chain of latencies, which unroll-and-jam does not take
+        # apart as it does a sum into one element: the parallel member goes innermost, its
+        # iterations independent, even walking across rows (Polly orders adi so)
+        candidates = [m for m in range(n) if coincident[m]]
     best = max(candidates, key=lambda m: (scores[m], m))   # ties: the later member
     if best == n - 1:
         return node, None

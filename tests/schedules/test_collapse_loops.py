@@ -134,7 +134,7 @@ func.func @f(%O: memref<3x4x6xf32>, %T: memref<3x5x4xf32>,
     assert not remarks
 
 
-def test_an_induction_variable_used_as_a_value_or_a_marked_loop_stays():
+def test_an_induction_variable_used_as_a_value_stays():
     src = """\
 func.func @f(%D: memref<4x5xi64>) {
   affine.for %i = 0 to 4 {
@@ -143,17 +143,39 @@ func.func @f(%D: memref<4x5xi64>) {
       affine.store %v, %D[%i, %j] : memref<4x5xi64>
     }
   }
+  return
+}
+"""
+    text, _ = collapsed(src)
+    assert text.count("affine.for") == 2 and "collapse_shape" not in text
+
+
+def test_the_schedulers_parallel_marks_survive_only_where_every_loop_had_one():
+    """A scheduled nest's loops carry polyopt.parallel: they collapse as the others do, and
+    the one loop is marked parallel when all the loops it replaces were."""
+    src = """\
+func.func @f(%D: memref<4x5xi64>, %E: memref<4x5xi64>) {
   affine.for %i = 0 to 4 {
     affine.for %j = 0 to 5 {
       %v = arith.constant 1 : i64
       affine.store %v, %D[%i, %j] : memref<4x5xi64>
     } {polyopt.parallel}
   }
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 5 {
+      %v = arith.constant 2 : i64
+      affine.store %v, %E[%i, %j] : memref<4x5xi64>
+    } {polyopt.parallel}
+  } {polyopt.parallel}
   return
 }
 """
     text, _ = collapsed(src)
-    assert text.count("affine.for") == 4 and "collapse_shape" not in text
+    assert text.count("affine.for %arg2 = 0 to 20") == 2 and text.count("memref.collapse_shape") == 2
+    assert text.count("{polyopt.parallel}") == 1
+    d, e = np.zeros((4, 5), np.int64), np.zeros((4, 5), np.int64)
+    run(text, d, e)
+    assert (d == 1).all() and (e == 2).all()
 
 
 def test_under_hopt_the_pipeline_collapses_and_says_so():
