@@ -35,6 +35,8 @@ order.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import contextlib
 import os
 import select
@@ -189,11 +191,42 @@ def _compute_in_child(sc: isl.ScheduleConstraints, options: SchedulerOptions) ->
     raise RuntimeError(f"ISL's scheduler failed: {body or 'the child process died'}")
 
 
+#: Schedules computed in this process, by their constraints and options (ISL's scheduler is
+#: deterministic): compiling the same nest again, under other switches that do not change
+#: the scheduling (--hopt-copy, -unroll, -scalrep, -vect), reads the tree back instead of
+#: searching for it again.  A search that ran out of time is remembered as such, so that the
+#: caller goes to its narrower search at once (PolyBench's adi spent its 4 s budget again on
+#: every compile).
+_SCHEDULES: "OrderedDict[tuple, tuple[str, str]]" = OrderedDict()
+_MAX_SCHEDULES = 256
+
+
+def _remember(key: tuple, outcome: tuple[str, str]) -> None:
+    _SCHEDULES[key] = outcome
+    if len(_SCHEDULES) > _MAX_SCHEDULES:
+        _SCHEDULES.popitem(last=False)
+
+
 def compute_isl_schedule(model: PolyhedralModel, deps: Dependences,
                          options: SchedulerOptions = SchedulerOptions()) -> isl.Schedule:
     """ISL's schedule tree for ``model`` under the constraints of the module docstring.
     Raises :class:`SchedulerTimeout` past the budget."""
     sc = _constraints(model, deps)
-    if options.time_limit is not None and hasattr(os, "fork"):
-        return _compute_in_child(sc, options)
-    return _compute(sc, options)
+    key = (str(sc), options)
+    known = _SCHEDULES.get(key)
+    if known is not None:
+        _SCHEDULES.move_to_end(key)
+        kind, body = known
+        if kind == "timeout":
+            raise SchedulerTimeout(body)
+        return isl.Schedule.read_from_str(sc.get_ctx(), body)
+    try:
+        if options.time_limit is not None and hasattr(os, "fork"):
+            tree = _compute_in_child(sc, options)
+        else:
+            tree = _compute(sc, options)
+    except SchedulerTimeout as err:
+        _remember(key, ("timeout", str(err)))
+        raise
+    _remember(key, ("ok", tree.to_str()))
+    return tree

@@ -488,3 +488,37 @@ def test_a_recurrence_along_the_stride_one_loop_gets_the_parallel_loop_innermost
     assert np.array_equal(got, want)
     assert any("member 0 moved innermost" in m and "parallel member(s) 1" in m for m in notes), \
         notes
+
+
+def test_a_nest_compiled_again_reads_its_schedule_back(monkeypatch):
+    """ISL's scheduler runs once per nest and options in a process: a second compile of the
+    same nest (other register-tile switches) reads the tree back, and a search that ran out
+    of time is not run again either."""
+    from polyopt.schedules import isl_scheduler
+    calls = []
+    real = isl_scheduler._compute
+
+    def counted(sc, options):
+        calls.append(options)
+        return real(sc, options)
+    monkeypatch.setattr(isl_scheduler, "_compute", counted)
+    monkeypatch.setattr(isl_scheduler, "_SCHEDULES", isl_scheduler.OrderedDict())
+    from polyopt.schedules.scops import function_scops
+    module = polyopt.parse(KERNELS["lu"]()[0])
+    (func,) = [f for f in module.functions if not f.is_declaration]
+    (model,), _ = function_scops(func)
+    deps = auto.compute_dependences(model)
+    options = SchedulerOptions(time_limit=None)
+    first = isl_scheduler.compute_isl_schedule(model, deps, options)
+    again = isl_scheduler.compute_isl_schedule(model, deps, options)
+    assert len(calls) == 1 and first.get_map().is_equal(again.get_map())
+
+    def out_of_time(sc, options):
+        calls.append(options)
+        raise isl_scheduler.SchedulerTimeout("budget spent")
+    monkeypatch.setattr(isl_scheduler, "_compute", out_of_time)
+    tight = SchedulerOptions(time_limit=None, max_operations=7)
+    for _ in range(2):
+        with pytest.raises(isl_scheduler.SchedulerTimeout, match="budget spent"):
+            isl_scheduler.compute_isl_schedule(model, deps, tight)
+    assert len(calls) == 2
