@@ -51,6 +51,7 @@ from typing import Optional
 
 import islpy as isl
 
+from ..affine.affine_expr import AffineConstantExpr
 from ..affine.dialects.affine import (AffineForOp, AffineIfOp, AffineLoadOp, AffineStoreOp,
                                       AffineYieldOp)
 from ..affine.dialects.func import FuncOp
@@ -63,11 +64,12 @@ __all__ = ["forward_scalars"]
 
 
 def _is_scalar_cell(op: Operation) -> bool:
-    """A ``memref.alloc``/``alloca`` of a 0-d memref with the identity layout."""
+    """A ``memref.alloc``/``alloca`` of one element with the identity layout: 0-d, or of
+    shape ``1`` (Polygeist's scalars, ``memref<1xf64>`` read at ``[0]``)."""
     if not isinstance(op, (AllocaOp, AllocOp)) or op.operands:
         return False
     t = op.results[0].type
-    return isinstance(t, MemRefType) and t.rank == 0 and t.layout is None
+    return isinstance(t, MemRefType) and t.layout is None and tuple(t.shape) in ((), (1,))
 
 
 def _accesses(cell: Value) -> Optional[list[Operation]]:
@@ -82,6 +84,10 @@ def _accesses(cell: Value) -> Optional[list[Operation]]:
             out.append(op)
         elif not isinstance(op, DeallocOp):
             return None
+    # (the one element: every subscript is the constant 0)
+    if any(not all(isinstance(r, AffineConstantExpr) and r.value == 0 for r in op.map.results)
+           for op in out):
+        return None
     return out
 
 

@@ -271,3 +271,18 @@ def test_row_sums_with_a_scalar_run_as_before():
     for flags in ({}, ALL):
         (_, c, _) = run(src, x, np.zeros(7), np.zeros(7), **flags)
         np.testing.assert_allclose(c, x.sum(axis=1), rtol=1e-14)
+
+
+def test_polygeists_one_element_scalars_too():
+    """Polygeist allocates a C scalar as memref<1xf64> read and written at [0]."""
+    src = MATMUL_WITH_A_SCALAR.replace("memref<f64>", "memref<1xf64>").replace(
+        "%s[]", "%s[0]")
+    text, remarks = delicm(src)
+    assert "memref<1xf64>" not in text and len(remarks) == 1
+    rng = np.random.default_rng(8)
+    a, b = rng.random((37, 41)), rng.random((41, 43))
+    (_, _, got) = run(src, a, b, np.zeros((37, 43)), **ALL)
+    np.testing.assert_allclose(got, a @ b, rtol=1e-13)
+    # an element other than [0] of a longer array is not a scalar
+    _unchanged(MATMUL_WITH_A_SCALAR.replace("memref<f64>", "memref<2xf64>").replace(
+        "%s[]", "%s[1]"))
