@@ -770,11 +770,29 @@ class OpAccess:
     param_names: dict[Value, str]
 
 
-def iteration_domain(op: Operation) -> tuple[isl.Set, list[Value]]:
-    """The points of the affine loops around ``op`` (up to the first non-affine ancestor) at
-    which ``op`` runs, within the taken ``affine.if`` branches, and those loops' induction
-    variables; values defined elsewhere are parameters named after their first use (so two
-    domains compare only when their ``ivs`` and parameters are the same values)."""
+@dataclass
+class _OpChain:
+    """The affine loops and taken branches around one op, as ISL text: the loops' induction
+    variables (``i0, ...``), the parameters met so far (values defined elsewhere, ``p0, ...``
+    in order of first use) and the resolver that names more of them."""
+
+    loops: list
+    ivs: dict
+    params: list
+    names: dict
+    resolver: "_Resolver"
+    texts: "_ChainTexts"
+
+    @property
+    def space(self) -> str:
+        return f"[{', '.join(self.names[p] for p in self.params)}] -> "
+
+    @property
+    def tuple_text(self) -> str:
+        return f"S[{', '.join(self.ivs.values())}]"
+
+
+def _op_chain(op: Operation) -> _OpChain:
     chain = _enclosing_chain(op)
     loops = [c for c, _ in chain if isinstance(c, _LOOPS)]
     ivs = {loop.induction_var: f"i{d}" for d, loop in enumerate(loops)}
@@ -783,8 +801,16 @@ def iteration_domain(op: Operation) -> tuple[isl.Set, list[Value]]:
     names: dict[Value, str] = {}
     resolver = _Resolver(lambda v: False, names, params)
     texts = _chain_texts(chain, resolver, ivs, lambda l: f"i{depth_of[id(l)]}")
-    space = f"[{', '.join(names[p] for p in params)}] -> "
-    return _chain_domain(space, f"S[{', '.join(ivs.values())}]", texts), list(ivs)
+    return _OpChain(loops, ivs, params, names, resolver, texts)
+
+
+def iteration_domain(op: Operation) -> tuple[isl.Set, list[Value]]:
+    """The points of the affine loops around ``op`` (up to the first non-affine ancestor) at
+    which ``op`` runs, within the taken ``affine.if`` branches, and those loops' induction
+    variables; values defined elsewhere are parameters named after their first use (so two
+    domains compare only when their ``ivs`` and parameters are the same values)."""
+    c = _op_chain(op)
+    return _chain_domain(c.space, c.tuple_text, c.texts), list(c.ivs)
 
 
 def access_relation(op: Operation) -> OpAccess:
@@ -792,18 +818,10 @@ def access_relation(op: Operation) -> OpAccess:
     over its enclosing affine loops; values defined elsewhere are parameters."""
     if not isinstance(op, ACCESS_OPS):
         raise TypeError(f"access_relation: '{op.name}' is not an affine memory access")
-    chain = _enclosing_chain(op)
-    loops = [c for c, _ in chain if isinstance(c, _LOOPS)]
-    ivs = {loop.induction_var: f"i{d}" for d, loop in enumerate(loops)}
-    depth_of = {id(loop): d for d, loop in enumerate(loops)}
-    params: list[Value] = []
-    names: dict[Value, str] = {}
-    resolver = _Resolver(lambda v: False, names, params)
-    texts = _chain_texts(chain, resolver, ivs, lambda l: f"i{depth_of[id(l)]}")
-    entries, cons = _access_texts(op, resolver, ivs)
-    space = f"[{', '.join(names[p] for p in params)}] -> "
-    tup = f"S[{', '.join(ivs.values())}]"
-    domain = _chain_domain(space, tup, texts)
+    c = _op_chain(op)
+    entries, cons = _access_texts(op, c.resolver, c.ivs)
+    space, tup = c.space, c.tuple_text
+    domain = _chain_domain(space, tup, c.texts)
     rel = isl.Map(f"{space}{{ {tup} -> M[{', '.join(entries)}] : {' and '.join(cons)} }}")
-    return OpAccess(op, rel.intersect_domain(domain), domain, [l.induction_var for l in loops],
-                    params, names)
+    return OpAccess(op, rel.intersect_domain(domain), domain,
+                    [l.induction_var for l in c.loops], c.params, c.names)
