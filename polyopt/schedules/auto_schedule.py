@@ -314,6 +314,34 @@ def _outer_parallel_if_more(model: PolyhedralModel, deps, options: SchedulerOpti
                  f"outermost bands start parallel, against {parallel} of {bands}")
 
 
+def _vector_innermost_if_chains(model: PolyhedralModel, deps, scheduler: SchedulerOptions,
+                                tree: isl.Schedule, machine: MachineModel,
+                                options: AutoScheduleOptions) -> tuple[isl.Schedule, str]:
+    """ISL's schedule with outer coincidence, and the remark's words, when ``tree`` (its bands
+    ordered and tiled) leaves the deepest statements in chains that unroll-and-jam cannot
+    split and that schedule's innermost loops carry nothing
+    (:mod:`~polyopt.schedules.innermost_chains`); else ``tree`` and no words.  trisolv and
+    cholesky: ISL's default search keeps the dot-product form, a chain of FMA latencies
+    inside a triangle, where outer coincidence finds the column (right-looking) form."""
+    from .innermost_chains import latency_bound, vector_innermost
+
+    def ordered(t: isl.Schedule) -> isl.UnionMap:
+        return transform_tree(t, model, machine, options)[0].get_map().intersect_domain(
+            model.domains())
+    try:
+        if not latency_bound(model, deps, ordered(tree)):
+            return tree, ""
+        alt = compute_isl_schedule(model, deps, _narrower(scheduler, outer_coincidence=True))
+        if _has_skewed_band(alt) or not vector_innermost(model, deps, ordered(alt)):
+            return tree, ""
+    except (SchedulerTimeout, isl.Error, RuntimeError, ScheduleError):
+        return tree, ""
+    return alt, ("; ISL's schedule with outer coincidence: the innermost loops of its own "
+                 "run the deepest statements as chains of dependent iterations that "
+                 "unroll-and-jam cannot split (their bounds move with the loop around them), "
+                 "this one's carry nothing")
+
+
 def _memref_bytes(model: PolyhedralModel, name: str) -> int:
     t = model.memrefs[name].type
     shape = getattr(t, "shape", None)
@@ -617,6 +645,10 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
         if options.outer_parallel and not options.scheduler.outer_coincidence and \
                 alt is None and not searched:
             tree, why = _outer_parallel_if_more(model, deps, scheduler, tree)
+            searched += why
+        if not options.scheduler.outer_coincidence and alt is None and not searched:
+            tree, why = _vector_innermost_if_chains(model, deps, scheduler, tree, machine,
+                                                    options)
             searched += why
         sweeps = False
         if alt is not None and (tree is alt or _has_skewed_band(tree)):
