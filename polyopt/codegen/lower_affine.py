@@ -17,6 +17,7 @@ from polyopt.affine.ir import Operation
 from polyopt.codegen.index_forms import Lin
 from polyopt.codegen.llvm_helpers import (I32, I64, NSW, VOID, call_intrinsic, i64,
                                           int_const, opaque_alloca)
+from polyopt.codegen.loop_metadata import PARALLEL_ACCESSES, annotate_parallel_loop
 from polyopt.codegen.lowering import FunctionLowering, handles
 from polyopt.codegen.openmp import Region, emit_parallel_region, iteration_cost, trip_count
 
@@ -46,10 +47,14 @@ def _lower_for(L: FunctionLowering, op: Operation) -> None:
     hi = None if ub_range[1] is None else ub_range[1] - 1
     L.leaf_ranges[id(iv)] = (lb_range[0], hi)
     L.bind_phis(iter_args, phis)
+    first_nested = len(L.fn.basic_blocks)       # blocks the body adds come after exit_
     yielded = L.lower_region_block(op.body)
     nxt = b.add(iv, i64(step), name="iv.next", flags=NSW)
     latch = b.block
-    b.branch(header)
+    back_edge = b.branch(header)
+    if PARALLEL_ACCESSES in op.attributes:
+        annotate_parallel_loop(L.ml.llmod, [body] + list(L.fn.basic_blocks[first_nested:]),
+                               back_edge)
     iv.add_incoming(lb, pre)
     iv.add_incoming(nxt, latch)
     for phi, init, y in zip(phis, inits, yielded):

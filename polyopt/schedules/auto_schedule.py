@@ -831,9 +831,13 @@ def _register_steps(ops: list[Operation]) -> str:
     the remark's words for it."""
     from ..affine.scalrep import scalar_replace
     from .guards import simplify_guards, unswitch_invariant_guards
+    from .index_set_split import split_innermost_loops
     report = jam_reductions(ops)
+    split = sum(split_innermost_loops(top) for top in ops if top.parent is not None)
+    words = f"; {split} innermost loop(s) split around the iteration that carries their " \
+            f"dependences" if split else ""
     if not report.jams:
-        return ""
+        return words
     for top in ops:
         if top.parent is not None:
             # a statement fused into one iteration of a reduction loop keeps its guard there,
@@ -841,7 +845,7 @@ def _register_steps(ops: list[Operation]) -> str:
             simplify_guards(top)
             unswitch_invariant_guards(top)
             scalar_replace(top)
-    return f"; unroll-and-jam around innermost reductions: {report.describe()}"
+    return f"; unroll-and-jam around innermost reductions: {report.describe()}" + words
 
 
 def _keep(op: Operation) -> bool:
