@@ -827,25 +827,32 @@ def _dim_extent(umap: isl.UnionMap, d: int) -> Optional[int]:
 
 
 def _register_steps(ops: list[Operation]) -> str:
-    """Unroll-and-jam around the innermost reductions of ``ops``, then scalar replacement;
-    the remark's words for it."""
+    """Unroll-and-jam around the innermost reductions of ``ops``, index-set splitting of the
+    innermost loops that carry dependences at one iteration, then scalar replacement; the
+    innermost loops ISL finds parallel are marked for LLVM
+    (:func:`~polyopt.schedules.parallel_accesses.annotate_parallel_innermost`).  Returns the
+    remark's words."""
     from ..affine.scalrep import scalar_replace
     from .guards import simplify_guards, unswitch_invariant_guards
     from .index_set_split import split_innermost_loops
+    from .parallel_accesses import annotate_parallel_innermost
     report = jam_reductions(ops)
-    split = sum(split_innermost_loops(top) for top in ops if top.parent is not None)
+    tops = [top for top in ops if top.parent is not None]
+    split = sum(split_innermost_loops(top) for top in tops)
     words = f"; {split} innermost loop(s) split around the iteration that carries their " \
             f"dependences" if split else ""
-    if not report.jams:
-        return words
-    for top in ops:
-        if top.parent is not None:
+    if report.jams:
+        for top in [t for t in tops if t.parent is not None]:
             # a statement fused into one iteration of a reduction loop keeps its guard there,
             # jammed copies of it too: take them out, so that the sums can live in registers
             simplify_guards(top)
             unswitch_invariant_guards(top)
             scalar_replace(top)
-    return f"; unroll-and-jam around innermost reductions: {report.describe()}" + words
+        words = f"; unroll-and-jam around innermost reductions: {report.describe()}" + words
+    for top in tops:
+        if top.parent is not None:
+            annotate_parallel_innermost(top)
+    return words
 
 
 def _keep(op: Operation) -> bool:

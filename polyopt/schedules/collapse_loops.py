@@ -30,6 +30,7 @@ from ..affine.dialects.affine import AffineForOp, AffineLoadOp, AffineStoreOp
 from ..affine.dialects.memref import CollapseShapeOp
 from ..affine.ir import Operation, Value
 from ..affine.types import MemRefType
+from ..codegen.loop_metadata import PARALLEL_ACCESSES
 
 
 #: The scheduler's mark of a loop that carries no dependence (auto_schedule.PARALLEL).
@@ -38,11 +39,11 @@ PARALLEL_MARK = "polyopt.parallel"
 
 def _plain(loop: AffineForOp) -> bool:
     """``affine.for %i = 0 to N`` (N a constant), step 1, nothing carried, no marks but the
-    scheduler's parallel one."""
+    scheduler's parallel ones."""
     return (loop.step == 1 and loop.has_constant_bounds and loop.constant_lower_bound == 0
             and not loop.inits and not loop.results
             and set(loop.attributes) <= {"lowerBoundMap", "upperBoundMap", "step",
-                                         PARALLEL_MARK})
+                                         PARALLEL_MARK, PARALLEL_ACCESSES})
 
 
 def _trailing_positions(access, ivs: list[Value]) -> Optional[list[int]]:
@@ -178,9 +179,10 @@ def collapse_band(band: list[AffineForOp]) -> AffineForOp:
         _rewritten_access(op, views[id(memref)], ivs, positions)
     from ..affine.attributes import AffineMapAttr
     inner.attributes["upperBoundMap"] = AffineMapAttr(AffineMap.constant_map(math.prod(extents)))
-    if not all(PARALLEL_MARK in lp.attributes for lp in band):
-        # one loop over all the band's iterations: parallel only if each of its loops was
-        inner.attributes.pop(PARALLEL_MARK, None)
+    for mark in (PARALLEL_MARK, PARALLEL_ACCESSES):
+        if not all(mark in lp.attributes for lp in band):
+            # one loop over all the band's iterations: parallel only if each of its loops was
+            inner.attributes.pop(mark, None)
     inner.move_before(outer)
     outer.erase()
     return inner

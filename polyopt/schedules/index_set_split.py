@@ -192,3 +192,4 @@ def split_innermost_loops(root: Operation) -> int:
         if split_at_carrying_iteration(loop) is not None:
             count += 1
     return count
+

@@ -178,6 +178,36 @@ func.func @f(%D: memref<4x5xi64>, %E: memref<4x5xi64>) {
     assert (d == 1).all() and (e == 2).all()
 
 
+def test_the_llvm_parallel_access_mark_survives_only_where_every_loop_had_one():
+    """An innermost loop marked for LLVM (polyopt.parallel_accesses) still collapses; the one
+    loop keeps the mark only when the loops around it had it too (an outer loop's iterations
+    were never checked for it)."""
+    src = """\
+func.func @f(%D: memref<4x5xi64>, %E: memref<4x5xi64>) {
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 5 {
+      %v = arith.constant 1 : i64
+      affine.store %v, %D[%i, %j] : memref<4x5xi64>
+    } {polyopt.parallel, polyopt.parallel_accesses}
+  } {polyopt.parallel}
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 5 {
+      %v = arith.constant 2 : i64
+      affine.store %v, %E[%i, %j] : memref<4x5xi64>
+    } {polyopt.parallel, polyopt.parallel_accesses}
+  } {polyopt.parallel, polyopt.parallel_accesses}
+  return
+}
+"""
+    text, _ = collapsed(src)
+    assert text.count("affine.for %arg2 = 0 to 20") == 2
+    assert text.count("{polyopt.parallel}") == 1
+    assert text.count("{polyopt.parallel, polyopt.parallel_accesses}") == 1
+    d, e = np.zeros((4, 5), np.int64), np.zeros((4, 5), np.int64)
+    run(text, d, e)
+    assert (d == 1).all() and (e == 2).all()
+
+
 def test_under_hopt_the_pipeline_collapses_and_says_so():
     remarks = []
     polyopt.compile(BIAS_RELU6, remark=lambda loc, m: remarks.append(m), hopt=True)
