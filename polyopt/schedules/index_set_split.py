@@ -34,8 +34,8 @@ from ..affine.dialects.affine import AffineForOp
 from ..affine.ir import BlockArgument, Operation, Value, walk_ops
 from ..affine.loop_utils import results_over_shared_operands
 from ..codegen.loop_metadata import PARALLEL_ACCESSES
-from .dependences import carried_at, compute_dependences
 from .ast_to_affine import drop_redundant_bounds
+from .dependences import carried_at, compute_dependences
 from .model import extract
 from .vector_legality import is_loop_parallel
 
