@@ -827,17 +827,20 @@ def _dim_extent(umap: isl.UnionMap, d: int) -> Optional[int]:
 
 
 def _register_steps(ops: list[Operation]) -> str:
-    """Unroll-and-jam around the innermost reductions of ``ops``, index-set splitting of the
-    innermost loops that carry dependences at one iteration, then scalar replacement; the
-    innermost loops ISL finds parallel are marked for LLVM
-    (:func:`~polyopt.schedules.parallel_accesses.annotate_parallel_innermost`).  Returns the
-    remark's words."""
+    """Unroll-and-jam around the innermost reductions of ``ops``; the innermost loops ISL
+    finds parallel marked for LLVM
+    (:func:`~polyopt.schedules.parallel_accesses.annotate_parallel_innermost`) and the others
+    split where they carry their dependences at one iteration; then scalar replacement.
+    Returns the remark's words."""
     from ..affine.scalrep import scalar_replace
     from .guards import simplify_guards, unswitch_invariant_guards
     from .index_set_split import split_innermost_loops
     from .parallel_accesses import annotate_parallel_innermost
     report = jam_reductions(ops)
     tops = [top for top in ops if top.parent is not None]
+    for top in tops:
+        annotate_parallel_innermost(top)
+    # the loops left unmarked carry dependences: split the ones that carry them at one point
     split = sum(split_innermost_loops(top) for top in tops)
     words = f"; {split} innermost loop(s) split around the iteration that carries their " \
             f"dependences" if split else ""
@@ -849,9 +852,6 @@ def _register_steps(ops: list[Operation]) -> str:
             unswitch_invariant_guards(top)
             scalar_replace(top)
         words = f"; unroll-and-jam around innermost reductions: {report.describe()}" + words
-    for top in tops:
-        if top.parent is not None:
-            annotate_parallel_innermost(top)
     return words
 
 

@@ -31,12 +31,13 @@ from ..affine.affine_expr import AffineMap, constant, dim
 from ..affine.attributes import UnitAttr
 from ..affine.diagnostics import ScheduleError
 from ..affine.dialects.affine import AffineForOp
-from ..affine.ir import BlockArgument, Operation, Value, walk_ops
+from ..affine.ir import BlockArgument, Operation, Value
 from ..affine.loop_utils import results_over_shared_operands
 from ..codegen.loop_metadata import PARALLEL_ACCESSES
 from .ast_to_affine import drop_redundant_bounds
 from .dependences import carried_at, compute_dependences
 from .model import extract
+from .point_loops import innermost_loops
 from .vector_legality import is_loop_parallel
 
 __all__ = ["PARALLEL_ACCESSES", "split_at_carrying_iteration", "split_innermost_loops"]
@@ -182,13 +183,14 @@ def split_at_carrying_iteration(loop: AffineForOp) -> Optional[list[AffineForOp]
 
 def split_innermost_loops(root: Operation) -> int:
     """:func:`split_at_carrying_iteration` on every innermost ``affine.for`` under ``root``
-    that carries a dependence; the number of loops split."""
+    not marked parallel (by the scheduler or :data:`PARALLEL_ACCESSES`); the number of loops
+    split.  A loop that carries nothing is left as it is: no iteration carries a dependence
+    there."""
     count = 0
-    loops = [op for op in walk_ops(root) if isinstance(op, AffineForOp)
-             and not any(isinstance(o, AffineForOp) for o in op.walk() if o is not op)]
-    for loop in loops:
-        if loop.parent is None or PARALLEL in loop.attributes or is_loop_parallel(loop):
-            continue
+    for loop in innermost_loops([root]):
+        if loop.parent is None or PARALLEL_ACCESSES in loop.attributes \
+                or PARALLEL in loop.attributes:
+            continue        # parallel already (annotate_parallel_innermost ran first)
         if split_at_carrying_iteration(loop) is not None:
             count += 1
     return count

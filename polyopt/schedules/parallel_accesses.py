@@ -12,17 +12,12 @@ row ``k`` of the same array) ran their scalar loops, 1.2x slower (LARGE, Zen 5).
 from __future__ import annotations
 
 from ..affine.attributes import UnitAttr
-from ..affine.dialects.affine import AffineForOp
-from ..affine.ir import Operation, walk_ops
+from ..affine.ir import Operation
 from ..codegen.loop_metadata import PARALLEL_ACCESSES
+from .point_loops import innermost_loops
 from .vector_legality import is_loop_parallel
 
 __all__ = ["PARALLEL_ACCESSES", "annotate_parallel_innermost"]
-
-
-def _innermost(op: Operation) -> bool:
-    return isinstance(op, AffineForOp) and not any(isinstance(o, AffineForOp)
-                                                   for o in op.walk() if o is not op)
 
 
 def annotate_parallel_innermost(root: Operation) -> int:
@@ -30,9 +25,8 @@ def annotate_parallel_innermost(root: Operation) -> int:
     ``iter_args`` that :func:`~polyopt.schedules.vector_legality.is_loop_parallel` accepts;
     the number annotated."""
     count = 0
-    for op in list(walk_ops(root)):
-        if _innermost(op) and not op.inits and PARALLEL_ACCESSES not in op.attributes \
-                and is_loop_parallel(op):
+    for op in innermost_loops([root]):
+        if not op.inits and PARALLEL_ACCESSES not in op.attributes and is_loop_parallel(op):
             op.attributes[PARALLEL_ACCESSES] = UnitAttr()
             count += 1
     return count
