@@ -172,11 +172,35 @@ def _lower_mul(L: FunctionLowering, op: Operation) -> None:
     a_t, b_t = op.lhs.type, op.rhs.type
     if uses_real_amx(L.ml):
         name = _dot_instruction(L, op)
+        rhs = L.get(op.rhs)
+        if _operands_may_share_a_register(op):
+            rhs = _copy_through_memory(L, b_t, rhs)
         args = [int_const(I16, a_t.rows), int_const(I16, b_t.row_bytes),
-                int_const(I16, a_t.row_bytes), L.get(op.acc), L.get(op.lhs), L.get(op.rhs)]
+                int_const(I16, a_t.row_bytes), L.get(op.acc), L.get(op.lhs), rhs]
         L.bind(op.results[0], _amx_call(L, name, X86_AMX, args))
         return
     L.bind(op.results[0], _emulate_mul(L, op))
+
+
+def _operands_may_share_a_register(op: Operation) -> bool:
+    """Could LLVM give A and B one tile register?  It does when they are one value, or two
+    equal ops it merges (two ``tile_load`` of one address); the instructions then raise #UD
+    (their three tiles must be distinct), and LLVM's register allocator does not know it."""
+    if op.lhs is op.rhs:
+        return True
+    a, b = op.lhs.defining_op, op.rhs.defining_op
+    return (a is not None and b is not None and a.name == b.name
+            and list(a.operands) == list(b.operands) and a.attributes == b.attributes)
+
+
+def _copy_through_memory(L: FunctionLowering, t: AMXTileType, tile: ir.Value) -> ir.Value:
+    """A second register holding ``tile``: stored to a stack slot and loaded back (AMX has no
+    tile-to-tile move)."""
+    slot = opaque_alloca(L.entry_builder, ir.ArrayType(I8, t.rows * t.row_bytes))
+    shape = _shape(t)
+    row_bytes = i64(t.row_bytes)
+    _amx_call(L, "tilestored64", VOID, [*shape, slot, row_bytes, tile])
+    return _amx_call(L, "tileloadd64", X86_AMX, [*shape, slot, row_bytes])
 
 
 def _emulate_mul(L: FunctionLowering, op: Operation) -> ir.Value:

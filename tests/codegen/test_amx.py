@@ -23,7 +23,7 @@ from polyopt.affine.types import AMXTileType, bf16, f32
 from polyopt.codegen import jit
 from polyopt.codegen.amx_permission import AMXPermissionError, request_amx_permission
 from polyopt.codegen.cpu_facts import host_facts
-from polyopt.codegen.target import Target, compiling_for
+from polyopt.codegen.target import Target, compiling_for, host_target
 from upstream_mlir import assert_mlir_opt_prints_back, mlir_opt, mlir_opt_error
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -307,6 +307,21 @@ def float_data(kind, shape, rng):
 # ---------------------------------------------------------------------------------------------
 # the emulation, run here (this host has no AMX, or is told it has none)
 
+
+def without_amx() -> Target:
+    """This host, told it has no AMX: LLVM's CPU name still implies the tile features on an
+    AMX host, so they are switched off in the feature string."""
+    host = host_target()
+    kept = [f for f in host.features.split(",") if f and not f[1:].startswith("amx")]
+    off = ["-amx-tile", "-amx-bf16", "-amx-int8", "-amx-fp16"]
+    return Target.from_features(host.triple, host.cpu, ",".join(kept + off),
+                                (host.l1d_cache_bytes, host.l2_cache_bytes, host.l3_cache_bytes))
+
+
+def compile_emulated(source: str):
+    with compiling_for(without_amx()):
+        return polyopt.compile(source)
+
 GEMM_F = """\
 func.func @mm(%A: memref<4x20x40x{t}>, %B: memref<?x?x{t}>, %C: memref<32x48xf32>, %i: index,
               %s: index) {{
@@ -332,7 +347,7 @@ func.func @mm(%A: memref<4x20x40x{t}>, %B: memref<?x?x{t}>, %C: memref<32x48xf32
 def test_emulated_mulf_loop_carried_from_a_3d_memref(kind):
     """C[16:32, 16:32] += sum over k of A[k, 2:18, 4:36] x B[16k:16k+16, 4:36] (the loaded B
     rows at the stride operand, 38 elements, inside a 48 x 38 buffer)."""
-    compiled = polyopt.compile(GEMM_F.format(t=kind))
+    compiled = compile_emulated(GEMM_F.format(t=kind))
     assert not compiled.engine.uses_amx
     assert "x86_amx" not in compiled.llvm_ir
     rng = np.random.default_rng(1)
@@ -379,7 +394,7 @@ func.func @mm(%A: memref<2x16x64xi8>, %B: memref<32x64xi8>, %C: memref<16x16xi32
 @pytest.mark.parametrize("zext_b", [False, True])
 def test_emulated_muli(zext_a, zext_b):
     source = GEMM_I.format(za=" zext" if zext_a else "", zb=" zext" if zext_b else "")
-    fn = polyopt.compile(source)["mm"]
+    fn = compile_emulated(source)["mm"]
     rng = np.random.default_rng(2)
     a = rng.integers(-128, 128, (2, 16, 64)).astype(np.int8)
     b = rng.integers(-128, 128, (32, 64)).astype(np.int8)
@@ -406,7 +421,7 @@ func.func @f(%A: memref<?x?xi8>, %B: memref<?x?xi8>, %C: memref<?x?xi32>, %s: in
   return
 }
 """
-    fn = polyopt.compile(source)["f"]
+    fn = compile_emulated(source)["f"]
     rng = np.random.default_rng(3)
     a = rng.integers(-128, 128, (5, 11)).astype(np.int8)
     b = rng.integers(-128, 128, (4, 17)).astype(np.int8)
@@ -429,7 +444,8 @@ def test_emulated_code_stays_small():
     lines += [f"  %r{i + 1} = amx.tile_mulf %a, %a, %r{i} : {tile}" for i in range(8)]
     lines += ["  amx.tile_store %C[%c0, %c0], %r8 : memref<16x16xf32>, !amx.tile<16x16xf32>",
               "  return", "}"]
-    compiled = polyopt.compile("\n".join(lines) + "\n")
+    compiled = compile_emulated("\n".join(lines) + "\n")
+    assert not compiled.engine.uses_amx
     assert compiled.compile_time < 2.0, compiled.compile_time
     assert len(compiled.optimized_llvm_ir().splitlines()) < 8000
     rng = np.random.default_rng(4)
@@ -534,6 +550,39 @@ def test_amx_assembly(kind):
     _run_where_present([flag], lambda: check_kernel(kind, compiled["mm"]))
 
 
+SQUARES = """\
+func.func @f(%A: memref<16x32xbf16>, %C: memref<16x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %a = amx.tile_load %A[%c0, %c0] : memref<16x32xbf16> into !amx.tile<16x32xbf16>
+  %b = amx.tile_load %A[%c0, %c0] : memref<16x32xbf16> into !amx.tile<16x32xbf16>
+  %z = amx.tile_zero : !amx.tile<16x16xf32>
+  %r = amx.tile_mulf %a, %a, %z : !amx.tile<16x32xbf16>, !amx.tile<16x32xbf16>, !amx.tile<16x16xf32>
+  %s = amx.tile_mulf %a, %b, %r : !amx.tile<16x32xbf16>, !amx.tile<16x32xbf16>, !amx.tile<16x16xf32>
+  amx.tile_store %C[%c0, %c0], %s : memref<16x16xf32>, !amx.tile<16x16xf32>
+  return
+}
+"""
+
+
+def test_one_tile_as_both_operands():
+    """A tile times itself (one value, or two loads of one address LLVM merges): the
+    instructions raise #UD unless their three tiles are distinct registers, so B is a copy."""
+    with compiling_for(SPR):
+        compiled = polyopt.compile(SQUARES)
+    products = re.findall(r"tdpbf16ps\s+%(tmm\d), %(tmm\d), %(tmm\d)", compiled.asm())
+    assert len(products) == 2, compiled.asm()
+    for registers in products:
+        assert len(set(registers)) == 3, products
+
+    def run():
+        a = float_data("bf16", (16, 32), np.random.default_rng(6))
+        c = np.zeros((16, 16), np.float32)
+        compiled["f"](a, c)
+        want = model_mulf(a, a, model_mulf(a, a, np.zeros((16, 16), np.float32)))
+        np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+    _run_where_present(["amx_bf16"], run)
+
+
 def test_amx_llvm_ir_is_upstreams():
     """The intrinsic calls and their constant operands are those of mlir-opt-22
     --convert-vector-to-llvm=enable-amx."""
@@ -593,7 +642,7 @@ def test_the_permission_is_asked_only_for_real_amx(monkeypatch):
     monkeypatch.setattr(jit, "request_amx_permission", lambda: asked.append(1))
     with compiling_for(SPR):
         real = polyopt.compile(kernel("bf16"))
-    emulated = polyopt.compile(kernel("bf16"))
+    emulated = compile_emulated(kernel("bf16"))
     emulated["mm"]
     assert asked == []
     real["mm"]                  # made callable, never called here
