@@ -113,11 +113,12 @@ class AMXGemmText(LowpGemmText):
             super().pack(d, which)
             return
         # A: each row of a k-step is TK consecutive k of a row of A, one vector copy where
-        # the panel's 16 rows and the step's k are inside A, else element by element (all
-        # of it when A's rows are not contiguous: a_run 1, a transposed view)
+        # the panel's 16 rows and the step's k are inside A and A's runs are whole k-steps,
+        # else element by element (all of it when A's rows are not contiguous, a_run 1, a
+        # transposed view, or when a convolution's window runs are shorter than a k-step)
         t, step, ta, tap = self.t, self.step, self.ta, self.tap
         row_v = f"vector<{step}x{self.pt}>"
-        vectors = self.a_run > 1
+        vectors = self.a_run % step == 0
         self.panels(d, self.mc // TILE_ROWS, TILE_ROWS, "%ic", "%M")
         t.add(d + 1, f"affine.for %p = 0 to {self.steps_of} {{")
         t.add(d + 2, f"affine.for %x = 0 to {TILE_ROWS} {{")

@@ -23,7 +23,8 @@ from polyopt.affine.types import AMXTileType, bf16, f32
 from polyopt.codegen import jit
 from polyopt.codegen.amx_permission import AMXPermissionError, request_amx_permission
 from polyopt.codegen.cpu_facts import host_facts
-from polyopt.codegen.target import Target, compiling_for, host_target
+from polyopt.codegen.target import Target, compiling_for
+from host_targets import without_amx
 from upstream_mlir import assert_mlir_opt_prints_back, mlir_opt, mlir_opt_error
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -308,19 +309,10 @@ def float_data(kind, shape, rng):
 # the emulation, run here (this host has no AMX, or is told it has none)
 
 
-def without_amx() -> Target:
-    """This host, told it has no AMX: LLVM's CPU name still implies the tile features on an
-    AMX host, so they are switched off in the feature string."""
-    host = host_target()
-    kept = [f for f in host.features.split(",") if f and not f[1:].startswith("amx")]
-    off = ["-amx-tile", "-amx-bf16", "-amx-int8", "-amx-fp16"]
-    return Target.from_features(host.triple, host.cpu, ",".join(kept + off),
-                                (host.l1d_cache_bytes, host.l2_cache_bytes, host.l3_cache_bytes))
-
-
 def compile_emulated(source: str):
     with compiling_for(without_amx()):
         return polyopt.compile(source)
+
 
 GEMM_F = """\
 func.func @mm(%A: memref<4x20x40x{t}>, %B: memref<?x?x{t}>, %C: memref<32x48xf32>, %i: index,

@@ -16,9 +16,13 @@ import numpy as np
 import pytest
 
 import polyopt
+from polyopt.codegen.cpu_facts import host_facts
 from polyopt.codegen.target import Target, compiling_for
+from host_targets import vector_engines_only
 from polyopt.pipeline import CompiledModule, PipelineOptions, load, run_passes
 from upstream_mlir import mlir_opt
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
 
 from test_lowp_gemm import (ALL, AVX512, TRIPLE, check, check_transposed, hop_source, operands,
                             transposed_source, _run_where_present)
@@ -39,10 +43,15 @@ def scheduled_for_amx(src: str, threads: int = 1, remark=None):
 
 
 def emulated(src: str, threads: int = 1):
-    """Scheduled for the AMX CPU, compiled for this one (the ``amx`` ops emulated unless
-    this CPU has AMX)."""
+    """Scheduled for the AMX CPU, compiled for this one: the ``amx`` ops run on its tiles
+    where it has every AMX feature the target has, else emulated (an AMX CPU without
+    AMX-FP16 is told it has no AMX)."""
     module = scheduled_for_amx(src, threads)
-    return CompiledModule(module, PipelineOptions(**ALL, threads=threads))
+    amx = [f[1:] for f in AMX.features.split(",") if f.startswith("+amx")]
+    if not host_facts().missing(amx) and host_facts().arch == "x86_64":
+        return CompiledModule(module, PipelineOptions(**ALL, threads=threads))
+    with vector_engines_only():
+        return CompiledModule(module, PipelineOptions(**ALL, threads=threads))
 
 
 @pytest.mark.parametrize("kind", list(INSTRUCTION))
@@ -170,3 +179,51 @@ def test_upstream_mlir_accepts_the_amx_ir(kind):
     text = str(scheduled_for_amx(hop_source(kind, 40, 70, 90)))
     assert "amx.tile_mul" in text
     mlir_opt(text)
+
+
+CONV = """func.func @conv(%I: memref<{n}x{h}x{w}x{c}x{t}>, %K: memref<3x3x{c}x{f}x{t}>, %O: memref<{n}x{oh}x{ow}x{f}x{o}>) {{
+  linalg.conv_2d_nhwc_hwcf {{dilations = dense<1> : tensor<2xi64>, strides = dense<{s}> : tensor<2xi64>}} ins(%I, %K : memref<{n}x{h}x{w}x{c}x{t}>, memref<3x3x{c}x{f}x{t}>) outs(%O : memref<{n}x{oh}x{ow}x{f}x{o}>)
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("kind", ["bf16", "s8"])
+@pytest.mark.parametrize("n, h, w, c, f, s, threads", [(1, 10, 9, 5, 19, 1, 1),
+                                                       (2, 11, 12, 16, 70, 2, 2),
+                                                       (1, 9, 10, 64, 70, 1, 1),
+                                                       (2, 9, 8, 128, 33, 2, 2)])
+def test_a_convolution_on_amx_tiles(kind, n, h, w, c, f, s, threads):
+    """The implicit GEMM of a 3x3 convolution on the tiles: A's k-steps are copied straight
+    from the input by 64-byte vectors where a window position's channels are whole k-steps
+    (C = 64, 128 bf16; 128 bytes), else element by element (C = 5, 16: a k-step crosses
+    window positions; the compilation failed before).  Against numpy."""
+    t, o = ("bf16", "f32") if kind == "bf16" else ("i8", "i32")
+    oh, ow = (h - 3) // s + 1, (w - 3) // s + 1
+    src = CONV.format(n=n, h=h, w=w, c=c, f=f, t=t, o=o, s=s, oh=oh, ow=ow)
+    remarks = []
+    text = str(scheduled_for_amx(src, threads, remark=lambda loc, m: remarks.append(m)))
+    assert any("AMX" in r for r in remarks), remarks
+    step = 32 if kind == "bf16" else 64
+    row_vectors = re.findall(rf"affine.vector_load %arg0\[.*vector<{step}x{t}>", text)
+    assert bool(row_vectors) == (c % step == 0), row_vectors[:2]
+    rng = np.random.default_rng(n + c)
+    if kind == "bf16":
+        inp = rng.standard_normal((n, h, w, c)).astype(ml_dtypes.bfloat16)
+        flt = rng.standard_normal((3, 3, c, f)).astype(ml_dtypes.bfloat16)
+    else:
+        inp = rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)
+        flt = rng.integers(-128, 128, (3, 3, c, f)).astype(np.int8)
+    i64, f64 = inp.astype(np.float64), flt.astype(np.float64)
+    want, mags = np.zeros((n, oh, ow, f)), np.zeros((n, oh, ow, f))
+    for kh in range(3):
+        for kw in range(3):
+            window = i64[:, kh:kh + s * (oh - 1) + 1:s, kw:kw + s * (ow - 1) + 1:s, :]
+            want += np.einsum("nhwc,cf->nhwf", window, f64[kh, kw])
+            mags += np.einsum("nhwc,cf->nhwf", np.abs(window), np.abs(f64[kh, kw]))
+    out = np.zeros((n, oh, ow, f), np.float32 if kind == "bf16" else np.int32)
+    emulated(src, threads)["conv"](inp, flt, out)
+    if kind == "s8":
+        np.testing.assert_array_equal(out, want)
+    else:
+        assert (np.abs(out - want) <= (9 * c + 1) * 2.0 ** -24 * mags).all()

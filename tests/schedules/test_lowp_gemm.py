@@ -18,6 +18,7 @@ import pytest
 import polyopt
 from polyopt.codegen.cpu_facts import host_facts
 from polyopt.codegen.target import Target, compiling_for
+from host_targets import vector_engines_only
 from upstream_mlir import mlir_opt
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -38,6 +39,13 @@ DOT_ENGINES = Target.from_features(TRIPLE, "znver4", AVX512 + ",+avx512vnni,+avx
                                    (32 * 1024, 1 << 20, 32 << 20))
 NO_ENGINE = Target.from_features(TRIPLE, "haswell", "+avx,+avx2,+fma,+f16c,-avx512f",
                                  (32 * 1024, 256 * 1024, 8 << 20))
+
+
+@pytest.fixture(autouse=True)
+def _vector_engines():
+    """The vector templates, on an AMX CPU too (the tiles: test_amx_gemm.py)."""
+    with vector_engines_only():
+        yield
 
 
 def _host_has(feature: str) -> bool:
