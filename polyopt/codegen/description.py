@@ -7,7 +7,8 @@ benchmark prints :meth:`TargetDescription.summary_line`.
 Derived values (all from facts or measurements, never from the CPU's name):
 
 * ``fma_per_cycle``: vector FMAs at the widest width issued per cycle, measured FMAs/ns x
-  ns/cycle (the cycle from a chain of dependent integer adds), rounded to a quarter;
+  ns/cycle (the cycle from a chain of dependent register-register adds: Golden Cove and later
+  fold an add of an immediate at rename, :mod:`.microbench`), rounded to a quarter;
 * ``fma_latency``: cycles from one FMA to a dependent one, measured (rounded); latency x
   throughput is the number of independent accumulators the register tile needs;
 * ``full_width_fma``: the FLOP rate of 512-bit FMAs is at least :data:`FULL_WIDTH_RATIO`
@@ -191,8 +192,10 @@ class TargetDescription:
         out += [f"  {c.describe()}" for c in f.caches] or ["  none listed"]
         out.append(f"Micro-benchmarks: {m.source}")
         if m.measured:
-            out.append(f"  core clock {m.clock_ghz:.2f} GHz (chain of dependent integer adds, "
-                       f"1 cycle each)")
+            imul = (f"; a dependent imul {m.imul_cycles:g} cycles"
+                    if m.imul_cycles is not None else "")
+            out.append(f"  core clock {m.clock_ghz:.2f} GHz (chain of dependent add reg, reg, "
+                       f"1 cycle each{imul})")
             out.append("  FMA           GFLOPS  FMAs/ns  FMAs/cycle  latency (cycles)")
             for key, r in sorted(m.fma.items(), key=lambda kv: (kv[1].bits, kv[1].dtype)):
                 out.append(f"  {r.dtype} {r.bits:>3}-bit {r.gflops:8.1f}  {r.fmas_per_ns:7.2f}"

@@ -3,9 +3,20 @@
 What is measured (x86 only; each loop is inline assembly in an LLVM function JIT-compiled with
 llvmlite, so that the exact instructions run, with no compiler in between):
 
-* the core clock: a chain of dependent ``addq $1, %rax``.  A dependent integer add takes one
-  cycle on every x86 core, so ns per add is ns per cycle, at the clock the core runs at now
-  (turbo included; the TSC's nominal rate is not the core's);
+* the core clock: a chain of dependent ``addq %rcx, %rax`` (a register-register add, its
+  second operand loaded from memory, the chain carried from one call of the body to the next
+  through an LLVM value).  A register-register add takes one cycle on every x86-64 core, so ns
+  per add is ns per cycle, at the clock the core runs at now (turbo included; the TSC's
+  nominal rate is not the core's).  Not ``addq $1, %rax``: Intel's cores since Golden Cove
+  (Alder Lake P-cores, Sapphire/Emerald Rapids, Raptor Cove) fold a 64-bit add, sub, inc or
+  dec of a small immediate into the register renamer (``rax -> pr1 + 1``), which then runs a
+  dependent chain of them at up to 5 a cycle (Andreas Abel, uops.info, 2021; Tavian Barnes,
+  "The Alder Lake anomaly, explained", 2025); that clock read 7-18 GHz on an Emerald Rapids
+  Xeon, and every per-cycle figure below came out 3-7x off (FMA latency 12 cycles, 0.66
+  FMAs a cycle).  The renamer folds immediates only, not an add of two registers.  A chain
+  of dependent ``imulq %rcx, %rax`` (3 cycles on Intel's cores since Nehalem and on every
+  Zen, up to 6 on older AMD cores) checks it: :func:`_plausible` rejects a clock under which
+  an imul does not take 2.5-6.5 cycles;
 * vector FMA throughput: ``vfmadd231p[ds]`` on 12 (256-bit) or 24 (512-bit) independent
   accumulators, more than latency x throughput on any known core; reported as GFLOPS, FMAs
   per ns and FMAs per cycle (FMAs/ns x ns/cycle);
@@ -22,7 +33,8 @@ llvmlite, so that the exact instructions run, with no compiler in between):
 
 Widths and types: 256 and 512 bits (only those the CPU has), f64 and f32.  Each loop runs
 about a millisecond, best of 5 (the best is the least disturbed by the other processes of a
-shared machine); all of it takes well under a second.
+shared machine), the five runs of each loop spread over the whole measurement (one run of
+every loop, five times over); all of it takes well under a second.
 
 The result is cached as JSON in ``$XDG_CACHE_HOME/polyopt/`` (default ``~/.cache/polyopt/``)
 under the CPU's signature (:attr:`CpuFacts.signature <polyopt.codegen.cpu_facts.CpuFacts>`:
@@ -49,7 +61,7 @@ __all__ = ["Measurements", "FmaRate", "defaults", "measure", "cache_path",
            "host_measurements", "MICROBENCH_VERSION"]
 
 #: Bumped when what is measured changes: older cache files are then ignored.
-MICROBENCH_VERSION = 3
+MICROBENCH_VERSION = 4     # 4: the clock from add reg, reg (immediates fold on Golden Cove)
 
 _THROUGHPUT_ACCUMULATORS = {256: 12, 512: 24}
 _REPS = 5
@@ -73,11 +85,13 @@ class FmaRate:
 class Measurements:
     """What :func:`measure` found (or :func:`defaults` assumed: ``measured`` False).
     ``fma`` maps ``"f64x512"`` etc. to :class:`FmaRate`; the per-cycle dicts map the width in
-    bits (as a string, for JSON) to instructions per cycle."""
+    bits (as a string, for JSON) to instructions per cycle.  ``imul_cycles``: a dependent
+    ``imul`` in cycles of the clock (3 on current cores): the clock's check."""
 
     source: str
     measured: bool
     clock_ghz: Optional[float] = None
+    imul_cycles: Optional[float] = None
     fma: dict = field(default_factory=dict)
     fma_bcast_per_cycle: dict = field(default_factory=dict)
     loads_per_cycle: dict = field(default_factory=dict)
@@ -98,7 +112,8 @@ class Measurements:
     def from_json(cls, data: dict, source: str) -> "Measurements":
         fma = {k: FmaRate(**v) for k, v in data.get("fma", {}).items()}
         return cls(source=source, measured=bool(data.get("measured")),
-                   clock_ghz=data.get("clock_ghz"), fma=fma,
+                   clock_ghz=data.get("clock_ghz"), imul_cycles=data.get("imul_cycles"),
+                   fma=fma,
                    fma_bcast_per_cycle=data.get("fma_bcast_per_cycle", {}),
                    loads_per_cycle=data.get("loads_per_cycle", {}),
                    broadcasts_per_cycle=data.get("broadcasts_per_cycle", {}),
@@ -154,6 +169,36 @@ exit:
 """
 
 
+#: Dependent integer instructions per call of the clock's body (and of the imul check's).
+_CHAIN = 200
+
+
+def _chain_fn(name: str, instruction: str) -> str:
+    """``void name(i64 n, ptr p)``: ``n`` times :data:`_CHAIN` copies of ``instruction``
+    (``$0`` the chain's register, ``$2`` a register holding the i64 at ``p``), each one
+    depending on the one before.  The chain goes through an LLVM value (a tied operand and a
+    phi) from one call of the body to the next, so no two calls overlap in the out-of-order
+    window, however the register allocator treats the asm; the operand comes from memory, so
+    the renamer cannot know its value."""
+    body = "\\0A\\09".join([instruction] * _CHAIN)
+    return f"""
+define void @{name}(i64 %n, ptr %p) {{
+entry:
+  %y = load i64, ptr %p
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]
+  %x = phi i64 [ 0, %entry ], [ %x1, %loop ]
+  %x1 = call i64 asm sideeffect "{body}", "=r,0,r,~{{dirflag}},~{{fpsr}},~{{flags}}"(i64 %x, i64 %y)
+  %i1 = add i64 %i, 1
+  %done = icmp sge i64 %i1, %n
+  br i1 %done, label %exit, label %loop
+exit:
+  ret void
+}}
+"""
+
+
 def _vector_clobbers(count: int) -> list:
     return [f"xmm{i}" for i in range(count)]
 
@@ -170,7 +215,9 @@ def l2_sweep_bytes(facts: CpuFacts) -> int:
 
 def _kernels(facts: CpuFacts) -> dict:
     """name -> (LLVM IR, instructions per call of the body)."""
-    kernels = {"clock": (_loop_fn("clock", ["addq $$1, %rax"] * 200, [], ["rax"]), 200)}
+    # not ``addq $1``: Golden Cove and later fold immediate adds at rename (module docstring)
+    kernels = {"clock": (_chain_fn("clock", "addq $2, $0"), _CHAIN),
+               "imul": (_chain_fn("imul", "imulq $2, $0"), _CHAIN)}
     sweep = l2_sweep_bytes(facts)
     for bits in _widths(facts):
         nregs = 32 if bits == 512 else 16
@@ -230,9 +277,8 @@ def _gather_loop() -> tuple:
     return body, prologue, _vector_clobbers(16)
 
 
-def _time_per_instruction(fn, per_call: int, addr: int) -> float:
-    """Seconds per instruction of the body: calibrate ``n`` to about a millisecond, then the
-    best of :data:`_REPS` runs."""
+def _calls_per_run(fn, addr: int) -> int:
+    """Calls of the body that take about :data:`_TARGET_SECONDS`."""
     n = 16
     while True:
         start = time.perf_counter()
@@ -241,13 +287,25 @@ def _time_per_instruction(fn, per_call: int, addr: int) -> float:
         if dt >= _TARGET_SECONDS / 4 or n >= 1 << 24:
             break
         n *= 4
-    n = max(1, int(n * _TARGET_SECONDS / max(dt, 1e-9)))
-    best = float("inf")
+    return max(1, int(n * _TARGET_SECONDS / max(dt, 1e-9)))
+
+
+def _time_per_instruction(loops: dict, addr: int) -> dict:
+    """name -> seconds per instruction of the body, for ``loops`` (name -> (function,
+    instructions per call of the body)): each run about a millisecond, the best of
+    :data:`_REPS`.  The runs go round the loops rather than one loop's runs in a row, so that
+    a stretch of contention on a shared core (or a change of clock) that spoils one run of
+    the clock's chain spoils one run of each loop, not all five of the clock's: every
+    per-cycle figure divides by the clock."""
+    calls = {name: _calls_per_run(fn, addr) for name, (fn, _) in loops.items()}
+    best = dict.fromkeys(loops, float("inf"))
     for _ in range(_REPS):
-        start = time.perf_counter()
-        fn(n, addr)
-        best = min(best, time.perf_counter() - start)
-    return best / (n * per_call)
+        for name, (fn, _) in loops.items():
+            start = time.perf_counter()
+            fn(calls[name], addr)
+            best[name] = min(best[name], time.perf_counter() - start)
+    return {name: best[name] / (calls[name] * per_call)
+            for name, (_, per_call) in loops.items()}
 
 
 def measure(facts: CpuFacts, target=None) -> Measurements:
@@ -267,11 +325,11 @@ def measure(facts: CpuFacts, target=None) -> Measurements:
     raw = ctypes.create_string_buffer(max(2048, sweep) + 64 * 4)
     addr = (ctypes.addressof(raw) + 63) // 64 * 64
     proto = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p)
-    per_instr = {}
-    for name, (_, count) in kernels.items():
-        fn = proto(engine.function_address(name))
-        per_instr[name] = _time_per_instruction(fn, count, addr)
+    per_instr = _time_per_instruction(
+        {name: (proto(engine.function_address(name)), count)
+         for name, (_, count) in kernels.items()}, addr)
     cycle_ns = per_instr.pop("clock") * 1e9
+    imul_cycles = round(per_instr.pop("imul") * 1e9 / cycle_ns, 2)
     fma = {}
     for key in [k[4:] for k in per_instr if k.startswith("fma_")]:
         dtype, bits = key.split("x")
@@ -290,7 +348,7 @@ def measure(facts: CpuFacts, target=None) -> Measurements:
                 for k in per_instr if k.startswith(prefix)}
     l2 = {bits: round(v * int(bits) // 8, 1) for bits, v in per_cycle("l2load_x").items()}
     return Measurements(source="measured", measured=True, clock_ghz=round(1 / cycle_ns, 3),
-                        fma=fma, fma_bcast_per_cycle=per_cycle("fmabc_"),
+                        imul_cycles=imul_cycles, fma=fma, fma_bcast_per_cycle=per_cycle("fmabc_"),
                         loads_per_cycle=per_cycle("load_x"), l2_bytes_per_cycle=l2,
                         broadcasts_per_cycle=per_cycle("bcast_"),
                         gathers_per_cycle=per_cycle("gather_x"),
@@ -301,6 +359,9 @@ def _plausible(m: Measurements) -> Optional[str]:
     """Why the numbers cannot be right (a process took the core mid-loop), or None."""
     if m.clock_ghz is None or not 0.3 <= m.clock_ghz <= 8:
         return f"clock {m.clock_ghz} GHz"
+    if m.imul_cycles is None or not 2.5 <= m.imul_cycles <= 6.5:
+        return (f"clock {m.clock_ghz} GHz: a dependent imul took {m.imul_cycles} of its cycles "
+                f"(3 on current cores), so the add chain did not run one add a cycle")
     for key, r in m.fma.items():
         if not 0.2 <= (r.fmas_per_cycle or 0) <= 4.5:
             return f"{key}: {r.fmas_per_cycle} FMAs/cycle"

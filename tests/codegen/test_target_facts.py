@@ -169,6 +169,8 @@ def test_microbenchmarks_measure_this_core():
     m = microbench.measure(facts)
     assert m.measured and m.seconds < 2.0
     assert 0.3 < m.clock_ghz < 8
+    # the clock's check: a dependent imul takes 3 cycles on every current x86-64 core
+    assert 2.5 <= m.imul_cycles <= 6.5, m
     widths = [256] + ([512] if facts.has("avx512f") else [])
     for bits in widths:
         for dtype in ("f64", "f32"):
@@ -188,6 +190,25 @@ def test_microbenchmarks_measure_this_core():
     # a 4-element gather: at least one every 20 cycles, at most two a cycle
     assert set(m.gathers_per_cycle) == {"256"}
     assert 0.05 <= m.gathers_per_cycle["256"] <= 2, m.gathers_per_cycle
+
+
+def test_the_clock_chain_is_not_folded_at_rename():
+    """Golden Cove and later (Emerald Rapids here) fold ``addq $1, %rax`` into the renamer and
+    run a dependent chain of them at up to 5 a cycle: the clock read 7-18 GHz and the FMA
+    latency 12 cycles.  The clock is a chain of register-register adds, carried from one call
+    of the body to the next; a clock under which a dependent imul is not about 3 cycles is
+    refused."""
+    import re
+    ir, count = microbench._kernels(_facts(cpu_fixtures.INTEL_AMX))["clock"]
+    body = re.search(r'asm sideeffect "([^"]*)", "=r,0,r', ir).group(1).split("\\0A\\09")
+    assert len(body) == count and set(body) == {"addq $2, $0"}
+    assert "phi i64 [ 0, %entry ], [ %x1, %loop ]" in ir
+    m = Measurements.from_json(cpu_fixtures.ZEN4["measurements"], "recorded")
+    assert microbench._plausible(dataclasses.replace(m, imul_cycles=3.0)) is None
+    # the Xeon's folded clock: 6.94 GHz, an imul 7.6 of its "cycles"
+    folded = dataclasses.replace(m, clock_ghz=6.94, imul_cycles=7.6)
+    assert "a dependent imul took 7.6 of its cycles" in microbench._plausible(folded)
+    assert "imul" in microbench._plausible(dataclasses.replace(m, imul_cycles=None))
 
 
 def test_l2_sweep_exceeds_l1_and_fits_half_of_l2():
