@@ -23,7 +23,7 @@ For every scop of every function (:func:`polyopt.schedules.scops.function_scops`
 Choices made on the way: a band whose data fit in L2 is not tiled (matrix-vector
 products: tiles only cut the streams); a Jacobi-style stencil (innermost loops parallel)
 takes ISL's outer-parallel schedule, untiled, with the sweeps of each time step fused with
-shifts when their arrays exceed L2 and then cut into time tiles of steps x skewed rows
+shifts when their arrays together exceed L2, then cut into time tiles of steps x skewed rows
 (:mod:`~polyopt.schedules.shift_fusion`; on a team of threads, whatever the arrays' size, with
 the tiles in parallel wavefronts when a tile holds enough work); the original
 order is kept (and jammed) when ISL's schedule would stream an array larger than L2 more
@@ -169,7 +169,7 @@ def transform_tree(schedule: isl.Schedule, model: PolyhedralModel, machine: Mach
         outer_tile = None
         small = False
         if options.tile and permutable and n >= 2 and not options.tile_sizes:
-            footprint = band_footprint(node, model, elem)
+            footprint = band_footprint(node, model, elem, line_bytes=machine.line_bytes)
             small = footprint is not None and footprint <= machine.l2_bytes // 2 or \
                 band_streams(node, model, elem, machine.l1d_bytes // 2)
         if options.tile and permutable and n >= 2 and not small:
@@ -722,11 +722,12 @@ def schedule_scop(model: PolyhedralModel, machine: MachineModel,
 def _fuse_sweeps(model: PolyhedralModel, deps, schedule: isl.UnionMap,
                  machine: MachineModel, team: int = 1) -> tuple[isl.UnionMap, str]:
     """The sweeps of a time step fused on their outer loop with shifts
-    (:func:`~polyopt.schedules.shift_fusion.fuse_with_shifts`) when they share an array
-    larger than L2 and each keeps an inner loop, then cut into time tiles; on a ``team`` of
-    threads, whenever a tile holds enough work (:func:`_wavefront_tiles`), with the tiles in
-    wavefronts (:func:`~polyopt.schedules.shift_fusion.tile_wavefront`).  ``schedule``
-    unchanged otherwise.  Returns the schedule and the remark's words."""
+    (:func:`~polyopt.schedules.shift_fusion.fuse_with_shifts`) when they share an array, the
+    arrays of a step do not fit in L2 together and each sweep keeps an inner loop, then cut
+    into time tiles; on a ``team`` of threads, whenever a tile holds enough work
+    (:func:`_wavefront_tiles`), with the tiles in wavefronts
+    (:func:`~polyopt.schedules.shift_fusion.tile_wavefront`).  ``schedule`` unchanged
+    otherwise.  Returns the schedule and the remark's words."""
     from .shift_fusion import fuse_with_shifts, sequence_position, _constant_dim, _maps
     p = sequence_position(schedule)
     if p is None:
@@ -745,11 +746,18 @@ def _fuse_sweeps(model: PolyhedralModel, deps, schedule: isl.UnionMap,
     for m in maps:
         name = m.get_tuple_name(isl.dim_type.in_)
         by_position.setdefault(_constant_dim(m, p), set()).update(
-            a.memref for a in model.statement(name).accesses
-            if _memref_bytes(model, a.memref) > machine.l2_bytes)
+            a.memref for a in model.statement(name).accesses)
     groups = list(by_position.values())
-    if not wavefront and not any(groups[a] & groups[b] for a in range(len(groups))
-                                 for b in range(a + 1, len(groups))):
+    # between two sweeps' uses of a row of a shared array, the step touches about all of
+    # its arrays: when they do not fit in L2 together, no row is left for the next sweep,
+    # even where each array would fit (jacobi-2d's A and B of 1.2 MiB in a 2 MiB L2).  On
+    # Emerald Rapids (2 MiB L2), 100 steps apart / fused and time-tiled: jacobi-2d n = 401
+    # (2.5 MiB a step) 20.2 / 14.9 ms, fdtd-2d 367 x 411 (3.5 MiB) 21.5 / 14.4 ms, heat-3d
+    # n = 61 (3.5 MiB) 41.0 / 38.1 ms
+    step_bytes = sum(_memref_bytes(model, a) for a in set().union(*groups))
+    shared = any(groups[a] & groups[b] for a in range(len(groups))
+                 for b in range(a + 1, len(groups)))
+    if not wavefront and not (shared and step_bytes > machine.l2_bytes):
         return schedule, ""
     fused = fuse_with_shifts(model, deps, schedule, p)
     if fused is None:

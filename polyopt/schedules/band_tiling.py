@@ -202,13 +202,19 @@ def _extent(domain: isl.Set, dim: int) -> Optional[int]:
     return hi.to_python() - lo.to_python() + 1
 
 
-def band_footprint(node: isl.ScheduleNode, model: PolyhedralModel, elem_bytes: int
-                   ) -> Optional[int]:
+def band_footprint(node: isl.ScheduleNode, model: PolyhedralModel, elem_bytes: int, *,
+                   line_bytes: int = 64) -> Optional[int]:
     """The bytes one iteration of the outermost member of the band at ``node`` touches while
     the other members run their whole range (each access counts the product of the extents of
     the inner members in its subscripts: no overlap assumed); ``None`` when it cannot be told
     (a skewed band, parametric bounds).  A band whose footprint fits in cache gains nothing
-    from tiles: the data reused across the outer member stays in cache anyway."""
+    from tiles: the data reused across the outer member stays in cache anyway.
+
+    An access that the inner members walk across rows, its last subscript moved by none of
+    them, touches a cache line of ``line_bytes`` (or a whole row, if shorter) for each element:
+    the transpose ``T[i][j] = A[j][i]`` under ``i, j`` reads 8 KiB of ``A``'s f64 elements for
+    each ``i`` at ``j < 1024``, but in 64 KiB of lines, and it is those lines that the next
+    iterations of ``i`` reuse."""
     dims = member_dims(node)
     if dims is None:
         return None
@@ -225,12 +231,26 @@ def band_footprint(node: isl.ScheduleNode, model: PolyhedralModel, elem_bytes: i
                     return None
                 extents[d] = e
         for acc in stmt.accesses:
+            subs = _subscripts(acc.relation)
+            rank = acc.relation.dim(isl.dim_type.out)
+            moved = [d for d in extents if any(_coefficient(a, d) != 0 for a in subs)]
             size = elem_bytes
-            for d, e in extents.items():
-                if any(_coefficient(ma_aff, d) != 0 for ma_aff in _subscripts(acc.relation)):
-                    size *= e
+            if moved and rank and not any(_coefficient(a, d) != 0 for a in subs[rank - 1::rank]
+                                          for d in moved):
+                size = min(line_bytes, _row_bytes(model, acc.memref, elem_bytes))
+            for d in moved:
+                size *= extents[d]
             total += size
     return total
+
+
+def _row_bytes(model: PolyhedralModel, memref: str, elem_bytes: int) -> int:
+    """The bytes of one row (the last dimension) of ``memref``; a large number when its
+    shape is not static."""
+    shape = getattr(model.memrefs[memref].type, "shape", None)
+    if not shape or not isinstance(shape[-1], int) or shape[-1] < 0:
+        return 1 << 62
+    return max(elem_bytes, elem_bytes * shape[-1])
 
 
 def band_streams(node: isl.ScheduleNode, model: PolyhedralModel, elem_bytes: int,
