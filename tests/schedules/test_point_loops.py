@@ -12,9 +12,13 @@ from polyopt.pipeline import machine_model
 from polyopt.schedules.auto_schedule import AutoScheduleOptions, schedule_remaining_nests
 from polyopt.schedules.point_loops import jam_reductions, version_full_tile
 
+from cache_targets import machine_with_caches
 from polybench_small import KERNELS  # noqa: E402  (tests/schedules is on sys.path)
 
 MACHINE = machine_model()
+#: the sizes of the tests that say what fits in L2 are chosen against a 1 MiB L2 (Zen 4 and 5;
+#: Emerald Rapids has 2 MiB)
+L2_1MIB = machine_with_caches()
 
 
 def _run(module_or_text, fn, inputs):
@@ -23,10 +27,10 @@ def _run(module_or_text, fn, inputs):
     return [a for a in args if isinstance(a, np.ndarray)]
 
 
-def _schedule(text, options=AutoScheduleOptions()):
+def _schedule(text, options=AutoScheduleOptions(), machine=MACHINE):
     module = polyopt.parse(text, "kernel.mlir")
     messages = []
-    results = schedule_remaining_nests(module, MACHINE, lambda loc, m: messages.append(m),
+    results = schedule_remaining_nests(module, machine, lambda loc, m: messages.append(m),
                                        options)
     return module, results, messages
 
@@ -129,10 +133,11 @@ func.func @f(%A: memref<50xf64>) {
 
 def test_matrix_vector_bands_whose_data_fit_in_cache_are_not_tiled():
     text, fn, make = KERNELS["mvt"](n=300)
-    module, results, messages = _schedule(text)
+    module, results, messages = _schedule(text, machine=L2_1MIB)
     assert "tiled" not in messages[0]
-    text, fn, make = KERNELS["syrk"](n=300, m_=250)     # 3-d: B's panel does not fit
-    _, _, messages = _schedule(text)
+    # 3-d: for each i, A's 300 x 250 panel (600 KB) does not fit in half of the 1 MiB L2
+    text, fn, make = KERNELS["syrk"](n=300, m_=250)
+    _, _, messages = _schedule(text, machine=L2_1MIB)
     assert "tiled" in messages[0]
 
 
@@ -144,11 +149,11 @@ def test_isl_bounds_its_coefficients_on_large_static_sizes():
 
 
 def test_triangular_tiles_are_versioned_and_jammed():
-    # syrk tiled (A's rows do not fit in L2): the j point loop is bounded by the tile and by
-    # i (j <= i); full tiles get a constant trip count and are jammed by 8, the partial ones
-    # along the diagonal keep the loop
+    # syrk tiled (A's rows, 75 x 1001 f64 = 600 KB, do not fit in half of the 1 MiB L2): the
+    # j point loop is bounded by the tile and by i (j <= i); full tiles get a constant trip
+    # count and are jammed by 8, the partial ones along the diagonal keep the loop
     text, fn, make = KERNELS["syrk"](n=75, m_=1001)
-    module, (result,), messages = _schedule(text)
+    module, (result,), messages = _schedule(text, machine=L2_1MIB)
     assert "tiled" in messages[0] and "unroll-and-jam" in messages[0], messages
     assert any(op.name == "affine.if" and op.else_block is not None for op in module.walk())
     assert any(len(op.inits) == 8 for op in _loops(module))
@@ -201,10 +206,11 @@ def test_tile_loops_are_not_jammed():
 
 
 def test_a_split_that_streams_a_large_array_twice_keeps_the_original_order():
-    # atax at sizes where A does not fit in L2: the original loop over i reads row i of A
-    # for tmp[i] and again, from L1, for y; ISL's two nests would stream A twice
+    # atax at sizes where A (301 x 467 f64, 1.07 MiB) does not fit in the 1 MiB L2: the
+    # original loop over i reads row i of A for tmp[i] and again, from L1, for y; ISL's two
+    # nests would stream A twice
     text, fn, make = KERNELS["atax"](m_=301, n=467)
-    module, (result,), messages = _schedule(text)
+    module, (result,), messages = _schedule(text, machine=L2_1MIB)
     assert result.status == "kept" and "original order is kept" in messages[0], messages
     assert "unroll-and-jam" in messages[0]
     top = [op for op in module.walk() if isinstance(op, AffineForOp)
