@@ -89,12 +89,14 @@ class Engine:
         return self.group > 1
 
 
-def choose_engine(types: MixedTypes, machine: MachineModel) -> tuple[Engine, Optional[str]]:
-    """The fastest engine the machine has for ``types``, and, when it is the plain path, why
-    (the missing feature, a phrase) for a remark."""
+def choose_engine(types: MixedTypes, machine: MachineModel,
+                  tiles: bool = True) -> tuple[Engine, Optional[str]]:
+    """The fastest engine the machine has for ``types`` (the vector ones only when not
+    ``tiles``), and, when it is the plain path, why (the missing feature, a phrase) for a
+    remark."""
     from .amx_gemm import amx_engine
     features = machine.features
-    amx = amx_engine(types, features)
+    amx = amx_engine(types, features) if tiles else None
     if amx is not None:
         return amx, None
     wide = machine.vector_bits >= 512
@@ -943,6 +945,14 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
     machine = machine or MachineModel()
     engine, missing = choose_engine(types, machine)
     a_run = a_row_run(con, engine)
+    tile_row = A_ROW_VECTOR_BYTES // packed_bytes(engine.packed)
+    if engine.amx and a_run > 1 and a_run % tile_row:
+        # A's runs (a convolution's window rows, the stem's 7 x 3 channels) are shorter than
+        # a tile's 64-byte rows: AMX would pack A element by element (Emerald Rapids, the
+        # stem in bf16: 40 GFLOPS, 0.20x torch), the dot engine copies the runs by vectors
+        engine, missing = choose_engine(types, machine, tiles=False)
+        missing = f"AMX's 64-byte rows cross A's runs of {a_run} elements"
+        a_run = a_row_run(con, engine)
     params = lowp_params(engine, machine, con.k if isinstance(con.k, int) else None, a_run,
                          threads, con.m if isinstance(con.m, int) else None)
     a_run = a_row_run(con, engine, params.K_C)
