@@ -904,6 +904,26 @@ def a_row_run(con, engine: Engine, k_c: Optional[int] = None) -> int:
     return window.value if window is not None else 1
 
 
+def f16_halves_engine(con, types: MixedTypes, machine: MachineModel) -> Optional[Engine]:
+    """AMX's bf16 product on f16 split into bf16 halves (:mod:`polyopt.schedules.f16_halves`)
+    for an f16 x f16 -> f32 matrix product where the CPU has AMX-BF16 but no AMX-FP16, else
+    None (a convolution's im2col stand-in is not split: its reads are rewritten into windows)."""
+    from .amx_gemm import amx_engine
+    from .contraction import STAND_IN_ATTR
+    if (types.a, types.b, types.c) != ("f16", "f16", "f32") or not con.is_matrix_form:
+        return None
+    if amx_engine(types, machine.features) is not None:
+        return None
+    bf16 = amx_engine(MixedTypes("bf16", "bf16", "f32"), machine.features)
+    if bf16 is None:
+        return None
+    if any(v.defining_op is not None and STAND_IN_ATTR in v.defining_op.attributes
+           for v in con.operands[:2]):
+        return None
+    return Engine("AMX tdpbf16ps on f16 split into bf16 halves (four exact products per k, "
+                  "f32 FMAs where A or B holds an infinity or a NaN)", 2, "bf16", 16, amx=True)
+
+
 def rows_contiguous(memref) -> bool:
     """Are a matrix's rows runs of consecutive elements (unit stride along its columns), so
     that the packing can copy them by vectors?  Not in a transposed or strided view (a raised
@@ -973,12 +993,36 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
     text = lowp_gemm_source(tuple(str(v.type) for v in con.operands), types, engine, params,
                             threads, split_rows, epilogue, a_run,
                             reads_a_in_place(con, engine), rows_contiguous(con.b.memref))
-    values = [*con.operands, *extents]
+    after_k = []
     if epilogue is not None:
-        values += [epilogue.view(v) for v in epilogue.externals]
+        after_k += [epilogue.view(v) for v in epilogue.externals]
         if not epilogue.stores_to_c:
-            values.append(epilogue.output)
-    splice_template(b, text, "<low-precision gemm>", values, con.loc)
+            after_k.append(epilogue.output)
+    halves = f16_halves_engine(con, types, machine)
+    if halves is None:
+        splice_template(b, text, "<low-precision gemm>", [*con.operands, *extents, *after_k],
+                        con.loc)
+    else:
+        # the converted path where A or B holds an infinity or a NaN, else the halves'
+        from .f16_halves import split_source
+        ops = splice_template(b, split_source(*(str(v.type) for v in con.operands[:2]),
+                                              con.m, con.n, con.k),
+                              "<f16 halves>", [*con.operands[:2], *extents], con.loc)
+        k4, a2, b2 = (op.results[0] for op in ops[:3])
+        branch = next(op for op in ops if op.name == "scf.if")
+        splice_template(Builder.before(branch.then_block.terminator), text,
+                        "<low-precision gemm>", [*con.operands, *extents, *after_k], con.loc)
+        engine, missing = halves, None
+        params = lowp_params(engine, machine, 4 * con.k if isinstance(con.k, int) else None,
+                             None, threads, con.m if isinstance(con.m, int) else None)
+        nr = params.N_V * engine.lanes
+        split_rows = isinstance(con.n, int) and con.n < 2 * threads * nr
+        bf16 = MixedTypes("bf16", "bf16", "f32")
+        text = lowp_gemm_source((str(a2.type), str(b2.type), str(con.c.memref.type)), bf16,
+                                engine, params, threads, split_rows, epilogue)
+        splice_template(Builder.before(branch.else_block.terminator), text,
+                        "<low-precision gemm>", [a2, b2, con.c.memref, extents[0], extents[1],
+                                                 k4, *after_k], con.loc)
     product.erase()
     if epilogue is not None:
         epilogue.nest.erase()

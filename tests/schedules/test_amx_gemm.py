@@ -233,3 +233,73 @@ def test_a_convolution_on_amx_tiles(kind, n, h, w, c, f, s, threads):
         np.testing.assert_array_equal(out, want)
     else:
         assert (np.abs(out - want) <= (9 * c + 1) * 2.0 ** -24 * mags).all()
+
+
+AMX_NO_FP16 = Target.from_features(TRIPLE, "sapphirerapids",
+                                   AVX512 + ",+avx512vnni,+avx512bf16,+avx512fp16,+amx-tile,"
+                                            "+amx-bf16,+amx-int8,-amx-fp16",
+                                   (48 * 1024, 2 << 20, 105 << 20))
+
+
+def _halves(src: str, threads: int = 1, remark=None):
+    """Scheduled for Sapphire Rapids without AMX-FP16; run on the tiles where this CPU has
+    AMX-BF16, else emulated."""
+    with compiling_for(AMX_NO_FP16):
+        module = load(src)
+        run_passes(module, PipelineOptions(**ALL, threads=threads), remark)
+    if not host_facts().missing(["amx-tile", "amx-bf16"]) and host_facts().arch == "x86_64":
+        return CompiledModule(module, PipelineOptions(**ALL, threads=threads))
+    with vector_engines_only():
+        return CompiledModule(module, PipelineOptions(**ALL, threads=threads))
+
+
+@pytest.mark.parametrize("m, n, k, threads", [(7, 65, 33, 1), (97, 101, 103, 2),
+                                              (33, 40, 1100, 1)])
+def test_f16_on_bf16_tiles_in_halves(m, n, k, threads):
+    """f16 without AMX-FP16: each f16 split into two bf16 halves (exact), one bf16 product of
+    depth 4K on the tiles.  Every product is exact in f32, so the error is f32's summation
+    of the 4K terms; K = 1100 is three K_C blocks of the halves (4400)."""
+    remarks = []
+    fn = _halves(hop_source("f16", m, n, k), threads, lambda loc, msg: remarks.append(msg))["mm"]
+    assert any("split into bf16 halves" in r for r in remarks), remarks
+    a, b, c = operands("f16", m, n, k)
+    c0 = c.copy()
+    fn(a, b, c)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = c0 + a64 @ b64
+    bound = (4 * k + 1) * 2.0 ** -24 * (1 + 2.0 ** -8) ** 2 * (np.abs(a64) @ np.abs(b64) +
+                                                                 np.abs(c0))
+    assert (np.abs(c - want) <= bound).all()
+
+
+@pytest.mark.parametrize("special", [np.inf, -np.inf, np.nan])
+def test_f16_halves_leave_infinities_to_the_f32_path(special):
+    """An infinity or a NaN in A or B would make a term inf x 0 (a half of zero) a NaN: the
+    product then runs on f32 FMAs, and gives what numpy's f32 product gives."""
+    m, n, k = 20, 37, 45
+    fn = _halves(hop_source("f16", m, n, k))["mm"]
+    for where in ("A", "B"):
+        a, b, c = operands("f16", m, n, k, seed=7)
+        (a if where == "A" else b)[3, 4] = special
+        c0 = c.copy()
+        fn(a, b, c)
+        want = c0 + a.astype(np.float32) @ b.astype(np.float32)
+        np.testing.assert_array_equal(np.isnan(c), np.isnan(want))
+        finite = np.isfinite(want)
+        np.testing.assert_array_equal(np.isinf(c), np.isinf(want))
+        np.testing.assert_array_equal(c[np.isinf(want)], want[np.isinf(want)])
+        assert (np.abs(c[finite] - want[finite]) <= 1e-3 * (1 + np.abs(want[finite]))).all()
+
+
+def test_f16_halves_of_any_size():
+    """One compilation for every size (the halves' buffers sized at run time; the branch
+    inside the run-time size check), on two threads."""
+    fn = _halves(hop_source("f16", 0, 0, 0, dynamic=True), threads=2)["mm"]
+    for m, n, k in [(5, 3, 2), (40, 70, 90), (33, 17, 130)]:
+        a, b, c = operands("f16", m, n, k, seed=m)
+        c0 = c.copy()
+        fn(a, b, c)
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        bound = (4 * k + 1) * 2.0 ** -24 * (1 + 2.0 ** -8) ** 2 * (np.abs(a64) @ np.abs(b64) +
+                                                                     np.abs(c0))
+        assert (np.abs(c - (c0 + a64 @ b64)) <= bound).all()
