@@ -22,10 +22,8 @@ from host_targets import vector_engines_only
 from polyopt.pipeline import CompiledModule, PipelineOptions, load, run_passes
 from upstream_mlir import mlir_opt
 
-ml_dtypes = pytest.importorskip("ml_dtypes")
-
-from test_lowp_gemm import (ALL, AVX512, TRIPLE, check, check_transposed, hop_source, operands,
-                            transposed_source, _run_where_present)
+from test_lowp_gemm import (ALL, AVX512, TRIPLE, check, check_transposed, conv3x3_data,
+                            hop_source, operands, transposed_source, _run_where_present)
 
 AMX = Target.from_features(TRIPLE, "sapphirerapids",
                            AVX512 + ",+avx512vnni,+avx512bf16,+avx512fp16,+amx-tile,+amx-bf16,"
@@ -213,20 +211,7 @@ def test_a_convolution_on_amx_tiles(kind, n, h, w, c, f, s, threads):
                    for r in remarks), remarks
     row_vectors = re.findall(rf"affine.vector_load %arg0\[.*vector<{step}x{t}>", text)
     assert bool(row_vectors) == tiles, row_vectors[:2]
-    rng = np.random.default_rng(n + c)
-    if kind == "bf16":
-        inp = rng.standard_normal((n, h, w, c)).astype(ml_dtypes.bfloat16)
-        flt = rng.standard_normal((3, 3, c, f)).astype(ml_dtypes.bfloat16)
-    else:
-        inp = rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)
-        flt = rng.integers(-128, 128, (3, 3, c, f)).astype(np.int8)
-    i64, f64 = inp.astype(np.float64), flt.astype(np.float64)
-    want, mags = np.zeros((n, oh, ow, f)), np.zeros((n, oh, ow, f))
-    for kh in range(3):
-        for kw in range(3):
-            window = i64[:, kh:kh + s * (oh - 1) + 1:s, kw:kw + s * (ow - 1) + 1:s, :]
-            want += np.einsum("nhwc,cf->nhwf", window, f64[kh, kw])
-            mags += np.einsum("nhwc,cf->nhwf", np.abs(window), np.abs(f64[kh, kw]))
+    inp, flt, want, mags = conv3x3_data(kind, n, h, w, c, f, s)
     out = np.zeros((n, oh, ow, f), np.float32 if kind == "bf16" else np.int32)
     emulated(src, threads)["conv"](inp, flt, out)
     if kind == "s8":

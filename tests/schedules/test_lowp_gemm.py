@@ -362,6 +362,27 @@ CONV = """func.func @conv(%I: memref<{n}x{h}x{w}x{c}x{t}>, %K: memref<3x3x{c}x{f
 """
 
 
+def conv3x3_data(kind, n, h, w, c, f, s):
+    """Random input (n x h x w x c) and 3x3 filter (c -> f) of bf16 or s8, the convolution at
+    stride ``s`` in f64, and the sums of the magnitudes of its terms (for f32's bound)."""
+    oh, ow = (h - 3) // s + 1, (w - 3) // s + 1
+    rng = np.random.default_rng(n + c)
+    if kind == "bf16":
+        inp = rng.standard_normal((n, h, w, c)).astype(ml_dtypes.bfloat16)
+        flt = rng.standard_normal((3, 3, c, f)).astype(ml_dtypes.bfloat16)
+    else:
+        inp = rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)
+        flt = rng.integers(-128, 128, (3, 3, c, f)).astype(np.int8)
+    i64, f64 = inp.astype(np.float64), flt.astype(np.float64)
+    want, mags = np.zeros((n, oh, ow, f)), np.zeros((n, oh, ow, f))
+    for kh in range(3):
+        for kw in range(3):
+            window = i64[:, kh:kh + s * (oh - 1) + 1:s, kw:kw + s * (ow - 1) + 1:s, :]
+            want += np.einsum("nhwc,cf->nhwf", window, f64[kh, kw])
+            mags += np.einsum("nhwc,cf->nhwf", np.abs(window), np.abs(f64[kh, kw]))
+    return inp, flt, want, mags
+
+
 @pytest.mark.parametrize("kind", ["bf16", "s8"])
 @pytest.mark.parametrize("n, h, w, c, f, s", [(1, 10, 9, 5, 19, 1), (2, 11, 12, 16, 70, 2),
                                               (1, 9, 10, 64, 70, 1), (2, 9, 8, 128, 33, 2)])
@@ -382,21 +403,7 @@ def test_convolution_of_narrow_types(kind, n, h, w, c, f, s, threads):
     run = 32 if kind == "bf16" else 64
     row_vectors = re.findall(rf"affine.vector_load %arg0\[.*vector<{run}x{t}>", str(compiled.module))
     assert bool(row_vectors) == (c % run == 0), row_vectors[:2]
-    rng = np.random.default_rng(n + c)
-    if kind == "bf16":
-        inp = rng.standard_normal((n, h, w, c)).astype(ml_dtypes.bfloat16)
-        flt = rng.standard_normal((3, 3, c, f)).astype(ml_dtypes.bfloat16)
-    else:
-        inp = rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)
-        flt = rng.integers(-128, 128, (3, 3, c, f)).astype(np.int8)
-    i64, f64 = inp.astype(np.float64), flt.astype(np.float64)
-    want = np.zeros((n, oh, ow, f))
-    mags = np.zeros((n, oh, ow, f))
-    for kh in range(3):
-        for kw in range(3):
-            window = i64[:, kh:kh + s * (oh - 1) + 1:s, kw:kw + s * (ow - 1) + 1:s, :]
-            want += np.einsum("nhwc,cf->nhwf", window, f64[kh, kw])
-            mags += np.einsum("nhwc,cf->nhwf", np.abs(window), np.abs(f64[kh, kw]))
+    inp, flt, want, mags = conv3x3_data(kind, n, h, w, c, f, s)
     out = np.zeros((n, oh, ow, f), np.float32 if kind == "bf16" else np.int32)
     fn(inp, flt, out)
     if kind == "s8":
