@@ -17,8 +17,9 @@ EPILOGUES = ("bias", "relu")
 
 
 def conv_epilogue_source(s: ConvShape, dtype: str, epilogue: tuple, fused: bool) -> str:
-    """``@conv(%I, %K, %O, %bias)``: the convolution into an f32 output, then the epilogue
-    nest over the output (inline with ``fused``, else in ``@epilogue``, called)."""
+    """``@conv(%I, %K, %O, %bias)``: the convolution into an f32 output filled with zeros
+    (``linalg.fill``, then ``linalg.conv_2d_nhwc_hwcf``), then the epilogue nest over the
+    output (inline with ``fused``, else in ``@epilogue``, called)."""
     oh, ow = s.out_hw
     ti = f"memref<{s.n}x{s.h}x{s.w}x{s.c}x{dtype}>"
     tk = f"memref<{s.kh}x{s.kw}x{s.c}x{s.f}x{dtype}>"
@@ -36,7 +37,11 @@ def conv_epilogue_source(s: ConvShape, dtype: str, epilogue: tuple, fused: bool)
     nest = (f"  affine.for %a = 0 to {s.n} {{\n  affine.for %b = 0 to {oh} {{\n"
             f"  affine.for %c = 0 to {ow} {{\n  affine.for %d = 0 to {s.f} {{\n"
             + "".join(f"    {line}\n" for line in body) + "  }\n  }\n  }\n  }\n")
-    conv = (f"  linalg.conv_2d_nhwc_hwcf {{dilations = dense<{s.dilation}> : tensor<2xi64>, "
+    # the output written, not accumulated into, as torch's conv2d writes it (and as a
+    # model's IR has it: the zero fill of the convolution's init)
+    conv = (f"  %fill = arith.constant 0.0 : f32\n"
+            f"  linalg.fill ins(%fill : f32) outs(%O : {to})\n"
+            f"  linalg.conv_2d_nhwc_hwcf {{dilations = dense<{s.dilation}> : tensor<2xi64>, "
             f"strides = dense<{s.stride}> : tensor<2xi64>}} ins(%I, %K : {ti}, {tk}) "
             f"outs(%O : {to})\n")
     args = f"%I: {ti}, %K: {tk}, %O: {to}, %bias: {tb}"

@@ -182,7 +182,9 @@ def simplify_affine_expr(e: AffineExpr) -> AffineExpr:
     return e
 
 
-def _constant_index(v: Value) -> Optional[int]:
+def constant_index(v: Value) -> Optional[int]:
+    """The integer ``v`` holds when an ``arith.constant`` (or a constant-like op) defines it,
+    else None."""
     op = v.defining_op
     if op is None or not is_constant_like(op):
         return None
@@ -205,7 +207,7 @@ def value_linear_form(amap: AffineMap, operands: Sequence[Value]) -> list[dict]:
 
 
 def _value_form(v: Value, depth: int = 0) -> dict:
-    c = _constant_index(v)
+    c = constant_index(v)
     if c is not None:
         return {None: c} if c else {}
     op = v.defining_op
@@ -231,7 +233,7 @@ class _Atoms:
         self.symbolic: list[bool] = []
 
     def add(self, v: Value, symbolic: bool) -> AffineExpr:
-        c = _constant_index(v)
+        c = constant_index(v)
         if c is not None:
             return constant(c)
         k = self.index.get(v)

@@ -30,6 +30,7 @@ MLIR counterpart: ``--convert-vector-to-amx`` (``vector.contract`` on the VNNI l
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from .blis_schedule import MachineModel
@@ -58,7 +59,8 @@ def amx_engine(types: MixedTypes, features) -> Optional[Engine]:
     return None
 
 
-def amx_params(engine: Engine, machine: MachineModel, k: Optional[int] = None) -> LowpParams:
+def amx_params(engine: Engine, machine: MachineModel, k: Optional[int] = None,
+               a_run: Optional[int] = None) -> LowpParams:
     """The 32 x 32 register tile (2 x 2 accumulator tiles); K_C of :data:`AMX_K_C_BYTES`
     (whole k-steps; with a static ``k``, blocks of equal size), A's block (M_C x K_C) a
     quarter of L2, B's block a quarter of L3.
@@ -74,9 +76,16 @@ def amx_params(engine: Engine, machine: MachineModel, k: Optional[int] = None) -
     esize = 1 if engine.packed == "i8" else 2
     step = TILE_BYTES // esize                        # k per tile row
     kc = max(step, AMX_K_C_BYTES // esize // step * step)
-    if k is not None:
+    # A copied by runs that are not whole k-steps (a convolution's window rows): blocks of
+    # whole runs too, unless one block holds all of K
+    unit = math.lcm(step, a_run) if a_run is not None and a_run > 1 else step
+    if k is not None and -(-k // step) * step <= kc:
+        kc = -(-k // step) * step
+    elif k is not None:
         blocks = -(-k // kc)
-        kc = -(-k // (blocks * step)) * step
+        kc = -(-k // (blocks * unit)) * unit
+    else:
+        kc = max(unit, kc // unit * unit)
     mc = max(32, machine.l2_bytes // 4 // (kc * esize) // 32 * 32)
     nc = max(32, min(4096, machine.l3_bytes // 4 // (kc * esize)) // 32 * 32)
     return LowpParams(M_R=32, N_V=2, K_C=kc, M_C=mc, N_C=nc)
@@ -98,6 +107,12 @@ class AMXGemmText(LowpGemmText):
         super().__init__(*args)
         self.step = TILE_BYTES // (1 if self.pt == "i8" else 2)      # k per tile row
         self.a_panel = self.b_panel = TILE_ROWS
+        # A's runs (a convolution's window rows: the stem's 7 x 3 channels) are not whole
+        # k-steps: its panels hold each row's K_C elements one after the other, copied by
+        # runs as on the dot engines, and a k-step's tile is read across them with a
+        # stride of K_C (tileloadd's stride; the rows of a tile need not be adjacent)
+        self.a_row_major = self.a_run > 1 and self.a_run % self.step != 0
+        self.k_pad = self.step
         self.tbp = f"memref<{self.nc // TILE_ROWS}x{self.kc // self.g}x" \
                    f"{TILE_ROWS * self.g}x{self.pt}>"
         self.tap = self.a_buffer_type()
@@ -112,6 +127,8 @@ class AMXGemmText(LowpGemmText):
         self.b_tile = f"!amx.tile<{TILE_ROWS}x{TILE_ROWS * self.g}x{self.pt}>"
 
     def a_buffer_type(self) -> str:
+        if getattr(self, "a_row_major", False):
+            return super().a_buffer_type()
         step = TILE_BYTES // (1 if self.pt == "i8" else 2)
         return f"memref<{self.mc // TILE_ROWS}x{self.kc // step * TILE_ROWS}x{step}x{self.pt}>"
 
@@ -119,13 +136,12 @@ class AMXGemmText(LowpGemmText):
         self.t.add(d, "%c0 = arith.constant 0 : index")
 
     def pack(self, d: int, which: str) -> None:
-        if which == "B":
+        if which == "B" or self.a_row_major:
             super().pack(d, which)
             return
         # A: each row of a k-step is TK consecutive k of a row of A, one vector copy where
         # the panel's 16 rows and the step's k are inside A and A's runs are whole k-steps,
-        # else element by element (all of it when A's rows are not contiguous, a_run 1, a
-        # transposed view, or when a convolution's window runs are shorter than a k-step)
+        # else element by element (A's rows not contiguous, a_run 1: a transposed view)
         t, step, ta, tap = self.t, self.step, self.ta, self.tap
         row_v = f"vector<{step}x{self.pt}>"
         vectors = self.a_run % step == 0
@@ -193,17 +209,19 @@ class AMXGemmText(LowpGemmText):
         t.add(d, f"{res}:4 = affine.for %p = 0 to {self.steps_of} iter_args({init_text}) -> "
                  f"({types_}) {{")
         row = self.index(d + 1, f"d0 * {TILE_ROWS}", "%p")
+        a_at = f"%c0, {self.index(d + 1, f'd0 * {self.step}', '%p')}" if self.a_row_major \
+            else f"{row}, %c0"
 
-        def load(buf: str, q: str, ty: str, tile_ty: str) -> str:
+        def load(buf: str, q: str, at: str, ty: str, tile_ty: str) -> str:
             v = t.fresh("tl")
-            t.add(d + 1, f"{v} = amx.tile_load {buf}[{q}, {row}, %c0] : {ty} into {tile_ty}")
+            t.add(d + 1, f"{v} = amx.tile_load {buf}[{q}, {at}] : {ty} into {tile_ty}")
             return v
 
-        b0 = load("%Bp", qb[0], self.tbp, self.b_tile)
-        b1 = load("%Bp", qb[1], self.tbp, self.b_tile)
-        a0 = load("%Ap", qa[0], self.tap, self.a_tile)
+        b0 = load("%Bp", qb[0], f"{row}, %c0", self.tbp, self.b_tile)
+        b1 = load("%Bp", qb[1], f"{row}, %c0", self.tbp, self.b_tile)
+        a0 = load("%Ap", qa[0], a_at, self.tap, self.a_tile)
         out = [self.multiply(d + 1, names[0], a0, b0), self.multiply(d + 1, names[1], a0, b1)]
-        a1 = load("%Ap", qa[1], self.tap, self.a_tile)
+        a1 = load("%Ap", qa[1], a_at, self.tap, self.a_tile)
         out += [self.multiply(d + 1, names[2], a1, b0), self.multiply(d + 1, names[3], a1, b1)]
         t.add(d + 1, f"affine.yield {', '.join(out)} : {types_}")
         t.add(d, "}")
@@ -215,45 +233,64 @@ class AMXGemmText(LowpGemmText):
             self.t.add(d, f"amx.tile_store {buf}[{r}, {c}], {acc} : {ty}, {self.acc_tile}")
 
     def tile(self, d: int) -> None:
-        t, tc, w = self.t, self.tc, self.w
+        t = self.t
         t.add(d, f"affine.if {self.inside_c()} {{")
         row0 = self.index(d + 1, "d0 + d1", "%ic, %ir")
         col0 = self.index(d + 1, "d0 + d1", "%jc, %jr")
         in_c = [(row0 if r is None else r, col0 if c is None else c)
                 for r, c in self._offsets(d + 1, row0, col0)]
-        inits = []
-        for r, c in in_c:
-            v = t.fresh("ct")
-            t.add(d + 1, f"{v} = amx.tile_load %C[{r}, {c}] : {tc} into {self.acc_tile}")
-            inits.append(v)
-        accs = self.kernel(d + 1, inits)
-        if self.epilogue is None:
-            self.store_tiles(d + 1, accs, "%C", tc, in_c)
-        else:           # C's tile is final after the last K block: the epilogue, then store
-            t.add(d + 1, f"affine.if {self.last_block} {{")
-            self.store_tiles(d + 2, accs, "%tmp", self.ttmp, self._tmp_corners(d + 2))
-            vt = self.vt
-            t.add(d + 2, f"affine.for %i = 0 to {self.mr} {{")
-            for v in range(self.nv):
-                s = t.fresh("s")
-                t.add(d + 3, f"{s} = affine.vector_load %tmp[%i, {v * w}] : {self.ttmp}, {vt}")
-                self.epilogue_store(d + 3, s, "%ic + %ir + %i", f"%jc + %jr + {v * w}")
-                if self.out != "%C":
-                    t.add(d + 3, f"affine.vector_store {s}, %C[%ic + %ir + %i, %jc + %jr + "
-                                 f"{v * w}] : {tc}, {vt}")
-            t.add(d + 2, "}")
+        if self.c_zero:     # C is zeros before the first block: the tiles start from zeros
+            t.add(d + 1, f"affine.if {self.first_block} {{")
+            self.tile_in_c(d + 2, self.kernel(d + 2, self.zero_tiles(d + 2)), in_c)
             t.add(d + 1, "} else {")
-            self.store_tiles(d + 2, accs, "%C", tc, in_c)
+            self.tile_in_c(d + 2, self.kernel(d + 2, self.c_tiles(d + 2, in_c)), in_c)
             t.add(d + 1, "}")
+        else:
+            self.tile_in_c(d + 1, self.kernel(d + 1, self.c_tiles(d + 1, in_c)), in_c)
         t.add(d, "} else {")
-        # one tile_zero per accumulator: a tile shared by four would be copied through
-        # memory (there is no move between tile registers)
-        zeros = [t.fresh("tz") for _ in range(4)]
-        for z in zeros:
-            t.add(d + 1, f"{z} = amx.tile_zero : {self.acc_tile}")
-        accs = self.kernel(d + 1, zeros)
+        accs = self.kernel(d + 1, self.zero_tiles(d + 1))
         self.store_tiles(d + 1, accs, "%tmp", self.ttmp, self._tmp_corners(d + 1))
         self.add_edge_tile(d + 1)
+        t.add(d, "}")
+
+    def c_tiles(self, d: int, in_c: list[tuple[str, str]]) -> list[str]:
+        """The four accumulator tiles loaded from C at ``in_c``."""
+        tiles = []
+        for r, c in in_c:
+            v = self.t.fresh("ct")
+            self.t.add(d, f"{v} = amx.tile_load %C[{r}, {c}] : {self.tc} into {self.acc_tile}")
+            tiles.append(v)
+        return tiles
+
+    def zero_tiles(self, d: int) -> list[str]:
+        """Four zero accumulator tiles, one ``tile_zero`` each: a tile shared by four would
+        be copied through memory (there is no move between tile registers)."""
+        zeros = [self.t.fresh("tz") for _ in range(4)]
+        for z in zeros:
+            self.t.add(d, f"{z} = amx.tile_zero : {self.acc_tile}")
+        return zeros
+
+    def tile_in_c(self, d: int, accs: list[str], in_c: list[tuple[str, str]]) -> None:
+        """The accumulator tiles ``accs`` of a register tile inside C stored to C at
+        ``in_c``; after the last K block through the epilogue when there is one."""
+        t, tc, w, vt = self.t, self.tc, self.w, self.vt
+        if self.epilogue is None:
+            self.store_tiles(d, accs, "%C", tc, in_c)
+            return
+        # C's tile is final after the last K block: the epilogue, then store
+        t.add(d, f"affine.if {self.last_block} {{")
+        self.store_tiles(d + 1, accs, "%tmp", self.ttmp, self._tmp_corners(d + 1))
+        t.add(d + 1, f"affine.for %i = 0 to {self.mr} {{")
+        for v in range(self.nv):
+            s = t.fresh("s")
+            t.add(d + 2, f"{s} = affine.vector_load %tmp[%i, {v * w}] : {self.ttmp}, {vt}")
+            self.epilogue_store(d + 2, s, "%ic + %ir + %i", f"%jc + %jr + {v * w}")
+            if self.out != "%C":
+                t.add(d + 2, f"affine.vector_store {s}, %C[%ic + %ir + %i, %jc + %jr + "
+                             f"{v * w}] : {tc}, {vt}")
+        t.add(d + 1, "}")
+        t.add(d, "} else {")
+        self.store_tiles(d + 1, accs, "%C", tc, in_c)
         t.add(d, "}")
 
     def _offsets(self, d: int, row0: str, col0: str) -> list[tuple]:

@@ -289,8 +289,8 @@ def _vector_of_the_input(access, windows: AffineMap, run: int = 1,
     columns is consecutive elements of one input row (the channels of one window position);
     ``"input"`` or ``"flat"`` (the input with W and C folded) when its column is
     ``run * t + o`` with the V columns from ``o mod run`` inside one aligned run of ``run``
-    columns, consecutive elements of that view (the stem's 21 = 16 + 4 + 1; ``channels``:
-    the input's C); else None.
+    columns, consecutive elements of that view (the stem's 21 as 16 at 0 and 8 at 13;
+    ``channels``: the input's C); else None.
     Runs are checked on every aligned run of K, at the first, a middle and the last row."""
     from ..affine.dialects.affine import AffineVectorLoadOp
     if not isinstance(access, AffineVectorLoadOp) or windows.num_dims != 2:
@@ -358,15 +358,32 @@ def runs_are_input_vectors(windows: AffineMap, rows: int, k: int, v: int) -> boo
 
 def _iv_divisor(x: Value) -> int:
     """A divisor of every value of ``x``: an ``affine.for`` induction variable from a constant
-    ``lb`` by ``step`` is a multiple of gcd(lb, step); anything else of 1."""
+    ``lb`` by ``step`` is a multiple of gcd(lb, step), or is ``lb`` itself (0: a multiple of
+    anything) when the loop runs once (a K_C block loop over a K of one block); anything
+    else of 1."""
     import math
     from ..affine.dialects.affine import AffineForOp
     block = x.owner_block
     loop = block.parent_op if block is not None else None
     if isinstance(loop, AffineForOp) and x is loop.induction_var and \
             loop.lower_map.is_constant():
-        return math.gcd(loop.lower_map.single_constant_result, loop.step) or 1
+        lb = loop.lower_map.single_constant_result
+        if _upper_bound(loop) is not None and _upper_bound(loop) <= lb + loop.step:
+            return lb
+        return math.gcd(lb, loop.step) or 1
     return 1
+
+
+def _upper_bound(loop) -> Optional[int]:
+    """The constant value of ``loop``'s upper bound (the least of its results) where its
+    operands are constants, else None."""
+    from ..affine.loop_utils import constant_index
+    values = [constant_index(v) for v in loop.upper_operands]
+    if any(v is None for v in values):
+        return None
+    amap = loop.upper_map
+    dims, syms = values[:amap.num_dims], values[amap.num_dims:]
+    return min(e.evaluate(dims, syms) for e in amap.results)
 
 
 def _known_divisor(e: AffineExpr, dims: list) -> int:

@@ -89,14 +89,12 @@ class Engine:
         return self.group > 1
 
 
-def choose_engine(types: MixedTypes, machine: MachineModel,
-                  tiles: bool = True) -> tuple[Engine, Optional[str]]:
-    """The fastest engine the machine has for ``types`` (the vector ones only when not
-    ``tiles``), and, when it is the plain path, why (the missing feature, a phrase) for a
-    remark."""
+def choose_engine(types: MixedTypes, machine: MachineModel) -> tuple[Engine, Optional[str]]:
+    """The fastest engine the machine has for ``types``, and, when it is the plain path, why
+    (the missing feature, a phrase) for a remark."""
     from .amx_gemm import amx_engine
     features = machine.features
-    amx = amx_engine(types, features) if tiles else None
+    amx = amx_engine(types, features)
     if amx is not None:
         return amx, None
     wide = machine.vector_bits >= 512
@@ -164,14 +162,21 @@ def packed_bytes(t: str) -> int:
     return {"i8": 1, "bf16": 2, "f16": 2}.get(t, 4)
 
 
-def run_pieces(run: int, widest: int) -> list[int]:
-    """``run`` as a sum of powers of two of at most ``widest``, largest first: the vector
-    copies of a run of A's row (21 -> 16, 4, 1)."""
-    pieces = []
-    while run:
-        n = min(widest, 1 << (run.bit_length() - 1))
-        pieces.append(n)
-        run -= n
+def run_pieces(run: int, widest: int) -> list[tuple[int, int]]:
+    """``run`` as vector copies ``(offset, length)`` of powers of two of at most ``widest``:
+    the largest that fit, and the rest by one vector ending at the run's end, over the tail
+    of the one before (those elements are copied twice, the same values): 21 -> 16 at 0 and
+    8 at 13 (three copies, 16 + 4 + 1, took a quarter of the stem's time on AMX)."""
+    pieces, at = [], 0
+    while at < run:
+        n = min(widest, 1 << ((run - at).bit_length() - 1))
+        pieces.append((at, n))
+        at += n
+        rest = run - at
+        if 0 < rest < n:
+            last = 1 << (rest - 1).bit_length()
+            pieces.append((run - last, last))
+            break
     return pieces
 
 
@@ -204,7 +209,7 @@ def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None,
     (:func:`~polyopt.schedules.amx_gemm.amx_params`)."""
     if engine.amx:
         from .amx_gemm import amx_params
-        return amx_params(engine, machine, k)
+        return amx_params(engine, machine, k, a_run)
     regs = machine.num_vector_registers
     nv = 4 if regs >= 32 else 2
     mr = register_rows(max(1, min(6, (regs - nv - 1) // nv)), m)
@@ -233,7 +238,7 @@ def lowp_params(engine: Engine, machine: MachineModel, k: Optional[int] = None,
 def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, engine: Engine,
                      p: LowpParams, threads: int = 1, split_rows: bool = False,
                      epilogue=None, a_run: Optional[int] = None, direct_a: bool = False,
-                     b_rows_contiguous: bool = True) -> str:
+                     b_rows_contiguous: bool = True, c_zero: bool = False) -> str:
     """``func.func @gemm(%A, %B, %C, %M, %N, %K)``: ``C += A * B`` (operands cast to C's
     type) for the run-time sizes M, N, K on ``engine``; see the module docstring.  With
     ``threads > 1`` the packing loops over micro-panels and the loop over N_R-column tiles
@@ -247,7 +252,10 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
     im2col copies its window runs, 21 elements in the 7x7 stem of 3 channels; 1: element by
     element), K_C a multiple of it.  ``direct_a``: the register tile reads A's rows where A
     is (:func:`reads_a_in_place`); only a panel cut by M is packed.  ``b_rows_contiguous``
-    False (a transposed B): B is packed element by element."""
+    False (a transposed B): B is packed element by element.  ``c_zero``: C holds zeros
+    before the product (a zero fill the caller has taken out, see
+    :mod:`~polyopt.schedules.zero_init`): the first K block adds its products to zeros
+    instead of loading C."""
     if engine.amx:
         from .amx_gemm import AMXGemmText
         writer = AMXGemmText
@@ -256,6 +264,7 @@ def lowp_gemm_source(operand_types: tuple[str, str, str], types: MixedTypes, eng
     text = writer(operand_types, types, engine, p, threads, split_rows, epilogue, a_run)
     text.direct_a = direct_a and not engine.amx
     text.b_rows_contiguous = b_rows_contiguous
+    text.c_zero = c_zero
     return text.source()
 
 
@@ -284,10 +293,15 @@ class LowpGemmText:
         # A's panels hold each row's K_C elements contiguously (a row's group is one
         # broadcast, whichever row): packed by vector copies of A's rows
         self.a_row_major = True
+        # A's rows are packed, zeros past K, up to a whole multiple of this many k
+        self.k_pad = self.g
         # A read where it is, its panels unpacked but for one cut by M (reads_a_in_place)
         self.direct_a = False
         # B's rows are contiguous: its groups are packed by vector loads of its rows
         self.b_rows_contiguous = True
+        # C is zero before the product: the first K block does not read it
+        self.c_zero = False
+        self.first_block = "affine_set<(d0) : (d0 == 0)>(%pc)"
         self.tap = self.a_buffer_type()
         self.ttmp = f"memref<{self.mr}x{self.nr}x{self.ct}>"
         self.zero_c = "0.000000e+00" if self.is_float else "0"
@@ -325,6 +339,9 @@ class LowpGemmText:
         t.add(0, f"func.func @gemm(%A: {self.ta}, %B: {self.tb}, %C: {self.tc}, %M: index, "
                  f"%N: index, %K: index{self.extra}) {{")
         t.add(1, f"%zp = arith.constant {self.zero_p} : {self.pt}")
+        if self.c_zero:
+            t.add(1, f"%zc = arith.constant {self.zero_c} : {self.ct}")
+            t.add(1, f"%zcv = arith.constant dense<{self.zero_c}> : {self.vt}")
         self.constants(1)
         t.add(1, f"%Ap = memref.alloc() {{alignment = 64 : i64}} : {self.tap}")
         t.add(1, f"%Bp = memref.alloc() {{alignment = 64 : i64}} : {self.tbp}")
@@ -472,7 +489,7 @@ class LowpGemmText:
         inside A, each row by vector copies of its runs (``a_run`` > 1), then its last
         elements one by one, zero past K up to a whole group; a panel cut by M element by
         element, zero past M."""
-        t, g, kc, mr = self.t, self.g, self.kc, self.mr
+        t, g, kc, mr = self.t, self.k_pad, self.kc, self.a_panel
         v = self.a_run
         row = f"%ic + %q * {mr} + %x"
         k_end = f"min affine_map<(d0)[s0] -> ({kc}, ((s0 - d0 + {g - 1}) floordiv {g}) * {g})>" \
@@ -504,7 +521,7 @@ class LowpGemmText:
 
     def a_cut_panel(self, d: int, row: str, k_end: str) -> None:
         """A panel cut by M, element by element, zero past M (and past K up to a group)."""
-        t, mr = self.t, self.mr
+        t, mr = self.t, self.a_panel
         t.add(d, f"affine.for %x = 0 to {mr} {{")
         t.add(d + 1, f"affine.for %k = 0 to {k_end} {{")
         self.a_element(d + 2, row, rows_ok=f"s0 - d0 - d1 * {mr} - d2 - 1 >= 0, ")
@@ -513,13 +530,12 @@ class LowpGemmText:
 
     def a_row_vectors(self, d: int, row: str, v: int) -> None:
         """The whole ``v``-element runs of a row of A in the block, each by vector copies of
-        at most 64 bytes whose lengths are powers of two (21 = 16 + 4 + 1; A's signed bytes
-        flipped when A is offset by 128)."""
+        at most 64 bytes whose lengths are powers of two (:func:`run_pieces`: 21 = 16 at 0
+        and 8 at 13; A's signed bytes flipped when A is offset by 128)."""
         t = self.t
         t.add(d, f"affine.for %p = 0 to min affine_map<(d0)[s0] -> ({self.kc // v}, "
                  f"(s0 - d0) floordiv {v})>(%pc)[%K] {{")
-        offset = 0
-        for n in run_pieces(v, A_ROW_VECTOR_BYTES // packed_bytes(self.pt)):
+        for offset, n in run_pieces(v, A_ROW_VECTOR_BYTES // packed_bytes(self.pt)):
             at = f"%p * {v}" + (f" + {offset}" if offset else "")
             if n == 1:
                 raw = t.fresh("r")
@@ -528,7 +544,6 @@ class LowpGemmText:
                              f"%Ap[%q, %x, {at}] : {self.tap}")
             else:
                 self.a_vector_copy(d + 1, row, at, n)
-            offset += n
         t.add(d, "}")
 
     def a_vector_copy(self, d: int, row: str, at: str, n: int) -> None:
@@ -810,14 +825,29 @@ class LowpGemmText:
 
     def add_tile(self, d: int, accs: list[str]) -> None:
         """C's tile plus the accumulators ``accs``, stored (through the epilogue after the
-        last K block)."""
+        last K block); with :attr:`c_zero`, zeros instead of C's tile in the first block."""
+        if not self.c_zero:
+            self.add_tile_to(d, accs, from_c=True)
+            return
+        self.t.add(d, f"affine.if {self.first_block} {{")
+        self.add_tile_to(d + 1, accs, from_c=False)
+        self.t.add(d, "} else {")
+        self.add_tile_to(d + 1, accs, from_c=True)
+        self.t.add(d, "}")
+
+    def add_tile_to(self, d: int, accs: list[str], from_c: bool) -> None:
+        """:meth:`add_tile` with C's tile (``from_c``) or zeros (the same additions: the
+        sums' bits are those of a fill of zeros read back)."""
         t, mr, nv, w, tc, vt = self.t, self.mr, self.nv, self.w, self.tc, self.vt
         sums = []
         for i in range(mr):
             for v in range(nv):
                 at = f"%C[%ic + %ir + {i}, %jc + %jr + {v * w}]"
                 c, s = t.fresh("c"), t.fresh("c")
-                t.add(d, f"{c} = affine.vector_load {at} : {tc}, {vt}")
+                if from_c:
+                    t.add(d, f"{c} = affine.vector_load {at} : {tc}, {vt}")
+                else:
+                    c = "%zcv"
                 t.add(d, f"{s} = {self.add_op} {c}, {accs[i * nv + v]} : {vt}")
                 sums.append(s)
 
@@ -860,7 +890,16 @@ class LowpGemmText:
         et, ec, es = t.fresh("et"), t.fresh("ec"), t.fresh("es")
         at = "%C[%ic + %ir + %i, %jc + %jr + %j]"
         t.add(d + 2, f"{et} = affine.load %tmp[%i, %j] : {self.ttmp}")
-        t.add(d + 2, f"{ec} = affine.load {at} : {tc}")
+        if self.c_zero:      # zero in the first block
+            t.add(d + 2, f"{ec} = affine.if {self.first_block} -> {ct} {{")
+            t.add(d + 3, f"affine.yield %zc : {ct}")
+            t.add(d + 2, "} else {")
+            c = t.fresh("ec")
+            t.add(d + 3, f"{c} = affine.load {at} : {tc}")
+            t.add(d + 3, f"affine.yield {c} : {ct}")
+            t.add(d + 2, "}")
+        else:
+            t.add(d + 2, f"{ec} = affine.load {at} : {tc}")
         t.add(d + 2, f"{es} = {self.add_op} {ec}, {et} : {ct}")
         if self.epilogue is None:
             t.add(d + 2, f"affine.store {es}, {at} : {tc}")
@@ -965,14 +1004,6 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
     machine = machine or MachineModel()
     engine, missing = choose_engine(types, machine)
     a_run = a_row_run(con, engine)
-    tile_row = A_ROW_VECTOR_BYTES // packed_bytes(engine.packed)
-    if engine.amx and a_run > 1 and a_run % tile_row:
-        # A's runs (a convolution's window rows, the stem's 7 x 3 channels) are shorter than
-        # a tile's 64-byte rows: AMX would pack A element by element (Emerald Rapids, the
-        # stem in bf16: 40 GFLOPS, 0.20x torch), the dot engine copies the runs by vectors
-        engine, missing = choose_engine(types, machine, tiles=False)
-        missing = f"AMX's 64-byte rows cross A's runs of {a_run} elements"
-        a_run = a_row_run(con, engine)
     params = lowp_params(engine, machine, con.k if isinstance(con.k, int) else None, a_run,
                          threads, con.m if isinstance(con.m, int) else None)
     a_run = a_row_run(con, engine, params.K_C)
@@ -984,6 +1015,8 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
                                reads=memrefs_read_by(con), remark=remark, loc=con.loc,
                                collapse=lambda v: _collapse_to_matrix(
                                    Builder.before(con.anchor), v, con.loc))
+    from .zero_init import zero_fill_before
+    fill = zero_fill_before(con)
     loops = expand_matmul(con)          # the size check, the beta nest, the naive nest
     product = loops[0]
     b = Builder.before(product)
@@ -992,7 +1025,8 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
     split_rows = isinstance(con.n, int) and con.n < 2 * threads * nr    # few column panels
     text = lowp_gemm_source(tuple(str(v.type) for v in con.operands), types, engine, params,
                             threads, split_rows, epilogue, a_run,
-                            reads_a_in_place(con, engine), rows_contiguous(con.b.memref))
+                            reads_a_in_place(con, engine), rows_contiguous(con.b.memref),
+                            c_zero=fill is not None)
     after_k = []
     if epilogue is not None:
         after_k += [epilogue.view(v) for v in epilogue.externals]
@@ -1019,14 +1053,22 @@ def expand_lowp_gemm(con, machine: Optional[MachineModel], remark=None,
         split_rows = isinstance(con.n, int) and con.n < 2 * threads * nr
         bf16 = MixedTypes("bf16", "bf16", "f32")
         text = lowp_gemm_source((str(a2.type), str(b2.type), str(con.c.memref.type)), bf16,
-                                engine, params, threads, split_rows, epilogue)
+                                engine, params, threads, split_rows, epilogue,
+                                c_zero=fill is not None)
         splice_template(Builder.before(branch.else_block.terminator), text,
                         "<low-precision gemm>", [a2, b2, con.c.memref, extents[0], extents[1],
                                                  k4, *after_k], con.loc)
     product.erase()
     if epilogue is not None:
         epilogue.nest.erase()
+    if fill is not None:
+        fill_loc = fill.loc
+        fill.erase()
     if remark is not None:
+        if fill is not None:
+            remark(fill_loc or con.loc,
+                   f"the zero fill of C taken into {con.kind}: its first K block adds its "
+                   f"products to zeros instead of reading C")
         if epilogue is not None:
             remark(epilogue.nest.loc or con.loc,
                    f"fused into {con.kind}'s register tile after its last K block: the "

@@ -469,13 +469,13 @@ WINDOW = """func.func @conv(%I: memref<1x{h}x{w}x{c}x{t}>, %K: memref<{kh}x{kw}x
 def test_convolution_copies_window_runs(kind, h, w, c, f, kh, kw, s, d, run, threads):
     """Where a window position's channels are fewer than 64 bytes, A's rows are copied by the
     runs of consecutive input elements: a window row's KW x C (read through the input with W
-    and C folded: the stem's 21 bf16 as 16 + 4 + 1), or C where the window is dilated along
-    W; K_C is a multiple of the run.  Each piece of a run (16 + 4 + 1 for 21 bf16) is a
+    and C folded: the stem's 21 bf16 as 16 and 8), or C where the window is dilated along
+    W; K_C is a multiple of the run.  Each piece of a run (16 and 8 for 21 bf16) is a
     vector load of the folded view, or of the input where it stays in one window position's
     channels.  Against numpy, on 1 and 2 threads."""
     from polyopt.schedules.lowp_gemm import run_pieces
     t, o = ("bf16", "f32") if kind == "bf16" else ("i8", "i32")
-    pieces = [n for n in run_pieces(run, 32 if kind == "bf16" else 64) if n > 1]
+    pieces = [n for _, n in run_pieces(run, 32 if kind == "bf16" else 64) if n > 1]
     oh, ow = (h - kh) // s + 1, (w - d * (kw - 1) - 1) // s + 1
     src = WINDOW.format(h=h, w=w, c=c, f=f, kh=kh, kw=kw, s=s, d=d, t=t, o=o, oh=oh, ow=ow)
     compiled = polyopt.compile(src, threads=threads, **ALL)
@@ -509,12 +509,22 @@ def test_convolution_copies_window_runs(kind, h, w, c, f, kh, kw, s, d, run, thr
 
 
 def test_run_pieces():
-    """A run of A's row is copied by vectors of powers of two, at most 64 bytes each."""
+    """A run of A's row is copied by vectors of powers of two, at most 64 bytes each, the
+    last one ending at the run's end (over the tail of the one before it)."""
     from polyopt.schedules.lowp_gemm import run_pieces
-    assert run_pieces(21, 32) == [16, 4, 1]
-    assert run_pieces(48, 32) == [32, 16]
-    assert run_pieces(64, 32) == [32, 32]
-    assert run_pieces(1, 64) == [1]
+    assert run_pieces(21, 32) == [(0, 16), (13, 8)]
+    assert run_pieces(48, 32) == [(0, 32), (32, 16)]
+    assert run_pieces(64, 32) == [(0, 32), (32, 32)]
+    assert run_pieces(150, 32) == [(0, 32), (32, 32), (64, 32), (96, 32), (118, 32)]
+    assert run_pieces(3, 64) == [(0, 2), (2, 1)]
+    assert run_pieces(1, 64) == [(0, 1)]
+    for run in range(1, 300):       # every element of the run, nothing past it
+        for widest in (32, 64):
+            covered = set()
+            for offset, n in run_pieces(run, widest):
+                assert n & (n - 1) == 0 and n <= widest and offset + n <= run
+                covered |= set(range(offset, offset + n))
+            assert covered == set(range(run))
 
 
 @pytest.mark.parametrize("elem", ["f32", "bf16"])

@@ -1,0 +1,149 @@
+"""A zero fill of C taken into the mixed-precision product after it
+(:mod:`polyopt.schedules.zero_init`): the fill goes, the first K block adds to zeros, and C's
+old contents (NaN here) are never read; a fill that is not +0 over all of C right before the
+product stays.  On the dot engines and on AMX tiles (run where the CPU has them, else
+emulated: see test_amx_gemm.py), edges, several K_C blocks and two threads, against numpy."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import polyopt
+from host_targets import vector_engines_only
+
+from test_amx_gemm import emulated, scheduled_for_amx
+from test_lowp_gemm import ALL, KINDS
+
+TAKEN = "the zero fill of C taken into"
+
+
+def fill_source(kind, m, n, k, zero=None, between=""):
+    """``C = 0`` (``linalg.fill``), ``between``, then ``hop.matmul`` (C += A B)."""
+    a, b, c, attrs = KINDS[kind]
+    zero = zero or ("0.0" if c == "f32" else "0")
+    ta, tb, tc = f"memref<{m}x{k}x{a}>", f"memref<{k}x{n}x{b}>", f"memref<{m}x{n}x{c}>"
+    return (f"func.func @mm(%A: {ta}, %B: {tb}, %C: {tc}) {{\n"
+            f"  %z = arith.constant {zero} : {c}\n"
+            f"  linalg.fill ins(%z : {c}) outs(%C : {tc})\n{between}"
+            f"  hop.matmul %A, %B, %C{attrs} : ({ta}, {tb}, {tc})\n  return\n}}\n")
+
+
+def operands(kind, m, n, k):
+    """A and B, and C holding what the product must not read: NaN, or (integers) a large
+    value."""
+    rng = np.random.default_rng(m + n + k)
+    if kind in ("bf16", "f16"):
+        t = ml_dtypes.bfloat16 if kind == "bf16" else np.float16
+        a, b = rng.standard_normal((m, k)).astype(t), rng.standard_normal((k, n)).astype(t)
+        return a, b, np.full((m, n), np.nan, np.float32)
+    a = (rng.integers(0, 256, (m, k)).astype(np.uint8) if kind == "u8"
+         else rng.integers(-128, 128, (m, k)).astype(np.int8))
+    b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    return a, b, np.full((m, n), 123456789, np.int32)
+
+
+def check_product(fn, kind, m, n, k, c_before=0.0):
+    """``fn`` leaves C = ``c_before`` + A B whatever C held."""
+    a, b, c = operands(kind, m, n, k)
+    fn(a, b, c)
+    if kind in ("s8", "u8"):
+        np.testing.assert_array_equal(c, a.astype(np.int64) @ b.astype(np.int64))
+        return
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = c_before + a64 @ b64
+    bound = (k + 1) * 2.0 ** -24 * (np.abs(a64) @ np.abs(b64) + abs(c_before))
+    err = np.abs(c - want)
+    assert (err <= bound).all(), f"max error {err.max()}"
+
+
+SHAPES = [(7, 65, 33), (97, 101, 103), (33, 17, 4200), (64, 64, 64)]
+
+
+@pytest.mark.parametrize("kind", ["bf16", "s8", "u8"])
+@pytest.mark.parametrize("m, n, k", SHAPES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_fill_is_taken_on_the_dot_engines(kind, m, n, k, threads):
+    remarks = []
+    with vector_engines_only():
+        compiled = polyopt.compile(fill_source(kind, m, n, k), threads=threads,
+                                   remark=lambda loc, msg: remarks.append(msg), **ALL)
+    assert any(TAKEN in r for r in remarks), remarks
+    assert "linalg.fill" not in str(compiled.module)
+    check_product(compiled["mm"], kind, m, n, k)
+
+
+@pytest.mark.parametrize("kind", ["bf16", "f16", "s8", "u8"])
+@pytest.mark.parametrize("m, n, k", SHAPES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_fill_is_taken_on_amx_tiles(kind, m, n, k, threads):
+    """The register tiles inside C start from ``amx.tile_zero`` in the first K block (from
+    C's tiles in the later ones); the tiles on C's edge add to zeros there."""
+    remarks = []
+    src = fill_source(kind, m, n, k)
+    text = str(scheduled_for_amx(src, threads, remark=lambda loc, msg: remarks.append(msg)))
+    assert any(TAKEN in r for r in remarks), remarks
+    assert "linalg.fill" not in text and "amx.tile_zero" in text
+    check_product(emulated(src, threads)["mm"], kind, m, n, k)
+
+
+@pytest.mark.parametrize("zero, between, c_before, why", [
+    ("-0.0", "", 0.0, "a fill of -0.0: -0 + -0 sums keep their sign"),
+    ("0.0", "  %one = arith.constant 1.0 : f32\n  %c0 = arith.constant 0 : index\n"
+            "  memref.store %one, %C[%c0, %c0] : memref<40x70xf32>\n", None,
+     "C written between the fill and the product"),
+    ("1.5", "", 1.5, "not zeros"),
+])
+def test_other_fills_stay(zero, between, c_before, why):
+    remarks = []
+    with vector_engines_only():
+        compiled = polyopt.compile(fill_source("bf16", 40, 70, 90, zero, between),
+                                   remark=lambda loc, msg: remarks.append(msg), **ALL)
+    assert not any(TAKEN in r for r in remarks), why
+    fn = compiled["mm"]
+    if c_before is not None:
+        check_product(fn, "bf16", 40, 70, 90, c_before)
+        return
+    a, b, c = operands("bf16", 40, 70, 90)
+    fn(a, b, c)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    want[0, 0] += 1.0
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-4)
+
+
+STEM = """func.func @conv(%I: memref<1x35x37x3xbf16>, %K: memref<7x7x3x19xbf16>, %O: memref<1x15x16x19xf32>) {
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%O : memref<1x15x16x19xf32>)
+  linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%I, %K : memref<1x35x37x3xbf16>, memref<7x7x3x19xbf16>) outs(%O : memref<1x15x16x19xf32>)
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("engine", ["dot", "amx"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_fill_of_a_convolutions_output_is_taken(engine, threads):
+    """A 7x7 stride-2 convolution of 3 channels (ResNet-50's stem, smaller) after the zero
+    fill of its output: the fill is found in front of the im2col stand-in's allocation;
+    the output's NaN are never read."""
+    remarks = []
+    remark = lambda loc, msg: remarks.append(msg)      # noqa: E731
+    if engine == "amx":
+        scheduled_for_amx(STEM, threads, remark=remark)
+        fn = emulated(STEM, threads)["conv"]
+    else:
+        with vector_engines_only():
+            fn = polyopt.compile(STEM, threads=threads, remark=remark, **ALL)["conv"]
+    assert any(TAKEN in r for r in remarks), remarks
+    rng = np.random.default_rng(7)
+    inp = rng.standard_normal((1, 35, 37, 3)).astype(ml_dtypes.bfloat16)
+    flt = rng.standard_normal((7, 7, 3, 19)).astype(ml_dtypes.bfloat16)
+    out = np.full((1, 15, 16, 19), np.nan, np.float32)
+    fn(inp, flt, out)
+    i64, f64 = inp.astype(np.float64), flt.astype(np.float64)
+    want, mags = np.zeros(out.shape), np.zeros(out.shape)
+    for y in range(7):
+        for x in range(7):
+            window = i64[:, y:y + 29:2, x:x + 31:2, :]
+            want += np.einsum("nhwc,cf->nhwf", window, f64[y, x])
+            mags += np.einsum("nhwc,cf->nhwf", np.abs(window), np.abs(f64[y, x]))
+    assert (np.abs(out - want) <= 148 * 2.0 ** -24 * mags).all()
