@@ -785,9 +785,15 @@ def expand_contraction(con: Contraction, *, tiled: bool = True,
                                 f"micro-kernel")
             kernel = None
     epilogue = _epilogue_to_fuse(con, mcon, copy, steps, remark) if kernel is None else None
+    fill = None
+    if kernel is None and not mcon.batch:
+        from .zero_init import zero_fill_before
+        fill = zero_fill_before(mcon)
     new_ops = expand_matmul_tiled(mcon, machine, remark,
                                   copy=copy or microkernel_for is not None, steps=steps,
                                   microkernel=kernel, threads=threads)
+    if fill is not None:
+        _take_fill(new_ops, mcon, fill, remark)
     if epilogue is not None:
         _fuse_epilogue(new_ops, mcon, epilogue, remark)
     if batch_loop is not None:
@@ -823,6 +829,24 @@ def _fuse_epilogue(new_ops: list, mcon: Contraction, epilogue, remark: RemarkSin
                       f"epilogue over C ({epilogue.describe()}){epilogue.lane_by_lane()}")
     else:
         remark(where, f"the epilogue over C after {mcon.kind} stays a nest of its own: {why}")
+
+
+def _take_fill(new_ops: list, mcon: Contraction, fill, remark: RemarkSink) -> None:
+    """:func:`~polyopt.schedules.zero_init.take_fill_into_reads`: the zero fill of C before
+    the product goes where the nest's first K block can read zeros instead; a remark either
+    way."""
+    from .zero_init import take_fill_into_reads
+    why = take_fill_into_reads(new_ops, mcon.c.memref)
+    where = fill.loc or mcon.loc
+    if why is None:
+        fill.erase()
+    if remark is None:
+        return
+    if why is None:
+        remark(where, f"the zero fill of C taken into {mcon.kind}: its first K block adds its "
+                      f"products to zeros instead of reading C")
+    else:
+        remark(where, f"the zero fill of C before {mcon.kind} stays: {why}")
 
 
 def _parallel_batch(loop: AffineForOp) -> None:

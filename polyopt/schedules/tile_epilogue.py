@@ -38,11 +38,11 @@ from .gemm_templates import splice_template
 from .gemv import MlirLines
 from .model import access_relation
 
-_C_STORES = (AffineStoreOp, AffineVectorStoreOp)
-_C_READS = (AffineLoadOp, AffineVectorLoadOp, AffinePrefetchOp)
+C_STORES = (AffineStoreOp, AffineVectorStoreOp)
+C_READS = (AffineLoadOp, AffineVectorLoadOp, AffinePrefetchOp)
 
 
-def _last_iteration(loop: AffineForOp) -> int:
+def last_iteration(loop: AffineForOp) -> int:
     lb, ub, step = loop.constant_lower_bound, loop.constant_upper_bound, loop.step
     return lb + (ub - lb - 1) // step * step
 
@@ -52,7 +52,7 @@ def _injective(relation) -> bool:
     return relation.reverse().is_single_valued()
 
 
-def _with_k_block(relation: isl.Map, d: int) -> isl.Map:
+def with_k_block(relation: isl.Map, d: int) -> isl.Map:
     """``{ S[i..] -> [M[e..] -> K[i_d]] }``: the elements paired with iteration dim ``d``."""
     n = relation.dim(isl.dim_type.in_)
     dims = ", ".join(f"i{t}" for t in range(n))
@@ -71,13 +71,13 @@ def _k_block_of(store) -> tuple[bool, Optional[AffineForOp], Optional[isl.Map]]:
         return True, None, rel
     loops = {id(op.induction_var): op for op in store.ancestors() if isinstance(op, AffineForOp)}
     found = [(d, loops[id(v)]) for d, v in enumerate(acc.ivs) if id(v) in loops
-             and loops[id(v)].has_constant_bounds and _injective(_with_k_block(rel, d))]
+             and loops[id(v)].has_constant_bounds and _injective(with_k_block(rel, d))]
     if len(found) != 1:
         return False, None, None
     return True, found[0][1], rel
 
 
-def _stores_once_per_k_block(stores: list, shape: tuple
+def stores_once_per_k_block(stores: list, shape: tuple
                              ) -> tuple[Optional[str], Optional[AffineForOp]]:
     """(None, the K-block loop or None) when the stores together write each element of C at
     most once per K block and every element in the last one, the last K block's store being
@@ -99,10 +99,10 @@ def _stores_once_per_k_block(stores: list, shape: tuple
                 # an element's stores must all fall in one iteration of the loops around the
                 # K-block loop, so that the last K block's store is its last one
                 return "the loops around the K-block loop store an element twice", None
-            rel_k = _with_k_block(rel, d)
+            rel_k = with_k_block(rel, d)
             in_last = rel.intersect_domain(isl.Set(
                 f"{{ S[{', '.join(f'i{t}' for t in range(rel.dim(isl.dim_type.in_)))}] : "
-                f"i{d} = {_last_iteration(k_block)} }}")).range()
+                f"i{d} = {last_iteration(k_block)} }}")).range()
         else:
             rel_k, in_last = rel, rel.range()
         # each store writes an element once per K block (_k_block_of): two stores must not
@@ -125,14 +125,14 @@ def fuse_epilogue_into_stores(tops: list, c: Value, epilogue: Epilogue, loc) -> 
     the module docstring) and erase the epilogue's nest; returns None, or why it was not
     fused (then nothing changed)."""
     users = [op for top in tops for op in top.walk() if any(v is c for v in op.operands)]
-    stores = [op for op in users if isinstance(op, _C_STORES) and op.memref is c]
-    other = [op for op in users if not isinstance(op, _C_READS + _C_STORES)
-             or isinstance(op, _C_STORES) and op.memref is not c]
+    stores = [op for op in users if isinstance(op, C_STORES) and op.memref is c]
+    other = [op for op in users if not isinstance(op, C_READS + C_STORES)
+             or isinstance(op, C_STORES) and op.memref is not c]
     if other:
         return f"C is used by {other[0].name}"
     if not stores:
         return "the nest has no store to C"
-    why, k_block = _stores_once_per_k_block(stores, c.type.shape)
+    why, k_block = stores_once_per_k_block(stores, c.type.shape)
     if why is not None:
         return why
     for run in _runs_of_stores(stores):
@@ -187,7 +187,7 @@ def _apply(run: list, c: Value, epilogue: Epilogue, k_block: Optional[AffineForO
     depth = 2
     if k_block is not None:
         kc = arg(k_block.induction_var, "kc")
-        t.add(1, f"affine.if affine_set<(d0) : (d0 - {_last_iteration(k_block)} >= 0)>({kc}) {{")
+        t.add(1, f"affine.if affine_set<(d0) : (d0 - {last_iteration(k_block)} >= 0)>({kc}) {{")
     else:
         depth = 1
     results = []

@@ -92,3 +92,84 @@ def _is_plus_zero(v: Value) -> bool:
     if isinstance(value, float):
         return value == 0.0 and math.copysign(1.0, value) > 0
     return constant_index(v) == 0
+
+
+def take_fill_into_reads(tops: list, c: Value) -> Optional[str]:
+    """The f32/f64 BLIS nest made of the ops ``tops`` after a zero fill of ``c`` (C): C's
+    reads in the first K block replaced by zeros (under ``affine.if`` where there is a
+    K-block loop), so that the fill can go; returns None, or why not (then nothing changed).
+
+    Sound where the nest stores each element of C at most once per K block and every element
+    in every K block (checked with ISL from the stores' access relations, as
+    :mod:`~polyopt.schedules.tile_epilogue` checks its last block) and reads an element only
+    before its store in the same block (the construction of the nest: the register tile and
+    the edge tiles' copies load C's tile, then store it): a read in the first block then
+    reads the fill, a read in a later one the block before's store."""
+    import islpy as isl
+
+    from ..affine.dialects.affine import AffineLoadOp, AffineVectorLoadOp
+    from .model import access_relation
+    from .tile_epilogue import C_READS, C_STORES, stores_once_per_k_block, with_k_block
+    users = [op for top in tops for op in top.walk() if any(v is c for v in op.operands)]
+    stores = [op for op in users if isinstance(op, C_STORES) and op.memref is c]
+    reads = [op for op in users if isinstance(op, (AffineLoadOp, AffineVectorLoadOp))]
+    other = [op for op in users if not isinstance(op, C_READS + C_STORES)
+             or isinstance(op, C_STORES) and op.memref is not c]
+    if other:
+        return f"C is used by {other[0].name}"
+    if not stores:
+        return "the nest has no store to C"
+    shape = c.type.shape
+    why, k_block = stores_once_per_k_block(stores, shape)
+    if why is not None:
+        return why
+    if k_block is not None:
+        stored = None           # the (element, K block) pairs
+        for store in stores:
+            access = access_relation(store)
+            d = next(t for t, v in enumerate(access.ivs) if v is k_block.induction_var)
+            pairs = with_k_block(access.relation, d).range()
+            stored = pairs if stored is None else stored.union(pairs).coalesce()
+        lb, ub, step = (k_block.constant_lower_bound, k_block.constant_upper_bound,
+                        k_block.step)
+        every = isl.Set(f"{{ [M[o0, o1] -> K[k]] : 0 <= o0 < {shape[0]} and "
+                        f"0 <= o1 < {shape[1]} and {lb} <= k < {ub} and "
+                        f"(k - {lb}) mod {step} = 0 }}")
+        if not every.is_subset(stored):
+            return "a K block does not store every element of C"
+    for read in reads:
+        _zero_in_first_block(read, k_block)
+    return None
+
+
+def _zero_in_first_block(read, k_block: Optional[AffineForOp]) -> None:
+    """``read`` (a load of C) replaced by zeros in ``k_block``'s first iteration (everywhere
+    when there is no K-block loop), by itself in the others."""
+    from ..affine.builder import Builder
+    from ..affine.types import VectorType
+    from .gemm_templates import splice_template
+    t = read.results[0].type
+    vector = isinstance(t, VectorType)
+    zero = "0" if str(getattr(t, "element_type", t)).startswith("i") else "0.0"
+    zero_text = f"arith.constant dense<{zero}> : {t}" if vector else f"arith.constant {zero} : {t}"
+    values = list(read.map_operands)
+    nd = read.map.num_dims
+    names = [f"%x{q}" for q in range(len(values))]
+    dims, syms = names[:nd], [f"symbol({n})" for n in names[nd:]]
+    at = ", ".join(e.to_str(dims, syms) for e in read.map.results)
+    load = (f"affine.vector_load %C[{at}] : {read.memref.type}, {t}" if vector
+            else f"affine.load %C[{at}] : {read.memref.type}")
+    args = ", ".join([f"%C: {read.memref.type}"] + [f"{n}: index" for n in names])
+    if k_block is None:
+        body = f"  %r = {zero_text}\n"
+    else:
+        args += ", %kc: index"
+        values.append(k_block.induction_var)
+        body = (f"  %r = affine.if affine_set<(d0) : (d0 - {k_block.constant_lower_bound} == 0)>"
+                f"(%kc) -> {t} {{\n    %z = {zero_text}\n    affine.yield %z : {t}\n"
+                f"  }} else {{\n    %v = {load}\n    affine.yield %v : {t}\n  }}\n")
+    text = f"func.func @first_block_read({args}) {{\n{body}  return\n}}\n"
+    ops = splice_template(Builder.before(read), text, "<zero fill>", [read.memref, *values],
+                          read.loc)
+    read.results[0].replace_all_uses_with(ops[-1].results[0])
+    read.erase()

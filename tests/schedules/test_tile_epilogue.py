@@ -15,7 +15,7 @@ from polyopt.affine.dialects.affine import AffineStoreOp
 from polyopt.affine.parser import parse
 from polyopt.affine.printer import print_module
 from polyopt.pipeline import PipelineOptions, load, run_passes
-from polyopt.schedules.tile_epilogue import _stores_once_per_k_block
+from polyopt.schedules.tile_epilogue import stores_once_per_k_block
 
 ALL = dict(hopt=True, copy=True, unroll=True, scalrep=True, vect=True)
 DTYPES = {"f32": np.float32, "f64": np.float64}
@@ -267,7 +267,7 @@ def test_the_proof_takes_a_naive_nest_with_its_k_loop():
   }
   return
 }"""
-    why, loop = _stores_once_per_k_block(stores_of(src), (4, 3))
+    why, loop = stores_once_per_k_block(stores_of(src), (4, 3))
     assert why is None and loop.constant_upper_bound == 5
 
 
@@ -293,7 +293,7 @@ def test_the_proof_refuses(store, why):
   }}
   return
 }}"""
-    assert _stores_once_per_k_block(stores_of(src), (1, 2)) == (why, None)
+    assert stores_once_per_k_block(stores_of(src), (1, 2)) == (why, None)
 
 
 def test_a_nest_writing_the_convolution_image_is_not_fused():

@@ -147,3 +147,46 @@ def test_the_fill_of_a_convolutions_output_is_taken(engine, threads):
             want += np.einsum("nhwc,cf->nhwf", window, f64[y, x])
             mags += np.einsum("nhwc,cf->nhwf", np.abs(window), np.abs(f64[y, x]))
     assert (np.abs(out - want) <= 148 * 2.0 ** -24 * mags).all()
+
+
+def float_source(t, m, n, k):
+    """``C = 0`` then ``linalg.matmul`` in f32 or f64."""
+    ta, tb, tc = f"memref<{m}x{k}x{t}>", f"memref<{k}x{n}x{t}>", f"memref<{m}x{n}x{t}>"
+    return (f"func.func @mm(%A: {ta}, %B: {tb}, %C: {tc}) {{\n"
+            f"  %z = arith.constant 0.0 : {t}\n"
+            f"  linalg.fill ins(%z : {t}) outs(%C : {tc})\n"
+            f"  linalg.matmul ins(%A, %B : {ta}, {tb}) outs(%C : {tc})\n  return\n}}\n")
+
+
+@pytest.mark.parametrize("t", ["f32", "f64"])
+@pytest.mark.parametrize("m, n, k", [(7, 65, 33), (97, 101, 103), (130, 70, 1500)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_fill_is_taken_into_the_blis_nest(t, m, n, k, threads):
+    """f32/f64: the register tile's and the edge tiles' reads of C in the first K block are
+    zeros (several K blocks at K = 1500); C's NaN are never read."""
+    remarks = []
+    compiled = polyopt.compile(float_source(t, m, n, k), threads=threads,
+                               remark=lambda loc, msg: remarks.append(msg), **ALL)
+    assert any(TAKEN in r for r in remarks), remarks
+    assert "linalg.fill" not in str(compiled.module)
+    dt = np.float32 if t == "f32" else np.float64
+    rng = np.random.default_rng(k)
+    a, b = rng.standard_normal((m, k)).astype(dt), rng.standard_normal((k, n)).astype(dt)
+    c = np.full((m, n), np.nan, dt)
+    compiled["mm"](a, b, c)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    eps = np.finfo(dt).eps
+    assert (np.abs(c - want) <= k * eps * (np.abs(a) @ np.abs(b))).all()
+
+
+def test_the_fill_stays_before_the_blis_micro_kernel():
+    """``--hopt-blis`` hands C to BLIS's micro-kernel, which reads it: the fill stays."""
+    remarks = []
+    compiled = polyopt.compile(float_source("f64", 97, 101, 103), threads=1,
+                               remark=lambda loc, msg: remarks.append(msg), blis=True, **ALL)
+    assert not any(TAKEN in r for r in remarks), remarks
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((97, 103)), rng.standard_normal((103, 101))
+    c = np.full((97, 101), np.nan)
+    compiled["mm"](a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-12, atol=1e-12)
