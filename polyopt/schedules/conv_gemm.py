@@ -623,12 +623,26 @@ def expand_conv_tiled(op, expand_contraction, machine=None, tiles: Optional[dict
     rewrite_stand_in(stand_in, inp, windows)
 
 
+#: The most bytes of B's K_C x N_C block that :func:`conv_k_c` may raise K_C to fill (else
+#: half of L2, whichever is less).  On an Emerald Rapids Xeon (2 MiB L2, 4x64 f32 tile,
+#: GEPB), half of L2 let K_C be 1152, the whole reduction of 128 channels.  One thread, same
+#: process, ``hopt-expand{kc=...}`` against that: conv3_x K_C 576 1.07x, 384 1.09x-1.10x;
+#: conv3_1 3x3/2 576 1.03x, 384 1.11x; conv4_x (1152 of 2304) 768 1.04x, 576 1.04x-1.06x,
+#: 384 1.06x-1.08x; conv2_x's whole 576 (147 KiB) stays ahead of 288 and 192 (0.85x).  With
+#: this bound (conv3_x and conv3_1 576 with A read in place, conv4_x 768), over the old
+#: choice: conv3_x 1.01x and 1.14x in two runs, conv3_1 1.09x, conv4_x 1.04x.  On Zen 4 (1
+#: MiB L2: half of it is this bound) 384 was the best K_C of conv4_x too, and conv3_x ran
+#: within 4% from 64 to 576 (see :func:`conv_k_c`).
+CONV_B_BLOCK_BYTES = 256 * 1024
+
+
 def _k_c_and_order(spec: ConvSpec, rows: int, red: int, channels: int, tiles: dict, machine,
                    threads: int) -> dict:
     """K_C and the loop order of an NHWC convolution's implicit GEMM (``rows`` x F x ``red``):
     the model's order (``l2_block``; a given K_C alone would mean GEBP, the paper's order)
     and K_C by :func:`conv_k_c` from the model's K_C, B's K_C x N_C block taking at most half
-    of L2 (it is packed once per K_C block and read again for every M_C block of A).  A team
+    of L2 and :data:`CONV_B_BLOCK_BYTES` (it is packed once per K_C block and read again for
+    every M_C block of A).  A team
     runs GEPB with B as one block (N_C = N) where a K_C x N block takes at most half of L2,
     K_C lowered below the model's where that makes it fit (Zen 5's model K_C of 1152 for
     conv4_x, 384 on its team: 1.05x-1.26x over GEBP on two threads), so that the threads
@@ -644,13 +658,14 @@ def _k_c_and_order(spec: ConvSpec, rows: int, red: int, channels: int, tiles: di
     elem_bytes = spec.output.type.element_type.width // 8
     n = spec.output.type.shape[-1]
     budget = (machine or MachineModel()).l2_bytes / 2
+    one_thread_budget = min(budget, CONV_B_BLOCK_BYTES)
 
     def model_for(given: dict):
         return default_blis_params(rows, n, red, elem_bytes, machine, {**tiles, **given},
                                    c_row_bytes=_output_row_bytes(spec))
 
     def k_c_of(model, n_c: int) -> int:
-        return conv_k_c(channels, red, model.K_C, int(budget / (n_c * elem_bytes)))
+        return conv_k_c(channels, red, model.K_C, int(one_thread_budget / (n_c * elem_bytes)))
 
     model = model_for({})
     k_c, order = k_c_of(model, min(n, model.N_C or n)), model.l2_block

@@ -183,7 +183,7 @@ ZEN4 = dict(vector_bits=512, num_vector_registers=32, l1d_bytes=32 << 10, l2_byt
 
 
 @pytest.mark.parametrize("l2, channels, threads, order, k_c", [
-    (1 << 20, 64, 1, "B", 576), (1 << 20, 64, 2, "B", 576), (1 << 20, 128, 1, "B", 576),
+    (1 << 20, 64, 1, "B", 576), (1 << 20, 64, 2, "B", 576), (1 << 20, 128, 1, "B", 384),
     (1 << 20, 128, 2, "B", 576), (1 << 20, 128, 3, "B", 576),
     (256 << 10, 128, 1, "B", 384), (256 << 10, 128, 2, "B", 192)])
 def test_the_loop_order_is_the_models(monkeypatch, l2, channels, threads, order, k_c):
@@ -191,7 +191,8 @@ def test_the_loop_order_is_the_models(monkeypatch, l2, channels, threads, order,
     channels and filters, q = 576) and conv3_x (128, q = 1152): one thread runs GEPB, the
     order the model picks for their GEMMs (A's 4-row micro-panel in L1, B's K_C x N_C block
     in L2); a team too, with B as one block in half of L2 (the threads then split the
-    M_C blocks, each packing its own im2col'd A), its K_C lowered to fit (with 256 KiB of L2,
+    M_C blocks, each packing its own im2col'd A), its K_C lowered to fit (one thread's K_C of
+    conv3_x 384: B's block at most CONV_B_BLOCK_BYTES; with 256 KiB of L2,
     192 for conv3_x, where the model's 384 would have needed two blocks of B, GEPB's team
     then splitting N, each thread packing all of A: it had run GEBP).  Zen 4, 2026-11-27, GFLOPS
     GEPB / GEBP at 56x56 x 64: 109.5 / 102.1 on one thread, 212.8 / 199.6 on two; conv3_x,
