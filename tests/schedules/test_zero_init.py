@@ -190,3 +190,19 @@ def test_the_fill_stays_before_the_blis_micro_kernel():
     c = np.full((97, 101), np.nan)
     compiled["mm"](a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["amx", "f32"])
+def test_upstream_mlir_accepts_the_ir(engine):
+    """What ``polyopt opt`` prints once the fill is taken (``amx.tile_zero`` in the first K
+    block, the first block's reads of C as ``affine.if`` yielding zeros) is valid upstream
+    MLIR."""
+    from upstream_mlir import mlir_opt
+    if engine == "amx":
+        text = str(scheduled_for_amx(fill_source("bf16", 97, 101, 4200)))
+        assert "amx.tile_zero" in text
+    else:
+        text = str(polyopt.compile(float_source("f32", 130, 70, 1500), **ALL).module)
+        assert "affine.if" in text
+    assert "linalg.fill" not in text
+    mlir_opt(text)
