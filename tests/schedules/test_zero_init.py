@@ -56,12 +56,13 @@ def check_product(fn, kind, m, n, k, c_before=0.0):
     assert (err <= bound).all(), f"max error {err.max()}"
 
 
-SHAPES = [(7, 65, 33), (97, 101, 103), (33, 17, 4200), (64, 64, 64)]
+#: (M, N, K, threads): edges, whole tiles only, several K_C blocks, teams
+SHAPES = [(7, 65, 33, 1), (97, 101, 103, 1), (97, 101, 103, 2), (33, 17, 4200, 1),
+          (33, 17, 4200, 2), (64, 64, 64, 1)]
 
 
 @pytest.mark.parametrize("kind", ["bf16", "s8", "u8"])
-@pytest.mark.parametrize("m, n, k", SHAPES)
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("m, n, k, threads", SHAPES)
 def test_the_fill_is_taken_on_the_dot_engines(kind, m, n, k, threads):
     remarks = []
     with vector_engines_only():
@@ -73,8 +74,7 @@ def test_the_fill_is_taken_on_the_dot_engines(kind, m, n, k, threads):
 
 
 @pytest.mark.parametrize("kind", ["bf16", "f16", "s8", "u8"])
-@pytest.mark.parametrize("m, n, k", SHAPES)
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("m, n, k, threads", SHAPES)
 def test_the_fill_is_taken_on_amx_tiles(kind, m, n, k, threads):
     """The register tiles inside C start from ``amx.tile_zero`` in the first K block (from
     C's tiles in the later ones); the tiles on C's edge add to zeros there."""
@@ -159,8 +159,8 @@ def float_source(t, m, n, k):
 
 
 @pytest.mark.parametrize("t", ["f32", "f64"])
-@pytest.mark.parametrize("m, n, k", [(7, 65, 33), (97, 101, 103), (130, 70, 1500)])
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("m, n, k, threads", [(7, 65, 33, 1), (97, 101, 103, 1),
+                                              (130, 70, 1500, 1), (130, 70, 1500, 2)])
 def test_the_fill_is_taken_into_the_blis_nest(t, m, n, k, threads):
     """f32/f64: the register tile's and the edge tiles' reads of C in the first K block are
     zeros (several K blocks at K = 1500); C's NaN are never read."""
