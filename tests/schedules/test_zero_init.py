@@ -206,3 +206,23 @@ def test_upstream_mlir_accepts_the_ir(engine):
         assert "affine.if" in text
     assert "linalg.fill" not in text
     mlir_opt(text)
+
+
+@pytest.mark.parametrize("special", [None, np.inf])
+def test_the_fill_is_taken_into_both_f16_paths(special):
+    """f16 on a CPU with AMX-BF16 but no AMX-FP16: the bf16 halves' product and the f32 path
+    it falls back to (an infinity in A) both start from zeros in their first K block."""
+    from test_amx_gemm import _halves
+    m, n, k = 40, 37, 4200
+    remarks = []
+    fn = _halves(fill_source("f16", m, n, k), remark=lambda loc, msg: remarks.append(msg))["mm"]
+    assert any(TAKEN in r for r in remarks), remarks
+    a, b, c = operands("f16", m, n, k)
+    if special is not None:
+        a[3, 4] = special
+    fn(a, b, c)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(np.isinf(c), np.isinf(want))
+    np.testing.assert_array_equal(np.isnan(c), np.isnan(want))
+    assert (np.abs(c[finite] - want[finite]) <= 1e-3 * (1 + np.abs(want[finite]))).all()
