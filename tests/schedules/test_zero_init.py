@@ -226,3 +226,33 @@ def test_the_fill_is_taken_into_both_f16_paths(special):
     np.testing.assert_array_equal(np.isinf(c), np.isinf(want))
     np.testing.assert_array_equal(np.isnan(c), np.isnan(want))
     assert (np.abs(c[finite] - want[finite]) <= 1e-3 * (1 + np.abs(want[finite]))).all()
+
+
+TENSOR = """func.func @mm(%A: tensor<97x103x{t}>, %B: tensor<103x101x{t}>) -> tensor<97x101x{o}> {{
+  %e = tensor.empty() : tensor<97x101x{o}>
+  %z = arith.constant {zero} : {o}
+  %f = linalg.fill ins(%z : {o}) outs(%e : tensor<97x101x{o}>) -> tensor<97x101x{o}>
+  %r = linalg.matmul ins(%A, %B : tensor<97x103x{t}>, tensor<103x101x{t}>) outs(%f : tensor<97x101x{o}>) -> tensor<97x101x{o}>
+  return %r : tensor<97x101x{o}>
+}}
+"""
+
+
+@pytest.mark.parametrize("t, o, zero", [("f32", "f32", "0.0"), ("bf16", "f32", "0.0")])
+def test_the_fill_of_a_tensor_init_is_taken(t, o, zero):
+    """Upstream's tensor form (``tensor.empty``, ``linalg.fill``, ``linalg.matmul`` into the
+    fill), bufferized first: the fill of the new buffer is taken; the result buffer the
+    caller passes (NaN here) is never read."""
+    remarks = []
+    src = TENSOR.format(t=t, o=o, zero=zero)
+    with vector_engines_only():
+        fn = polyopt.compile(src, bufferize=True, remark=lambda loc, msg: remarks.append(msg),
+                             **ALL)["mm"]
+    assert any(TAKEN in r for r in remarks), remarks
+    rng = np.random.default_rng(3)
+    dt = ml_dtypes.bfloat16 if t == "bf16" else np.float32
+    a, b = rng.standard_normal((97, 103)).astype(dt), rng.standard_normal((103, 101)).astype(dt)
+    out = np.full((97, 101), np.nan, np.float32)
+    fn(a, b, out)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    assert (np.abs(out - a64 @ b64) <= 104 * 2.0 ** -24 * (np.abs(a64) @ np.abs(b64))).all()
