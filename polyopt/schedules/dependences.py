@@ -22,6 +22,8 @@ conservative, and exactly what the rules above say (floating-point addition is n
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence, Union
 
@@ -74,11 +76,22 @@ def compute_dependences(model: PolyhedralModel) -> Dependences:
     """RAW, WAR and WAW dependences of ``model`` under its original schedule (see the module
     docstring for how each is computed).  Raises :class:`ScheduleError` when ISL needs more
     than :data:`MAX_ISL_OPERATIONS` for it."""
+    key = _cache_key(model)
+    with _CACHE_LOCK:
+        cached = _CACHE.get(key)
+        if cached is not None:
+            _CACHE.move_to_end(key)
+            return cached
     ctx = isl.DEFAULT_CONTEXT   # the context of every set and map built from text
     ctx.set_max_operations(MAX_ISL_OPERATIONS)
     ctx.reset_operations()
     try:
-        return _compute_dependences(model)
+        deps = _compute_dependences(model)
+        with _CACHE_LOCK:
+            _CACHE[key] = deps
+            if len(_CACHE) > _CACHE_SIZE:
+                _CACHE.popitem(last=False)
+        return deps
     except isl.Error as exc:
         loc = model.statements[0].loc if model.statements else None
         if "maximal number of operations exceeded" not in str(exc):
@@ -93,6 +106,26 @@ def compute_dependences(model: PolyhedralModel) -> Dependences:
                             f"or split it", loc) from None
     finally:
         ctx.set_max_operations(0)
+
+
+#: The dependences of the last scops analysed, by the text of everything the analysis reads
+#: (parameters, memref tuples, statements' names, domains, accesses and schedules) and the
+#: operation limit: the auto-scheduler asks for them of the same nest several times
+#: (``annotate_parallel_innermost`` and ``split_innermost_loops``), each time from a freshly
+#: extracted model, and the dataflow analysis of a convolution takes seconds.  A hit returns
+#: the same :class:`Dependences`, whose ISL maps are values (every operation on them returns a
+#: new object).  Failures are not kept: they raise again.
+_CACHE: "OrderedDict[tuple, Dependences]" = OrderedDict()
+_CACHE_SIZE = 64
+_CACHE_LOCK = threading.Lock()
+
+
+def _cache_key(model: PolyhedralModel) -> tuple:
+    parts: list = [MAX_ISL_OPERATIONS, model.param_space(), tuple(model.memrefs)]
+    for s in model.statements:
+        parts.append((s.name, str(s.domain), str(s.schedule)))
+        parts.extend((a.memref, a.is_write, str(a.relation)) for a in s.accesses)
+    return tuple(parts)
 
 
 def _compute_dependences(model: PolyhedralModel) -> Dependences:
