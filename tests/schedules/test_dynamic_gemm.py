@@ -3,6 +3,8 @@
 numpy on random sizes from 1 to 300 (no tile divides most of them), with partly static types,
 alpha and beta, on threads, and upstream ``mlir-opt`` accepts what it prints."""
 
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -27,7 +29,12 @@ def _compiled(dtype, threads=1):
     return mm
 
 
-F64, F32 = _compiled("f64"), _compiled("f32")
+@functools.lru_cache(maxsize=None)
+def _shared(dtype, threads=1):
+    """:func:`_compiled`, once per process for each ``(dtype, threads)``: the tests below
+    share these compilations (and only read them); compiled on first use, not when the file
+    is imported (every xdist worker imports every test file when it collects)."""
+    return _compiled(dtype, threads)
 
 
 def _check(fn, m, n, k, dtype, seed=0):
@@ -44,7 +51,7 @@ def _check(fn, m, n, k, dtype, seed=0):
 @given(st.integers(1, 300), st.integers(1, 300), st.integers(1, 300),
        st.sampled_from(["f64", "f32"]))
 def test_one_compilation_runs_every_size(m, n, k, dtype):
-    _check((F64 if dtype == "f64" else F32)["mm"], m, n, k, dtype)
+    _check(_shared(dtype)["mm"], m, n, k, dtype)
 
 
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (4, 32, 256), (5, 33, 257), (3, 64, 512),
@@ -60,8 +67,8 @@ def test_tile_and_block_edges(m, n, k):
     of C's row, past a group of rows; N's edge 1, 2 or 3 columns past a tile (the column
     form, f64 and f32 on AVX-512), with M's edge too; N's edge a whole number of vectors
     (96 f32 and 48 f64 on AVX-512)."""
-    _check(F64["mm"], m, n, k, "f64")
-    _check(F32["mm"], m, n, k, "f32")
+    _check(_shared("f64")["mm"], m, n, k, "f64")
+    _check(_shared("f32")["mm"], m, n, k, "f32")
 
 
 def test_m_past_a_block_of_a():
@@ -69,8 +76,8 @@ def test_m_past_a_block_of_a():
     Zen 4: A's block in half of L3), so that a second block of A with an edge tile follows."""
     from polyopt.pipeline import machine_model
     from polyopt.schedules.dynamic_gemm import dynamic_params
-    for fn, dtype, elem in ((F64["mm"], "f64", 8), (F32["mm"], "f32", 4)):
-        _check(fn, dynamic_params(elem, machine_model()).M_C + 5, 35, 9, dtype)
+    for dtype, elem in (("f64", 8), ("f32", 4)):
+        _check(_shared(dtype)["mm"], dynamic_params(elem, machine_model()).M_C + 5, 35, 9, dtype)
 
 
 def test_a_short_a_takes_the_gebp_variant_at_run_time():
@@ -136,9 +143,9 @@ def test_threads_give_bitwise_the_same_result(dtype):
     order (3 threads on 2 cores: oversubscribed, still the same bits).  Products whose sides
     are all at most SMALL_ON_ONE_THREAD run on one thread (5x2x1, 33x65x50); those just past
     it are split (33x65x150, 7x130x9)."""
-    fns = {1: (F64 if dtype == "f64" else F32)["mm"]}
+    fns = {1: _shared(dtype)["mm"]}
     for threads in (2, 3):
-        compiled = _compiled(dtype, threads=threads)
+        compiled = _shared(dtype, threads=threads)
         assert "affine.parallel" in str(compiled.module)
         fns[threads] = compiled["mm"]
     rng = np.random.default_rng(1)
@@ -164,8 +171,8 @@ def test_a_column_product_aligns_its_rows_wherever_a_starts(dtype):
     offset from a vector boundary), the dot form starts each row's vector loop at the
     boundary, after a masked head, and ends with a masked tail, as the static one does: right
     for every start of A, in A's L2 shape and in its streaming one."""
-    fn = (F64 if dtype == "f64" else F32)["mm"]
-    text = str((F64 if dtype == "f64" else F32).module)
+    fn = _shared(dtype)["mm"]
+    text = str(_shared(dtype).module)
     assert "memref.extract_aligned_pointer_as_index" in text and "vector.maskedload" in text
     t = np.float64 if dtype == "f64" else np.float32
     rng = np.random.default_rng(3)
@@ -187,7 +194,7 @@ def test_a_row_product_aligns_on_b_wherever_b_starts(dtype):
     """With M = 1 and N a whole number of vectors (or of half vectors), the axpy form's
     blocks run from B's first vector boundary to its last, with a masked head and tail, as
     the static one does."""
-    fn = (F64 if dtype == "f64" else F32)["mm"]
+    fn = _shared(dtype)["mm"]
     t = np.float64 if dtype == "f64" else np.float32
     rng = np.random.default_rng(4)
     for n, k in ((512, 37), (2048, 300), (272, 9), (4096, 3), (1000, 11), (1004, 6)):
@@ -204,7 +211,7 @@ def test_a_row_product_aligns_on_b_wherever_b_starts(dtype):
 
 
 def test_upstream_accepts_the_nest():
-    text = str(F32.module)
+    text = str(_shared("f32").module)
     assert "affine.prefetch" in text and "vector.fma" in text
     assert mlir_opt(text) == text
 
@@ -256,7 +263,7 @@ def test_a_small_product_on_a_team_runs_on_one_thread():
     from polyopt.schedules.dynamic_gemm import SMALL_ON_ONE_THREAD
     from polyopt.schedules.blis_parallel import MIN_THREADED_PRODUCT
     assert SMALL_ON_ONE_THREAD ** 3 <= MIN_THREADED_PRODUCT < (SMALL_ON_ONE_THREAD + 1) ** 3
-    text = str(_compiled("f32", threads=2).module)
+    text = str(_shared("f32", threads=2).module)
     side = SMALL_ON_ONE_THREAD
     assert f"(-s0 + {side} >= 0, -s1 + {side} >= 0, -s2 + {side} >= 0)" in text
     assert "affine.parallel" in text
