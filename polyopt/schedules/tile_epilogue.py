@@ -120,19 +120,29 @@ def stores_once_per_k_block(stores: list, shape: tuple
     return None, k_block
 
 
-def fuse_epilogue_into_stores(tops: list, c: Value, epilogue: Epilogue, loc) -> Optional[str]:
-    """Apply ``epilogue`` at every store to ``c`` in the nest made of the ops ``tops`` (see
-    the module docstring) and erase the epilogue's nest; returns None, or why it was not
-    fused (then nothing changed)."""
+def c_accesses_per_k_block(tops: list, c: Value
+                           ) -> tuple[Optional[str], list, list, Optional[AffineForOp]]:
+    """(why not, the ops of the nest made of ``tops`` that use ``c``, its stores to ``c``, the
+    K-block loop or None): why not when something other than a load, prefetch or store of
+    ``c`` uses it, when nothing stores to it, or when its stores are not once per K block
+    (:func:`stores_once_per_k_block`)."""
     users = [op for top in tops for op in top.walk() if any(v is c for v in op.operands)]
     stores = [op for op in users if isinstance(op, C_STORES) and op.memref is c]
     other = [op for op in users if not isinstance(op, C_READS + C_STORES)
              or isinstance(op, C_STORES) and op.memref is not c]
     if other:
-        return f"C is used by {other[0].name}"
+        return f"C is used by {other[0].name}", users, stores, None
     if not stores:
-        return "the nest has no store to C"
+        return "the nest has no store to C", users, stores, None
     why, k_block = stores_once_per_k_block(stores, c.type.shape)
+    return why, users, stores, k_block
+
+
+def fuse_epilogue_into_stores(tops: list, c: Value, epilogue: Epilogue, loc) -> Optional[str]:
+    """Apply ``epilogue`` at every store to ``c`` in the nest made of the ops ``tops`` (see
+    the module docstring) and erase the epilogue's nest; returns None, or why it was not
+    fused (then nothing changed)."""
+    why, _, stores, k_block = c_accesses_per_k_block(tops, c)
     if why is not None:
         return why
     for run in _runs_of_stores(stores):

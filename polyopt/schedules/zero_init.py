@@ -109,20 +109,12 @@ def take_fill_into_reads(tops: list, c: Value) -> Optional[str]:
 
     from ..affine.dialects.affine import AffineLoadOp, AffineVectorLoadOp
     from .model import access_relation
-    from .tile_epilogue import C_READS, C_STORES, stores_once_per_k_block, with_k_block
-    users = [op for top in tops for op in top.walk() if any(v is c for v in op.operands)]
-    stores = [op for op in users if isinstance(op, C_STORES) and op.memref is c]
-    reads = [op for op in users if isinstance(op, (AffineLoadOp, AffineVectorLoadOp))]
-    other = [op for op in users if not isinstance(op, C_READS + C_STORES)
-             or isinstance(op, C_STORES) and op.memref is not c]
-    if other:
-        return f"C is used by {other[0].name}"
-    if not stores:
-        return "the nest has no store to C"
-    shape = c.type.shape
-    why, k_block = stores_once_per_k_block(stores, shape)
+    from .tile_epilogue import c_accesses_per_k_block, with_k_block
+    why, users, stores, k_block = c_accesses_per_k_block(tops, c)
     if why is not None:
         return why
+    reads = [op for op in users if isinstance(op, (AffineLoadOp, AffineVectorLoadOp))]
+    shape = c.type.shape
     if k_block is not None:
         stored = None           # the (element, K block) pairs
         for store in stores:
