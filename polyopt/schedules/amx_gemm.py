@@ -11,6 +11,10 @@ With G k per group and TK = 64 bytes of k per row of A's tile:
 * ``Ap[q, p * 16 + r, kk] = A[ic + q * 16 + r, pc + p * TK + kk]``: 16-row panels of A's
   block, each k-step a 16 x TK tile of 64-byte rows, the layout map
   ``(i, k) -> (i floordiv 16, (k floordiv TK) * 16 + i mod 16, k mod TK)``;
+* where A's runs are not whole k-steps (a convolution's window rows: the 7x7 stem's 7 x 3 =
+  21 bf16), ``Ap[q, r, k] = A[ic + q * 16 + r, pc + k]``: 16-row panels of whole rows of
+  the block, copied by the runs' vector pieces, a k-step's tile read across a panel's rows
+  with a stride of K_C;
 * ``Bp[q, p, j * G + g] = B[pc + p * G + g, jc + q * 16 + j]``: 16-column panels of B's
   block in groups of G k (the dot engines' layout with 16 columns), a k-step the 16 rows
   ``p * 16 ..`` of a panel: ``(k, j) -> (j floordiv 16, k floordiv G, (j mod 16) * G +
@@ -127,7 +131,7 @@ class AMXGemmText(LowpGemmText):
         self.b_tile = f"!amx.tile<{TILE_ROWS}x{TILE_ROWS * self.g}x{self.pt}>"
 
     def a_buffer_type(self) -> str:
-        if getattr(self, "a_row_major", False):
+        if self.a_row_major:
             return super().a_buffer_type()
         step = TILE_BYTES // (1 if self.pt == "i8" else 2)
         return f"memref<{self.mc // TILE_ROWS}x{self.kc // step * TILE_ROWS}x{step}x{self.pt}>"
