@@ -198,7 +198,7 @@ class MatmulBenchResult:
             return f"{100 * self.gflops(t) / self.peak_gflops:6.1f}%" if self.peak_gflops else ""
         lines = [f"matmul {self.m}x{self.n}x{self.k} {self.dtype}: C += A*B, medians of "
                  f"{self.numpy.reps} alternating runs, {_threads_note(self.threads)}"
-                 + (f"; measured FMA peak {self.peak_gflops:.1f} GFLOPS"
+                 + (f"; FMA peak {self.peak_gflops:.1f} GFLOPS (its loop timed among them)"
                     + (f" on {min(self.threads, os.cpu_count() or 1)} cores"
                        if self.threads > 1 else "")
                     if self.peak_gflops else ""),
@@ -346,6 +346,15 @@ def time_alternating(contenders: list, reps: int, threads: int = 1) -> list[Timi
     return [Timing.of(x) for x in samples]
 
 
+def peak_contender(dtype: str, threads: int = 1) -> tuple:
+    """:func:`~polyopt.codegen.peak.peak_contender` for ``threads``: the loop runs on one core
+    and its flops count for as many cores as the team has (on 2 Zen 5 cores busy at once the
+    loop ran at 265-268 GFLOPS f32 on each, 266-269 alone)."""
+    from .codegen.peak import peak_contender as loop
+    run, flops = loop(dtype)
+    return run, flops * max(1, min(threads, os.cpu_count() or 1))
+
+
 def blis_mode_variant(dtype: str) -> tuple[Optional[Variant], str]:
     """The ``--hopt-blis`` variant with the best micro-kernel this host runs for ``dtype``,
     or ``(None, why not)`` when the blis package or a suitable CPU is missing."""
@@ -474,15 +483,11 @@ def bench_matmul(m: int, n: int, k: int, dtype: str = "f64", *, reps: int = 5,
     contenders.append(lambda: np.matmul(a, b, out=out))
     if torch_run is not None:
         contenders.append(torch_run)
-    timings = time_alternating(contenders, reps, threads)
+    peak_run = peak_contender(dtype, threads) if measure_peak else None
+    timings = time_alternating(contenders + ([peak_run[0]] if peak_run else []), reps, threads)
     results = [VariantResult(v, ct, t, e)
                for v, ct, t, e in zip(variants, compile_times, timings, errors)]
-    peak = None
-    if measure_peak:
-        from .codegen.peak import measure_peak as run_peak
-        # one core's loop; the team's peak is that many cores' (on 2 Zen 5 cores busy at
-        # once the loop ran at 265-268 GFLOPS f32 on each, 266-269 alone)
-        peak = run_peak(dtype).gflops * max(1, min(threads, os.cpu_count() or 1))
+    peak = peak_run[1] / timings[-1].median / 1e9 if peak_run else None
     return MatmulBenchResult(m, n, k, dtype, results, timings[len(fns)], blas_description(),
                              peak, machine_summary(), threads=threads,
                              torch=timings[len(fns) + 1] if torch_run is not None else None,

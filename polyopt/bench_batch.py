@@ -1,7 +1,8 @@
 """``polyopt bench batch-matmul``: ``linalg.batch_matmul`` (all passes) timed against a loop of
 numpy matmuls over the batch and ``torch.bmm`` in the same run, under the harness rules of
 :mod:`polyopt.bench` (checked first, one warm-up, alternating repetitions with a settle
-between contenders on several threads, medians).  With ``--shared-b`` one B serves the batch:
+between contenders on several threads, medians), the FMA loop of :mod:`polyopt.codegen.peak`
+among them for "of peak".  With ``--shared-b`` one B serves the batch:
 ``hop.matmul`` of a rank-3 A and a rank-2 B against numpy's broadcasting ``matmul`` and
 ``torch.matmul``."""
 
@@ -11,8 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
-from .bench import (Timing, _threads_note, blas_description, time_alternating,
-                    machine_summary, torch_description)
+from .bench import (Timing, _threads_note, blas_description, machine_summary,
+                    peak_contender, time_alternating, torch_description)
 
 
 def shared_b_source(batch: int, m: int, n: int, k: int, dtype: str) -> str:
@@ -46,26 +47,34 @@ class BatchBenchResult:
     blas: str
     machine: str
     shared_b: bool = False
+    #: the FMA loop's GFLOPS timed among the contenders
+    peak_gflops: Optional[float] = None
 
     def rate(self, t: Timing) -> float:
         return 2.0 * self.batch * self.m * self.n * self.k / t.median / 1e9
+
+    def of_peak(self, t: Timing) -> str:
+        return f"  {100 * self.rate(t) / self.peak_gflops:6.1f}%" if self.peak_gflops else ""
 
     def report(self) -> str:
         what = "C[b] = A[b] * B (one B)" if self.shared_b else "C[b] = A[b] * B[b]"
         ours = "polyopt hop.matmul" if self.shared_b else "polyopt linalg.batch_matmul"
         lines = [f"batch_matmul {self.batch} x ({self.m}x{self.n}x{self.k}) {self.dtype}: "
                  f"{what}, medians of {self.polyopt.reps} alternating runs, "
-                 f"{_threads_note(self.threads)}",
-                 f"  {'':<30}  {'GFLOPS':>8}  {'polyopt is':>10}",
+                 f"{_threads_note(self.threads)}"
+                 + (f"; FMA peak {self.peak_gflops:.1f} GFLOPS (its loop timed among them)"
+                    if self.peak_gflops else ""),
+                 f"  {'':<30}  {'GFLOPS':>8}  {'polyopt is':>10}"
+                 + (f"  {'of peak':>7}" if self.peak_gflops else ""),
                  f"  {ours:<30}  {self.rate(self.polyopt):8.1f}  "
-                 f"{'':>10}  compile {self.compile_time:.2f}s"]
+                 f"{'':>10}{self.of_peak(self.polyopt)}  compile {self.compile_time:.2f}s"]
         peers = [("numpy matmul (broadcast B)" if self.shared_b else
                   "numpy matmul, loop over batch", self.numpy)]
         if self.torch is not None:
             peers.append(("torch.matmul" if self.shared_b else "torch.bmm", self.torch))
         for label, t in peers:
             lines.append(f"  {label:<30}  {self.rate(t):8.1f}  "
-                         f"{t.median / self.polyopt.median:9.3f}x")
+                         f"{t.median / self.polyopt.median:9.3f}x{self.of_peak(t)}")
         lines.append(f"  torch: {self.torch_note}")
         lines.append(f"  numpy's BLAS: {self.blas}")
         return "\n".join(lines)
@@ -116,7 +125,9 @@ def bench_batch_matmul(batch: int, m: int, n: int, k: int, dtype: str = "f32", *
         torch_note = torch_description()
     except ImportError:
         pass
-    t = time_alternating(contenders, reps, threads)
+    peers = len(contenders)
+    peak = peak_contender(dtype, threads)
+    t = time_alternating(contenders + [peak[0]], reps, threads)
     return BatchBenchResult(batch, m, n, k, dtype, threads, compile_time, t[0], t[1],
-                            t[2] if len(t) > 2 else None, torch_note, blas_description(),
-                            machine_summary(), shared_b)
+                            t[2] if peers > 2 else None, torch_note, blas_description(),
+                            machine_summary(), shared_b, peak[1] / t[-1].median / 1e9)

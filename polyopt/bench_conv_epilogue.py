@@ -4,14 +4,16 @@ under the harness rules of :mod:`polyopt.bench`: polyopt with the epilogue nest 
 ``linalg.conv_2d_nhwc_hwcf`` (fused into the register tile where the pipeline fuses it),
 polyopt with the same nest in a function it calls (never fused), and torch's ``conv2d`` with
 its bias, then ``relu``, in channels_last (torch's fastest layout here); polyopt and torch
-on the same number of threads (``--threads``)."""
+on the same number of threads (``--threads``).  In f32 the FMA loop of
+:mod:`polyopt.codegen.peak` runs among them, so that "of peak" is against the peak measured
+under the same load."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional
 
-from .bench import ConvShape, Timing, time_alternating, torch_description
+from .bench import ConvShape, Timing, peak_contender, time_alternating, torch_description
 
 EPILOGUES = ("bias", "relu")
 
@@ -63,6 +65,8 @@ class ConvEpilogueResult:
     torch: Optional[Timing]
     torch_note: str
     threads: int = 1
+    #: the FMA loop's GFLOPS timed among the contenders (f32 only: bf16 runs on other units)
+    peak_gflops: Optional[float] = None
 
     def gflops(self, t: Timing) -> float:
         oh, ow = self.shape.out_hw
@@ -71,18 +75,25 @@ class ConvEpilogueResult:
 
     def report(self) -> str:
         ep = "+".join(self.epilogue) or "nothing"
+        def of_peak(t: Timing) -> str:
+            return f"  {100 * self.gflops(t) / self.peak_gflops:6.1f}%" if self.peak_gflops \
+                else ""
+        peak = (f"; FMA peak {self.peak_gflops:.1f} GFLOPS (its loop timed among them)"
+                if self.peak_gflops else "")
         lines = [f"conv2d {self.shape.describe()} {self.dtype} (f32 output) + {ep}, medians of "
                  f"{self.fused.reps} alternating runs, "
-                 + ("one thread" if self.threads == 1 else f"{self.threads} threads"),
-                 f"  {'':<40}  {'GFLOPS':>8}  {'fused is':>9}",
+                 + ("one thread" if self.threads == 1 else f"{self.threads} threads") + peak,
+                 f"  {'':<40}  {'GFLOPS':>8}  {'fused is':>9}"
+                 + (f"  {'of peak':>7}" if self.peak_gflops else ""),
                  f"  {'polyopt, epilogue after the conv':<40}  {self.gflops(self.fused):8.1f}  "
-                 f"{'':>9}  ({'fused' if self.fused_remark else 'not fused'})"]
+                 f"{'':>9}{of_peak(self.fused)}  "
+                 f"({'fused' if self.fused_remark else 'not fused'})"]
         peers = [("polyopt, epilogue in a called function", self.unfused)]
         if self.torch is not None:
             peers.append((f"torch conv2d(bias) + relu, {self.dtype}", self.torch))
         for label, t in peers:
             lines.append(f"  {label:<40}  {self.gflops(t):8.1f}  "
-                         f"{t.median / self.fused.median:8.3f}x")
+                         f"{t.median / self.fused.median:8.3f}x{of_peak(t)}")
         lines.append(f"  torch: {self.torch_note}")
         return "\n".join(lines)
 
@@ -155,7 +166,10 @@ def bench_conv_epilogue(s: ConvShape, dtype: str, epilogue: tuple, *, reps: int 
         note = torch_description() + ", input and weights in channels_last"
     except ImportError:
         pass
-    ts = time_alternating(contenders, reps)
+    peers = len(contenders)
+    peak = peak_contender(dtype, threads) if dtype == "f32" else None
+    ts = time_alternating(contenders + ([peak[0]] if peak else []), reps, threads)
     return ConvEpilogueResult(s, dtype, tuple(epilogue),
                               any("fused into" in r for r in remarks), ts[0], ts[1],
-                              ts[2] if len(ts) > 2 else None, note, threads)
+                              ts[2] if peers > 2 else None, note, threads,
+                              peak[1] / ts[-1].median / 1e9 if peak else None)

@@ -189,6 +189,7 @@ def test_bench_batch_matmul_rows():
     assert proc.returncode == 0, proc.stderr
     assert "batch_matmul 3 x (17x20x9) f32" in proc.stdout
     assert "numpy matmul, loop over batch" in proc.stdout and "torch: " in proc.stdout
+    assert "(its loop timed among them)" in proc.stdout and "of peak" in proc.stdout
     proc = _run("bench", "batch-matmul", "--batch", "0")
     assert proc.returncode == 1 and "sizes must be positive" in proc.stderr
     proc = _run("bench", "batch-matmul", "--batch", "3", "--m", "17", "--n", "20", "--k", "9",
@@ -256,6 +257,7 @@ def test_bench_conv2d_bf16_epilogue():
     assert "bf16 (f32 output) + bias+relu" in proc.stdout and "(fused)" in proc.stdout
     assert "alternating runs, 2 threads" in proc.stdout
     assert "polyopt, epilogue in a called function" in proc.stdout
+    assert "of peak" not in proc.stdout       # bf16 runs on other units than the FMA loop's
     proc = _run("bench", "conv2d", "--h", "9", "--w", "10", "--c", "8", "--f", "12", "--reps",
                 "1", "--epilogue", "gelu")
     assert proc.returncode == 1 and "unknown epilogue 'gelu'" in proc.stderr

@@ -122,3 +122,62 @@ def test_alternating_samples_follow_each_other_equally_often():
     calls.clear()
     two = bench.time_alternating(contenders[:2], reps=3)
     assert [t.reps for t in two] == [3, 3]
+
+
+def test_the_peak_loop_is_one_more_contender():
+    """The FMA loop a result's "of peak" is quoted against runs in the same alternating runs
+    as the result: its flops are the loop's (2 x lanes x chains per iteration) over the
+    iterations that make the asked-for duration."""
+    from polyopt.codegen.peak import _CHAINS, PeakLoop, peak_contender
+    loop = PeakLoop("f32")
+    run, flops = peak_contender("f32", seconds=0.001)
+    assert callable(run) and run() is None
+    iters = flops / (2 * loop.lanes * _CHAINS)
+    assert iters == int(iters) and iters >= 1000
+
+
+def test_matmul_peak_comes_from_the_alternating_runs(monkeypatch):
+    """bench_matmul times the peak loop among its contenders (one more Timing), not after."""
+    import polyopt.bench as bench
+    seen = []
+    real = bench.time_alternating
+
+    def spy(contenders, reps, threads=1):
+        seen.append(len(contenders))
+        return real(contenders, reps, threads)
+    monkeypatch.setattr(bench, "time_alternating", spy)
+    result = bench_matmul(7, 9, 5, "f64", reps=1, torch_peer=False)
+    assert seen == [3]             # polyopt, numpy, the peak loop
+    assert result.peak_gflops > 0 and "(its loop timed among them)" in result.report()
+
+
+def _timing(seconds: float) -> Timing:
+    return Timing(seconds, seconds, seconds, 3)
+
+
+def test_conv_epilogue_report_quotes_the_peak_for_f32_only():
+    """f32 rows get "of peak" against the FMA loop timed with them; bf16 runs on other units
+    (dot products, AMX tiles) and gets none."""
+    from polyopt.bench import ConvShape
+    from polyopt.bench_conv_epilogue import ConvEpilogueResult
+    s = ConvShape(1, 10, 10, 4, 8, 3, 3)           # 2 * 64 * 8 * 36 = 36864 flops
+    r = ConvEpilogueResult(s, "f32", ("bias", "relu"), True, _timing(36864 / 50e9),
+                           _timing(36864 / 40e9), _timing(36864 / 25e9), "torch", 1,
+                           peak_gflops=100.0)
+    text = r.report()
+    assert "FMA peak 100.0 GFLOPS" in text and "of peak" in text
+    assert "50.0%" in text and "40.0%" in text and "25.0%" in text
+    bf16 = ConvEpilogueResult(s, "bf16", ("bias",), True, _timing(1e-6), _timing(1e-6),
+                              None, "torch", 1)
+    assert "peak" not in bf16.report()
+
+
+def test_batch_report_quotes_the_peak():
+    from polyopt.bench_batch import BatchBenchResult
+    flops = 2.0 * 2 * 8 * 8 * 8
+    r = BatchBenchResult(2, 8, 8, 8, "f32", 1, 0.5, _timing(flops / 60e9),
+                         _timing(flops / 30e9), _timing(flops / 75e9), "torch", "blas",
+                         "machine", peak_gflops=150.0)
+    text = r.report()
+    assert "FMA peak 150.0 GFLOPS" in text
+    assert "40.0%" in text and "20.0%" in text and "50.0%" in text
