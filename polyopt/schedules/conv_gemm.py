@@ -270,10 +270,46 @@ def _rewrite_access(use, views: _InputViews, batch: Optional[Value]) -> None:
         subst = [dim(nd)] + list(amap.results)
         operands = operands[:nd] + [batch] + operands[nd:]
         nd += 1
-    exprs: list[AffineExpr] = [w.replace(subst, []) for w in windows.results]
+    exprs = _windows_of(windows, subst, [_iv_divisor(x) for x in operands[:nd]])
     new = AffineMap.get(nd, amap.num_symbols, tuple(exprs))
     access.set_operand(access.MEMREF_INDEX, inp)
     access.set_map(new, operands)
+
+
+def _windows_of(windows: AffineMap, subst: list, divisors: list) -> list[AffineExpr]:
+    """``windows`` at the access's subscripts ``subst``, with what is known of its column:
+    where the column is ``p + r`` with ``p`` a multiple of ``d`` and 0 <= r < d (loops
+    stepping by d: the k loop unrolled by K_U), its division by a multiple of d is ``p``'s,
+    and its remainder ``p``'s plus r.  So the K_U steps of an unrolled k iteration read
+    ``[kh + k floordiv 21, ..., r]`` rather than ``(k + r) floordiv 21`` each: the window
+    position is computed once per iteration.  On the stem's K_U 3 a division of ``k + r``
+    by 21 per step was 15 integer instructions per 16 FMAs, 1.15x slower."""
+    column = subst[-1]
+    d, offset = _known_divisor_and_offset(column, divisors)
+    if d <= 1:
+        return [w.replace(subst, []) for w in windows.results]
+    r = offset % d
+    p = dim(windows.num_dims)           # stands for column - r, a multiple of d
+    split = [w.replace([*(dim(i) for i in range(windows.num_dims - 1)), p + r], [])
+             for w in windows.results]
+    return [_divided_as_multiple(w, p, d, r).replace([*subst, column - r], []) for w in split]
+
+
+def _divided_as_multiple(e: AffineExpr, p: AffineExpr, d: int, r: int) -> AffineExpr:
+    """``e`` with ``(p + r) floordiv c`` as ``p floordiv c`` and ``(p + r) mod c`` as ``p mod
+    c + r`` (``r`` where c is d) for every multiple c of d: exact for ``p`` a multiple of d
+    and 0 <= r < d, which MLIR's simplifications do not know."""
+    from ..affine.affine_expr import AffineExprKind, constant, get_affine_binary_op_expr
+    if not e.kind.is_binary:
+        return e
+    lhs, rhs = (_divided_as_multiple(x, p, d, r) for x in (e.lhs, e.rhs))
+    c = rhs.value if rhs.kind == AffineExprKind.CONSTANT else None
+    if c is not None and c > 0 and c % d == 0 and lhs == p + r:
+        if e.kind == AffineExprKind.FLOORDIV:
+            return p.floordiv(c)
+        if e.kind == AffineExprKind.MOD:
+            return (constant(0) if c == d else p % c) + r
+    return get_affine_binary_op_expr(e.kind, lhs, rhs)
 
 
 def flat_windows(windows: AffineMap, channels: int) -> AffineMap:
