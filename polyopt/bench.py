@@ -198,9 +198,9 @@ class MatmulBenchResult:
             return f"{100 * self.gflops(t) / self.peak_gflops:6.1f}%" if self.peak_gflops else ""
         lines = [f"matmul {self.m}x{self.n}x{self.k} {self.dtype}: C += A*B, medians of "
                  f"{self.numpy.reps} alternating runs, {_threads_note(self.threads)}"
-                 + (f"; FMA peak {self.peak_gflops:.1f} GFLOPS (its loop timed among them)"
+                 + (f"; FMA peak {self.peak_gflops:.1f} GFLOPS"
                     + (f" on {min(self.threads, os.cpu_count() or 1)} cores"
-                       if self.threads > 1 else "")
+                       if self.threads > 1 else "") + " (its loop timed among them)"
                     if self.peak_gflops else ""),
                  f"  {'variant':<{width}}  {'GFLOPS':>8}  {'range':>18}  {'vs numpy':>8}  "
                  + (f"{'vs torch':>8}  " if self.torch is not None else "")
