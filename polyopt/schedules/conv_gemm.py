@@ -231,7 +231,9 @@ class _InputViews:
     """The input as the stand-in's accesses read it: itself through ``windows``, or (built
     on first use, in front of ``anchor``) with W and C folded into one dimension through
     the windows with their last two subscripts folded alike, for vectors inside a window
-    run of ``run`` columns that spans several window positions."""
+    run of ``run`` columns that spans several window positions, and for every scalar read
+    where the run does (a window row's offset is then one remainder by the run, not a
+    position and a channel: :func:`_fold_mod_pairs`)."""
 
     def __init__(self, inp: Value, windows: AffineMap, run: int, anchor: Operation):
         self.inp, self.windows, self.run, self.anchor = inp, windows, run, anchor
@@ -246,6 +248,8 @@ class _InputViews:
         """The view and windows through which ``access`` reads; AssertionError when a vector
         of consecutive im2col elements is no vector of the input."""
         if "vector" not in access.name:
+            if self.run > self.inp.type.shape[-1]:
+                return self.flat()
             return self.inp, self.windows
         how = _vector_of_the_input(access, self.windows, self.run, self.inp.type.shape[-1])
         if how is None:
@@ -292,7 +296,43 @@ def _windows_of(windows: AffineMap, subst: list, divisors: list) -> list[AffineE
     p = dim(windows.num_dims)           # stands for column - r, a multiple of d
     split = [w.replace([*(dim(i) for i in range(windows.num_dims - 1)), p + r], [])
              for w in windows.results]
-    return [_divided_as_multiple(w, p, d, r).replace([*subst, column - r], []) for w in split]
+    return [_fold_mod_pairs(_divided_as_multiple(w, p, d, r), p, d).replace(
+        [*subst, column - r], []) for w in split]
+
+
+def _fold_mod_pairs(e: AffineExpr, p: AffineExpr, d: int) -> AffineExpr:
+    """A sum with ``((x floordiv a) mod b) * a`` and ``x mod a`` as ``x mod (a * b)``, the
+    second term 0 where ``x`` is ``p``, a multiple of ``d``, and ``a`` divides ``d``: the
+    window's column in the input with W and C folded, ``w * C + c``, as the offset in its
+    run (one division of k by the run, where there were three)."""
+    from ..affine.affine_expr import AffineExprKind as K, constant
+    terms, stack = [], [e]
+    while stack:
+        t = stack.pop()
+        if t.kind == K.ADD:
+            stack += [t.lhs, t.rhs]
+        elif t.kind == K.MUL and t.rhs.kind == K.CONSTANT and t.lhs.kind == K.ADD:
+            stack += [t.lhs.lhs * t.rhs.value, t.lhs.rhs * t.rhs.value]
+        else:
+            terms.append(t)
+    for n, t in enumerate(terms):
+        if t.kind != K.MUL or t.rhs.kind != K.CONSTANT or t.lhs.kind != K.MOD or \
+                t.lhs.lhs.kind != K.FLOORDIV or t.lhs.rhs.kind != K.CONSTANT:
+            continue
+        a, b, x = t.rhs.value, t.lhs.rhs.value, t.lhs.lhs.lhs
+        if t.lhs.lhs.rhs != constant(a) or a <= 0 or b <= 0:
+            continue
+        rem = x % a
+        implicit = x == p and d % a == 0
+        if rem in terms or implicit:
+            rest = [u for m, u in enumerate(terms) if m != n]
+            if not implicit:
+                rest.remove(rem)
+            out = x % (a * b)
+            for u in rest:
+                out = out + u
+            return _fold_mod_pairs(out, p, d)
+    return e
 
 
 def _divided_as_multiple(e: AffineExpr, p: AffineExpr, d: int, r: int) -> AffineExpr:
