@@ -168,10 +168,23 @@ def _unlinearize(lin: dict) -> AffineExpr:
     return out + c if c else out
 
 
+#: simplify_affine_expr's results so far.  Expressions are immutable values, and the same ones
+#: are simplified over and over (the subscripts of each unrolled copy of a register tile, every
+#: map an unrolled IV is folded into, each pipeline a module goes through); the sort of the
+#: non-linear terms made each simplification cost tens of microseconds.  Emptied when it
+#: reaches the bound.
+_SIMPLIFIED: dict[AffineExpr, AffineExpr] = {}
+_SIMPLIFIED_BOUND = 1 << 16
+
+
 def simplify_affine_expr(e: AffineExpr) -> AffineExpr:
     """``e`` in canonical linear form: ``d0 * 4 + d1 + 1`` for ``(d0 + 1) * 4 + d1 - 3``,
     constant multiples pulled out of floordiv/mod, constants folded (MLIR's
     ``simplifyAffineExpr``, by flattening).  Equal linear forms give equal expressions."""
+    done = _SIMPLIFIED.get(e)
+    if done is not None:
+        return done
+    given = e
     # one pass can expose more (``(d0 ceildiv 2) * 2 - d0`` becomes ``(-d0) mod 2``, which the
     # next pass writes ``d0 mod 2``): repeat until nothing changes
     for _ in range(8):
@@ -179,6 +192,9 @@ def simplify_affine_expr(e: AffineExpr) -> AffineExpr:
         if s == e:
             break
         e = s
+    if len(_SIMPLIFIED) >= _SIMPLIFIED_BOUND:
+        _SIMPLIFIED.clear()
+    _SIMPLIFIED[given] = e
     return e
 
 
