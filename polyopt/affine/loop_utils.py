@@ -307,8 +307,10 @@ def _compose_user(op: Operation, value: Value, amap: AffineMap,
 
 def _unique_users(value: Value) -> list[Operation]:
     users: list[Operation] = []
+    seen: set[int] = set()
     for use in value.uses:
-        if not any(u is use.op for u in users):
+        if id(use.op) not in seen:
+            seen.add(id(use.op))
             users.append(use.op)
     return users
 
@@ -606,8 +608,11 @@ def promote_if_single_iteration(loop: AffineForOp) -> bool:
     yielded = list(block.terminator.operands)
     for res, v in zip(loop.results, yielded):
         res.replace_all_uses_with(v)
-    for op in list(block.ops[:-1]):
-        op.move_before(loop)
+    body = block.ops[:-1]
+    del block.ops[:-1]
+    for op in body:
+        op.parent = None
+    loop.parent.insert_ops(loop.parent.index_of(loop), body)
     loop.erase()
     return True
 
