@@ -13,7 +13,9 @@ Pipeline
    :mod:`polyopt.codegen.runtime` first, refuses (with
    :class:`JITCompileError`) modules that reference external symbols that
    cannot be resolved (LLVM would abort the whole process), and exposes
-   ``function_address``, ``asm()`` and ``llvm_ir_optimized()``.
+   ``function_address``, ``asm()`` and ``llvm_ir_optimized()``.  The optimized IR and
+   machine code of recent modules are kept (:data:`COMPILED`): the same IR compiled again
+   loads them into a new engine instead of optimizing and generating code anew.
 3. :func:`make_callable` turns a JIT-compiled function into a Python callable
    that takes numpy arrays and Python scalars, checks every argument and
    converts the results back.  The callable keeps its engine alive.  A function
@@ -230,6 +232,55 @@ def _unresolved_symbols(mod: "llvm.ModuleRef") -> list[str]:
     return missing
 
 
+class _CompiledCache:
+    """The optimized IR and the machine code (MCJIT's object file) of the modules compiled
+    last, by what determines them: the IR given, the target, the optimization level and
+    whether LLVM vectorizes.  LLVM's O3 and code generation are deterministic, and they are
+    most of a compilation's time; the same module is often compiled again in one process
+    (the same kernel under flags whose passes leave it unchanged, a benchmark's repeats).
+    A hit gives a new engine all the same -- its own globals, buffers and lifetime -- that
+    loads the kept object file (MCJIT's ObjectCache) instead of generating it.  Least
+    recently used entries go beyond ``max_entries`` or ``max_bytes``."""
+
+    def __init__(self, max_entries: int = 128, max_bytes: int = 256 << 20):
+        from collections import OrderedDict
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._entries: "OrderedDict[tuple, tuple[str, bytes]]" = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> Optional[tuple[str, bytes]]:
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self._entries.move_to_end(key)
+            return hit
+
+    def put(self, key: tuple, optimized_ir: str, obj: bytes) -> None:
+        size = len(key[0]) + len(optimized_ir) + len(obj)
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= len(key[0]) + len(old[0]) + len(old[1])
+            self._entries[key] = (optimized_ir, obj)
+            self._bytes += size
+            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+                k, (text, code) = self._entries.popitem(last=False)
+                self._bytes -= len(k[0]) + len(text) + len(code)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+#: every :class:`JITEngine`'s (``COMPILED.clear()`` empties it)
+COMPILED = _CompiledCache()
+
+
 def _release_buffers(engine, address: int) -> None:
     """Call the module's :data:`~polyopt.codegen.buffer_cache.RELEASE_SYMBOL` (``engine``,
     passed only to keep the machine code alive until then)."""
@@ -245,7 +296,9 @@ class JITEngine:
     :func:`make_callable` hold a reference to their engine, so the machine
     code lives as long as any of them does.  ``uses_amx``: the code runs AMX tile
     instructions, so making a callable first asks Linux for the tile state
-    (:func:`~polyopt.codegen.amx_permission.request_amx_permission`).
+    (:func:`~polyopt.codegen.amx_permission.request_amx_permission`).  IR compiled before
+    (same text, target and options) takes its optimized IR and object file from
+    :data:`COMPILED`; the engine is a new one all the same.
     """
 
     def __init__(self, llvm_ir: str, target: Target | None = None, opt_level: int = 3,
@@ -254,8 +307,14 @@ class JITEngine:
         self.opt_level = opt_level
         self.uses_amx = uses_amx
         register_runtime_symbols()
-        mod = optimize_module(llvm_ir, self.target, opt_level, llvm_vectorize)
-        self._ir_optimized = str(mod)
+        key = (llvm_ir, self.target, opt_level, llvm_vectorize)
+        cached = COMPILED.get(key)
+        if cached is None:
+            mod = optimize_module(llvm_ir, self.target, opt_level, llvm_vectorize)
+            self._ir_optimized = str(mod)
+        else:
+            self._ir_optimized, obj = cached
+            mod = _parse_and_verify(self._ir_optimized)
         self._may_fail = "polyopt_assert_fail" in self._ir_optimized
         self._asm: str | None = None
         self._asm_lock = threading.Lock()
@@ -276,7 +335,14 @@ class JITEngine:
             self._engine = llvm.create_mcjit_compiler(mod, tm)
         except RuntimeError as exc:
             raise JITCompileError(f"cannot create JIT engine: {exc}") from None
+        made: list[bytes] = []
+        if cached is None:
+            self._engine.set_object_cache(lambda _, code: made.append(code), None)
+        else:
+            self._engine.set_object_cache(None, lambda _: obj)
         self._engine.finalize_object()
+        if made:
+            COMPILED.put(key, self._ir_optimized, made[0])
         self._engine.run_static_constructors()
         self._addresses: dict[str, int] = {}
         if RELEASE_SYMBOL in self._signatures:
