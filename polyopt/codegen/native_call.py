@@ -74,22 +74,25 @@ def _api_address(name: str) -> int:
     return ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
 
 
-def entry_ir(kernel_address: int, arrays: Sequence[tuple[tuple, Sequence[int], bool]]) -> str:
+def entry_ir(arrays: Sequence[tuple[tuple, Sequence[int], bool]]) -> str:
     """LLVM IR of ``@entry(self, args, nargs)``: ``arrays`` is (shape, addresses of the
     canonical dtype objects it takes, passed as a descriptor) per argument; ``None`` in a shape is a
     ``?`` (any extent), and a descriptor argument is passed as MLIR's memref descriptor of a
-    row-major array (pointer, offset 0, sizes, strides)."""
+    row-major array (pointer, offset 0, sizes, strides).  The kernel called is the one whose
+    address is stored in the global ``@kernel``, so that every function of a signature has
+    the same entry (compiled once: :data:`_OBJECTS`)."""
     consts = {
         "ndarray": id(np.ndarray), "none": id(None), "notimpl": id(NotImplemented),
         "save": _api_address("PyEval_SaveThread"),
         "restore": _api_address("PyEval_RestoreThread"),
-        "incref": _api_address("Py_IncRef"), "kernel": kernel_address,
+        "incref": _api_address("Py_IncRef"),
     }
 
     def ptr(name: str) -> str:
         return f"inttoptr (i64 {consts[name]} to ptr)"
 
-    lines = ["define ptr @entry(ptr %self, ptr %args, i64 %nargs) {",
+    lines = ["@kernel = global ptr null",
+             "define ptr @entry(ptr %self, ptr %args, i64 %nargs) {",
              "entry:",
              f"  %n_ok = icmp eq i64 %nargs, {len(arrays)}",
              f"  br i1 %n_ok, label %arg0, label %fallback"]
@@ -141,8 +144,9 @@ def entry_ir(kernel_address: int, arrays: Sequence[tuple[tuple, Sequence[int], b
         lines.append(f"  br i1 {ok}, label %{nxt}, label %fallback")
     kernel_type = f"void ({', '.join(v.split()[0] for v in data)})"
     lines += ["call:",
+              "  %kernel = load ptr, ptr @kernel",
               f"  %state = call ptr {ptr('save')}()",
-              f"  call {kernel_type} {ptr('kernel')}({', '.join(data)})",
+              f"  call {kernel_type} %kernel({', '.join(data)})",
               f"  call void {ptr('restore')}(ptr %state)",
               f"  call void {ptr('incref')}(ptr {ptr('none')})",
               f"  ret ptr {ptr('none')}",
@@ -163,6 +167,11 @@ def _one_of(value: str, constants: Sequence[int]) -> list[str]:
     return lines + [f"  {value}.ok = or i1 {ok}, false"]
 
 
+#: the machine code of the entries made so far, by their IR: an entry for a signature met
+#: before loads it instead of generating it again (8 ms)
+_OBJECTS: dict[str, bytes] = {}
+
+
 class NativeEntry:
     """The builtin function object (``self.function``) and what keeps it alive: its machine
     code's engine and its method definition."""
@@ -174,13 +183,24 @@ class NativeEntry:
         from .target import host_target, new_target_machine
         # the descrs compared with, kept alive
         self._dtypes = [[np.dtype(d) for d in dtypes] for _, dtypes, _ in arrays]
-        ir_text = entry_ir(kernel_address, [(tuple(shape), [id(d) for d in dtypes], descriptor)
-                                            for (shape, _, descriptor), dtypes
-                                            in zip(arrays, self._dtypes)])
+        ir_text = entry_ir([(tuple(shape), [id(d) for d in dtypes], descriptor)
+                            for (shape, _, descriptor), dtypes in zip(arrays, self._dtypes)])
         mod = llvm.parse_assembly(ir_text)
         mod.verify()
         self._engine = llvm.create_mcjit_compiler(mod, new_target_machine(host_target(), 2))
+        obj = _OBJECTS.get(ir_text)
+        made: list[bytes] = []
+        if obj is None:
+            self._engine.set_object_cache(lambda _, code: made.append(code), None)
+        else:
+            self._engine.set_object_cache(None, lambda _: obj)
         self._engine.finalize_object()
+        if made:
+            if len(_OBJECTS) >= 256:
+                _OBJECTS.clear()
+            _OBJECTS[ir_text] = made[0]
+        ctypes.c_void_p.from_address(
+            self._engine.get_global_value_address("kernel")).value = kernel_address
         self._name = name.encode()
         self._def = _MethodDef(self._name, self._engine.get_function_address("entry"),
                                METH_FASTCALL, None)
