@@ -97,6 +97,18 @@ class _Number(NamedTuple):
 _TYPE_WORD = re.compile(r"[su]?i[0-9]+|index|bf16|f[0-9]+|tf32|f[0-9]E[0-9]+M[0-9]+[A-Z]*|none"
                         r"|vector|memref|tensor|tuple|complex")
 
+# A vector or memref type spelled without spaces, layout or memory space, of a scalar element
+# type (``vector<8xf32>``, ``memref<16x?xbf16>``): it means the same wherever it is written,
+# so each one read is kept (by its text) and taken as it is the next time.  A template's
+# thousands of accesses spell a handful of types.
+_SIMPLE_SHAPED_TYPE = re.compile(r"(?:vector|memref)<(?:[0-9]+x|\?x)*"
+                                 r"(?:f16|bf16|f32|f64|index|i[0-9]+)>")
+_SIMPLE_SHAPED_TYPES: dict[str, Type] = {}
+_COMMON_SCALAR_TYPES: dict[str, Type] = {
+    "index": IndexType(), "f16": FloatType(16), "bf16": FloatType(16, brain=True),
+    "f32": FloatType(32), "f64": FloatType(64),
+    **{f"i{w}": IntegerType(w) for w in (1, 8, 16, 32, 64)}}
+
 # MLIR's builtin float types polyopt does not have.
 _OTHER_FLOAT_TYPES = re.compile(r"f80|f128|tf32|f[4-8]E[0-9]+M[0-9]+[A-Z]*")
 
@@ -190,8 +202,11 @@ class Parser:
         return self.pos >= len(self.text)
 
     def peek(self, s: str) -> bool:
-        self.skip_ws()
-        return self.text.startswith(s, self.pos)
+        text, pos = self.text, self.pos
+        if pos >= len(text) or text[pos] <= " " or text[pos] == "/":
+            self.skip_ws()
+            pos = self.pos
+        return text.startswith(s, pos)
 
     def peek_char(self) -> str:
         self.skip_ws()
@@ -199,8 +214,12 @@ class Parser:
 
     def optional(self, s: str) -> bool:
         """Consume punctuation ``s`` if it is next."""
-        if self.peek(s):
-            self.pos += len(s)
+        text, pos = self.text, self.pos
+        if pos >= len(text) or text[pos] <= " " or text[pos] == "/":
+            self.skip_ws()
+            pos = self.pos
+        if text.startswith(s, pos):
+            self.pos = pos + len(s)
             return True
         return False
 
@@ -546,9 +565,26 @@ class Parser:
             if "." in name:
                 raise self.error(f"dialect type '!{name}' is not supported by polyopt")
             raise self.error(f"undefined symbol alias id '{name}'" if m else "expected type")
+        simple = _SIMPLE_SHAPED_TYPE.match(self.text, start)
+        if simple is not None:
+            t = _SIMPLE_SHAPED_TYPES.get(simple.group(0))
+            if t is not None:
+                self.pos = simple.end()
+                return t
         word = self.optional_bare_id()
         if word is None:
             raise self.wrong_token("expected non-function type")
+        t = _COMMON_SCALAR_TYPES.get(word)
+        if t is not None:
+            return t
+        if word in ("vector", "memref"):
+            t = self._parse_vector_type(start) if word == "vector" else \
+                self._parse_memref_type(start)
+            if simple is not None and self.pos == simple.end():
+                if len(_SIMPLE_SHAPED_TYPES) >= 4096:
+                    _SIMPLE_SHAPED_TYPES.clear()
+                _SIMPLE_SHAPED_TYPES[simple.group(0)] = t
+            return t
         m = re.fullmatch(r"([su]?)i([0-9]+)", word)
         if m:
             digits = m.group(2).lstrip("0") or "0"
@@ -562,10 +598,6 @@ class Parser:
         t = self._scalar_type(word)
         if t is not None:
             return t
-        if word == "vector":
-            return self._parse_vector_type(start)
-        if word == "memref":
-            return self._parse_memref_type(start)
         if word == "none":
             return NoneType()
         if word == "tensor":
