@@ -33,12 +33,15 @@ def splice_template(b: Builder, text: str, name: str, values: Sequence[Value], l
     arguments replaced by ``values``, every op located at ``loc``; returns the ops."""
     from ..affine.parser import parse
     func = next(op for op in parse(text, name).walk() if op.name == "func.func")
-    mapping = dict(zip(func.body.args, values))
-    out = []
-    for op in list(func.body.ops)[:-1]:
-        clone = op.clone(mapping)
-        for inner in clone.walk():
+    func.body.ops[-1].drop_all_operand_uses()      # the return, left behind
+    for arg, value in zip(func.body.args, values):
+        arg.replace_all_uses_with(value)
+    # the parsed function is thrown away: its ops move, uncopied
+    out = func.body.ops[:-1]
+    del func.body.ops[:-1]
+    for op in out:
+        op.parent = None
+        for inner in op.walk():
             inner.loc = loc
-        b.insert(clone)
-        out.append(clone)
+        b.insert(op)
     return out
