@@ -36,6 +36,8 @@ Anything non-affine in the scop is refused with a :class:`ScheduleError` that po
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence, Union
 
@@ -703,25 +705,16 @@ def extract(root: Union[Operation, Sequence[Operation]], *,
         name = f"S{first_statement + k}"
         dims = [f"i{d}" for d in range(len(g.loops))]
         tup = f"{name}[{', '.join(dims)}]"
-        domain = _chain_domain(space, tup, texts)
-        accesses = []
-        reads = isl.UnionMap(space + "{ }")
-        writes = isl.UnionMap(space + "{ }")
-        for op, mname, entries, cons in acc:
-            rel = isl.Map(f"{space}{{ {tup} -> {mname}[{', '.join(entries)}] : "
-                          f"{' and '.join(cons)} }}").intersect_domain(domain)
-            is_write = isinstance(op, (AffineStoreOp, AffineVectorStoreOp))
-            accesses.append(Access(op, mname, rel, is_write))
-            if is_write:
-                writes = writes.union(isl.UnionMap.from_map(rel))
-            else:
-                reads = reads.union(isl.UnionMap.from_map(rel))
         sched = []
         for d in range(depth + 1):
             sched.append(str(g.position[d]) if d < len(g.position) else "0")
             if d < depth:
                 sched.append(dims[d] if d < len(dims) else "0")
-        schedule = isl.Map(f"{space}{{ {tup} -> [{', '.join(sched)}] }}").intersect_domain(domain)
+        domain, rels, reads, writes, schedule = _statement_sets(
+            space, tup, texts, [(mname, entries, cons, isinstance(op, _WRITE_OPS))
+                                for op, mname, entries, cons in acc], sched)
+        accesses = [Access(op, mname, rel, isinstance(op, _WRITE_OPS))
+                    for (op, mname, _, _), rel in zip(acc, rels)]
         statements.append(Statement(
             name=name, ops=ops, loops=list(g.loops), ivs=[l.induction_var for l in g.loops],
             domain=domain, reads=reads, writes=writes, schedule=schedule, loc=g.ops[0].loc,
@@ -732,6 +725,52 @@ def extract(root: Union[Operation, Sequence[Operation]], *,
                             param_names=param_names, memrefs=memrefs, memref_names=memref_names)
     model.context_set = _context(scop_ops[0], params, param_names)
     return model
+
+
+_WRITE_OPS = (AffineStoreOp, AffineVectorStoreOp)
+
+#: The ISL sets and maps of the statements extracted last, by the text they are read from:
+#: the same nests are modelled again and again (a loop's parallelism checked loop by loop, the
+#: scops of each pipeline of a flag sweep), and ISL's reading of the text, the intersections
+#: and the unions were most of an extraction's time.  ISL objects are values (every operation
+#: returns a new one), so a model may share them with another.
+_STATEMENT_SETS: "OrderedDict[tuple, tuple]" = OrderedDict()
+_STATEMENT_SETS_BOUND = 4096
+_STATEMENT_SETS_LOCK = threading.Lock()
+
+
+def _statement_sets(space: str, tup: str, texts: "_ChainTexts", accesses: list, sched: list
+                    ) -> tuple:
+    """(domain, access relations, reads, writes, original schedule) of statement ``tup``:
+    ``accesses`` are (memref name, range entries, constraints, is a write)."""
+    key = (space, tup, tuple(texts.loop_cons),
+           tuple((tuple(cons), then) for cons, then in texts.conds),
+           tuple((m, tuple(entries), tuple(cons), w) for m, entries, cons, w in accesses),
+           tuple(sched))
+    with _STATEMENT_SETS_LOCK:
+        known = _STATEMENT_SETS.get(key)
+        if known is not None:
+            _STATEMENT_SETS.move_to_end(key)
+            return known
+    domain = _chain_domain(space, tup, texts)
+    rels = []
+    reads = isl.UnionMap(space + "{ }")
+    writes = isl.UnionMap(space + "{ }")
+    for mname, entries, cons, is_write in accesses:
+        rel = isl.Map(f"{space}{{ {tup} -> {mname}[{', '.join(entries)}] : "
+                      f"{' and '.join(cons)} }}").intersect_domain(domain)
+        rels.append(rel)
+        if is_write:
+            writes = writes.union(isl.UnionMap.from_map(rel))
+        else:
+            reads = reads.union(isl.UnionMap.from_map(rel))
+    schedule = isl.Map(f"{space}{{ {tup} -> [{', '.join(sched)}] }}").intersect_domain(domain)
+    known = (domain, rels, reads, writes, schedule)
+    with _STATEMENT_SETS_LOCK:
+        _STATEMENT_SETS[key] = known
+        if len(_STATEMENT_SETS) > _STATEMENT_SETS_BOUND:
+            _STATEMENT_SETS.popitem(last=False)
+    return known
 
 
 def _context(anchor: Operation, params: list[Value], param_names: dict[Value, str]
