@@ -641,6 +641,22 @@ def short_a(m: int, n: int, k: int, elem_bytes: int, machine: MachineModel, mr: 
     return m < GEPB_MIN_PANELS_OF_A * mr and k * n * elem_bytes > machine.l2_bytes
 
 
+#: GEPB streams B's micro-panels from L2 (:func:`gepb_stream`): at most this share of L2's
+#: measured bandwidth (:func:`_choose_l2_block`)
+GEPB_STREAM_SHARE = 0.75
+
+
+def gepb_stream(machine: MachineModel, mr: int) -> float:
+    """The bytes per cycle of B a GEPB tile of ``mr`` rows reads from L2 at the FMA peak."""
+    return machine.vector_bits // 8 * machine.fma_per_cycle / mr
+
+
+def gepb_stream_fits(machine: MachineModel, mr: int) -> bool:
+    """Whether L2's measured bandwidth feeds GEPB's stream of B (:func:`gepb_stream`)."""
+    bandwidth = machine.l2_bytes_per_cycle
+    return bandwidth > 0 and gepb_stream(machine, mr) <= GEPB_STREAM_SHARE * bandwidth
+
+
 def _choose_l2_block(machine: MachineModel, elem_bytes: int, k: int, mr: int, form: str,
                      kc_gebp: int, kc_gepb: int, given: dict, m: Optional[int] = None,
                      n: Optional[int] = None) -> tuple[str, str]:
@@ -674,10 +690,10 @@ def _choose_l2_block(machine: MachineModel, elem_bytes: int, k: int, mr: int, fo
                             f"{GEPB_MIN_PANELS_OF_A} (of GEPB's {mr}-row tile): GEPB's block of "
                             f"B in L2 would serve too few of them")
     bandwidth = machine.l2_bytes_per_cycle
-    stream = machine.vector_bits // 8 * machine.fma_per_cycle / mr
+    stream = gepb_stream(machine, mr)
     if bandwidth <= 0:
         return "A", gebp + ": L2's bandwidth is not measured (GEPB streams B from it)"
-    if stream > 0.75 * bandwidth:
+    if stream > GEPB_STREAM_SHARE * bandwidth:
         return "A", (gebp + f": GEPB would stream B from L2 at {stream:.3g} bytes/cycle, more "
                             f"than 3/4 of the measured {bandwidth:g}")
     kc_gebp = _dividing(k, kc_gebp, _K_C_MULTIPLE) or _balanced(k, kc_gebp, _K_C_MULTIPLE)

@@ -324,15 +324,18 @@ def test_every_copy_into_the_shared_block_runs_on_the_team(dtype, attrs):
 
 def test_a_small_packed_product_on_a_team_runs_on_one_thread():
     """f32 24^3 (no tile of the unpacked path divides its 24 columns) and 50^3: packed, on
-    one thread, said, with one thread's bits and numpy's values."""
-    for n in (24, 50):
+    one thread, said, with one thread's bits and numpy's values (24^3's A read in place: K is
+    one block in either order and GEPB's 4-row tile divides M)."""
+    for n, a_packed in ((24, False), (50, True)):
         src = matmul_source(n, n, n, "f32")
         remarks = []
         module = polyopt.compile(src, threads=2, remark=lambda loc, msg: remarks.append(msg),
                                  **ALL).module
         assert any("too little work for 2 threads" in r and r.endswith("one thread")
                    for r in remarks), remarks
-        assert any("packed A" in r for r in remarks), remarks
+        assert any("packed B" in r for r in remarks), remarks
+        assert any("packed A" in r for r in remarks) == a_packed, remarks
+        assert any("A not packed" in r for r in remarks) != a_packed, remarks
         assert "affine.parallel" not in str(module)
         args = _operands(n, n, n, "f32", seed=6)
         one = _run(src, 1, args, **ALL)
