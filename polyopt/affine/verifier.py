@@ -210,12 +210,17 @@ def _verify_terminator_position(op: Operation) -> None:
 def _verify_isolation(isolated: Operation) -> None:
     """MLIR's ``IsolatedFromAbove`` trait: no op inside uses a value defined outside."""
     for region in isolated.regions:
-        for inner in _ops_under(region):
+        inside = {id(region)}       # the regions nested in ``region``, itself included
+        ops = list(_ops_under(region))
+        for inner in ops:
+            for r in inner.regions:
+                inside.add(id(r))
+        for inner in ops:
             for v in inner.operands:
                 home = _defining_region(v)
                 if home is None:
                     raise VerifyError("operation's operand is unlinked", inner.loc)
-                if not _region_is_ancestor(region, home):
+                if id(home) not in inside:
                     raise inner.error("using value defined outside the region")
 
 
@@ -233,18 +238,6 @@ def _defining_region(v: Value):
     if isinstance(v, BlockArgument):
         return v.block.parent
     return None
-
-
-def _region_is_ancestor(region: Region, other: Region) -> bool:
-    cur = other
-    while cur is not None:
-        if cur is region:
-            return True
-        parent_op = cur.parent
-        if parent_op is None or parent_op.parent is None:
-            return False
-        cur = parent_op.parent.parent
-    return False
 
 
 # -- dominance ---------------------------------------------------------------------------------
@@ -301,25 +294,28 @@ def _dominates(def_block, use_block, dominance: dict) -> bool:
 
 def _verify_dominance(op: Operation, index: int, v: Value, positions, dominance) -> None:
     """MLIR's ``diagnoseInvalidOperandDominance`` (an error without the op-name prefix)."""
-    bad = VerifyError(f"operand #{index} does not dominate this use", op.loc)
     if isinstance(v, OpResult):
         def_op = v.op
         if def_op.parent is None:
             raise op.error(f"operand #{index} is defined by an op that is not in the IR")
         anc = _ancestor_in_region(op, def_op.parent.parent)
         if anc is None or anc is def_op:
-            raise bad
+            raise _not_dominating(op, index)
         if anc.parent is def_op.parent:
             if _index_in_block(def_op, positions) >= _index_in_block(anc, positions):
-                raise bad
+                raise _not_dominating(op, index)
         elif not _dominates(def_op.parent, anc.parent, dominance):
-            raise bad
+            raise _not_dominating(op, index)
     elif isinstance(v, BlockArgument):
         anc = _ancestor_in_region(op, v.block.parent)
         if anc is None or not _dominates(v.block, anc.parent, dominance):
-            raise bad
+            raise _not_dominating(op, index)
     else:
         raise VerifyError(f"operand #{index} of '{op.name}' is not an SSA value", op.loc)
+
+
+def _not_dominating(op: Operation, index: int) -> VerifyError:
+    return VerifyError(f"operand #{index} does not dominate this use", op.loc)
 
 
 # -- polyopt's own restrictions ----------------------------------------------------------------
