@@ -756,9 +756,15 @@ def _statement_sets(space: str, tup: str, texts: "_ChainTexts", accesses: list, 
     rels = []
     reads = isl.UnionMap(space + "{ }")
     writes = isl.UnionMap(space + "{ }")
+    # a fully unrolled register tile is one statement of thousands of accesses, a few hundred
+    # of them distinct (the same A and B elements are read by every copy)
+    same: dict[tuple, isl.Map] = {}
     for mname, entries, cons, is_write in accesses:
-        rel = isl.Map(f"{space}{{ {tup} -> {mname}[{', '.join(entries)}] : "
-                      f"{' and '.join(cons)} }}").intersect_domain(domain)
+        key = (mname, tuple(entries), tuple(cons))
+        rel = same.get(key)
+        if rel is None:
+            rel = same[key] = isl.Map(f"{space}{{ {tup} -> {mname}[{', '.join(entries)}] : "
+                                      f"{' and '.join(cons)} }}").intersect_domain(domain)
         rels.append(rel)
         if is_write:
             writes = writes.union(isl.UnionMap.from_map(rel))
