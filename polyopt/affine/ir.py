@@ -109,6 +109,13 @@ class BlockArgument(Value):
         return self.block
 
 
+def _nested_ops(op: "Operation") -> Iterator["Operation"]:
+    """The ops directly in ``op``'s blocks, each block's list read when it is reached."""
+    for region in op.regions:
+        for block in region.blocks:
+            yield from list(block.ops)
+
+
 class Operation:
     """A generic operation; subclasses give ops their custom syntax, accessors and rules."""
 
@@ -228,14 +235,31 @@ class Operation:
 
     def walk(self, pre_order: bool = True) -> Iterator["Operation"]:
         """All ops nested in this one, including itself (pre-order by default)."""
-        if pre_order:
-            yield self
+        if not pre_order:
+            yield from self._walk_post_order()
+            return
+        yield self
+        if not self.regions:
+            return
+        # one generator per level on a stack, not a chain of ``yield from`` as deep as the
+        # nesting (each op passed up through every level); the ops of a block are read when
+        # the walk reaches it, as before
+        stack = [_nested_ops(self)]
+        while stack:
+            for op in stack[-1]:
+                yield op
+                if op.regions:
+                    stack.append(_nested_ops(op))
+                    break
+            else:
+                stack.pop()
+
+    def _walk_post_order(self) -> Iterator["Operation"]:
         for region in self.regions:
             for block in region.blocks:
                 for op in list(block.ops):
-                    yield from op.walk(pre_order)
-        if not pre_order:
-            yield self
+                    yield from op._walk_post_order()
+        yield self
 
     # -- placement -----------------------------------------------------------------------------
     def detach(self) -> "Operation":
@@ -267,14 +291,27 @@ class Operation:
         (successor blocks too: :meth:`Region.clone` maps each block to its copy)."""
         mapping = {} if mapping is None else mapping
         new = Operation.__new__(type(self))
-        Operation.__init__(new, [mapping.get(v, v) for v in self._operands],
-                           [r.type for r in self.results], dict(self.attributes), 0, self.loc,
-                           name=self._name,
-                           successors=[mapping.get(b, b) for b in self.successors])
-        for k, v in self.__dict__.items():  # subclass-specific python fields
-            if k not in new.__dict__:
-                new.__dict__[k] = v
-        for old, res in zip(self.results, new.results):
+        # what Operation.__init__ would set, built directly (unrolling clones tens of
+        # thousands of ops); subclass-specific python fields are shared
+        fields = new.__dict__
+        fields.update(self.__dict__)
+        fields["attributes"] = dict(self.attributes)
+        fields["regions"] = []
+        fields["successors"] = [mapping.get(b, b) for b in self.successors]
+        fields["parent"] = None
+        operands = fields["_operands"] = []
+        key = id(new)
+        for i, v in enumerate(self._operands):
+            v = mapping.get(v, v)
+            if not isinstance(v, Value):
+                raise TypeError(f"operand of {self._name} must be a Value, got "
+                                f"{type(v).__name__}")
+            v._uses[(key, i)] = Use(new, i)
+            operands.append(v)
+        results = fields["results"] = []
+        for i, old in enumerate(self.results):
+            res = OpResult(old.type, new, i)
+            results.append(res)
             mapping[old] = res
         for region in self.regions:
             new.add_region(region.clone(mapping))
