@@ -382,6 +382,28 @@ def _outer_context(first: Operation, memref: Value, table: _Table,
     return dom.params()
 
 
+#: _choose_bound's results by the region's text, the dimension, the parameter space and the
+#: table values defined inside the copied ops: the same regions come back (each thread count
+#: and flag set of a matmul, the versions of a register tile), and the ISL projections, hulls
+#: and emptiness tests took 25 ms a dimension.  Emptied when it reaches the bound.
+_BOUNDS: dict = {}
+_BOUNDS_BOUND = 4096
+
+
+def _known_bound(region: isl.Set, d: int, sp: _Isl, inside: frozenset
+                 ) -> tuple[AffineExpr, int]:
+    """:func:`_choose_bound` with the lower bounds that use no table value in ``inside``
+    (positions of values defined inside the copied ops)."""
+    key = (str(region), d, sp.params, sp.rank, inside)
+    known = _BOUNDS.get(key)
+    if known is None:
+        known = _choose_bound(region, d, sp, lambda e: not (e.used_dims() & inside))
+        if len(_BOUNDS) >= _BOUNDS_BOUND:
+            _BOUNDS.clear()
+        _BOUNDS[key] = known
+    return known
+
+
 def _choose_bound(region: isl.Set, d: int, sp: _Isl, usable) -> tuple[AffineExpr, int]:
     """(lower bound over the table, constant extent) of the region along dimension ``d``."""
     best: Optional[tuple[AffineExpr, int]] = None
@@ -601,13 +623,11 @@ def generate_copy(position: Position, memref: Value, *, depth: int = 0,
     if region.is_empty():
         return info
 
-    def usable(e: AffineExpr) -> bool:
-        return all(not _defined_inside(table.values[k], ops) for k in e.used_dims())
-
+    inside = frozenset(k for k, v in enumerate(table.values) if _defined_inside(v, ops))
     lbs, extents = [], []
     for d in range(rank):
         try:
-            e, ext = _choose_bound(region, d, sp, usable)
+            e, ext = _known_bound(region, d, sp, inside)
         except _NotExpressible:
             raise ScheduleError(f"cannot copy {name(memref)} {where}: the region it touches "
                                 f"along dimension {d} has no constant-size bounding box",
