@@ -439,9 +439,26 @@ def _redundant_results(exprs: list[AffineExpr], n_atoms: int, cons: list[str],
         # result i matters iff at some point it is strictly tighter than every other one
         cmp = "<" if upper else ">"
         extra = [f"{texts[i]} {cmp} {texts[j]}" for j in others]
-        if _isl_set(n_atoms, cons + extra).is_empty():
+        if _is_empty(n_atoms, tuple(cons + extra)):
             keep.remove(i)
     return [i for i in range(len(exprs)) if i not in keep]
+
+
+#: Whether ``_isl_set(n, cons)`` is empty, by ``(n, cons)``: the same bounds are simplified
+#: again for every pipeline a nest goes through (each flag set, each thread count), and
+#: reading and deciding each set took ISL about half a millisecond.  Emptied at the bound.
+_EMPTY: dict = {}
+_EMPTY_BOUND = 1 << 14
+
+
+def _is_empty(n: int, cons: tuple) -> bool:
+    known = _EMPTY.get((n, cons))
+    if known is None:
+        known = _isl_set(n, cons).is_empty()
+        if len(_EMPTY) >= _EMPTY_BOUND:
+            _EMPTY.clear()
+        _EMPTY[(n, cons)] = known
+    return known
 
 
 def drop_redundant_bounds(loop: AffineForOp) -> bool:

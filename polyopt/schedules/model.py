@@ -390,11 +390,26 @@ def _loop_constraints(loop: LoopLike, name: str, resolver: _Resolver, ivs: dict[
 def _chain_domain(space: str, tuple_text: str, texts: "_ChainTexts") -> isl.Set:
     """The points ``tuple_text`` (``"S0[i0, i1]"``, or ``""`` for a parameter set) within the
     loops and taken ``affine.if`` branches described by ``texts``."""
+    key = (space, tuple_text, tuple(texts.loop_cons),
+           tuple((tuple(cons), then) for cons, then in texts.conds))
+    dom = _DOMAINS.get(key)
+    if dom is not None:
+        return dom
     dom = isl.Set(f"{space}{{ {tuple_text} : {' and '.join(texts.loop_cons)} }}")
     for cons, then in texts.conds:
         cset = isl.Set(f"{space}{{ {tuple_text} : {' and '.join(cons) if cons else ''} }}")
         dom = dom.intersect(cset) if then else dom.subtract(cset)
+    if len(_DOMAINS) >= _DOMAINS_BOUND:
+        _DOMAINS.clear()
+    _DOMAINS[key] = dom
     return dom
+
+
+#: _chain_domain's sets by their texts: access_relation asks for the domain of the same
+#: loops and conditions access after access (bounds checks, copies), each time reading and
+#: intersecting the text.  ISL objects are values, so the sets can be shared.
+_DOMAINS: dict = {}
+_DOMAINS_BOUND = 4096
 
 
 @dataclass
