@@ -183,13 +183,23 @@ class _Effects:
     unknown: Optional[Operation] = None      # an op that may touch any memory
 
 
-def _effects(op: Operation, out: Optional[_Effects] = None) -> _Effects:
-    """The memory effects of ``op`` and everything nested in it."""
+_UNKNOWN = object()
+
+
+def _effects(op: Operation, out: Optional[_Effects] = None,
+             known: Optional[dict] = None) -> _Effects:
+    """The memory effects of ``op`` and everything nested in it; ``known`` keeps the affine
+    accesses already read (by op), valid while the IR does not change."""
     out = _Effects() if out is None else out
     for inner in op.walk():
         if out.unknown is not None:
             break
-        acc = _affine_access(inner)
+        if known is None:
+            acc = _affine_access(inner)
+        else:
+            acc = known.get(inner, _UNKNOWN)
+            if acc is _UNKNOWN:
+                acc = known[inner] = _affine_access(inner)
         if acc is not None:
             out.accesses.append(acc)
             continue
@@ -373,19 +383,22 @@ def _hoist(loop: AffineForOp, group: list[_Access]) -> None:
         acc.op.erase()
 
 
-def _loop_pass(loop: AffineForOp, stats: ScalrepStats, hoist: bool, carry: bool) -> None:
+def _loop_pass(loop: AffineForOp, stats: ScalrepStats, hoist: bool, carry: bool,
+               known: dict) -> None:
     eff = _Effects()
     for op in loop.body.ops:
-        _effects(op, eff)
+        _effects(op, eff, known)
     if eff.unknown is not None or not loop_runs_at_least_once(loop):
         return
     last: Operation = loop
     for group in _invariant_groups(loop, eff.accesses):
         if any(a.is_write for a in group):
             if carry:
+                known.clear()           # the IR changes: accesses are read again
                 last = _carry(loop, group, last)
                 stats.carried += 1
         elif hoist:
+            known.clear()
             _hoist(loop, group)
             stats.hoisted += 1
 
@@ -395,8 +408,11 @@ def hoist_and_carry(root: Operation, *, hoist: bool = True, carry: bool = True) 
     turn invariant elements that are stored into loop-carried values (``carry``)."""
     stats = ScalrepStats()
     loops = [op for op in root.walk(pre_order=False) if isinstance(op, AffineForOp)]
+    # the accesses of a nest's inner loops are read again for each loop around them; they
+    # are kept until a loop's pass changes the IR
+    known: dict = {}
     for loop in loops:
-        _loop_pass(loop, stats, hoist, carry)
+        _loop_pass(loop, stats, hoist, carry, known)
     return stats
 
 
