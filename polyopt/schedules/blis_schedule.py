@@ -564,7 +564,7 @@ def b_panel_thrashes_l1(n: int, k: int, nr: int, mr: int, elem_bytes: int,
     its sets, unpacked stays ahead (f64 64^3 1.09x, 96^3 1.07x, f32 128x128x64 1.04x).  Zen 4
     (one 512-bit FMA a cycle: 16 of 32 bytes) ran f32 128^3 and 256^3 and f64 192^3 unpacked
     1.05x-1.07x faster: its tile waits less on B's misses."""
-    stream = machine.vector_bits // 8 * machine.fma_per_cycle / max(1, mr)
+    stream = gepb_stream(machine, max(1, mr))
     if stream <= 0.5 * machine.l2_bytes_per_cycle:
         return False
     return l1_set_load(n * elem_bytes, k, nr * elem_bytes, machine) >= machine.l1d_ways
@@ -647,7 +647,8 @@ GEPB_STREAM_SHARE = 0.75
 
 
 def gepb_stream(machine: MachineModel, mr: int) -> float:
-    """The bytes per cycle of B a GEPB tile of ``mr`` rows reads from L2 at the FMA peak."""
+    """The bytes of B a cycle that a row-form tile of ``mr`` rows reads at the FMA peak: GEPB's
+    stream from L2, or an unpacked B's (:func:`b_panel_thrashes_l1`)."""
     return machine.vector_bits // 8 * machine.fma_per_cycle / mr
 
 
