@@ -409,8 +409,9 @@ def _gepb_reading_a_in_place(con: Contraction, params: BlisParams, machine
     short A, more K_C blocks, A's rows not readable in place).  Batch slices of 128^3 f32
     (``linalg.batch_matmul``, 64 of them), Emerald Rapids, one thread, same process,
     alternating, over packing A and B in GEBP's order: 1.035x-1.06x with the operands from
-    L3, 1.05x-1.08x from L2; 16 x 256^3 1.03x, 16 x 96^3 1.04x, 16 x 128x256x64 1.01x;
-    single products 128^3 1.02x, 256x128x256 1.03x."""
+    L3, 1.05x-1.08x from L2; 16 x 256^3 1.03x, 16 x 128x256x64 1.01x; single products
+    128^3 1.02x, 256x128x256 1.03x.  (16 x 96^3 ran 1.04x so, but slices that small take the
+    unpacked path first: 1.22x.)"""
     from .blis_schedule import gepb_stream_fits, short_a
     if params.l2_block != "A" or params.register_form != "row" or not _plain_operands(con):
         return None
